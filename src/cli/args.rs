@@ -1,0 +1,118 @@
+//! Command-line flags (clap). Size flags parse with the same parser as the config file.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::engine::size::ByteSize;
+
+fn parse_size(s: &str) -> Result<ByteSize, String> {
+    s.parse().map_err(|e: crate::engine::size::SizeParseError| e.to_string())
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (e.g. 1s, 500ms, 2m)"))
+}
+
+fn parse_kv(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "lakehealth",
+    version,
+    about = "File health of Delta Lake tables: small files, size histograms, log and vacuum debt",
+    long_about = "Open a Delta table, or a folder/bucket of tables, and see which partitions are full of small files.\n\nExamples:\n  lakehealth demo                      # a live demo table, no cloud account needed\n  lakehealth ./lake/events             # the TUI on one table\n  lakehealth s3://lake/                # every table under a prefix, worst first\n  lakehealth report s3://lake/events --json",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Table or root to open in the TUI (local path, file://, s3://, gs://, az://).
+    pub uri: Option<String>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Common {
+    /// Config file (default: $LAKEHEALTH_CONFIG, else config.toml in the platform config dir).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Object store option, e.g. AWS_REGION=us-east-1 (repeatable; overrides [storage] in config).
+    #[arg(short = 'o', long = "storage-option", global = true, value_name = "KEY=VALUE", value_parser = parse_kv)]
+    pub storage_options: Vec<(String, String)>,
+    /// Target file size; ideal files = ceil(bytes / target).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub target: Option<ByteSize>,
+    /// Files below this size are small (default: the target).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub small_below: Option<ByteSize>,
+    /// Upper bound of the target band.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub max_file_size: Option<ByteSize>,
+    /// Folder levels searched for tables under a root.
+    #[arg(long, global = true, value_name = "N")]
+    pub depth: Option<usize>,
+    /// Log file (default: lakehealth.log in the platform data dir).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print a table's (or every table's under a root) statistics.
+    Report(ReportArgs),
+    /// Create (or reuse) a demo streaming table, keep appending to it, and open the TUI.
+    Demo(DemoArgs),
+    /// Append sensor micro-batches to a table like a Structured Streaming query.
+    Stream(StreamArgs),
+    /// Print the config file location and the default configuration.
+    Config,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    pub uri: String,
+    /// Machine-readable output (schema in the README).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Folder for the demo table (default: the platform data dir).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Recreate the demo table from scratch.
+    #[arg(long)]
+    pub reset: bool,
+    /// Do not start the background streaming writer.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Create the table and exit without opening the TUI (prints its path).
+    #[arg(long)]
+    pub no_tui: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    pub uri: String,
+    /// Time between micro-batches.
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// Rows per micro-batch.
+    #[arg(long)]
+    pub rows: Option<usize>,
+    /// Streaming query id (the txn appId); a restart with the same id resumes after its last batch.
+    #[arg(long, default_value = "lakehealth-stream")]
+    pub query_id: String,
+    /// Stop after this many batches (default: run until Ctrl-C).
+    #[arg(long)]
+    pub batches: Option<u64>,
+}

@@ -1,0 +1,5 @@
+//! The command line: flags, headless commands, and dispatch to the TUI.
+
+pub mod args;
+pub mod report_text;
+pub mod run;

@@ -1,0 +1,146 @@
+//! Plain-text rendering of reports for `lakehealth report` (no terminal UI involved).
+
+use std::fmt::Write;
+
+use crate::engine::open::RootReport;
+use crate::engine::size::{format_bytes, format_count};
+use crate::engine::stats::histogram::{Band, Histogram};
+use crate::engine::stats::table_report::TableReport;
+
+pub fn histogram_text(h: &Histogram, out: &mut String) {
+    let max = h.buckets.iter().map(|b| b.files).max().unwrap_or(0).max(1);
+    for b in &h.buckets {
+        let label = match b.max_bytes {
+            Some(hi) => format!("{:>9} – {:<9}", format_bytes(b.min_bytes), format_bytes(hi)),
+            None => format!("{:>9} +{:10}", format_bytes(b.min_bytes), ""),
+        };
+        let bar = "█".repeat(((b.files * 30).div_ceil(max)) as usize);
+        let mark = match b.band {
+            Band::Target => "  ◀ target band",
+            _ => "",
+        };
+        let _ = writeln!(
+            out,
+            "  {label} {:>8} files {:>10}  {bar}{mark}",
+            b.files,
+            format_bytes(b.bytes)
+        );
+    }
+}
+
+pub fn table_text(t: &TableReport) -> String {
+    let s = &t.stats;
+    let mut o = String::new();
+    let _ = writeln!(o, "{}  ({})", t.name, t.uri);
+    let _ = writeln!(
+        o,
+        "version {}  files {}  bytes {}  health {}/100",
+        t.version,
+        s.files,
+        format_bytes(s.bytes),
+        s.health_score
+    );
+    let _ = writeln!(
+        o,
+        "small files (< {}) {} ({:.0}%), {}  ideal {}  excess {}",
+        format_bytes(t.thresholds.small_file_size),
+        s.small_files,
+        s.small_share() * 100.0,
+        format_bytes(s.small_bytes),
+        s.ideal_files,
+        s.excess_files
+    );
+    let _ = writeln!(
+        o,
+        "file size min {}  median {}  mean {}  max {}  target {}{}",
+        format_bytes(s.min_file_size),
+        format_bytes(s.median_file_size),
+        format_bytes(s.mean_file_size),
+        format_bytes(s.max_file_size),
+        format_bytes(t.thresholds.target_file_size),
+        if t.table_target_file_size.is_some() { " (delta.targetFileSize)" } else { "" }
+    );
+    let l = &t.log;
+    let _ = writeln!(
+        o,
+        "log: checkpoint {}  commits since {}  log size {}  {} files  rate {}",
+        l.checkpoint_version.map_or("none".into(), |v| v.to_string()),
+        l.commits_since_checkpoint,
+        format_bytes(l.log_bytes),
+        l.log_files,
+        l.commits_per_minute
+            .map_or("-".into(), |r| format!("{r:.1}/min"))
+    );
+    let ops: Vec<String> = l.operations.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(o, "operations (last {} commits): {}", l.window_commits, ops.join(", "));
+    let _ = writeln!(
+        o,
+        "vacuum debt: {} removed files, {} ({} past the {}h retention)",
+        t.vacuum.removed_files,
+        format_bytes(t.vacuum.removed_bytes),
+        format_bytes(t.vacuum.vacuumable_bytes),
+        t.vacuum.retention_hours
+    );
+    for w in &t.streaming_writers {
+        let _ = writeln!(
+            o,
+            "streaming writer {}: batch {}{}",
+            w.app_id,
+            w.last_batch,
+            w.batches_per_minute
+                .map_or(String::new(), |r| format!(", {r:.1} batches/min"))
+        );
+    }
+    for w in &t.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    let _ = writeln!(o, "\nfile sizes:");
+    histogram_text(&s.histogram, &mut o);
+    let _ = writeln!(
+        o,
+        "\n{:<40} {:>8} {:>10} {:>7} {:>8} {:>6}",
+        "partition", "files", "bytes", "small%", "excess", "health"
+    );
+    let mut parts: Vec<_> = t.partitions.iter().collect();
+    parts.sort_by(|a, b| b.stats.excess_files.cmp(&a.stats.excess_files));
+    for p in parts {
+        let _ = writeln!(
+            o,
+            "{:<40} {:>8} {:>10} {:>6.0}% {:>8} {:>6}",
+            p.values.label(),
+            p.stats.files,
+            format_bytes(p.stats.bytes),
+            p.stats.small_share() * 100.0,
+            p.stats.excess_files,
+            p.stats.health_score
+        );
+    }
+    o
+}
+
+pub fn root_text(r: &RootReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{}: {} tables (worst first)", r.root, r.tables.len());
+    let _ = writeln!(
+        o,
+        "{:<32} {:>8} {:>8} {:>10} {:>7} {:>8} {:>6}",
+        "table", "version", "files", "bytes", "small%", "excess", "health"
+    );
+    for t in &r.tables {
+        let _ = writeln!(
+            o,
+            "{:<32} {:>8} {:>8} {:>10} {:>6.0}% {:>8} {:>6}",
+            t.name,
+            t.version,
+            format_count(t.stats.files),
+            format_bytes(t.stats.bytes),
+            t.stats.small_share() * 100.0,
+            t.stats.excess_files,
+            t.stats.health_score
+        );
+    }
+    for e in &r.errors {
+        let _ = writeln!(o, "error: {}: {}", e.uri, e.error);
+    }
+    o
+}

@@ -1,0 +1,178 @@
+//! Dispatch of the parsed command line to the engine (headless) or the TUI.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::args::{Cli, Command, Common, DemoArgs, ReportArgs, StreamArgs};
+use super::report_text::{root_text, table_text};
+use crate::config::{Config, DEFAULT_CONFIG};
+use crate::engine::demo::{DemoShape, default_demo_dir, ensure_demo_table};
+use crate::engine::location::Location;
+use crate::engine::log::replay::ReplayOptions;
+use crate::engine::open::{OpenOptions, Opened, open};
+use crate::engine::stream::writer::{StreamOptions, run_stream};
+
+/// Config file merged with flags.
+pub struct Settings {
+    pub config: Config,
+    pub open: OpenOptions,
+}
+
+pub fn settings(common: &Common) -> Result<Settings> {
+    let (config, _) = Config::load(common.config.as_deref())?;
+    let mut t = config.thresholds();
+    if let Some(v) = common.target {
+        t.target_file_size = v.0;
+        if config.health.small_file_size.is_none() && common.small_below.is_none() {
+            t.small_file_size = v.0;
+        }
+    }
+    if let Some(v) = common.small_below {
+        t.small_file_size = v.0;
+    }
+    if let Some(v) = common.max_file_size {
+        t.max_file_size = v.0;
+    }
+    if t.target_file_size == 0 {
+        anyhow::bail!("--target must be greater than 0");
+    }
+    if t.max_file_size < t.small_file_size {
+        anyhow::bail!("--max-file-size must not be below the small-file threshold");
+    }
+    let mut storage: HashMap<String, String> = config.storage.clone();
+    storage.extend(common.storage_options.iter().cloned());
+    let open = OpenOptions {
+        thresholds: t,
+        replay: ReplayOptions {
+            history_commits: config.ui.history_commits.max(1),
+            ..ReplayOptions::default()
+        },
+        storage_options: storage,
+        discovery_depth: common.depth.unwrap_or(config.discovery.max_depth),
+    };
+    Ok(Settings { config, open })
+}
+
+pub async fn run(cli: Cli) -> Result<()> {
+    let s = settings(&cli.common)?;
+    match cli.command {
+        Some(Command::Report(a)) => report(a, &s).await,
+        Some(Command::Demo(a)) => demo(a, s).await,
+        Some(Command::Stream(a)) => stream(a, &s).await,
+        Some(Command::Config) => {
+            match Config::default_path() {
+                Some(p) => println!("# config file: {} (override with --config or $LAKEHEALTH_CONFIG)", p.display()),
+                None => println!("# no platform config directory; use --config or $LAKEHEALTH_CONFIG"),
+            }
+            println!("# log file: {}", crate::logging::log_path().display());
+            print!("{DEFAULT_CONFIG}");
+            Ok(())
+        }
+        None => match cli.uri {
+            Some(uri) => {
+                let loc = Location::parse(&uri)?;
+                crate::tui::run(loc, s.open, s.config.ui.refresh_interval).await
+            }
+            None => {
+                use clap::CommandFactory;
+                Cli::command().print_help()?;
+                println!();
+                anyhow::bail!("give a table or root to open, or a command (try `lakehealth demo`)")
+            }
+        },
+    }
+}
+
+async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
+    let loc = Location::parse(&a.uri)?;
+    let opened = open(&loc, &s.open, &|_| {}).await?;
+    match (opened, a.json) {
+        (Opened::Table(t), true) => println!("{}", serde_json::to_string_pretty(&t)?),
+        (Opened::Root(r), true) => println!("{}", serde_json::to_string_pretty(&r)?),
+        (Opened::Table(t), false) => print!("{}", table_text(&t)),
+        (Opened::Root(r), false) => print!("{}", root_text(&r)),
+    }
+    Ok(())
+}
+
+fn stream_options(s: &Settings, a: Option<&StreamArgs>, query_id: String) -> StreamOptions {
+    StreamOptions {
+        query_id,
+        interval: a.and_then(|a| a.interval).unwrap_or(s.config.stream.interval),
+        rows: a.and_then(|a| a.rows).unwrap_or(s.config.stream.rows).max(1),
+        max_batches: a.and_then(|a| a.batches),
+        storage_options: s.open.storage_options.clone(),
+    }
+}
+
+async fn stream(a: StreamArgs, s: &Settings) -> Result<()> {
+    let loc = Location::parse(&a.uri)?;
+    let opts = stream_options(s, Some(&a), a.query_id.clone());
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            c2.cancel();
+        }
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(async move {
+        // One JSON line per committed batch on stdout: tests and scripts read them.
+        while let Some(ev) = rx.recv().await {
+            if let Ok(line) = serde_json::to_string(&ev) {
+                println!("{line}");
+            }
+        }
+    });
+    let n = run_stream(&loc, &opts, cancel, tx).await?;
+    let _ = printer.await;
+    eprintln!("committed {n} batches");
+    Ok(())
+}
+
+async fn demo(a: DemoArgs, s: Settings) -> Result<()> {
+    let dir = a.dir.clone().unwrap_or_else(default_demo_dir);
+    eprintln!("preparing demo table in {} ...", dir.display());
+    let loc = ensure_demo_table(&dir, DemoShape::default(), a.reset)
+        .await
+        .context("the demo table could not be prepared")?;
+    if a.no_tui {
+        println!("{}", loc.display());
+        return Ok(());
+    }
+    let cancel = CancellationToken::new();
+    let writer = if a.no_stream {
+        None
+    } else {
+        // Its own thread and runtime, so the UI and the writer never starve each other.
+        let opts = stream_options(&s, None, "lakehealth-demo".into());
+        let loc2 = loc.clone();
+        let c2 = cancel.clone();
+        Some(std::thread::spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!("demo writer runtime: {e}");
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let (tx, mut rx) = mpsc::unbounded_channel();
+                tokio::spawn(async move { while rx.recv().await.is_some() {} });
+                if let Err(e) = run_stream(&loc2, &opts, c2, tx).await {
+                    tracing::error!("demo writer stopped: {e}");
+                }
+            });
+        }))
+    };
+    let refresh = s.config.ui.refresh_interval.min(std::time::Duration::from_secs(2));
+    let r = crate::tui::run(loc, s.open, refresh).await;
+    cancel.cancel();
+    if let Some(w) = writer {
+        let _ = tokio::task::spawn_blocking(move || w.join()).await;
+    }
+    r
+}

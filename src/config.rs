@@ -1,0 +1,229 @@
+//! User configuration: `config.toml` in the platform config dir (via `directories`), or the file
+//! named by `--config` / `LAKEHEALTH_CONFIG`. Unknown keys and bad values are errors that name
+//! the key and line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::engine::size::{ByteSize, GIB, MIB};
+use crate::engine::stats::file_sizes::Thresholds;
+
+/// The commented default configuration shipped in `assets/`.
+pub const DEFAULT_CONFIG: &str = include_str!("../assets/config.toml");
+pub const CONFIG_ENV: &str = "LAKEHEALTH_CONFIG";
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub health: HealthConfig,
+    pub discovery: DiscoveryConfig,
+    pub ui: UiConfig,
+    pub stream: StreamConfig,
+    pub storage: HashMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthConfig {
+    pub target_file_size: ByteSize,
+    pub small_file_size: Option<ByteSize>,
+    pub max_file_size: ByteSize,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DiscoveryConfig {
+    pub max_depth: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UiConfig {
+    #[serde(deserialize_with = "duration")]
+    pub refresh_interval: Duration,
+    pub history_commits: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StreamConfig {
+    #[serde(deserialize_with = "duration")]
+    pub interval: Duration,
+    pub rows: usize,
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    humantime::parse_duration(&s)
+        .map_err(|e| serde::de::Error::custom(format!("invalid duration {s:?}: {e} (e.g. \"1s\", \"500ms\", \"2m\")")))
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            health: HealthConfig::default(),
+            discovery: DiscoveryConfig::default(),
+            ui: UiConfig::default(),
+            stream: StreamConfig::default(),
+            storage: HashMap::new(),
+        }
+    }
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        Self {
+            target_file_size: ByteSize(128 * MIB),
+            small_file_size: None,
+            max_file_size: ByteSize(GIB),
+        }
+    }
+}
+
+impl Default for DiscoveryConfig {
+    fn default() -> Self {
+        Self { max_depth: 3 }
+    }
+}
+
+impl Default for UiConfig {
+    fn default() -> Self {
+        Self {
+            refresh_interval: Duration::from_secs(10),
+            history_commits: 100,
+        }
+    }
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(1),
+            rows: 500,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}:\n{message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Config {
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let c: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        c.validate().map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        Ok(c)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.health.target_file_size.0 == 0 {
+            return Err("health.target_file_size must be greater than 0".into());
+        }
+        if self.health.max_file_size < self.small_file_size() {
+            return Err("health.max_file_size must not be below health.small_file_size".into());
+        }
+        if self.stream.rows == 0 {
+            return Err("stream.rows must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    pub fn small_file_size(&self) -> ByteSize {
+        self.health
+            .small_file_size
+            .unwrap_or(self.health.target_file_size)
+    }
+
+    pub fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            target_file_size: self.health.target_file_size.0,
+            small_file_size: self.small_file_size().0,
+            max_file_size: self.health.max_file_size.0,
+        }
+    }
+
+    /// `config.toml` in the platform config directory.
+    pub fn default_path() -> Option<PathBuf> {
+        directories::ProjectDirs::from("dev", "lakehealth", "lakehealth")
+            .map(|d| d.config_dir().join("config.toml"))
+    }
+
+    /// Loads the explicit file (which must exist), else the env var's, else the default
+    /// location if present, else built-in defaults.
+    pub fn load(explicit: Option<&Path>) -> Result<(Self, Option<PathBuf>), ConfigError> {
+        let env = std::env::var_os(CONFIG_ENV).map(PathBuf::from);
+        let (path, must_exist) = match (explicit, env) {
+            (Some(p), _) => (Some(p.to_path_buf()), true),
+            (None, Some(p)) => (Some(p), true),
+            (None, None) => (Self::default_path(), false),
+        };
+        let Some(path) = path else {
+            return Ok((Self::default(), None));
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok((Self::parse(&text, &path)?, Some(path))),
+            Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => {
+                Ok((Self::default(), None))
+            }
+            Err(source) => Err(ConfigError::Read { path, source }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_default_equals_built_in_default() {
+        let c = Config::parse(DEFAULT_CONFIG, Path::new("assets/config.toml")).unwrap();
+        assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn unknown_key_is_named_with_its_line() {
+        let e = Config::parse("[health]\ntarget_file_size = \"64MiB\"\ntarget_fille = 3\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("target_fille"), "{e}");
+        assert!(e.contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn bad_size_is_explained() {
+        let e = Config::parse("[health]\ntarget_file_size = \"huge\"\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid size"), "{e}");
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn sizes_and_durations_parse() {
+        let c = Config::parse(
+            "[health]\ntarget_file_size = \"256MiB\"\nsmall_file_size = \"64MiB\"\n[ui]\nrefresh_interval = \"2s\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let t = c.thresholds();
+        assert_eq!(t.target_file_size, 256 * MIB);
+        assert_eq!(t.small_file_size, 64 * MIB);
+        assert_eq!(c.ui.refresh_interval, Duration::from_secs(2));
+    }
+}

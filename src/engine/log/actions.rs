@@ -1,0 +1,153 @@
+//! The subset of Delta log actions lakehealth reads, as they appear in JSON commits.
+//! Unknown fields and actions are ignored, so newer writers' logs still parse.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ActionLine {
+    pub add: Option<AddFile>,
+    pub remove: Option<RemoveFile>,
+    #[serde(rename = "metaData")]
+    pub meta_data: Option<MetaData>,
+    pub protocol: Option<Protocol>,
+    pub txn: Option<Txn>,
+    #[serde(rename = "commitInfo")]
+    pub commit_info: Option<CommitInfo>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionVector {
+    pub storage_type: String,
+    pub path_or_inline_dv: String,
+    pub offset: Option<i32>,
+}
+
+impl DeletionVector {
+    /// The spec's unique id of a deletion vector.
+    pub fn unique_id(&self) -> String {
+        match self.offset {
+            Some(o) => format!("{}{}@{o}", self.storage_type, self.path_or_inline_dv),
+            None => format!("{}{}", self.storage_type, self.path_or_inline_dv),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddFile {
+    pub path: String,
+    #[serde(default)]
+    pub partition_values: HashMap<String, Option<String>>,
+    pub size: i64,
+    pub data_change: Option<bool>,
+    pub deletion_vector: Option<DeletionVector>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoveFile {
+    pub path: String,
+    pub size: Option<i64>,
+    pub deletion_timestamp: Option<i64>,
+    pub data_change: Option<bool>,
+    pub deletion_vector: Option<DeletionVector>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetaData {
+    #[serde(default)]
+    pub id: String,
+    pub schema_string: String,
+    #[serde(default)]
+    pub partition_columns: Vec<String>,
+    #[serde(default)]
+    pub configuration: HashMap<String, Option<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Protocol {
+    pub min_reader_version: i32,
+    pub min_writer_version: i32,
+    pub reader_features: Option<Vec<String>>,
+    pub writer_features: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Txn {
+    pub app_id: String,
+    pub version: i64,
+    pub last_updated: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommitInfo {
+    pub timestamp: Option<i64>,
+    pub operation: Option<String>,
+    #[serde(default)]
+    pub operation_parameters: HashMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub operation_metrics: HashMap<String, serde_json::Value>,
+    pub engine_info: Option<String>,
+    pub is_blind_append: Option<bool>,
+}
+
+impl CommitInfo {
+    /// Operation metrics are strings in Spark's logs and numbers in some others.
+    pub fn metric(&self, key: &str) -> Option<u64> {
+        match self.operation_metrics.get(key)? {
+            serde_json::Value::Number(n) => n.as_u64(),
+            serde_json::Value::String(s) => s.parse().ok(),
+            _ => None,
+        }
+    }
+
+    pub fn param(&self, key: &str) -> Option<String> {
+        match self.operation_parameters.get(key)? {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Null => None,
+            other => Some(other.to_string()),
+        }
+    }
+}
+
+/// Identity of a file in the log: its path plus its deletion vector, as the spec reconciles them.
+pub fn file_key(path: &str, dv: Option<&DeletionVector>) -> String {
+    match dv {
+        Some(dv) => format!("{path}\u{1f}{}", dv.unique_id()),
+        None => path.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_spark_add_with_dv_and_ignores_unknown_fields() {
+        let line = r#"{"add":{"path":"a.parquet","partitionValues":{"k":null},"size":635,"modificationTime":1,"dataChange":true,"stats":"{}","tags":{"x":"y"},"deletionVector":{"storageType":"u","pathOrInlineDv":"ab^-aqEH.-t@S}K{vb[*k^","offset":1,"sizeInBytes":36,"cardinality":2}}}"#;
+        let a: ActionLine = serde_json::from_str(line).unwrap();
+        let add = a.add.unwrap();
+        assert_eq!(add.size, 635);
+        assert_eq!(add.partition_values.get("k"), Some(&None));
+        let key = file_key(&add.path, add.deletion_vector.as_ref());
+        assert_ne!(key, "a.parquet");
+    }
+
+    #[test]
+    fn metrics_accept_strings_and_numbers() {
+        let c: CommitInfo = serde_json::from_str(
+            r#"{"operation":"OPTIMIZE","operationMetrics":{"numAddedFiles":"3","numRemovedFiles":7}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.metric("numAddedFiles"), Some(3));
+        assert_eq!(c.metric("numRemovedFiles"), Some(7));
+        assert_eq!(c.metric("missing"), None);
+    }
+}

@@ -1,0 +1,136 @@
+//! Interning of partition values while replaying the log.
+//!
+//! During replay the table's metadata may not be known yet (it can sit in the checkpoint read
+//! last), so partitions are keyed by the raw `partitionValues` map as written (physical column
+//! names, any order). `resolve` later maps them to logical columns in partition-column order.
+
+use std::collections::HashMap;
+
+const ENTRY_SEP: char = '\u{1f}';
+const KV_SEP: char = '\u{1e}';
+const NULL_MARK: char = '\u{0}';
+
+/// Builds a raw key from `(column, value)` pairs into `buf` (cleared first).
+pub fn encode_into<'a>(buf: &mut String, pairs: impl Iterator<Item = (&'a str, Option<&'a str>)>) {
+    buf.clear();
+    for (k, v) in pairs {
+        buf.push_str(k);
+        buf.push(KV_SEP);
+        match v {
+            Some(v) => {
+                buf.push('=');
+                buf.push_str(v);
+            }
+            None => buf.push(NULL_MARK),
+        }
+        buf.push(ENTRY_SEP);
+    }
+}
+
+/// Parses a raw key back into pairs.
+pub fn decode(raw: &str) -> Vec<(String, Option<String>)> {
+    raw.split(ENTRY_SEP)
+        .filter(|e| !e.is_empty())
+        .filter_map(|e| {
+            let (k, v) = e.split_once(KV_SEP)?;
+            let v = v.strip_prefix('=').map(str::to_string);
+            Some((k.to_string(), v))
+        })
+        .collect()
+}
+
+/// Sizes of live files grouped by raw partition key.
+#[derive(Debug, Default)]
+pub struct PartitionSizes {
+    index: HashMap<String, u32>,
+    pub groups: Vec<(String, Vec<u64>)>,
+}
+
+impl PartitionSizes {
+    pub fn push(&mut self, raw_key: &str, size: u64) {
+        let idx = match self.index.get(raw_key) {
+            Some(&i) => i,
+            None => {
+                let i = self.groups.len() as u32;
+                self.index.insert(raw_key.to_string(), i);
+                self.groups.push((raw_key.to_string(), Vec::new()));
+                i
+            }
+        };
+        self.groups[idx as usize].1.push(size);
+    }
+
+    pub fn files(&self) -> u64 {
+        self.groups.iter().map(|(_, s)| s.len() as u64).sum()
+    }
+
+    /// Groups keyed by logical partition values in partition-column order; raw keys that
+    /// resolve to the same values (entries written in another order) are merged.
+    pub fn resolve(
+        self,
+        partition_columns: &[String],
+        physical_to_logical: &HashMap<String, String>,
+    ) -> Vec<(Vec<Option<String>>, Vec<u64>)> {
+        let mut merged: HashMap<Vec<Option<String>>, usize> = HashMap::new();
+        let mut out: Vec<(Vec<Option<String>>, Vec<u64>)> = Vec::new();
+        for (raw, sizes) in self.groups {
+            let pairs = decode(&raw);
+            let values: Vec<Option<String>> = partition_columns
+                .iter()
+                .map(|col| {
+                    pairs
+                        .iter()
+                        .find(|(k, _)| {
+                            physical_to_logical.get(k).map(String::as_str).unwrap_or(k) == col
+                        })
+                        .and_then(|(_, v)| v.clone())
+                })
+                .collect();
+            match merged.get(&values) {
+                Some(&i) => out[i].1.extend(sizes),
+                None => {
+                    merged.insert(values.clone(), out.len());
+                    out.push((values, sizes));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_values_and_nulls() {
+        let mut buf = String::new();
+        encode_into(&mut buf, [("a", Some("x=1")), ("b", None), ("c", Some(""))].into_iter());
+        assert_eq!(
+            decode(&buf),
+            vec![
+                ("a".into(), Some("x=1".into())),
+                ("b".into(), None),
+                ("c".into(), Some("".into()))
+            ]
+        );
+    }
+
+    #[test]
+    fn resolve_merges_orders_and_maps_physical_names() {
+        let mut p = PartitionSizes::default();
+        let mut buf = String::new();
+        encode_into(&mut buf, [("col-1", Some("A")), ("col-2", Some("B"))].into_iter());
+        p.push(&buf, 10);
+        encode_into(&mut buf, [("col-2", Some("B")), ("col-1", Some("A"))].into_iter());
+        p.push(&buf, 20);
+        let map = HashMap::from([
+            ("col-1".to_string(), "first".to_string()),
+            ("col-2".to_string(), "second".to_string()),
+        ]);
+        let r = p.resolve(&["first".into(), "second".into()], &map);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].0, vec![Some("A".into()), Some("B".into())]);
+        assert_eq!(r[0].1, vec![10, 20]);
+    }
+}

@@ -1,0 +1,142 @@
+//! Opening what the user pointed at: one table, or a root holding many tables.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde::Serialize;
+
+use super::discover::discover_tables;
+use super::error::{EngineError, Result};
+use super::location::Location;
+use super::log::replay::{ReplayOptions, replay};
+use super::progress::LoadProgress;
+use super::stats::file_sizes::Thresholds;
+use super::stats::table_report::TableReport;
+
+/// Everything needed to load tables, shared by the CLI, the TUI and tests.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    pub thresholds: Thresholds,
+    pub replay: ReplayOptions,
+    pub storage_options: HashMap<String, String>,
+    pub discovery_depth: usize,
+}
+
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Loads one table's statistics from its log.
+pub async fn load_table(
+    loc: &Location,
+    opts: &OpenOptions,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<TableReport> {
+    let store = loc.open_store(&opts.storage_options)?;
+    let uri = loc.display();
+    let state = replay(&store, &uri, opts.replay, progress).await?;
+    Ok(TableReport::build(
+        uri,
+        loc.name(),
+        state,
+        opts.thresholds,
+        now_ms(),
+    ))
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TableLoadError {
+    pub uri: String,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RootReport {
+    pub root: String,
+    /// Worst health first.
+    pub tables: Vec<TableReport>,
+    /// Tables that were found but could not be read.
+    pub errors: Vec<TableLoadError>,
+}
+
+impl RootReport {
+    pub fn sort_by_health(&mut self) {
+        self.tables.sort_by(|a, b| {
+            a.stats
+                .health_score
+                .cmp(&b.stats.health_score)
+                .then(b.stats.excess_files.cmp(&a.stats.excess_files))
+                .then(a.name.cmp(&b.name))
+        });
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Opened {
+    Table(Box<TableReport>),
+    Root(RootReport),
+}
+
+/// Finds the tables under `root` and loads each (4 at a time).
+pub async fn load_root(
+    root: &Location,
+    rel_tables: Vec<String>,
+    opts: &OpenOptions,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<RootReport> {
+    let total = rel_tables.len();
+    let locations: Vec<Location> = rel_tables
+        .iter()
+        .map(|r| root.join(r))
+        .collect::<Result<_>>()?;
+    let mut done = 0;
+    let mut tables = Vec::new();
+    let mut errors = Vec::new();
+    let mut results = futures::stream::iter(locations.iter().map(|loc| async move {
+        (loc, load_table(loc, opts, &|_| {}).await)
+    }))
+    .buffer_unordered(4);
+    while let Some((loc, r)) = results.next().await {
+        done += 1;
+        progress(LoadProgress::LoadingTables { done, total });
+        match r {
+            Ok(t) => tables.push(t),
+            Err(e) => errors.push(TableLoadError {
+                uri: loc.display(),
+                error: e.to_string(),
+            }),
+        }
+    }
+    let mut report = RootReport {
+        root: root.display(),
+        tables,
+        errors,
+    };
+    report.sort_by_health();
+    Ok(report)
+}
+
+/// A table if `loc` is one, else every table found below it.
+pub async fn open(
+    loc: &Location,
+    opts: &OpenOptions,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<Opened> {
+    match load_table(loc, opts, progress).await {
+        Ok(t) => Ok(Opened::Table(Box::new(t))),
+        Err(EngineError::NotATable { .. }) => {
+            let store: Arc<dyn object_store::ObjectStore> = loc.open_store(&opts.storage_options)?;
+            let uri = loc.display();
+            let found = discover_tables(&store, &uri, opts.discovery_depth, progress).await?;
+            if found.is_empty() {
+                return Err(EngineError::NotATable {
+                    uri,
+                    depth: opts.discovery_depth,
+                });
+            }
+            Ok(Opened::Root(load_root(loc, found, opts, progress).await?))
+        }
+        Err(e) => Err(e),
+    }
+}

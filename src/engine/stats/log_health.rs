@@ -1,0 +1,111 @@
+//! Log health: how much a reader must replay (checkpoint lag), log size, commit rate and the
+//! operation mix over the recent history window.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::engine::log::state::LogState;
+
+/// Delta's default `delta.checkpointInterval`.
+pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 10;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogHealth {
+    pub version: u64,
+    pub checkpoint_version: Option<u64>,
+    /// Commits a reader replays as JSON on top of the checkpoint.
+    pub commits_since_checkpoint: u64,
+    pub json_bytes_since_checkpoint: u64,
+    pub checkpoint_interval: u64,
+    /// More than twice the interval without a checkpoint: every open replays too much JSON.
+    pub checkpoint_overdue: bool,
+    pub log_bytes: u64,
+    pub log_files: u64,
+    pub last_commit_ms: Option<i64>,
+    /// Commits in the summarised window and the rate they arrived at.
+    pub window_commits: usize,
+    pub commits_per_minute: Option<f64>,
+    pub operations: BTreeMap<String, u64>,
+    pub min_reader_version: Option<i32>,
+    pub min_writer_version: Option<i32>,
+    pub features: Vec<String>,
+}
+
+/// Commits per minute between the oldest and newest timestamps of `timestamps`.
+pub fn rate_per_minute(timestamps: &[i64]) -> Option<f64> {
+    let (min, max) = timestamps
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(a, b), &t| (a.min(t), b.max(t)));
+    if timestamps.len() < 2 || max <= min {
+        return None;
+    }
+    let minutes = (max - min) as f64 / 60_000.0;
+    // n commits span n-1 intervals
+    Some((timestamps.len() - 1) as f64 / minutes)
+}
+
+impl LogHealth {
+    pub fn from_state(s: &LogState) -> Self {
+        let interval = s
+            .metadata
+            .configuration
+            .get("delta.checkpointInterval")
+            .and_then(|v| v.as_deref())
+            .and_then(|v| v.parse().ok())
+            .filter(|&v: &u64| v > 0)
+            .unwrap_or(DEFAULT_CHECKPOINT_INTERVAL);
+        let since = match s.checkpoint_version {
+            Some(c) => s.version - c,
+            None => s.version + 1,
+        };
+        let timestamps: Vec<i64> = s.commits.iter().filter_map(|c| c.timestamp_ms).collect();
+        let mut operations = BTreeMap::new();
+        for c in &s.commits {
+            *operations.entry(c.operation.clone()).or_insert(0) += 1;
+        }
+        let mut features: Vec<String> = s
+            .protocol
+            .iter()
+            .flat_map(|p| {
+                p.reader_features
+                    .iter()
+                    .flatten()
+                    .chain(p.writer_features.iter().flatten())
+                    .cloned()
+            })
+            .collect();
+        features.sort();
+        features.dedup();
+        Self {
+            version: s.version,
+            checkpoint_version: s.checkpoint_version,
+            commits_since_checkpoint: since,
+            json_bytes_since_checkpoint: s.json_bytes_since_checkpoint,
+            checkpoint_interval: interval,
+            checkpoint_overdue: since > 2 * interval,
+            log_bytes: s.listing.log_bytes,
+            log_files: s.listing.log_objects,
+            last_commit_ms: s.commits.first().and_then(|c| c.timestamp_ms),
+            window_commits: s.commits.len(),
+            commits_per_minute: rate_per_minute(&timestamps),
+            operations,
+            min_reader_version: s.protocol.as_ref().map(|p| p.min_reader_version),
+            min_writer_version: s.protocol.as_ref().map(|p| p.min_writer_version),
+            features,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_counts_intervals() {
+        // 4 commits over 3 minutes: 1 per minute
+        assert_eq!(rate_per_minute(&[0, 60_000, 120_000, 180_000]), Some(1.0));
+        assert_eq!(rate_per_minute(&[5]), None);
+        assert_eq!(rate_per_minute(&[5, 5]), None);
+    }
+}

@@ -1,0 +1,9 @@
+//! Everything lakehealth computes from a replayed log: file-size statistics and histograms,
+//! log health, vacuum debt, streaming writers, assembled into a `TableReport`.
+
+pub mod file_sizes;
+pub mod histogram;
+pub mod log_health;
+pub mod table_report;
+pub mod vacuum;
+pub mod writers;

@@ -1,0 +1,149 @@
+//! The numbers for one table, as the TUI shows them and `lakehealth report --json` prints them.
+
+use std::collections::HashMap;
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use super::file_sizes::{SizeStats, Thresholds};
+use super::log_health::LogHealth;
+use super::vacuum::{DEFAULT_RETENTION_HOURS, VacuumDebt, parse_interval_hours};
+use super::writers::{StreamingWriter, streaming_writers};
+use crate::engine::log::state::{CommitSummary, LogState};
+
+/// Partition values in partition-column order; serialises as a JSON object.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PartitionValues(pub Vec<(String, Option<String>)>);
+
+impl Serialize for PartitionValues {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl PartitionValues {
+    /// `date=2026-11-30/k=null`, or `(unpartitioned)`.
+    pub fn label(&self) -> String {
+        if self.0.is_empty() {
+            return "(unpartitioned)".into();
+        }
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("null")))
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartitionReport {
+    pub values: PartitionValues,
+    #[serde(flatten)]
+    pub stats: SizeStats,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableReport {
+    pub uri: String,
+    pub name: String,
+    pub version: u64,
+    pub partition_columns: Vec<String>,
+    #[serde(flatten)]
+    pub stats: SizeStats,
+    pub thresholds: Thresholds,
+    /// `delta.targetFileSize` of the table, when it sets one (then it is the target).
+    pub table_target_file_size: Option<u64>,
+    pub partitions: Vec<PartitionReport>,
+    pub log: LogHealth,
+    pub vacuum: VacuumDebt,
+    pub streaming_writers: Vec<StreamingWriter>,
+    /// Newest first.
+    pub commits: Vec<CommitSummary>,
+    pub warnings: Vec<String>,
+}
+
+/// Logical partition column names by physical name (column mapping), from the schema string.
+pub fn physical_names(schema_string: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(schema_string) else {
+        return out;
+    };
+    for f in v.get("fields").and_then(|f| f.as_array()).into_iter().flatten() {
+        let name = f.get("name").and_then(|n| n.as_str());
+        let phys = f
+            .get("metadata")
+            .and_then(|m| m.get("delta.columnMapping.physicalName"))
+            .and_then(|p| p.as_str());
+        if let (Some(n), Some(p)) = (name, phys) {
+            out.insert(p.to_string(), n.to_string());
+        }
+    }
+    out
+}
+
+impl TableReport {
+    pub fn build(uri: String, name: String, state: LogState, base: Thresholds, now_ms: i64) -> Self {
+        let conf = &state.metadata.configuration;
+        let table_target = conf
+            .get("delta.targetFileSize")
+            .and_then(|v| v.as_deref())
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|&v| v > 0);
+        let thresholds = Thresholds {
+            target_file_size: table_target.unwrap_or(base.target_file_size),
+            ..base
+        };
+        let retention = conf
+            .get("delta.deletedFileRetentionDuration")
+            .and_then(|v| v.as_deref())
+            .and_then(parse_interval_hours)
+            .unwrap_or(DEFAULT_RETENTION_HOURS);
+        let log = LogHealth::from_state(&state);
+        let vacuum = VacuumDebt::compute(&state.tombstones, retention, now_ms);
+        let writers = streaming_writers(&state);
+        let mut warnings = state.warnings;
+        if log.checkpoint_overdue {
+            warnings.push(format!(
+                "{} commits since the last checkpoint (interval {}): every reader and writer replays them as JSON",
+                log.commits_since_checkpoint, log.checkpoint_interval
+            ));
+        }
+        let edges = thresholds.edges();
+        let columns = state.metadata.partition_columns.clone();
+        let phys = physical_names(&state.metadata.schema_string);
+        let groups = state.partitions.resolve(&columns, &phys);
+        let total_files: usize = groups.iter().map(|(_, s)| s.len()).sum();
+        let mut all_sizes: Vec<u64> = Vec::with_capacity(total_files);
+        let mut partitions: Vec<PartitionReport> = Vec::with_capacity(groups.len());
+        for (values, mut sizes) in groups {
+            all_sizes.extend_from_slice(&sizes);
+            let stats = SizeStats::from_sizes(&mut sizes, &thresholds, &edges);
+            partitions.push(PartitionReport {
+                values: PartitionValues(columns.iter().cloned().zip(values).collect()),
+                stats,
+            });
+        }
+        partitions.sort_by(|a, b| a.values.label().cmp(&b.values.label()));
+        let refs: Vec<&SizeStats> = partitions.iter().map(|p| &p.stats).collect();
+        let stats = SizeStats::for_table(&mut all_sizes, &refs, &thresholds, &edges);
+        TableReport {
+            uri,
+            name,
+            version: state.version,
+            partition_columns: columns,
+            stats,
+            thresholds,
+            table_target_file_size: table_target,
+            partitions,
+            log,
+            vacuum,
+            streaming_writers: writers,
+            commits: state.commits,
+            warnings,
+        }
+    }
+}

@@ -1,0 +1,28 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use lakehealth::cli::args::Cli;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let _log = lakehealth::logging::init(cli.common.log_file.clone());
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("lakehealth")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(lakehealth::cli::run::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

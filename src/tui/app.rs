@@ -1,0 +1,512 @@
+//! TUI state and the single place it changes: `App::update(Action) -> Vec<Effect>`.
+
+use std::time::{Duration, Instant};
+
+use super::action::{Action, Command, Effect};
+use super::keymap::Context;
+use super::layout;
+use crate::engine::open::{Opened, RootReport};
+use crate::engine::progress::LoadProgress;
+use crate::engine::stats::table_report::TableReport;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Excess,
+    SmallShare,
+    Bytes,
+    Files,
+    Name,
+}
+
+impl SortKey {
+    pub fn next(self) -> Self {
+        match self {
+            SortKey::Excess => SortKey::SmallShare,
+            SortKey::SmallShare => SortKey::Bytes,
+            SortKey::Bytes => SortKey::Files,
+            SortKey::Files => SortKey::Name,
+            SortKey::Name => SortKey::Excess,
+        }
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            SortKey::Excess => "excess files",
+            SortKey::SmallShare => "small share",
+            SortKey::Bytes => "bytes",
+            SortKey::Files => "files",
+            SortKey::Name => "name",
+        }
+    }
+    /// Names read best ascending, numbers worst-first.
+    fn default_desc(self) -> bool {
+        !matches!(self, SortKey::Name)
+    }
+}
+
+/// A scrollable, sortable, filterable list of row indices.
+#[derive(Debug, Clone, Default)]
+pub struct ListState {
+    /// Indices into the underlying rows, in display order (after filter and sort).
+    pub view: Vec<usize>,
+    pub selected: usize,
+    pub offset: usize,
+    pub filter: String,
+}
+
+impl ListState {
+    fn clamp(&mut self, height: usize) {
+        let n = self.view.len();
+        if n == 0 {
+            self.selected = 0;
+            self.offset = 0;
+            return;
+        }
+        self.selected = self.selected.min(n - 1);
+        let h = height.max(1);
+        if self.selected < self.offset {
+            self.offset = self.selected;
+        } else if self.selected >= self.offset + h {
+            self.offset = self.selected + 1 - h;
+        }
+        self.offset = self.offset.min(n.saturating_sub(h));
+    }
+
+    fn step(&mut self, cmd: Command, height: usize) {
+        let n = self.view.len();
+        let page = height.max(1);
+        match cmd {
+            Command::Up => self.selected = self.selected.saturating_sub(1),
+            Command::Down => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
+            Command::PageUp => self.selected = self.selected.saturating_sub(page),
+            Command::PageDown => self.selected = (self.selected + page).min(n.saturating_sub(1)),
+            Command::Top => self.selected = 0,
+            Command::Bottom => self.selected = n.saturating_sub(1),
+            _ => {}
+        }
+        self.clamp(height);
+    }
+
+    pub fn selected_index(&self) -> Option<usize> {
+        self.view.get(self.selected).copied()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    Tables,
+    Table,
+}
+
+#[derive(Debug)]
+pub struct Loading {
+    pub id: u64,
+    pub uri: String,
+    pub progress: Option<LoadProgress>,
+    pub started: Instant,
+    /// A reload of what is shown (keeps showing it) rather than a new screen.
+    pub refresh: bool,
+}
+
+pub struct App {
+    /// What the user opened (a table or a root).
+    pub uri: String,
+    pub screen: Screen,
+    pub root: Option<RootReport>,
+    pub tables: ListState,
+    pub table: Option<TableReport>,
+    pub partitions: ListState,
+    pub sort: SortKey,
+    pub sort_desc: bool,
+    pub table_histogram: bool,
+    pub loading: Option<Loading>,
+    pub error: Option<String>,
+    pub show_help: bool,
+    /// Some while the user types a filter.
+    pub filter_input: Option<String>,
+    pub should_quit: bool,
+    pub size: (u16, u16),
+    pub spinner: usize,
+    pub refresh_every: Duration,
+    pub last_loaded: Option<Instant>,
+    next_load: u64,
+}
+
+impl App {
+    pub fn new(uri: String, refresh_every: Duration, size: (u16, u16)) -> Self {
+        Self {
+            uri,
+            screen: Screen::Table,
+            root: None,
+            tables: ListState::default(),
+            table: None,
+            partitions: ListState::default(),
+            sort: SortKey::Excess,
+            sort_desc: true,
+            table_histogram: false,
+            loading: None,
+            error: None,
+            show_help: false,
+            filter_input: None,
+            should_quit: false,
+            size,
+            spinner: 0,
+            refresh_every,
+            last_loaded: None,
+            next_load: 1,
+        }
+    }
+
+    /// The first effect: load what the user opened.
+    pub fn start(&mut self) -> Vec<Effect> {
+        let uri = self.uri.clone();
+        self.load(uri, false)
+    }
+
+    pub fn context(&self) -> Context {
+        match self.screen {
+            Screen::Tables => Context::Tables,
+            Screen::Table => Context::Table,
+        }
+    }
+
+    fn list_height(&self) -> usize {
+        match self.screen {
+            Screen::Tables => layout::tables_rows(self.size),
+            Screen::Table => layout::partition_rows(self.size),
+        }
+    }
+
+    fn load(&mut self, uri: String, refresh: bool) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if let Some(old) = self.loading.take() {
+            effects.push(Effect::CancelLoad { id: old.id });
+        }
+        let id = self.next_load;
+        self.next_load += 1;
+        self.loading = Some(Loading {
+            id,
+            uri: uri.clone(),
+            progress: None,
+            started: Instant::now(),
+            refresh,
+        });
+        effects.push(Effect::Load { id, uri });
+        effects
+    }
+
+    pub fn update(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Command(c) => return self.command(c),
+            Action::FilterInput(ch) => {
+                if let Some(f) = &mut self.filter_input {
+                    f.push(ch);
+                    let f = f.clone();
+                    self.apply_filter(f);
+                }
+            }
+            Action::FilterBackspace => {
+                if let Some(f) = &mut self.filter_input {
+                    f.pop();
+                    let f = f.clone();
+                    self.apply_filter(f);
+                }
+            }
+            Action::FilterDone => self.filter_input = None,
+            Action::FilterCancel => {
+                self.filter_input = None;
+                self.apply_filter(String::new());
+            }
+            Action::Tick => {
+                self.spinner = self.spinner.wrapping_add(1);
+                return self.maybe_auto_refresh();
+            }
+            Action::Resize { width, height } => {
+                self.size = (width, height);
+                let h = self.list_height();
+                self.active_list().clamp(h);
+            }
+            Action::Progress { load, progress } => {
+                if let Some(l) = self.loading.as_mut().filter(|l| l.id == load) {
+                    l.progress = Some(progress);
+                }
+            }
+            Action::Loaded { load, result } => {
+                if self.loading.as_ref().is_none_or(|l| l.id != load) {
+                    return vec![]; // a superseded load
+                }
+                self.loading = None;
+                self.last_loaded = Some(Instant::now());
+                match result {
+                    Ok(Opened::Table(t)) => {
+                        self.error = None;
+                        self.set_table(*t);
+                    }
+                    Ok(Opened::Root(r)) => {
+                        self.error = None;
+                        self.set_root(r);
+                    }
+                    Err(e) => self.error = Some(e),
+                }
+            }
+        }
+        vec![]
+    }
+
+    fn maybe_auto_refresh(&mut self) -> Vec<Effect> {
+        if self.refresh_every.is_zero() || self.loading.is_some() || self.error.is_some() {
+            return vec![];
+        }
+        let due = self
+            .last_loaded
+            .is_some_and(|t| t.elapsed() >= self.refresh_every);
+        match (&self.screen, &self.table) {
+            (Screen::Table, Some(t)) if due => {
+                let uri = t.uri.clone();
+                self.load(uri, true)
+            }
+            _ => vec![],
+        }
+    }
+
+    fn active_list(&mut self) -> &mut ListState {
+        match self.screen {
+            Screen::Tables => &mut self.tables,
+            Screen::Table => &mut self.partitions,
+        }
+    }
+
+    fn command(&mut self, c: Command) -> Vec<Effect> {
+        if self.show_help && c != Command::Quit {
+            // Any key closes the help screen.
+            self.show_help = false;
+            return vec![];
+        }
+        match c {
+            Command::Quit => {
+                self.should_quit = true;
+                if let Some(l) = self.loading.take() {
+                    return vec![Effect::CancelLoad { id: l.id }];
+                }
+            }
+            Command::Help => self.show_help = true,
+            Command::Up | Command::Down | Command::PageUp | Command::PageDown | Command::Top | Command::Bottom => {
+                let h = self.list_height();
+                self.active_list().step(c, h);
+            }
+            Command::Enter => {
+                if self.screen == Screen::Tables {
+                    let picked = self
+                        .tables
+                        .selected_index()
+                        .and_then(|i| self.root.as_ref().and_then(|r| r.tables.get(i)))
+                        .cloned();
+                    if let Some(t) = picked {
+                        self.screen = Screen::Table;
+                        self.set_table(t);
+                    }
+                }
+            }
+            Command::Back => {
+                if self.error.is_some() {
+                    self.error = None;
+                } else if !self.partitions.filter.is_empty() {
+                    self.apply_filter(String::new());
+                } else if self.screen == Screen::Table && self.root.is_some() {
+                    self.screen = Screen::Tables;
+                    self.table = None;
+                }
+            }
+            Command::Refresh => {
+                self.error = None;
+                let uri = match (&self.screen, &self.table) {
+                    (Screen::Table, Some(t)) => t.uri.clone(),
+                    _ => self.uri.clone(),
+                };
+                let refresh = self.table.is_some() || self.root.is_some();
+                return self.load(uri, refresh);
+            }
+            Command::CycleSort => {
+                self.sort = self.sort.next();
+                self.sort_desc = self.sort.default_desc();
+                self.resort();
+            }
+            Command::ReverseSort => {
+                self.sort_desc = !self.sort_desc;
+                self.resort();
+            }
+            Command::Filter => {
+                let current = self.active_list().filter.clone();
+                self.filter_input = Some(current);
+            }
+            Command::ToggleTableHistogram => self.table_histogram = !self.table_histogram,
+        }
+        vec![]
+    }
+
+    fn set_root(&mut self, r: RootReport) {
+        let keep = self
+            .tables
+            .selected_index()
+            .and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
+        self.root = Some(r);
+        if self.table.is_none() {
+            self.screen = Screen::Tables;
+        } else if let Some(t) = &self.table {
+            // A refresh of the root while a table is shown: keep the table in sync.
+            let fresh = self.root.as_ref().and_then(|r| r.tables.iter().find(|x| x.uri == t.uri)).cloned();
+            if let Some(f) = fresh {
+                self.set_table(f);
+            }
+        }
+        self.rebuild_tables(keep);
+    }
+
+    fn set_table(&mut self, t: TableReport) {
+        let keep = self.selected_partition().map(|p| p.values.label());
+        self.table = Some(t);
+        self.rebuild_partitions(keep);
+    }
+
+    pub fn selected_partition(&self) -> Option<&crate::engine::stats::table_report::PartitionReport> {
+        let t = self.table.as_ref()?;
+        self.partitions.selected_index().and_then(|i| t.partitions.get(i))
+    }
+
+    fn apply_filter(&mut self, f: String) {
+        match self.screen {
+            Screen::Tables => {
+                let keep = self.tables.selected_index().and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
+                self.tables.filter = f;
+                self.rebuild_tables(keep);
+            }
+            Screen::Table => {
+                let keep = self.selected_partition().map(|p| p.values.label());
+                self.partitions.filter = f;
+                self.rebuild_partitions(keep);
+            }
+        }
+    }
+
+    fn resort(&mut self) {
+        match self.screen {
+            Screen::Tables => {
+                let keep = self.tables.selected_index().and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
+                self.rebuild_tables(keep);
+            }
+            Screen::Table => {
+                let keep = self.selected_partition().map(|p| p.values.label());
+                self.rebuild_partitions(keep);
+            }
+        }
+    }
+
+    fn rebuild_partitions(&mut self, keep: Option<String>) {
+        let Some(t) = &self.table else {
+            self.partitions.view.clear();
+            return;
+        };
+        let needle = self.partitions.filter.to_lowercase();
+        let labels: Vec<String> = t.partitions.iter().map(|p| p.values.label()).collect();
+        let mut view: Vec<usize> = (0..t.partitions.len())
+            .filter(|&i| needle.is_empty() || labels[i].to_lowercase().contains(&needle))
+            .collect();
+        let key = self.sort;
+        view.sort_by(|&a, &b| {
+            let (pa, pb) = (&t.partitions[a].stats, &t.partitions[b].stats);
+            let ord = match key {
+                SortKey::Excess => pa.excess_files.cmp(&pb.excess_files),
+                SortKey::SmallShare => pa.small_share().total_cmp(&pb.small_share()),
+                SortKey::Bytes => pa.bytes.cmp(&pb.bytes),
+                SortKey::Files => pa.files.cmp(&pb.files),
+                SortKey::Name => std::cmp::Ordering::Equal,
+            };
+            let ord = if self.sort_desc { ord.reverse() } else { ord };
+            let by_name = labels[a].cmp(&labels[b]);
+            let by_name = if key == SortKey::Name && self.sort_desc { by_name.reverse() } else { by_name };
+            ord.then(by_name)
+        });
+        let selected = keep
+            .and_then(|k| view.iter().position(|&i| labels[i] == k))
+            .unwrap_or(0);
+        self.partitions.view = view;
+        self.partitions.selected = selected;
+        let h = layout::partition_rows(self.size);
+        self.partitions.clamp(h);
+    }
+
+    fn rebuild_tables(&mut self, keep: Option<String>) {
+        let Some(r) = &self.root else {
+            self.tables.view.clear();
+            return;
+        };
+        let needle = self.tables.filter.to_lowercase();
+        let mut view: Vec<usize> = (0..r.tables.len())
+            .filter(|&i| needle.is_empty() || r.tables[i].name.to_lowercase().contains(&needle))
+            .collect();
+        let key = self.sort;
+        view.sort_by(|&a, &b| {
+            let (ta, tb) = (&r.tables[a].stats, &r.tables[b].stats);
+            let ord = match key {
+                SortKey::Excess => ta.excess_files.cmp(&tb.excess_files),
+                SortKey::SmallShare => ta.small_share().total_cmp(&tb.small_share()),
+                SortKey::Bytes => ta.bytes.cmp(&tb.bytes),
+                SortKey::Files => ta.files.cmp(&tb.files),
+                SortKey::Name => std::cmp::Ordering::Equal,
+            };
+            let ord = if self.sort_desc { ord.reverse() } else { ord };
+            ord.then(r.tables[a].name.cmp(&r.tables[b].name))
+        });
+        let selected = keep
+            .and_then(|k| view.iter().position(|&i| r.tables[i].uri == k))
+            .unwrap_or(0);
+        self.tables.view = view;
+        self.tables.selected = selected;
+        let h = layout::tables_rows(self.size);
+        self.tables.clamp(h);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_scrolls_to_keep_selection_visible() {
+        let mut l = ListState {
+            view: (0..100).collect(),
+            ..Default::default()
+        };
+        l.step(Command::PageDown, 10);
+        assert_eq!((l.selected, l.offset), (10, 1));
+        l.step(Command::Bottom, 10);
+        assert_eq!((l.selected, l.offset), (99, 90));
+        l.step(Command::Up, 10);
+        assert_eq!((l.selected, l.offset), (98, 90));
+        l.step(Command::Top, 10);
+        assert_eq!((l.selected, l.offset), (0, 0));
+        l.step(Command::Up, 10);
+        assert_eq!(l.selected, 0);
+    }
+
+    #[test]
+    fn empty_list_never_panics() {
+        let mut l = ListState::default();
+        for c in [Command::Down, Command::Up, Command::Bottom, Command::PageDown] {
+            l.step(c, 10);
+        }
+        assert_eq!((l.selected, l.offset), (0, 0));
+    }
+
+    #[test]
+    fn stale_loads_are_ignored() {
+        let mut app = App::new("x".into(), Duration::ZERO, (120, 40));
+        let first = app.start();
+        let refresh = app.update(Action::Command(Command::Refresh));
+        assert!(matches!(first[0], Effect::Load { id: 1, .. }));
+        assert!(refresh.contains(&Effect::CancelLoad { id: 1 }));
+        app.update(Action::Loaded { load: 1, result: Err("old".into()) });
+        assert!(app.error.is_none(), "a superseded load must not show its error");
+        app.update(Action::Loaded { load: 2, result: Err("new".into()) });
+        assert_eq!(app.error.as_deref(), Some("new"));
+    }
+}

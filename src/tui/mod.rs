@@ -1,0 +1,85 @@
+//! The terminal UI: a thin layer over the engine. Events become `Action`s, `App::update` is the
+//! only place state changes, `view::draw` renders state, and loads run as background tasks that
+//! report typed progress over a channel.
+
+pub mod action;
+pub mod app;
+pub mod keymap;
+pub mod layout;
+pub mod loader;
+pub mod terminal;
+pub mod view;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind};
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use action::{Action, Command};
+use app::App;
+use crate::engine::location::Location;
+use crate::engine::open::OpenOptions;
+
+/// Maps a key to an action, given the app's mode (typing a filter, or normal).
+pub fn key_to_action(app: &App, key: KeyEvent) -> Option<Action> {
+    if app.filter_input.is_some() {
+        return match key.code {
+            KeyCode::Enter => Some(Action::FilterDone),
+            KeyCode::Esc => Some(Action::FilterCancel),
+            KeyCode::Backspace => Some(Action::FilterBackspace),
+            KeyCode::Char('c') if key.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) => {
+                Some(Action::Command(Command::Quit))
+            }
+            KeyCode::Char(c) => Some(Action::FilterInput(c)),
+            _ => None,
+        };
+    }
+    keymap::command_for(&key, app.context()).map(Action::Command)
+}
+
+pub async fn run(loc: Location, opts: OpenOptions, refresh: Duration) -> Result<()> {
+    let mut term = terminal::Terminal::enter()?;
+    let size = term.size()?;
+    let mut app = App::new(loc.display(), refresh, size);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
+    let mut loader = loader::Loader::new(opts, tx.clone());
+    for e in app.start() {
+        loader.run(e);
+    }
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut sigterm = terminal::sigterm();
+    loop {
+        term.draw(&app)?;
+        let first = tokio::select! {
+            ev = events.next() => match ev {
+                Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press => key_to_action(&app, k),
+                Some(Ok(Event::Resize(w, h))) => Some(Action::Resize { width: w, height: h }),
+                Some(Ok(_)) => None,
+                // The terminal went away: nothing more can be shown.
+                Some(Err(_)) | None => Some(Action::Command(Command::Quit)),
+            },
+            Some(a) = rx.recv() => Some(a),
+            _ = tick.tick() => Some(Action::Tick),
+            _ = terminal::recv(&mut sigterm) => Some(Action::Command(Command::Quit)),
+        };
+        // Coalesce a burst of progress messages into one redraw.
+        let mut batch: Vec<Action> = first.into_iter().collect();
+        while let Ok(a) = rx.try_recv() {
+            batch.push(a);
+        }
+        for a in batch {
+            for e in app.update(a) {
+                loader.run(e);
+            }
+        }
+        if app.should_quit {
+            break;
+        }
+    }
+    loader.cancel_all();
+    term.leave()?;
+    Ok(())
+}

@@ -1,0 +1,97 @@
+//! Drawing: a pure function of `App` state onto a ratatui frame.
+
+mod commits;
+mod header;
+mod help;
+pub mod histogram;
+mod overlays;
+mod partitions;
+mod status;
+mod tables;
+mod writers;
+
+use ratatui::Frame;
+
+use super::app::{App, Screen};
+use super::layout;
+
+pub fn draw(f: &mut Frame, app: &App) {
+    let area = f.area();
+    match (&app.screen, &app.table) {
+        (Screen::Table, Some(t)) => {
+            let a = layout::table_areas(area, t.stats.histogram.buckets.len(), t.streaming_writers.len());
+            header::draw(f, a.header, t);
+            partitions::draw(f, a.partitions, app, t);
+            histogram::draw_panel(f, a.histogram, app, t);
+            writers::draw(f, a.writers, t);
+            commits::draw(f, a.commits, t);
+            status::draw(f, a.status, app);
+        }
+        (Screen::Tables, _) if app.root.is_some() => {
+            let a = layout::tables_areas(area);
+            tables::draw(f, &a, app);
+            status::draw(f, a.status, app);
+        }
+        _ => {
+            overlays::draw_splash(f, area, app);
+        }
+    }
+    if let Some(e) = &app.error {
+        overlays::draw_error(f, area, e);
+    }
+    if app.show_help {
+        help::draw(f, area);
+    }
+}
+
+/// Shared styles.
+pub mod style {
+    use ratatui::style::{Color, Modifier, Style};
+
+    pub fn title() -> Style {
+        Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+    pub fn dim() -> Style {
+        Style::default().fg(Color::DarkGray)
+    }
+    pub fn selected() -> Style {
+        Style::default().bg(Color::Rgb(40, 60, 90)).add_modifier(Modifier::BOLD)
+    }
+    pub fn target_band() -> Style {
+        Style::default().fg(Color::Green)
+    }
+    pub fn small_band() -> Style {
+        Style::default().fg(Color::Yellow)
+    }
+    pub fn large_band() -> Style {
+        Style::default().fg(Color::Magenta)
+    }
+    /// Green ≥ 80, yellow ≥ 50, red below.
+    pub fn score(score: u8) -> Style {
+        let c = if score >= 80 {
+            Color::Green
+        } else if score >= 50 {
+            Color::Yellow
+        } else {
+            Color::Red
+        };
+        Style::default().fg(c).add_modifier(Modifier::BOLD)
+    }
+}
+
+/// "12s ago", "3m ago", "5h ago", "2d ago".
+pub fn ago(ts_ms: Option<i64>, now_ms: i64) -> String {
+    let Some(ts) = ts_ms else {
+        return "-".into();
+    };
+    let s = ((now_ms - ts) / 1000).max(0);
+    if s < 60 {
+        format!("{s}s ago")
+    } else if s < 3600 {
+        format!("{}m ago", s / 60)
+    } else if s < 86_400 {
+        format!("{}h ago", s / 3600)
+    } else {
+        format!("{}d ago", s / 86_400)
+    }
+}

@@ -72,8 +72,33 @@ pub enum Command {
     Demo(DemoArgs),
     /// Append sensor micro-batches to a table like a Structured Streaming query.
     Stream(StreamArgs),
+    /// Compact small files of a table (OPTIMIZE commits beside concurrent writers).
+    Compact(CompactArgs),
     /// Print the config file location and the default configuration.
     Config,
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    pub uri: String,
+    /// Only partitions matching this predicate on partition columns, e.g. "ingestion_date = '2026-11-30'".
+    #[arg(long = "where", value_name = "PREDICATE")]
+    pub predicate: Option<String>,
+    /// Only this partition, as listed by `report` (e.g. ingestion_date=2026-11-30); repeatable.
+    #[arg(long, value_name = "LABEL")]
+    pub partition: Vec<String>,
+    /// Files at or above this size are left alone (default: the small-file threshold).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub min_file_size: Option<ByteSize>,
+    /// Bins rewritten at once (each uses about one core).
+    #[arg(long, default_value_t = 1)]
+    pub parallelism: usize,
+    /// Print the plan and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Machine-readable output on stdout (progress stays on stderr).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

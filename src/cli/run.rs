@@ -62,6 +62,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Report(a)) => report(a, &s).await,
         Some(Command::Demo(a)) => demo(a, s).await,
         Some(Command::Stream(a)) => stream(a, &s).await,
+        Some(Command::Compact(a)) => super::compact::compact(a, &s, cli.common.target.map(|t| t.0)).await,
         Some(Command::Config) => {
             match Config::default_path() {
                 Some(p) => println!("# config file: {} (override with --config or $LAKEHEALTH_CONFIG)", p.display()),

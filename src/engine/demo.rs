@@ -168,6 +168,49 @@ async fn write_file(store: Arc<dyn ObjectStore>, p: Planned) -> Result<Add> {
     })
 }
 
+/// Appends `files_per_partition` small files of `rows` rows to each partition of a sensor table,
+/// in commits of 200 files (benchmarks and tests use it to build small-file tables fast).
+pub async fn seed_small_files(
+    loc: &Location,
+    partitions: &[String],
+    files_per_partition: u32,
+    rows: usize,
+) -> Result<()> {
+    let mut table = super::stream::writer::open_delta_table(loc, &Default::default()).await?;
+    let store = table.object_store();
+    let mut seed = 1_000_000i64;
+    for date in partitions {
+        let files = (0..files_per_partition).map(|_| {
+            seed += 1;
+            Planned { date: date.clone(), rows, big: false, seed }
+        });
+        let adds: Vec<Add> = futures::stream::iter(files.map(|p| write_file(store.clone(), p)))
+            .buffer_unordered(8)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_>>()?;
+        for part in adds.chunks(200) {
+            let snapshot = table.snapshot().map_err(derr)?;
+            CommitBuilder::from(CommitProperties::default())
+                .with_actions(part.iter().cloned().map(Action::Add).collect())
+                .build(
+                    Some(snapshot),
+                    table.log_store(),
+                    DeltaOperation::Write {
+                        mode: SaveMode::Append,
+                        partition_by: Some(vec![PARTITION_COLUMN.into()]),
+                        predicate: None,
+                    },
+                )
+                .await
+                .map_err(derr)?;
+            table.update_incremental(None).await.map_err(derr)?;
+        }
+    }
+    Ok(())
+}
+
 async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
     let mut table = create_sensor_table(loc).await?;
     let store = table.object_store();

@@ -11,3 +11,4 @@ pub mod size;
 pub mod stats;
 pub mod demo;
 pub mod stream;
+pub mod compact;

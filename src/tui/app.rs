@@ -2,9 +2,13 @@
 
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeSet;
+
 use super::action::{Action, Command, Effect};
+use super::jobs::{JobStatus, JobView};
 use super::keymap::Context;
 use super::layout;
+use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::TableReport;
@@ -107,6 +111,15 @@ pub struct Loading {
     pub refresh: bool,
 }
 
+/// The compaction preview: planning, then the plan (or why there is none).
+#[derive(Debug)]
+pub struct PlanDialog {
+    pub id: u64,
+    pub table_uri: String,
+    pub partitions: Vec<String>,
+    pub result: Option<Result<Box<CompactionPlan>, String>>,
+}
+
 pub struct App {
     /// What the user opened (a table or a root).
     pub uri: String,
@@ -128,6 +141,12 @@ pub struct App {
     pub spinner: usize,
     pub refresh_every: Duration,
     pub last_loaded: Option<Instant>,
+    /// Partition labels marked for compaction (of the table shown).
+    pub marks: BTreeSet<String>,
+    pub plan: Option<PlanDialog>,
+    pub jobs: Vec<JobView>,
+    /// Asking whether to cancel this job.
+    pub confirm_cancel: Option<u64>,
     next_load: u64,
 }
 
@@ -152,6 +171,10 @@ impl App {
             spinner: 0,
             refresh_every,
             last_loaded: None,
+            marks: BTreeSet::new(),
+            plan: None,
+            jobs: Vec::new(),
+            confirm_cancel: None,
             next_load: 1,
         }
     }
@@ -163,6 +186,9 @@ impl App {
     }
 
     pub fn context(&self) -> Context {
+        if self.plan.is_some() || self.confirm_cancel.is_some() {
+            return Context::Dialog;
+        }
         match self.screen {
             Screen::Tables => Context::Tables,
             Screen::Table => Context::Table,
@@ -172,8 +198,14 @@ impl App {
     fn list_height(&self) -> usize {
         match self.screen {
             Screen::Tables => layout::tables_rows(self.size),
-            Screen::Table => layout::partition_rows(self.size),
+            Screen::Table => layout::partition_rows(self.size, !self.marks.is_empty()),
         }
+    }
+
+    fn next_id(&mut self) -> u64 {
+        let id = self.next_load;
+        self.next_load += 1;
+        id
     }
 
     fn load(&mut self, uri: String, refresh: bool) -> Vec<Effect> {
@@ -181,8 +213,7 @@ impl App {
         if let Some(old) = self.loading.take() {
             effects.push(Effect::CancelLoad { id: old.id });
         }
-        let id = self.next_load;
-        self.next_load += 1;
+        let id = self.next_id();
         self.loading = Some(Loading {
             id,
             uri: uri.clone(),
@@ -230,6 +261,26 @@ impl App {
                     l.progress = Some(progress);
                 }
             }
+            Action::PlanReady { id, result } => match &mut self.plan {
+                Some(p) if p.id == id => p.result = Some(result),
+                _ => return vec![Effect::DiscardPlan { id }],
+            },
+            Action::Job { job, event } => {
+                let now = Instant::now();
+                let landed = self
+                    .jobs
+                    .iter_mut()
+                    .find(|j| j.id == job)
+                    .is_some_and(|j| j.apply(event, now));
+                // A commit changed the table: reload it so counts and histograms follow.
+                let shown = self.table.as_ref().map(|t| t.uri.clone());
+                let job_uri = self.jobs.iter().find(|j| j.id == job).map(|j| j.table_uri.clone());
+                if landed && shown.is_some() && shown == job_uri && self.loading.is_none() {
+                    if let Some(uri) = shown {
+                        return self.load(uri, true);
+                    }
+                }
+            }
             Action::Loaded { load, result } => {
                 if self.loading.as_ref().is_none_or(|l| l.id != load) {
                     return vec![]; // a superseded load
@@ -275,7 +326,48 @@ impl App {
         }
     }
 
+    fn dialog_command(&mut self, c: Command) -> Vec<Effect> {
+        if let Some(job) = self.confirm_cancel {
+            match c {
+                Command::Confirm => {
+                    self.confirm_cancel = None;
+                    if let Some(j) = self.jobs.iter_mut().find(|j| j.id == job && j.status.is_active()) {
+                        j.status = JobStatus::Cancelling;
+                        return vec![Effect::CancelJob { id: job }];
+                    }
+                }
+                Command::Dismiss => self.confirm_cancel = None,
+                _ => {}
+            }
+            return vec![];
+        }
+        let Some(p) = &self.plan else { return vec![] };
+        match c {
+            Command::Confirm => {
+                let startable = matches!(&p.result, Some(Ok(plan)) if plan.bins > 0);
+                if !startable {
+                    return vec![];
+                }
+                let Some(PlanDialog { id, table_uri, result: Some(Ok(plan)), .. }) = self.plan.take() else {
+                    return vec![];
+                };
+                self.jobs.push(JobView::new(id, table_uri, &plan));
+                self.marks.clear();
+                vec![Effect::StartJob { id }]
+            }
+            Command::Dismiss => {
+                let id = p.id;
+                self.plan = None;
+                vec![Effect::DiscardPlan { id }]
+            }
+            _ => vec![],
+        }
+    }
+
     fn command(&mut self, c: Command) -> Vec<Effect> {
+        if c != Command::Quit && (self.plan.is_some() || self.confirm_cancel.is_some()) {
+            return self.dialog_command(c);
+        }
         if self.show_help && c != Command::Quit {
             // Any key closes the help screen.
             self.show_help = false;
@@ -284,9 +376,16 @@ impl App {
         match c {
             Command::Quit => {
                 self.should_quit = true;
+                let mut effects: Vec<Effect> = self
+                    .jobs
+                    .iter()
+                    .filter(|j| j.status.is_active())
+                    .map(|j| Effect::CancelJob { id: j.id })
+                    .collect();
                 if let Some(l) = self.loading.take() {
-                    return vec![Effect::CancelLoad { id: l.id }];
+                    effects.push(Effect::CancelLoad { id: l.id });
                 }
+                return effects;
             }
             Command::Help => self.show_help = true,
             Command::Up | Command::Down | Command::PageUp | Command::PageDown | Command::Top | Command::Bottom => {
@@ -339,6 +438,41 @@ impl App {
                 self.filter_input = Some(current);
             }
             Command::ToggleTableHistogram => self.table_histogram = !self.table_histogram,
+            Command::ToggleMark => {
+                if let Some(label) = self.selected_partition().map(|p| p.values.label()) {
+                    if !self.marks.remove(&label) {
+                        self.marks.insert(label);
+                    }
+                    let h = self.list_height();
+                    self.partitions.step(Command::Down, h);
+                }
+            }
+            Command::Compact => {
+                let Some(t) = &self.table else { return vec![] };
+                let uri = t.uri.clone();
+                let partitions: Vec<String> = if self.marks.is_empty() {
+                    self.selected_partition().map(|p| p.values.label()).into_iter().collect()
+                } else {
+                    self.marks.iter().cloned().collect()
+                };
+                if partitions.is_empty() {
+                    return vec![];
+                }
+                let id = self.next_id();
+                self.plan = Some(PlanDialog {
+                    id,
+                    table_uri: uri.clone(),
+                    partitions: partitions.clone(),
+                    result: None,
+                });
+                return vec![Effect::PlanCompaction { id, uri, partitions }];
+            }
+            Command::CancelJob => {
+                if let Some(j) = self.jobs.iter().rev().find(|j| j.status.is_active()) {
+                    self.confirm_cancel = Some(j.id);
+                }
+            }
+            Command::Confirm | Command::Dismiss => {}
         }
         vec![]
     }
@@ -362,6 +496,9 @@ impl App {
     }
 
     fn set_table(&mut self, t: TableReport) {
+        if self.table.as_ref().is_some_and(|old| old.uri != t.uri) {
+            self.marks.clear();
+        }
         let keep = self.selected_partition().map(|p| p.values.label());
         self.table = Some(t);
         self.rebuild_partitions(keep);
@@ -430,7 +567,7 @@ impl App {
             .unwrap_or(0);
         self.partitions.view = view;
         self.partitions.selected = selected;
-        let h = layout::partition_rows(self.size);
+        let h = layout::partition_rows(self.size, !self.marks.is_empty());
         self.partitions.clamp(h);
     }
 

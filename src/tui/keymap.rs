@@ -10,6 +10,8 @@ pub enum Context {
     Global,
     Tables,
     Table,
+    /// A dialog (plan preview, confirmation) is open.
+    Dialog,
 }
 
 impl Context {
@@ -18,6 +20,7 @@ impl Context {
             Context::Global => "Everywhere",
             Context::Tables => "Tables list",
             Context::Table => "Table view",
+            Context::Dialog => "Dialogs",
         }
     }
 }
@@ -83,7 +86,7 @@ pub struct Binding {
 }
 
 use Command as C;
-use Context::{Global as G, Table as T, Tables as L};
+use Context::{Dialog as D, Global as G, Table as T, Tables as L};
 
 pub static BINDINGS: &[Binding] = &[
     Binding { keys: &[k(KeyCode::Char('q')), ctrl('c')], command: C::Quit, context: G, help: "quit" },
@@ -101,10 +104,23 @@ pub static BINDINGS: &[Binding] = &[
     Binding { keys: &[k(KeyCode::Char('S'))], command: C::ReverseSort, context: G, help: "reverse the sort order" },
     Binding { keys: &[k(KeyCode::Char('/'))], command: C::Filter, context: G, help: "filter rows by name (Enter keeps, Esc clears)" },
     Binding { keys: &[k(KeyCode::Char('t'))], command: C::ToggleTableHistogram, context: T, help: "histogram of the whole table / of the selected partition" },
+    Binding { keys: &[k(KeyCode::Char(' '))], command: C::ToggleMark, context: T, help: "mark / unmark the partition for compaction" },
+    Binding { keys: &[k(KeyCode::Char('c'))], command: C::Compact, context: T, help: "preview a compaction of the marked (or selected) partitions" },
+    Binding { keys: &[k(KeyCode::Char('x'))], command: C::CancelJob, context: T, help: "cancel the running compaction job (asks first)" },
+    Binding { keys: &[k(KeyCode::Enter), k(KeyCode::Char('y'))], command: C::Confirm, context: D, help: "confirm: start the job / cancel the job" },
+    Binding { keys: &[k(KeyCode::Esc), k(KeyCode::Char('n'))], command: C::Dismiss, context: D, help: "close the dialog without doing anything" },
 ];
 
 /// The command bound to `ev` in `ctx` (context-specific bindings first, then global ones).
 pub fn command_for(ev: &KeyEvent, ctx: Context) -> Option<Command> {
+    if ctx == Context::Dialog {
+        // Dialogs take their own keys, and quitting, nothing else.
+        return BINDINGS
+            .iter()
+            .filter(|b| b.context == Context::Dialog || b.command == Command::Quit)
+            .find(|b| b.keys.iter().any(|key| key.matches(ev)))
+            .map(|b| b.command);
+    }
     BINDINGS
         .iter()
         .filter(|b| b.context == ctx)
@@ -115,7 +131,7 @@ pub fn command_for(ev: &KeyEvent, ctx: Context) -> Option<Command> {
 
 /// Help lines grouped by context: (context title, [(keys, help)]).
 pub fn help_sections() -> Vec<(&'static str, Vec<(String, &'static str)>)> {
-    [Context::Global, Context::Tables, Context::Table]
+    [Context::Global, Context::Tables, Context::Table, Context::Dialog]
         .into_iter()
         .map(|ctx| {
             let rows = BINDINGS
@@ -164,9 +180,10 @@ mod tests {
 
     #[test]
     fn no_key_is_bound_twice_in_one_context() {
-        for ctx in [Context::Tables, Context::Table] {
+        for ctx in [Context::Tables, Context::Table, Context::Dialog] {
             let mut seen = Vec::new();
-            for b in BINDINGS.iter().filter(|b| b.context == ctx || b.context == Context::Global) {
+            let global = if ctx == Context::Dialog { Context::Dialog } else { Context::Global };
+            for b in BINDINGS.iter().filter(|b| b.context == ctx || b.context == global) {
                 for key in b.keys {
                     assert!(!seen.contains(key), "{} bound twice in {ctx:?}", key.label());
                     seen.push(*key);

@@ -9,13 +9,17 @@ pub const STATUS_ROWS: u16 = 1;
 pub struct TableAreas {
     pub header: Rect,
     pub partitions: Rect,
+    /// Zero-height when nothing is marked.
+    pub marks: Rect,
+    /// Zero-height when there are no jobs.
+    pub jobs: Rect,
     pub histogram: Rect,
     pub writers: Rect,
     pub commits: Rect,
     pub status: Rect,
 }
 
-pub fn table_areas(area: Rect, buckets: usize, writers: usize) -> TableAreas {
+pub fn table_areas(area: Rect, buckets: usize, writers: usize, marks: bool, jobs: usize) -> TableAreas {
     let [header, body, status] = Layout::vertical([
         Constraint::Length(HEADER_ROWS),
         Constraint::Min(3),
@@ -23,19 +27,28 @@ pub fn table_areas(area: Rect, buckets: usize, writers: usize) -> TableAreas {
     ])
     .areas(area);
     let [left, right] = Layout::horizontal([Constraint::Percentage(56), Constraint::Percentage(44)]).areas(body);
-    let hist_rows = buckets as u16 + 4;
-    let writer_rows = (writers.clamp(1, 4) + 3) as u16;
-    let [histogram, writers_area, commits] = Layout::default()
+    let [partitions, marks_area] = Layout::vertical([
+        Constraint::Min(3),
+        Constraint::Length(if marks { 4 } else { 0 }),
+    ])
+    .areas(left);
+    let hist_rows = buckets as u16 + 3;
+    let writer_rows = (writers.clamp(1, 3) + 2) as u16;
+    let job_rows = if jobs == 0 { 0 } else { (jobs.min(2) * 6 + 2) as u16 };
+    let [histogram, jobs_area, writers_area, commits] = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(hist_rows),
+            Constraint::Length(job_rows),
             Constraint::Length(writer_rows),
             Constraint::Min(3),
         ])
         .areas(right);
     TableAreas {
         header,
-        partitions: left,
+        partitions,
+        marks: marks_area,
+        jobs: jobs_area,
         histogram,
         writers: writers_area,
         commits,
@@ -64,8 +77,8 @@ fn full(size: (u16, u16)) -> Rect {
 }
 
 /// Visible partition rows (inside borders, below the column header).
-pub fn partition_rows(size: (u16, u16)) -> usize {
-    table_areas(full(size), 7, 1).partitions.height.saturating_sub(3) as usize
+pub fn partition_rows(size: (u16, u16), marks: bool) -> usize {
+    table_areas(full(size), 7, 1, marks, 0).partitions.height.saturating_sub(3) as usize
 }
 
 /// Visible table rows in the tables list.

@@ -1,18 +1,27 @@
-//! Runs the app's load effects as background tasks, one cancellation token per load.
+//! Runs the app's effects as background work: loads (one cancellation token each), compaction
+//! planning, and compaction jobs (on their own thread and runtime, see `engine::compact::job`).
+//! Results and progress come back to `App::update` as `Action`s over one channel.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, Effect};
+use crate::engine::compact::job::{CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated};
+use crate::engine::compact::locks::PartitionLocks;
+use crate::engine::compact::plan::Selection;
 use crate::engine::location::Location;
-use crate::engine::open::{OpenOptions, open};
+use crate::engine::open::{OpenOptions, load_table, open};
 
 pub struct Loader {
     opts: OpenOptions,
     tx: mpsc::UnboundedSender<Action>,
     running: HashMap<u64, CancellationToken>,
+    prepared: Arc<Mutex<HashMap<u64, PreparedJob>>>,
+    jobs: HashMap<u64, CancellationToken>,
+    locks: Arc<PartitionLocks>,
 }
 
 impl Loader {
@@ -21,44 +30,129 @@ impl Loader {
             opts,
             tx,
             running: HashMap::new(),
+            prepared: Arc::new(Mutex::new(HashMap::new())),
+            jobs: HashMap::new(),
+            locks: Arc::new(PartitionLocks::default()),
         }
     }
 
     pub fn run(&mut self, effect: Effect) {
         match effect {
-            Effect::Load { id, uri } => {
-                let token = CancellationToken::new();
-                self.running.retain(|_, t| !t.is_cancelled());
-                self.running.insert(id, token.clone());
-                let opts = self.opts.clone();
-                let tx = self.tx.clone();
-                tokio::spawn(async move {
-                    let progress_tx = tx.clone();
-                    let progress = move |p| {
-                        let _ = progress_tx.send(Action::Progress { load: id, progress: p });
-                    };
-                    let work = async {
-                        let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
-                        open(&loc, &opts, &progress).await.map_err(|e| e.to_string())
-                    };
-                    tokio::select! {
-                        _ = token.cancelled() => {}
-                        result = work => {
-                            let _ = tx.send(Action::Loaded { load: id, result });
-                        }
-                    }
-                });
-            }
+            Effect::Load { id, uri } => self.load(id, uri),
             Effect::CancelLoad { id } => {
                 if let Some(t) = self.running.remove(&id) {
+                    t.cancel();
+                }
+            }
+            Effect::PlanCompaction { id, uri, partitions } => self.plan(id, uri, partitions),
+            Effect::DiscardPlan { id } => {
+                if let Ok(mut p) = self.prepared.lock() {
+                    p.remove(&id);
+                }
+            }
+            Effect::StartJob { id } => self.start(id),
+            Effect::CancelJob { id } => {
+                if let Some(t) = self.jobs.get(&id) {
                     t.cancel();
                 }
             }
         }
     }
 
+    fn load(&mut self, id: u64, uri: String) {
+        let token = CancellationToken::new();
+        self.running.retain(|_, t| !t.is_cancelled());
+        self.running.insert(id, token.clone());
+        let opts = self.opts.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let progress_tx = tx.clone();
+            let progress = move |p| {
+                let _ = progress_tx.send(Action::Progress { load: id, progress: p });
+            };
+            let work = async {
+                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                open(&loc, &opts, &progress).await.map_err(|e| e.to_string())
+            };
+            tokio::select! {
+                _ = token.cancelled() => {}
+                result = work => {
+                    let _ = tx.send(Action::Loaded { load: id, result });
+                }
+            }
+        });
+    }
+
+    fn plan(&mut self, id: u64, uri: String, partitions: Vec<String>) {
+        let opts = self.opts.clone();
+        let tx = self.tx.clone();
+        let prepared = self.prepared.clone();
+        tokio::spawn(async move {
+            let work = async {
+                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                let report = load_table(&loc, &opts, &|_| {}).await.map_err(|e| e.to_string())?;
+                let req = CompactRequest {
+                    selection: Selection::Labels(partitions),
+                    target_file_size: None,
+                    min_file_size: None,
+                    parallelism: 1,
+                    max_bin_bytes: None,
+                    storage_options: opts.storage_options.clone(),
+                };
+                prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
+                    .await
+                    .map_err(|e| e.to_string())
+            };
+            let result = match work.await {
+                Ok(job) => {
+                    let plan = Box::new(job.plan.clone());
+                    if let Ok(mut p) = prepared.lock() {
+                        p.insert(id, job);
+                    }
+                    Ok(plan)
+                }
+                Err(e) => Err(e),
+            };
+            let _ = tx.send(Action::PlanReady { id, result });
+        });
+    }
+
+    fn start(&mut self, id: u64) {
+        let job = self.prepared.lock().ok().and_then(|mut p| p.remove(&id));
+        let Some(job) = job else { return };
+        let cancel = CancellationToken::new();
+        self.jobs.insert(id, cancel.clone());
+        let tx = self.tx.clone();
+        let locks = self.locks.clone();
+        let (etx, mut erx) = mpsc::unbounded_channel();
+        let fwd = tx.clone();
+        tokio::spawn(async move {
+            while let Some(event) = erx.recv().await {
+                if fwd.send(Action::Job { job: id, event }).is_err() {
+                    break;
+                }
+            }
+        });
+        tokio::spawn(async move {
+            if let Err(e) = run_isolated(job, locks, cancel, etx).await {
+                let summary = crate::engine::compact::events::JobSummary {
+                    errors: vec![e.to_string()],
+                    ..Default::default()
+                };
+                let _ = tx.send(Action::Job {
+                    job: id,
+                    event: crate::engine::compact::events::JobEvent::Finished(summary),
+                });
+            }
+        });
+    }
+
+    /// On quit: stop loads and jobs (jobs stop before their next commit).
     pub fn cancel_all(&mut self) {
         for (_, t) in self.running.drain() {
+            t.cancel();
+        }
+        for (_, t) in self.jobs.drain() {
             t.cancel();
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod action;
 pub mod app;
+pub mod jobs;
 pub mod keymap;
 pub mod layout;
 pub mod loader;

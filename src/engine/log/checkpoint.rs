@@ -19,8 +19,8 @@ use super::state::{Tombstones, TxnState};
 
 /// Where checkpoint rows go. Entries already decided by newer JSON commits win.
 pub struct CheckpointSink<'a> {
-    /// File keys added or removed by commits newer than the checkpoint.
-    pub seen: &'a HashSet<String>,
+    /// File keys removed by commits newer than the checkpoint.
+    pub removed: &'a HashSet<String>,
     pub partitions: &'a mut PartitionSizes,
     pub tombstones: &'a mut Tombstones,
     pub txns: &'a mut HashMap<String, TxnState>,
@@ -42,7 +42,7 @@ pub async fn read_checkpoint_file(
     let builder = ParquetRecordBatchStreamBuilder::new(reader)
         .await
         .map_err(|e| e.to_string())?;
-    let need_paths = !sink.seen.is_empty();
+    let need_paths = !sink.removed.is_empty();
     let mut wanted: Vec<&str> = vec![
         "add.size",
         "add.partitionValues",
@@ -191,7 +191,7 @@ fn read_adds(
                 Some(dv) => dv_key(dv, i, path)?,
                 None => path.to_string(),
             };
-            if sink.seen.contains(&key) {
+            if sink.removed.contains(&key) {
                 continue;
             }
         }

@@ -140,6 +140,8 @@ pub async fn replay(
         .sum();
 
     let mut seen: HashSet<String> = HashSet::new();
+    // Keys removed after the checkpoint: the only checkpoint rows that must be dropped.
+    let mut removed: HashSet<String> = HashSet::new();
     let mut partitions = PartitionSizes::default();
     let mut tombstones = Tombstones::default();
     let mut txns: HashMap<String, TxnState> = HashMap::new();
@@ -213,8 +215,12 @@ pub async fn replay(
                 summary.files_removed += 1;
                 summary.bytes_removed += rm.size.unwrap_or(0).max(0) as u64;
                 summary.data_change |= rm.data_change.unwrap_or(true);
-                if live && seen.insert(file_key(&rm.path, rm.deletion_vector.as_ref())) {
-                    tombstones.push(rm.deletion_timestamp, rm.size);
+                if live {
+                    let key = file_key(&rm.path, rm.deletion_vector.as_ref());
+                    if seen.insert(key.clone()) {
+                        tombstones.push(rm.deletion_timestamp, rm.size);
+                    }
+                    removed.insert(key);
                 }
             }
             if live {
@@ -251,7 +257,7 @@ pub async fn replay(
     let mut checkpoint_rows = 0;
     if let Some(cp) = &checkpoint {
         let mut sink = CheckpointSink {
-            seen: &seen,
+            removed: &removed,
             partitions: &mut partitions,
             tombstones: &mut tombstones,
             txns: &mut txns,

@@ -96,6 +96,7 @@ pub async fn run_stream(
             break;
         }
         tokio::select! {
+            biased;
             _ = cancel.cancelled() => break,
             _ = ticker.tick() => {}
         }

@@ -4,6 +4,8 @@ mod commits;
 mod header;
 mod help;
 pub mod histogram;
+pub mod jobs;
+mod plan_dialog;
 mod overlays;
 mod partitions;
 mod status;
@@ -19,10 +21,18 @@ pub fn draw(f: &mut Frame, app: &App) {
     let area = f.area();
     match (&app.screen, &app.table) {
         (Screen::Table, Some(t)) => {
-            let a = layout::table_areas(area, t.stats.histogram.buckets.len(), t.streaming_writers.len());
+            let a = layout::table_areas(
+                area,
+                t.stats.histogram.buckets.len(),
+                t.streaming_writers.len(),
+                !app.marks.is_empty(),
+                app.jobs.len(),
+            );
             header::draw(f, a.header, t);
             partitions::draw(f, a.partitions, app, t);
+            jobs::draw_marks(f, a.marks, app);
             histogram::draw_panel(f, a.histogram, app, t);
+            jobs::draw(f, a.jobs, app);
             writers::draw(f, a.writers, t);
             commits::draw(f, a.commits, t);
             status::draw(f, a.status, app);
@@ -38,6 +48,12 @@ pub fn draw(f: &mut Frame, app: &App) {
     }
     if let Some(e) = &app.error {
         overlays::draw_error(f, area, e);
+    }
+    if let Some(d) = &app.plan {
+        plan_dialog::draw(f, area, d);
+    }
+    if let Some(job) = app.confirm_cancel {
+        plan_dialog::draw_confirm_cancel(f, area, job);
     }
     if app.show_help {
         help::draw(f, area);

@@ -20,8 +20,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
         .map(|(i, &idx)| {
             let p = &t.partitions[idx];
             let s = &p.stats;
+            let label = p.values.label();
+            let mark = if app.marks.contains(&label) { "● " } else { "  " };
             let row = Row::new(vec![
-                Cell::from(p.values.label()),
+                Cell::from(format!("{mark}{label}")),
                 Cell::from(format_count(s.files)),
                 Cell::from(format_bytes(s.bytes)),
                 Cell::from(format!("{:.0}%", s.small_share() * 100.0)),

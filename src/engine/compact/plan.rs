@@ -1,0 +1,324 @@
+//! Compaction planning: which files of which partitions are rewritten, in which bins, and what
+//! the partition is predicted to look like afterwards. The executor runs exactly these bins.
+//!
+//! Candidates are files below `min_file_size` without deletion vectors; files at or above it are
+//! never touched, so re-running a compaction does not churn healthy files. Bins of one file are
+//! dropped (rewriting a file alone gains nothing).
+
+use serde::Serialize;
+
+use super::selection::Predicate;
+use crate::engine::stats::file_sizes::{SizeStats, Thresholds};
+use crate::engine::stats::histogram::Histogram;
+use crate::engine::stats::table_report::PartitionValues;
+
+/// One active file, as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileRef {
+    /// As the log writes it (used in the `remove` action).
+    pub path: String,
+    /// The object-store path relative to the table root.
+    #[serde(skip)]
+    pub store_path: String,
+    pub size: u64,
+    #[serde(skip)]
+    pub has_deletion_vector: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bin {
+    pub files: Vec<FileRef>,
+    pub bytes: u64,
+    /// Predicted output files (sizes are a prediction: they depend on compression).
+    pub predicted_outputs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartitionPlan {
+    pub values: PartitionValues,
+    pub files_before: u64,
+    pub bytes_before: u64,
+    pub bins: Vec<Bin>,
+    pub files_in: u64,
+    pub bytes_in: u64,
+    pub predicted_files_out: u64,
+    pub predicted_files_after: u64,
+    pub histogram_before: Histogram,
+    pub predicted_histogram_after: Histogram,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionPlan {
+    pub table_version: u64,
+    pub target_file_size: u64,
+    pub min_file_size: u64,
+    /// Output/input bytes assumed for predictions (from past OPTIMIZE commits, else 1.0).
+    pub compression_ratio: f64,
+    pub partitions: Vec<PartitionPlan>,
+    pub files_in: u64,
+    pub bytes_in: u64,
+    pub predicted_files_out: u64,
+    pub bins: u64,
+    /// Files skipped because they carry deletion vectors.
+    pub skipped_deletion_vector_files: u64,
+}
+
+#[derive(Debug, Clone)]
+pub enum Selection {
+    All,
+    /// Partitions by label (`col=value/...`, as `PartitionValues::label` prints them).
+    Labels(Vec<String>),
+    Predicate(Predicate),
+}
+
+impl Selection {
+    pub fn includes(&self, values: &PartitionValues) -> bool {
+        match self {
+            Selection::All => true,
+            Selection::Labels(l) => l.contains(&values.label()),
+            Selection::Predicate(p) => p.matches(&values.0),
+        }
+    }
+
+    pub fn describe(&self) -> Option<String> {
+        match self {
+            Selection::All => None,
+            Selection::Labels(l) => Some(l.join(" OR ")),
+            Selection::Predicate(p) => Some(p.text.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct PlanOptions {
+    pub target_file_size: u64,
+    pub min_file_size: u64,
+    /// Output bytes per input byte, for predictions.
+    pub compression_ratio: f64,
+    /// Input bytes per bin at most (each bin is committed on its own).
+    pub max_bin_bytes: u64,
+}
+
+/// Predicted output file sizes of `input` bytes: equal shares, each at least the target
+/// (unless the whole partition is smaller), as the executor rolls files.
+pub fn predicted_output_sizes(input: u64, ratio: f64, target: u64) -> Vec<u64> {
+    let out = (input as f64 * ratio).round() as u64;
+    let n = (out / target.max(1)).max(1);
+    let each = out / n;
+    let mut v = vec![each; n as usize];
+    if let Some(last) = v.last_mut() {
+        *last += out - each * n;
+    }
+    v
+}
+
+/// Packs candidates into bins of at most `max_bin_bytes`; a tail that would produce less than
+/// one target-sized output joins the previous bin.
+fn pack(mut files: Vec<FileRef>, o: &PlanOptions) -> Vec<Bin> {
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut bins: Vec<Vec<FileRef>> = Vec::new();
+    let mut cur: Vec<FileRef> = Vec::new();
+    let mut cur_bytes = 0;
+    for f in files {
+        if !cur.is_empty() && cur_bytes + f.size > o.max_bin_bytes {
+            bins.push(std::mem::take(&mut cur));
+            cur_bytes = 0;
+        }
+        cur_bytes += f.size;
+        cur.push(f);
+    }
+    if !cur.is_empty() {
+        let tail_out = cur_bytes as f64 * o.compression_ratio;
+        match bins.last_mut() {
+            Some(prev) if tail_out < o.target_file_size as f64 => prev.extend(cur),
+            _ => bins.push(cur),
+        }
+    }
+    bins.into_iter()
+        .filter(|b| b.len() > 1)
+        .map(|files| {
+            let bytes = files.iter().map(|f| f.size).sum();
+            Bin {
+                predicted_outputs: predicted_output_sizes(bytes, o.compression_ratio, o.target_file_size).len() as u64,
+                files,
+                bytes,
+            }
+        })
+        .collect()
+}
+
+pub fn plan(
+    table_version: u64,
+    partitions: Vec<(PartitionValues, Vec<FileRef>)>,
+    selection: &Selection,
+    o: &PlanOptions,
+    thresholds: &Thresholds,
+) -> CompactionPlan {
+    let edges = thresholds.edges();
+    let mut out = Vec::new();
+    let mut skipped_dv = 0;
+    for (values, files) in partitions {
+        if !selection.includes(&values) {
+            continue;
+        }
+        let mut before: Vec<u64> = files.iter().map(|f| f.size).collect();
+        let histogram_before = SizeStats::from_sizes(&mut before, thresholds, &edges).histogram;
+        skipped_dv += files
+            .iter()
+            .filter(|f| f.has_deletion_vector && f.size < o.min_file_size)
+            .count() as u64;
+        let (candidates, _keep): (Vec<FileRef>, Vec<FileRef>) = files
+            .iter()
+            .cloned()
+            .partition(|f| f.size < o.min_file_size && !f.has_deletion_vector);
+        let bins = pack(candidates, o);
+        if bins.is_empty() {
+            continue;
+        }
+        let rewritten: std::collections::HashSet<&str> = bins
+            .iter()
+            .flat_map(|b| b.files.iter().map(|f| f.path.as_str()))
+            .collect();
+        let mut after: Vec<u64> = files
+            .iter()
+            .filter(|f| !rewritten.contains(f.path.as_str()))
+            .map(|f| f.size)
+            .collect();
+        for b in &bins {
+            after.extend(predicted_output_sizes(b.bytes, o.compression_ratio, o.target_file_size));
+        }
+        let files_in: u64 = bins.iter().map(|b| b.files.len() as u64).sum();
+        let bytes_in = bins.iter().map(|b| b.bytes).sum();
+        let predicted_files_out = bins.iter().map(|b| b.predicted_outputs).sum();
+        let predicted_files_after = after.len() as u64;
+        let predicted_histogram_after = SizeStats::from_sizes(&mut after, thresholds, &edges).histogram;
+        out.push(PartitionPlan {
+            files_before: files.len() as u64,
+            bytes_before: files.iter().map(|f| f.size).sum(),
+            values,
+            bins,
+            files_in,
+            bytes_in,
+            predicted_files_out,
+            predicted_files_after,
+            histogram_before,
+            predicted_histogram_after,
+        });
+    }
+    out.sort_by(|a, b| a.values.label().cmp(&b.values.label()));
+    CompactionPlan {
+        table_version,
+        target_file_size: o.target_file_size,
+        min_file_size: o.min_file_size,
+        compression_ratio: o.compression_ratio,
+        files_in: out.iter().map(|p| p.files_in).sum(),
+        bytes_in: out.iter().map(|p| p.bytes_in).sum(),
+        predicted_files_out: out.iter().map(|p| p.predicted_files_out).sum(),
+        bins: out.iter().map(|p| p.bins.len() as u64).sum(),
+        partitions: out,
+        skipped_deletion_vector_files: skipped_dv,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::size::{GIB, MIB};
+
+    fn t() -> Thresholds {
+        Thresholds { target_file_size: 128 * MIB, small_file_size: 128 * MIB, max_file_size: GIB }
+    }
+
+    fn o() -> PlanOptions {
+        PlanOptions {
+            target_file_size: 128 * MIB,
+            min_file_size: 128 * MIB,
+            compression_ratio: 1.0,
+            max_bin_bytes: 1024 * MIB,
+        }
+    }
+
+    fn files(prefix: &str, sizes: &[u64]) -> Vec<FileRef> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| FileRef { path: format!("{prefix}/f{i:05}"), store_path: format!("{prefix}/f{i:05}"), size, has_deletion_vector: false })
+            .collect()
+    }
+
+    fn pv(v: &str) -> PartitionValues {
+        PartitionValues(vec![("d".into(), Some(v.into()))])
+    }
+
+    #[test]
+    fn healthy_files_are_never_candidates() {
+        let mut f = files("d=1", &[MIB; 300]);
+        f.extend(files("d=1/big", &[200 * MIB, 500 * MIB]));
+        let p = plan(7, vec![(pv("1"), f)], &Selection::All, &o(), &t());
+        assert_eq!(p.files_in, 300);
+        assert_eq!(p.bytes_in, 300 * MIB);
+        assert!(p.partitions[0].bins.iter().all(|b| b.files.iter().all(|f| f.size < 128 * MIB)));
+        // 300 MiB -> 2 outputs of 150 MiB, plus the 2 big files untouched.
+        assert_eq!(p.predicted_files_out, 2);
+        assert_eq!(p.partitions[0].predicted_files_after, 4);
+        let small_after: u64 = p.partitions[0]
+            .predicted_histogram_after
+            .buckets
+            .iter()
+            .filter(|b| b.band == crate::engine::stats::histogram::Band::Small)
+            .map(|b| b.files)
+            .sum();
+        assert_eq!(small_after, 0, "outputs land in the target band");
+    }
+
+    #[test]
+    fn rerun_on_compacted_partition_plans_nothing() {
+        let f = files("d=1", &[150 * MIB, 150 * MIB, 140 * MIB]);
+        let p = plan(1, vec![(pv("1"), f)], &Selection::All, &o(), &t());
+        assert!(p.partitions.is_empty());
+        assert_eq!(p.files_in, 0);
+    }
+
+    #[test]
+    fn bins_respect_the_cap_and_absorb_a_small_tail() {
+        let mut opts = o();
+        opts.max_bin_bytes = 256 * MIB;
+        // 600 x 1 MiB: bins of 256, 256 and a tail of 88 MiB (< target) merged into the second.
+        let p = plan(1, vec![(pv("1"), files("d=1", &[MIB; 600]))], &Selection::All, &opts, &t());
+        let bins: Vec<u64> = p.partitions[0].bins.iter().map(|b| b.bytes / MIB).collect();
+        assert_eq!(bins, vec![256, 344]);
+        assert_eq!(p.files_in, 600);
+    }
+
+    #[test]
+    fn single_small_files_and_unselected_partitions_are_left_alone() {
+        let parts = vec![
+            (pv("1"), files("d=1", &[MIB])),
+            (pv("2"), files("d=2", &[MIB, MIB])),
+            (pv("3"), files("d=3", &[MIB, MIB])),
+        ];
+        let sel = Selection::Labels(vec!["d=2".into()]);
+        let p = plan(1, parts, &sel, &o(), &t());
+        assert_eq!(p.partitions.len(), 1);
+        assert_eq!(p.partitions[0].values.label(), "d=2");
+        assert_eq!(p.partitions[0].predicted_files_out, 1);
+    }
+
+    #[test]
+    fn deletion_vector_files_are_skipped() {
+        let mut f = files("d=1", &[MIB, MIB, MIB]);
+        f[0].has_deletion_vector = true;
+        let p = plan(1, vec![(pv("1"), f)], &Selection::All, &o(), &t());
+        assert_eq!(p.files_in, 2);
+        assert_eq!(p.skipped_deletion_vector_files, 1);
+    }
+
+    #[test]
+    fn output_shares_are_at_least_the_target() {
+        let v = predicted_output_sizes(300 * MIB, 1.0, 128 * MIB);
+        assert_eq!(v.len(), 2);
+        assert!(v.iter().all(|&s| s >= 128 * MIB));
+        assert_eq!(v.iter().sum::<u64>(), 300 * MIB);
+        assert_eq!(predicted_output_sizes(10 * MIB, 0.5, 128 * MIB), vec![5 * MIB]);
+    }
+}

@@ -1,0 +1,114 @@
+//! Opening a table for compaction: a delta-rs table whose object store counts every byte, and
+//! its active files grouped by partition (from the same snapshot the commits will be checked
+//! against, so the plan is exactly what runs).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use deltalake::DeltaTable;
+use deltalake::table::builder::DeltaTableBuilder;
+
+use super::counting_store::{ByteCounters, CountingStore};
+use super::plan::FileRef;
+use crate::engine::error::{EngineError, Result};
+use crate::engine::location::Location;
+use crate::engine::stats::table_report::PartitionValues;
+
+pub struct CompactionTable {
+    pub table: DeltaTable,
+    pub counters: Arc<ByteCounters>,
+    pub uri: String,
+}
+
+fn derr(uri: &str, e: impl std::fmt::Display) -> EngineError {
+    EngineError::Other(format!("{uri}: {e}"))
+}
+
+pub async fn open_for_compaction(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+) -> Result<CompactionTable> {
+    let uri = loc.display();
+    let config = deltalake::logstore::StorageConfig::parse_options(storage_options.clone())
+        .map_err(|e| derr(&uri, e))?;
+    let base = deltalake::logstore::logstore_for(&loc.url, config).map_err(|e| derr(&uri, e))?;
+    let counters = Arc::new(ByteCounters::default());
+    let counting = Arc::new(CountingStore::new(base.root_object_store(None), counters.clone()));
+    let table = DeltaTableBuilder::from_url(loc.url.clone())
+        .map_err(|e| derr(&uri, e))?
+        .with_storage_backend(counting, loc.url.clone())
+        .with_storage_options(storage_options.clone())
+        .load()
+        .await
+        .map_err(|e| match e {
+            deltalake::DeltaTableError::NotATable(_) => EngineError::NotATable { uri: uri.clone(), depth: 0 },
+            e => derr(&uri, e),
+        })?;
+    let snapshot = table.snapshot().map_err(|e| derr(&uri, e))?;
+    let mode = snapshot
+        .metadata()
+        .configuration()
+        .get("delta.columnMapping.mode")
+        .cloned()
+        .unwrap_or_default();
+    if !mode.is_empty() && mode != "none" {
+        return Err(EngineError::Other(format!(
+            "{uri}: the table uses column mapping (mode {mode}); compacting such tables is not supported by delta-rs {}, so lakehealth refuses rather than risk it",
+            "1.1"
+        )));
+    }
+    Ok(CompactionTable { table, counters, uri })
+}
+
+impl CompactionTable {
+    pub fn version(&self) -> u64 {
+        self.table.version().unwrap_or_default() as u64
+    }
+
+    pub fn partition_columns(&self) -> Result<Vec<String>> {
+        Ok(self
+            .table
+            .snapshot()
+            .map_err(|e| derr(&self.uri, e))?
+            .metadata()
+            .partition_columns()
+            .clone())
+    }
+
+    /// `delta.targetFileSize`, when the table sets one.
+    pub fn table_target_file_size(&self) -> Option<u64> {
+        self.table
+            .snapshot()
+            .ok()?
+            .metadata()
+            .configuration()
+            .get("delta.targetFileSize")
+            .and_then(|v| v.parse().ok())
+            .filter(|&v: &u64| v > 0)
+    }
+
+    /// Active files grouped by partition, in partition-column order.
+    pub fn partition_files(&self) -> Result<Vec<(PartitionValues, Vec<FileRef>)>> {
+        let cols = self.partition_columns()?;
+        let snapshot = self.table.snapshot().map_err(|e| derr(&self.uri, e))?;
+        let mut groups: BTreeMap<String, (PartitionValues, Vec<FileRef>)> = BTreeMap::new();
+        for f in snapshot.log_data() {
+            let map = f.partition_values_map();
+            let values = PartitionValues(
+                cols.iter()
+                    .map(|c| (c.clone(), map.get(c).cloned().flatten()))
+                    .collect(),
+            );
+            let entry = groups
+                .entry(values.label())
+                .or_insert_with(|| (values, Vec::new()));
+            entry.1.push(FileRef {
+                path: f.path().to_string(),
+                store_path: f.object_store_path().to_string(),
+                size: f.size().max(0) as u64,
+                has_deletion_vector: f.deletion_vector_descriptor().is_some(),
+            });
+        }
+        Ok(groups.into_values().collect())
+    }
+}

@@ -1,0 +1,114 @@
+//! Helpers shared by the integration tests.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use lakehealth::engine::location::Location;
+use lakehealth::engine::log::replay::ReplayOptions;
+use lakehealth::engine::open::OpenOptions;
+use lakehealth::engine::size::{GIB, MIB};
+use lakehealth::engine::stats::file_sizes::Thresholds;
+
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/delta")
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    fixtures_dir().join(name)
+}
+
+/// Every fixture folder that holds a table (has `_delta_log/`).
+pub fn fixture_tables() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(fixtures_dir())
+        .expect("the shared fixtures folder is beside the project")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("_delta_log").is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn opts() -> OpenOptions {
+    OpenOptions {
+        thresholds: Thresholds {
+            target_file_size: 128 * MIB,
+            small_file_size: 128 * MIB,
+            max_file_size: GIB,
+        },
+        replay: ReplayOptions::default(),
+        storage_options: HashMap::new(),
+        discovery_depth: 3,
+    }
+}
+
+pub fn loc(p: &Path) -> Location {
+    Location::parse(p.to_str().expect("utf-8 test path")).expect("test path exists")
+}
+
+/// Copies a folder tree (fixtures are read-only; tests that alter a table use a copy).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+            let mut perm = std::fs::metadata(&target).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perm.set_readonly(false);
+            std::fs::set_permissions(&target, perm).unwrap();
+        }
+    }
+}
+
+/// Independent expectation: replays every JSON commit from version 0 with serde_json::Value,
+/// keyed by (path, deletion vector), without any lakehealth code. Returns
+/// (files, bytes, per-partition files keyed by the sorted raw partitionValues).
+pub fn naive_replay(table: &Path) -> (u64, u64, HashMap<String, u64>) {
+    let log = table.join("_delta_log");
+    let mut commits: Vec<PathBuf> = std::fs::read_dir(&log)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().to_string();
+            n.len() == 25 && n.ends_with(".json")
+        })
+        .collect();
+    commits.sort();
+    let mut live: HashMap<String, (u64, String)> = HashMap::new();
+    let key = |a: &serde_json::Value| {
+        let dv = a
+            .get("deletionVector")
+            .filter(|d| !d.is_null())
+            .map(|d| format!("{}{}{}", d["storageType"], d["pathOrInlineDv"], d["offset"]))
+            .unwrap_or_default();
+        format!("{}|{dv}", a["path"].as_str().unwrap())
+    };
+    for c in commits {
+        let text = std::fs::read_to_string(&c).unwrap();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(r) = v.get("remove") {
+                live.remove(&key(r));
+            }
+            if let Some(a) = v.get("add") {
+                let mut pv: Vec<String> = a["partitionValues"]
+                    .as_object()
+                    .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
+                    .unwrap_or_default();
+                pv.sort();
+                live.insert(key(a), (a["size"].as_u64().unwrap(), pv.join("/")));
+            }
+        }
+    }
+    let mut parts: HashMap<String, u64> = HashMap::new();
+    for (_, p) in live.values() {
+        *parts.entry(p.clone()).or_default() += 1;
+    }
+    let bytes = live.values().map(|(s, _)| s).sum();
+    (live.len() as u64, bytes, parts)
+}

@@ -1,0 +1,256 @@
+//! End-to-end compactions on real tables while a writer keeps appending. Expected rows come
+//! from what the writer reports; actual rows from reading the final snapshot's Parquet files
+//! with Python deltalake + pyarrow (tests/py/verify_table.py), not through lakehealth.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lakehealth::engine::compact::events::{JobEvent, JobSummary};
+use lakehealth::engine::compact::job::{CompactRequest, prepare, run_isolated};
+use lakehealth::engine::compact::locks::PartitionLocks;
+use lakehealth::engine::compact::plan::Selection;
+use lakehealth::engine::demo::create_sensor_table;
+use lakehealth::engine::location::Location;
+use lakehealth::engine::size::KIB;
+use lakehealth::engine::stats::file_sizes::Thresholds;
+use lakehealth::engine::stream::writer::{BatchCommitted, StreamOptions, run_stream};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::*;
+
+#[derive(Debug, serde::Deserialize)]
+struct Verified {
+    files: u64,
+    rows: u64,
+    distinct_ids: u64,
+    reading_sum: i64,
+    files_per_partition: HashMap<String, u64>,
+    optimize_commits: Vec<OptimizeCommit>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct OptimizeCommit {
+    data_change: Vec<bool>,
+}
+
+fn verify(path: &Path) -> Verified {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/verify_table.py");
+    let o = Command::new("python3").arg(script).arg(path).output().expect("python3 runs");
+    assert!(o.status.success(), "verify_table.py: {}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn small_thresholds() -> Thresholds {
+    Thresholds { target_file_size: 64 * KIB, small_file_size: 64 * KIB, max_file_size: 1024 * KIB }
+}
+
+fn request(max_bin: u64) -> CompactRequest {
+    CompactRequest {
+        selection: Selection::All,
+        target_file_size: Some(64 * KIB),
+        min_file_size: Some(64 * KIB),
+        parallelism: 1,
+        max_bin_bytes: Some(max_bin),
+        storage_options: HashMap::new(),
+    }
+}
+
+fn stream_opts(query: &str, interval_ms: u64, batches: Option<u64>) -> StreamOptions {
+    StreamOptions {
+        query_id: query.into(),
+        interval: Duration::from_millis(interval_ms),
+        rows: 200,
+        max_batches: batches,
+        storage_options: HashMap::new(),
+    }
+}
+
+/// A sensor table with `batches` small files, all rows reported by the writer.
+async fn seeded(batches: u64) -> (tempfile::TempDir, Location, Vec<BatchCommitted>) {
+    let d = tempfile::tempdir().unwrap();
+    let l = loc(d.path());
+    create_sensor_table(&l).await.unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    run_stream(&l, &stream_opts("seed", 1, Some(batches)), CancellationToken::new(), tx)
+        .await
+        .unwrap();
+    let mut evs = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        evs.push(e);
+    }
+    (d, l, evs)
+}
+
+/// The in-process writer on its own thread and runtime, as the demo runs it.
+fn background_writer(l: Location, cancel: CancellationToken) -> std::thread::JoinHandle<Vec<BatchCommitted>> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            run_stream(&l, &stream_opts("live", 40, None), cancel, tx).await.unwrap();
+            let mut evs = Vec::new();
+            while let Ok(e) = rx.try_recv() {
+                evs.push(e);
+            }
+            evs
+        })
+    })
+}
+
+async fn compact(l: &Location, req: &CompactRequest, cancel: CancellationToken) -> (JobSummary, Vec<JobEvent>) {
+    let job = prepare(l, req, small_thresholds(), 1.0).await.unwrap();
+    assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await.unwrap();
+    let mut evs = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        evs.push(e);
+    }
+    (s, evs)
+}
+
+fn expect_rows(batches: &[BatchCommitted]) -> (u64, i64) {
+    (batches.iter().map(|b| b.rows as u64).sum(), batches.iter().map(|b| b.reading_sum).sum())
+}
+
+fn assert_no_row_lost(v: &Verified, written: &[BatchCommitted]) {
+    let (rows, sum) = expect_rows(written);
+    assert_eq!(v.rows, rows, "row count");
+    assert_eq!(v.distinct_ids, rows, "no row appears twice");
+    assert_eq!(v.reading_sum, sum, "checksum of reading");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_beside_the_in_process_writer_loses_no_row() {
+    let (d, l, mut written) = seeded(80).await;
+    let before = verify(d.path());
+    assert_eq!(before.files, 80);
+    let cancel_writer = CancellationToken::new();
+    let writer = background_writer(l.clone(), cancel_writer.clone());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (s, events) = compact(&l, &request(160 * KIB), CancellationToken::new()).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    cancel_writer.cancel();
+    let live = writer.join().unwrap();
+    assert!(!live.is_empty(), "the writer kept committing during the compaction");
+    written.extend(live.iter().cloned());
+
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(s.commits.len() > 1, "commits land incrementally, not all at once: {:?}", s.commits);
+    assert_eq!(s.files_removed, 80);
+    assert!(s.files_added < 20, "{s:?}");
+    assert!(s.bytes_read > 0 && s.bytes_written > 0);
+    let committed_events = events.iter().filter(|e| matches!(e, JobEvent::Committed(_))).count();
+    assert_eq!(committed_events, s.commits.len());
+
+    let after = verify(d.path());
+    assert_no_row_lost(&after, &written);
+    assert_eq!(after.files, 80 - s.files_removed + s.files_added + live.len() as u64);
+    assert!(after.files < before.files, "{} -> {}", before.files, after.files);
+    assert_eq!(after.optimize_commits.len(), s.commits.len());
+    for c in &after.optimize_commits {
+        assert!(!c.data_change.is_empty() && c.data_change.iter().all(|f| !f), "OPTIMIZE commits carry dataChange=false");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_beside_a_separate_stream_process_loses_no_row() {
+    let (d, l, mut written) = seeded(60).await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .args(["stream", d.path().to_str().unwrap(), "--interval", "50ms", "--rows", "150", "--query-id", "proc", "--batches", "40"])
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<BatchCommitted>(&l).ok())
+            .collect::<Vec<_>>()
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (s, _) = compact(&l, &request(120 * KIB), CancellationToken::new()).await;
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let proc_batches = reader.join().unwrap();
+    assert_eq!(proc_batches.len(), 40, "every batch of the writer process was committed");
+    written.extend(proc_batches);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.files_removed, 60);
+    let after = verify(d.path());
+    assert_no_row_lost(&after, &written);
+    for c in &after.optimize_commits {
+        assert!(c.data_change.iter().all(|f| !f));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_midway_keeps_the_table_valid_and_complete() {
+    let (d, l, written) = seeded(120).await;
+    let job = prepare(&l, &request(64 * KIB), small_thresholds(), 1.0).await.unwrap();
+    let bins = job.plan.bins;
+    assert!(bins >= 4, "{bins}");
+    let cancel = CancellationToken::new();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let c2 = cancel.clone();
+    // Cancel as soon as the first commit lands.
+    let watcher = tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            if matches!(e, JobEvent::Committed(_)) {
+                c2.cancel();
+            }
+        }
+    });
+    let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await.unwrap();
+    let _ = watcher.await;
+    assert!(s.cancelled);
+    assert!(!s.commits.is_empty());
+    assert!((s.commits.len() as u64) < bins, "stopped before the remaining commits");
+    let after = verify(d.path());
+    assert_no_row_lost(&after, &written);
+    // Every file the log references exists, and nothing uncommitted is left behind.
+    assert!(s.orphaned_files.is_empty(), "{:?}", s.orphaned_files);
+    let on_disk = count_parquet(d.path());
+    let removed: u64 = s.commits.iter().map(|c| c.files_removed).sum();
+    assert_eq!(on_disk, 120 + s.files_added, "only committed outputs were kept ({removed} removed stay until VACUUM)");
+}
+
+fn count_parquet(p: &Path) -> u64 {
+    let mut n = 0;
+    for e in std::fs::read_dir(p).unwrap().flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            if !path.ends_with("_delta_log") {
+                n += count_parquet(&path);
+            }
+        } else if path.extension().is_some_and(|x| x == "parquet") {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_the_same_compaction_twice_does_not_churn_or_duplicate() {
+    let (d, l, written) = seeded(50).await;
+    let mut req = request(10 * 1024 * KIB);
+    // Outputs of ~64 KiB and up are healthy: the second run must leave them alone.
+    req.max_bin_bytes = None;
+    let (first, _) = compact(&l, &req, CancellationToken::new()).await;
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    let mid = verify(d.path());
+    let job = prepare(&l, &req, small_thresholds(), 1.0).await.unwrap();
+    assert_eq!(job.plan.bins, 0, "nothing left to compact: {:?}", job.plan);
+    let after = verify(d.path());
+    assert_eq!(after.files, mid.files);
+    assert_no_row_lost(&after, &written);
+    assert_eq!(after.files_per_partition.values().sum::<u64>(), after.files);
+}

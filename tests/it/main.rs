@@ -1,0 +1,10 @@
+//! Integration tests, one binary (each test binary links all of delta-rs, so fewer is faster).
+
+mod cli;
+mod compact;
+mod common;
+mod errors;
+mod fixtures;
+mod stream;
+mod tui;
+mod tui_jobs;

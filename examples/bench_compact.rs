@@ -32,13 +32,18 @@ fn floor(dir: &Path, out: &Path, target: u64) -> Res<()> {
     std::fs::create_dir_all(out)?;
     let t0 = Instant::now();
     let (mut rows, mut outputs, mut bytes_in, mut bytes_out) = (0u64, 0u64, 0u64, 0u64);
-    for part in std::fs::read_dir(dir)?.filter_map(|e| e.ok()).map(|e| e.path()) {
+    for part in std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+    {
         if !part.is_dir() || part.ends_with("_delta_log") {
             continue;
         }
         let files = parquet_files(&part)?;
         let mut writer: Option<ArrowWriter<std::fs::File>> = None;
-        let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .build();
         for f in files {
             bytes_in += std::fs::metadata(&f)?.len();
             let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&f)?)?
@@ -50,7 +55,11 @@ fn floor(dir: &Path, out: &Path, target: u64) -> Res<()> {
                 if writer.is_none() {
                     let name = out.join(format!("out-{outputs:05}.parquet"));
                     outputs += 1;
-                    writer = Some(ArrowWriter::try_new(std::fs::File::create(name)?, batch.schema(), Some(props.clone()))?);
+                    writer = Some(ArrowWriter::try_new(
+                        std::fs::File::create(name)?,
+                        batch.schema(),
+                        Some(props.clone()),
+                    )?);
                 }
                 if let Some(w) = writer.as_mut() {
                     w.write(&batch)?;
@@ -79,7 +88,9 @@ fn floor(dir: &Path, out: &Path, target: u64) -> Res<()> {
 
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     match args.get(1).map(String::as_str) {
         Some("gen") if args.len() >= 3 => {
             let per: u32 = args.get(3).map(|s| s.parse()).transpose()?.unwrap_or(500);
@@ -95,9 +106,16 @@ fn main() -> Res<()> {
             })
         }
         Some("floor") if args.len() >= 4 => {
-            let target = args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(128 * 1024 * 1024);
+            let target = args
+                .get(4)
+                .map(|s| s.parse())
+                .transpose()?
+                .unwrap_or(128 * 1024 * 1024);
             floor(Path::new(&args[2]), Path::new(&args[3]), target)
         }
-        _ => Err("usage: bench_compact gen DIR [FILES_PER_PARTITION] [ROWS] | floor DIR OUT [TARGET]".into()),
+        _ => Err(
+            "usage: bench_compact gen DIR [FILES_PER_PARTITION] [ROWS] | floor DIR OUT [TARGET]"
+                .into(),
+        ),
     }
 }

@@ -37,7 +37,7 @@ fn add(i: u64, parts: u64) -> serde_json::Value {
     }})
 }
 
-async fn gen(dir: &Path, files: u64, parts: u64) -> Res<()> {
+async fn generate(dir: &Path, files: u64, parts: u64) -> Res<()> {
     let log = dir.join("_delta_log");
     std::fs::create_dir_all(&log)?;
     let commits = 10u64;
@@ -46,10 +46,19 @@ async fn gen(dir: &Path, files: u64, parts: u64) -> Res<()> {
     for c in 0..commits {
         let f = std::fs::File::create(log.join(format!("{c:020}.json")))?;
         let mut w = std::io::BufWriter::new(f);
-        commit_line(&mut w, serde_json::json!({"commitInfo": {"timestamp": 1_700_000_000_000u64 + c, "operation": "WRITE", "operationParameters": {"mode": "Append"}}}))?;
+        commit_line(
+            &mut w,
+            serde_json::json!({"commitInfo": {"timestamp": 1_700_000_000_000u64 + c, "operation": "WRITE", "operationParameters": {"mode": "Append"}}}),
+        )?;
         if c == 0 {
-            commit_line(&mut w, serde_json::json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}))?;
-            commit_line(&mut w, serde_json::json!({"metaData": {"id": "bench-1m", "format": {"provider": "parquet", "options": {}}, "schemaString": schema, "partitionColumns": ["part"], "configuration": {}, "createdTime": 1_700_000_000_000u64}}))?;
+            commit_line(
+                &mut w,
+                serde_json::json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+            )?;
+            commit_line(
+                &mut w,
+                serde_json::json!({"metaData": {"id": "bench-1m", "format": {"provider": "parquet", "options": {}}, "schemaString": schema, "partitionColumns": ["part"], "configuration": {}, "createdTime": 1_700_000_000_000u64}}),
+            )?;
         }
         for i in c * per..(c + 1) * per {
             commit_line(&mut w, add(i, parts))?;
@@ -65,8 +74,14 @@ async fn gen(dir: &Path, files: u64, parts: u64) -> Res<()> {
     for c in commits..commits + 5 {
         let f = std::fs::File::create(log.join(format!("{c:020}.json")))?;
         let mut w = std::io::BufWriter::new(f);
-        commit_line(&mut w, serde_json::json!({"commitInfo": {"timestamp": 1_700_000_100_000u64 + c, "operation": "STREAMING UPDATE", "operationParameters": {"queryId": "q", "epochId": c.to_string()}}}))?;
-        commit_line(&mut w, serde_json::json!({"txn": {"appId": "q", "version": c, "lastUpdated": 1_700_000_100_000u64 + c}}))?;
+        commit_line(
+            &mut w,
+            serde_json::json!({"commitInfo": {"timestamp": 1_700_000_100_000u64 + c, "operation": "STREAMING UPDATE", "operationParameters": {"queryId": "q", "epochId": c.to_string()}}}),
+        )?;
+        commit_line(
+            &mut w,
+            serde_json::json!({"txn": {"appId": "q", "version": c, "lastUpdated": 1_700_000_100_000u64 + c}}),
+        )?;
         for _ in 0..20 {
             commit_line(&mut w, add(next, parts))?;
             next += 1;
@@ -74,12 +89,18 @@ async fn gen(dir: &Path, files: u64, parts: u64) -> Res<()> {
     }
     let f = std::fs::File::create(log.join(format!("{:020}.json", commits + 5)))?;
     let mut w = std::io::BufWriter::new(f);
-    commit_line(&mut w, serde_json::json!({"commitInfo": {"timestamp": 1_700_000_200_000u64, "operation": "OPTIMIZE"}}))?;
+    commit_line(
+        &mut w,
+        serde_json::json!({"commitInfo": {"timestamp": 1_700_000_200_000u64, "operation": "OPTIMIZE"}}),
+    )?;
     let mut removed = 0;
     for i in (0..100u64).map(|k| k * parts) {
         let a = add(i, parts);
         removed += a["add"]["size"].as_u64().unwrap_or(0);
-        commit_line(&mut w, serde_json::json!({"remove": {"path": a["add"]["path"], "size": a["add"]["size"], "deletionTimestamp": 1_700_000_200_000u64, "dataChange": false}}))?;
+        commit_line(
+            &mut w,
+            serde_json::json!({"remove": {"path": a["add"]["path"], "size": a["add"]["size"], "deletionTimestamp": 1_700_000_200_000u64, "dataChange": false}}),
+        )?;
     }
     let mut a = add(next, parts);
     a["add"]["path"] = serde_json::json!("part=00000/compacted.parquet");
@@ -136,12 +157,18 @@ async fn measure(dir: &Path) -> Res<()> {
 
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     match args.get(1).map(String::as_str) {
         Some("gen") if args.len() >= 3 => {
-            let files = args.get(3).map(|s| s.parse()).transpose()?.unwrap_or(1_000_000);
+            let files = args
+                .get(3)
+                .map(|s| s.parse())
+                .transpose()?
+                .unwrap_or(1_000_000);
             let parts = args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(1_000);
-            rt.block_on(gen(Path::new(&args[2]), files, parts))
+            rt.block_on(generate(Path::new(&args[2]), files, parts))
         }
         Some("measure") if args.len() >= 3 => rt.block_on(measure(Path::new(&args[2]))),
         _ => Err("usage: bench_open gen DIR [FILES] [PARTITIONS] | bench_open measure DIR".into()),

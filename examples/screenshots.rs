@@ -29,7 +29,11 @@ const H: u16 = 42;
 
 fn opts() -> OpenOptions {
     OpenOptions {
-        thresholds: Thresholds { target_file_size: 128 * MIB, small_file_size: 128 * MIB, max_file_size: GIB },
+        thresholds: Thresholds {
+            target_file_size: 128 * MIB,
+            small_file_size: 128 * MIB,
+            max_file_size: GIB,
+        },
         replay: ReplayOptions::default(),
         storage_options: Default::default(),
         discovery_depth: 3,
@@ -60,7 +64,13 @@ async fn keys(app: &mut App, codes: &[KeyCode]) {
 
 fn hex(c: Color, fg: bool) -> String {
     let (r, g, b) = match c {
-        Color::Reset => if fg { (208, 208, 208) } else { (24, 26, 31) },
+        Color::Reset => {
+            if fg {
+                (208, 208, 208)
+            } else {
+                (24, 26, 31)
+            }
+        }
         Color::Black => (0, 0, 0),
         Color::Red => (230, 80, 80),
         Color::Green => (90, 200, 110),
@@ -84,7 +94,9 @@ fn hex(c: Color, fg: bool) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// One <rect> per background run and one <text> per cell run of equal style.
@@ -115,10 +127,19 @@ fn to_svg(buf: &Buffer) -> String {
             let px = start as f64 * cw;
             let py = y as f64 * ch;
             if bg != Color::Reset {
-                let _ = write!(s, "<rect x='{px}' y='{py}' width='{}' height='{ch}' fill='{}'/>", (x - start) as f64 * cw, hex(bg, false));
+                let _ = write!(
+                    s,
+                    "<rect x='{px}' y='{py}' width='{}' height='{ch}' fill='{}'/>",
+                    (x - start) as f64 * cw,
+                    hex(bg, false)
+                );
             }
             if !text.trim().is_empty() {
-                let weight = if m.contains(Modifier::BOLD) { " font-weight='bold'" } else { "" };
+                let weight = if m.contains(Modifier::BOLD) {
+                    " font-weight='bold'"
+                } else {
+                    ""
+                };
                 let _ = write!(
                     s,
                     "<text x='{px}' y='{}' fill='{}'{weight} textLength='{}' lengthAdjust='spacingAndGlyphs'>{}</text>",
@@ -137,7 +158,10 @@ fn to_svg(buf: &Buffer) -> String {
 fn shot(app: &App, out: &Path, name: &str) -> Res<()> {
     let mut t = Terminal::new(TestBackend::new(W, H))?;
     t.draw(|f| view::draw(f, app))?;
-    std::fs::write(out.join(format!("{name}.svg")), to_svg(t.backend().buffer()))?;
+    std::fs::write(
+        out.join(format!("{name}.svg")),
+        to_svg(t.backend().buffer()),
+    )?;
     eprintln!("rendered {name}");
     Ok(())
 }
@@ -145,11 +169,17 @@ fn shot(app: &App, out: &Path, name: &str) -> Res<()> {
 async fn run(out: &Path) -> Res<()> {
     std::fs::create_dir_all(out)?;
     let lake = tempfile::tempdir()?;
-    let demo = ensure_demo_table(&lake.path().join("streaming"), DemoShape::default(), false).await?;
+    let demo =
+        ensure_demo_table(&lake.path().join("streaming"), DemoShape::default(), false).await?;
     // A second, smaller unhealthy table and a healthy one make the root view meaningful.
     ensure_demo_table(
         &lake.path().join("clickstream"),
-        DemoShape { small_days: 2, small_files_per_day: 400, healthy_days: 0, healthy_file_bytes: 0 },
+        DemoShape {
+            small_days: 2,
+            small_files_per_day: 400,
+            healthy_days: 0,
+            healthy_file_bytes: 0,
+        },
         false,
     )
     .await?;
@@ -178,6 +208,11 @@ async fn run(out: &Path) -> Res<()> {
 }
 
 fn main() -> Res<()> {
-    let out = std::env::args().nth(1).ok_or("usage: screenshots OUT_DIR")?;
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(Path::new(&out)))
+    let out = std::env::args()
+        .nth(1)
+        .ok_or("usage: screenshots OUT_DIR")?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(Path::new(&out)))
 }

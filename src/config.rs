@@ -57,8 +57,11 @@ pub struct StreamConfig {
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
-    humantime::parse_duration(&s)
-        .map_err(|e| serde::de::Error::custom(format!("invalid duration {s:?}: {e} (e.g. \"1s\", \"500ms\", \"2m\")")))
+    humantime::parse_duration(&s).map_err(|e| {
+        serde::de::Error::custom(format!(
+            "invalid duration {s:?}: {e} (e.g. \"1s\", \"500ms\", \"2m\")"
+        ))
+    })
 }
 
 impl Default for Config {
@@ -198,18 +201,24 @@ mod tests {
 
     #[test]
     fn unknown_key_is_named_with_its_line() {
-        let e = Config::parse("[health]\ntarget_file_size = \"64MiB\"\ntarget_fille = 3\n", Path::new("c.toml"))
-            .unwrap_err()
-            .to_string();
+        let e = Config::parse(
+            "[health]\ntarget_file_size = \"64MiB\"\ntarget_fille = 3\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("target_fille"), "{e}");
         assert!(e.contains("line 3"), "{e}");
     }
 
     #[test]
     fn bad_size_is_explained() {
-        let e = Config::parse("[health]\ntarget_file_size = \"huge\"\n", Path::new("c.toml"))
-            .unwrap_err()
-            .to_string();
+        let e = Config::parse(
+            "[health]\ntarget_file_size = \"huge\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("invalid size"), "{e}");
         assert!(e.contains("line 2"), "{e}");
     }

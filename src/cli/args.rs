@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::engine::size::ByteSize;
 
 fn parse_size(s: &str) -> Result<ByteSize, String> {
-    s.parse().map_err(|e: crate::engine::size::SizeParseError| e.to_string())
+    s.parse()
+        .map_err(|e: crate::engine::size::SizeParseError| e.to_string())
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

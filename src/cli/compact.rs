@@ -68,7 +68,13 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
         max_bin_bytes: None,
         storage_options: s.open.storage_options.clone(),
     };
-    let job = prepare(&loc, &req, s.open.thresholds, observed_ratio(&report.commits)).await?;
+    let job = prepare(
+        &loc,
+        &req,
+        s.open.thresholds,
+        observed_ratio(&report.commits),
+    )
+    .await?;
     eprint!("{}", plan_text(&job.plan));
     if a.dry_run {
         if a.json {
@@ -79,7 +85,10 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
     if job.plan.bins == 0 {
         eprintln!("nothing to compact");
         if a.json {
-            println!("{}", serde_json::json!({"files_removed": 0, "files_added": 0, "bytes_read": 0, "bytes_written": 0, "commits": []}));
+            println!(
+                "{}",
+                serde_json::json!({"files_removed": 0, "files_added": 0, "bytes_read": 0, "bytes_written": 0, "commits": []})
+            );
         }
         return Ok(());
     }
@@ -103,7 +112,10 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
                     let secs = start.elapsed().as_secs_f64().max(0.001);
                     let rate = p.bytes_read as f64 / secs;
                     let eta = if rate > 0.0 {
-                        format!("{:.0}s", p.bytes_total.saturating_sub(p.bytes_read) as f64 / rate)
+                        format!(
+                            "{:.0}s",
+                            p.bytes_total.saturating_sub(p.bytes_read) as f64 / rate
+                        )
                     } else {
                         "-".into()
                     };
@@ -130,10 +142,14 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
                     c.rows,
                     c.retries
                 ),
-                JobEvent::CommitFailed { partitions, error, .. } => {
+                JobEvent::CommitFailed {
+                    partitions, error, ..
+                } => {
                     eprintln!("commit failed for {}: {error}", partitions.join(","))
                 }
-                JobEvent::BinFailed { partition, error } => eprintln!("bin failed in {partition}: {error}"),
+                JobEvent::BinFailed { partition, error } => {
+                    eprintln!("bin failed in {partition}: {error}")
+                }
                 _ => {}
             }
         }
@@ -148,7 +164,11 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
         format_bytes(summary.bytes_read),
         format_bytes(summary.bytes_written),
         summary.commits.len(),
-        if summary.cancelled { " (cancelled)" } else { "" }
+        if summary.cancelled {
+            " (cancelled)"
+        } else {
+            ""
+        }
     );
     if a.json {
         let mut v = serde_json::to_value(&summary)?;
@@ -156,7 +176,11 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
         println!("{}", serde_json::to_string_pretty(&v)?);
     }
     if !summary.errors.is_empty() {
-        bail!("{} errors: {}", summary.errors.len(), summary.errors.join("; "));
+        bail!(
+            "{} errors: {}",
+            summary.errors.len(),
+            summary.errors.join("; ")
+        );
     }
     Ok(())
 }

@@ -58,21 +58,35 @@ pub fn table_text(t: &TableReport) -> String {
         format_bytes(s.mean_file_size),
         format_bytes(s.max_file_size),
         format_bytes(t.thresholds.target_file_size),
-        if t.table_target_file_size.is_some() { " (delta.targetFileSize)" } else { "" }
+        if t.table_target_file_size.is_some() {
+            " (delta.targetFileSize)"
+        } else {
+            ""
+        }
     );
     let l = &t.log;
     let _ = writeln!(
         o,
         "log: checkpoint {}  commits since {}  log size {}  {} files  rate {}",
-        l.checkpoint_version.map_or("none".into(), |v| v.to_string()),
+        l.checkpoint_version
+            .map_or("none".into(), |v| v.to_string()),
         l.commits_since_checkpoint,
         format_bytes(l.log_bytes),
         l.log_files,
         l.commits_per_minute
             .map_or("-".into(), |r| format!("{r:.1}/min"))
     );
-    let ops: Vec<String> = l.operations.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    let _ = writeln!(o, "operations (last {} commits): {}", l.window_commits, ops.join(", "));
+    let ops: Vec<String> = l
+        .operations
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "operations (last {} commits): {}",
+        l.window_commits,
+        ops.join(", ")
+    );
     let _ = writeln!(
         o,
         "vacuum debt: {} removed files, {} ({} past the {}h retention)",

@@ -62,11 +62,18 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Report(a)) => report(a, &s).await,
         Some(Command::Demo(a)) => demo(a, s).await,
         Some(Command::Stream(a)) => stream(a, &s).await,
-        Some(Command::Compact(a)) => super::compact::compact(a, &s, cli.common.target.map(|t| t.0)).await,
+        Some(Command::Compact(a)) => {
+            super::compact::compact(a, &s, cli.common.target.map(|t| t.0)).await
+        }
         Some(Command::Config) => {
             match Config::default_path() {
-                Some(p) => println!("# config file: {} (override with --config or $LAKEHEALTH_CONFIG)", p.display()),
-                None => println!("# no platform config directory; use --config or $LAKEHEALTH_CONFIG"),
+                Some(p) => println!(
+                    "# config file: {} (override with --config or $LAKEHEALTH_CONFIG)",
+                    p.display()
+                ),
+                None => {
+                    println!("# no platform config directory; use --config or $LAKEHEALTH_CONFIG")
+                }
             }
             println!("# log file: {}", crate::logging::log_path().display());
             print!("{DEFAULT_CONFIG}");
@@ -102,8 +109,13 @@ async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
 fn stream_options(s: &Settings, a: Option<&StreamArgs>, query_id: String) -> StreamOptions {
     StreamOptions {
         query_id,
-        interval: a.and_then(|a| a.interval).unwrap_or(s.config.stream.interval),
-        rows: a.and_then(|a| a.rows).unwrap_or(s.config.stream.rows).max(1),
+        interval: a
+            .and_then(|a| a.interval)
+            .unwrap_or(s.config.stream.interval),
+        rows: a
+            .and_then(|a| a.rows)
+            .unwrap_or(s.config.stream.rows)
+            .max(1),
         max_batches: a.and_then(|a| a.batches),
         storage_options: s.open.storage_options.clone(),
     }
@@ -153,7 +165,10 @@ async fn demo(a: DemoArgs, s: Settings) -> Result<()> {
         let loc2 = loc.clone();
         let c2 = cancel.clone();
         Some(std::thread::spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     tracing::error!("demo writer runtime: {e}");
@@ -169,7 +184,11 @@ async fn demo(a: DemoArgs, s: Settings) -> Result<()> {
             });
         }))
     };
-    let refresh = s.config.ui.refresh_interval.min(std::time::Duration::from_secs(2));
+    let refresh = s
+        .config
+        .ui
+        .refresh_interval
+        .min(std::time::Duration::from_secs(2));
     let r = crate::tui::run(loc, s.open, refresh).await;
     cancel.cancel();
     if let Some(w) = writer {

@@ -12,16 +12,16 @@ use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
 use deltalake::kernel::{Action, Add, DataType, PrimitiveType, StructField, Transaction};
 use deltalake::protocol::{DeltaOperation, OutputMode, SaveMode};
 use futures::StreamExt;
-use object_store::ObjectStore;
 use object_store::path::Path as ObjPath;
+use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
 use super::error::{EngineError, Result};
 use super::location::Location;
-use super::stream::batch::{PARTITION_COLUMN, Rng, sensor_batch};
 use super::size::MIB;
+use super::stream::batch::{PARTITION_COLUMN, Rng, sensor_batch};
 
 pub const DEMO_TABLE: &str = "streaming_sensor_data";
 /// The query id the seeded history was "written" by (shown in the writers panel).
@@ -84,12 +84,32 @@ pub async fn ensure_demo_table(dir: &Path, shape: DemoShape, reset: bool) -> Res
 
 fn columns() -> Vec<StructField> {
     vec![
-        StructField::new("event_id", DataType::Primitive(PrimitiveType::String), false),
-        StructField::new("sensor_id", DataType::Primitive(PrimitiveType::Integer), false),
-        StructField::new("event_time", DataType::Primitive(PrimitiveType::Timestamp), false),
-        StructField::new("temperature", DataType::Primitive(PrimitiveType::Double), false),
+        StructField::new(
+            "event_id",
+            DataType::Primitive(PrimitiveType::String),
+            false,
+        ),
+        StructField::new(
+            "sensor_id",
+            DataType::Primitive(PrimitiveType::Integer),
+            false,
+        ),
+        StructField::new(
+            "event_time",
+            DataType::Primitive(PrimitiveType::Timestamp),
+            false,
+        ),
+        StructField::new(
+            "temperature",
+            DataType::Primitive(PrimitiveType::Double),
+            false,
+        ),
         StructField::new("reading", DataType::Primitive(PrimitiveType::Long), false),
-        StructField::new(PARTITION_COLUMN, DataType::Primitive(PrimitiveType::String), false),
+        StructField::new(
+            PARTITION_COLUMN,
+            DataType::Primitive(PrimitiveType::String),
+            false,
+        ),
     ]
 }
 
@@ -120,7 +140,7 @@ fn encode(batch: &RecordBatch, big: bool) -> Result<Bytes> {
         WriterProperties::builder()
             .set_compression(Compression::UNCOMPRESSED)
             .set_dictionary_enabled(false)
-            .set_max_row_group_size(1 << 20)
+            .set_max_row_group_row_count(Some(1 << 20))
             .build()
     } else {
         WriterProperties::builder()
@@ -182,7 +202,12 @@ pub async fn seed_small_files(
     for date in partitions {
         let files = (0..files_per_partition).map(|_| {
             seed += 1;
-            Planned { date: date.clone(), rows, big: false, seed }
+            Planned {
+                date: date.clone(),
+                rows,
+                big: false,
+                seed,
+            }
         });
         let adds: Vec<Add> = futures::stream::iter(files.map(|p| write_file(store.clone(), p)))
             .buffer_unordered(8)
@@ -215,7 +240,11 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
     let mut table = create_sensor_table(loc).await?;
     let store = table.object_store();
     let today = Utc::now().date_naive();
-    let day = |back: u32| (today - ChronoDuration::days(back as i64)).format("%Y-%m-%d").to_string();
+    let day = |back: u32| {
+        (today - ChronoDuration::days(back as i64))
+            .format("%Y-%m-%d")
+            .to_string()
+    };
     let mut rng = Rng::new(42);
     let mut plan: Vec<(String, Vec<Planned>)> = Vec::new();
     let mut seed = 0i64;
@@ -229,7 +258,15 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
         let back = first_small + 1 + shape.healthy_days - d;
         // ~46 bytes per row uncompressed
         let rows = (shape.healthy_file_bytes / 46) as usize;
-        plan.push((day(back), vec![Planned { date: day(back), rows, big: true, seed: next_seed() }]));
+        plan.push((
+            day(back),
+            vec![Planned {
+                date: day(back),
+                rows,
+                big: true,
+                seed: next_seed(),
+            }],
+        ));
     }
     let mixed: Vec<Planned> = (0..8)
         .map(|_| Planned {
@@ -241,7 +278,11 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
         .collect();
     plan.push((day(first_small + 1), mixed));
     for back in (0..=shape.small_days).rev() {
-        let n = if back == 0 { shape.small_files_per_day / 6 } else { shape.small_files_per_day };
+        let n = if back == 0 {
+            shape.small_files_per_day / 6
+        } else {
+            shape.small_files_per_day
+        };
         let files = (0..n)
             .map(|_| Planned {
                 date: day(back),
@@ -255,12 +296,13 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
     let mut batch_id = 0i64;
     for (date, files) in plan {
         let big = files.first().is_some_and(|f| f.big);
-        let adds: Vec<Add> = futures::stream::iter(files.into_iter().map(|p| write_file(store.clone(), p)))
-            .buffer_unordered(8)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect::<Result<_>>()?;
+        let adds: Vec<Add> =
+            futures::stream::iter(files.into_iter().map(|p| write_file(store.clone(), p)))
+                .buffer_unordered(8)
+                .collect::<Vec<_>>()
+                .await
+                .into_iter()
+                .collect::<Result<_>>()?;
         // Small files arrive as streaming commits of 200 files, like a backlog of micro-batches.
         let chunk = if big { adds.len().max(1) } else { 200 };
         for part in adds.chunks(chunk) {
@@ -286,7 +328,10 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
                     epoch_id: batch_id,
                 };
                 batch_id += 1;
-                (op, CommitProperties::default().with_application_transaction(txn))
+                (
+                    op,
+                    CommitProperties::default().with_application_transaction(txn),
+                )
             };
             let snapshot = table.snapshot().map_err(derr)?;
             CommitBuilder::from(props)

@@ -56,10 +56,7 @@ pub async fn discover_tables(
                     continue;
                 }
             };
-            if children
-                .iter()
-                .any(|c| c.filename() == Some("_delta_log"))
-            {
+            if children.iter().any(|c| c.filename() == Some("_delta_log")) {
                 tables.push(prefix.map(|p| p.to_string()).unwrap_or_default());
                 continue;
             }
@@ -85,8 +82,8 @@ pub async fn discover_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use object_store::PutPayload;
     use object_store::memory::InMemory;
+    use object_store::{ObjectStoreExt, PutPayload};
 
     #[tokio::test]
     async fn finds_tables_and_stops_at_depth() {
@@ -99,7 +96,10 @@ mod tests {
             "a/b/c/d/_delta_log/00000000000000000000.json",
             "notes/readme.txt",
         ] {
-            store.put(&Path::from(p), PutPayload::from_static(b"{}")).await.unwrap();
+            store
+                .put(&Path::from(p), PutPayload::from_static(b"{}"))
+                .await
+                .unwrap();
         }
         let found = discover_tables(&store, "mem", 2, &|_| {}).await.unwrap();
         assert_eq!(found, vec!["raw/events".to_string(), "sales".to_string()]);

@@ -4,25 +4,37 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum EngineError {
-    #[error("{uri} does not exist. Check the path or URI (local paths, file://, s3://, gs://, az:// are accepted).")]
+    #[error(
+        "{uri} does not exist. Check the path or URI (local paths, file://, s3://, gs://, az:// are accepted)."
+    )]
     NotFound { uri: String },
 
-    #[error("{uri} is not a Delta table: it has no _delta_log/ folder, and no table was found below it (searched {depth} levels deep). Point lakehealth at a table's root folder, or at a folder that contains tables.")]
+    #[error(
+        "{uri} is not a Delta table: it has no _delta_log/ folder, and no table was found below it (searched {depth} levels deep). Point lakehealth at a table's root folder, or at a folder that contains tables."
+    )]
     NotATable { uri: String, depth: usize },
 
-    #[error("{uri} has an empty _delta_log/: the table was never committed (or its log was deleted). Nothing to report.")]
+    #[error(
+        "{uri} has an empty _delta_log/: the table was never committed (or its log was deleted). Nothing to report."
+    )]
     EmptyLog { uri: String },
 
-    #[error("permission denied reading {what}: {detail}. Check the file permissions or the credentials' access to this location.")]
+    #[error(
+        "permission denied reading {what}: {detail}. Check the file permissions or the credentials' access to this location."
+    )]
     PermissionDenied { what: String, detail: String },
 
-    #[error("the storage rejected the credentials for {uri}: {detail}. Check AWS_*/GOOGLE_*/AZURE_* variables or --storage-option keys.")]
+    #[error(
+        "the storage rejected the credentials for {uri}: {detail}. Check AWS_*/GOOGLE_*/AZURE_* variables or --storage-option keys."
+    )]
     Credentials { uri: String, detail: String },
 
     #[error("cannot reach {uri}: {detail}. Check the endpoint, network and region settings.")]
     Unreachable { uri: String, detail: String },
 
-    #[error("{uri}: commit {file} is corrupt at line {line}: {detail}. The log cannot be replayed past it; restore the file from a backup. lakehealth changed nothing.")]
+    #[error(
+        "{uri}: commit {file} is corrupt at line {line}: {detail}. The log cannot be replayed past it; restore the file from a backup. lakehealth changed nothing."
+    )]
     CorruptCommit {
         uri: String,
         file: String,
@@ -30,7 +42,9 @@ pub enum EngineError {
         detail: String,
     },
 
-    #[error("{uri}: checkpoint {file} cannot be read: {detail}. Restore it, or delete it and _last_checkpoint so readers replay the JSON commits (only if those still exist).")]
+    #[error(
+        "{uri}: checkpoint {file} cannot be read: {detail}. Restore it, or delete it and _last_checkpoint so readers replay the JSON commits (only if those still exist)."
+    )]
     CorruptCheckpoint {
         uri: String,
         file: String,

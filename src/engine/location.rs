@@ -103,9 +103,7 @@ impl Location {
         self.url
             .path_segments()
             .and_then(|s| s.filter(|x| !x.is_empty()).next_back())
-            .map(|s| {
-                percent_decode(s)
-            })
+            .map(|s| percent_decode(s))
             .unwrap_or_else(|| self.display())
     }
 
@@ -124,10 +122,12 @@ impl Location {
 
     /// An object store whose root is this location.
     pub fn open_store(&self, options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>> {
-        let config = deltalake::logstore::StorageConfig::parse_options(options.clone())
-            .map_err(|e| EngineError::InvalidUri {
-                input: self.display(),
-                detail: format!("bad storage option: {e}"),
+        let config =
+            deltalake::logstore::StorageConfig::parse_options(options.clone()).map_err(|e| {
+                EngineError::InvalidUri {
+                    input: self.display(),
+                    detail: format!("bad storage option: {e}"),
+                }
             })?;
         let store = deltalake::logstore::logstore_for(&self.url, config).map_err(|e| {
             EngineError::InvalidUri {

@@ -93,8 +93,12 @@ pub async fn load_root(
     let mut done = 0;
     let mut tables = Vec::new();
     let mut errors = Vec::new();
-    let mut results = futures::stream::iter(locations.iter().map(|loc| async move {
-        (loc, load_table(loc, opts, &|_| {}).await)
+    let mut results = futures::stream::iter(locations.into_iter().map(|loc| {
+        let opts = opts.clone();
+        async move {
+            let r = load_table(&loc, &opts, &|_| {}).await;
+            (loc, r)
+        }
     }))
     .buffer_unordered(4);
     while let Some((loc, r)) = results.next().await {
@@ -126,7 +130,8 @@ pub async fn open(
     match load_table(loc, opts, progress).await {
         Ok(t) => Ok(Opened::Table(Box::new(t))),
         Err(EngineError::NotATable { .. }) => {
-            let store: Arc<dyn object_store::ObjectStore> = loc.open_store(&opts.storage_options)?;
+            let store: Arc<dyn object_store::ObjectStore> =
+                loc.open_store(&opts.storage_options)?;
             let uri = loc.display();
             let found = discover_tables(&store, &uri, opts.discovery_depth, progress).await?;
             if found.is_empty() {

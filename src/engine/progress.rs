@@ -3,13 +3,24 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoadProgress {
     Listing,
-    ReadingCommits { done: usize, total: usize },
-    ReadingCheckpoint { rows: u64 },
+    ReadingCommits {
+        done: usize,
+        total: usize,
+    },
+    ReadingCheckpoint {
+        rows: u64,
+    },
     Computing,
     /// Root scans: folders looked at and tables found so far.
-    Discovering { folders: usize, tables: usize },
+    Discovering {
+        folders: usize,
+        tables: usize,
+    },
     /// Root scans: tables whose statistics are loaded.
-    LoadingTables { done: usize, total: usize },
+    LoadingTables {
+        done: usize,
+        total: usize,
+    },
 }
 
 impl LoadProgress {

@@ -53,7 +53,11 @@ impl FromStr for ByteSize {
             "gb" => 1000 * 1000 * 1000,
             "t" | "tib" => TIB,
             "tb" => 1000 * 1000 * 1000 * 1000,
-            _ => return Err(err("the unit is unknown (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)")),
+            _ => {
+                return Err(err(
+                    "the unit is unknown (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)",
+                ));
+            }
         };
         let bytes = value * multiplier as f64;
         if !bytes.is_finite() || bytes > u64::MAX as f64 {

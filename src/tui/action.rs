@@ -42,25 +42,55 @@ pub enum Action {
     FilterDone,
     FilterCancel,
     Tick,
-    Resize { width: u16, height: u16 },
-    Progress { load: u64, progress: LoadProgress },
-    Loaded { load: u64, result: Result<Opened, String> },
-    PlanReady { id: u64, result: Result<Box<CompactionPlan>, String> },
-    Job { job: u64, event: JobEvent },
+    Resize {
+        width: u16,
+        height: u16,
+    },
+    Progress {
+        load: u64,
+        progress: LoadProgress,
+    },
+    Loaded {
+        load: u64,
+        result: Result<Opened, String>,
+    },
+    PlanReady {
+        id: u64,
+        result: Result<Box<CompactionPlan>, String>,
+    },
+    Job {
+        job: u64,
+        event: JobEvent,
+    },
 }
 
 /// Work the event loop must start on the app's behalf.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     /// Load the location (a table or a root); results come back as `Action::Loaded { load: id }`.
-    Load { id: u64, uri: String },
+    Load {
+        id: u64,
+        uri: String,
+    },
     /// Stop a load whose result is no longer wanted.
-    CancelLoad { id: u64 },
+    CancelLoad {
+        id: u64,
+    },
     /// Plan a compaction of these partitions; the plan comes back as `Action::PlanReady`.
-    PlanCompaction { id: u64, uri: String, partitions: Vec<String> },
+    PlanCompaction {
+        id: u64,
+        uri: String,
+        partitions: Vec<String>,
+    },
     /// Run the plan `id` previewed; its events come back as `Action::Job { job: id }`.
-    StartJob { id: u64 },
+    StartJob {
+        id: u64,
+    },
     /// Forget a previewed plan that will not run.
-    DiscardPlan { id: u64 },
-    CancelJob { id: u64 },
+    DiscardPlan {
+        id: u64,
+    },
+    CancelJob {
+        id: u64,
+    },
 }

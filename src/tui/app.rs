@@ -274,7 +274,11 @@ impl App {
                     .is_some_and(|j| j.apply(event, now));
                 // A commit changed the table: reload it so counts and histograms follow.
                 let shown = self.table.as_ref().map(|t| t.uri.clone());
-                let job_uri = self.jobs.iter().find(|j| j.id == job).map(|j| j.table_uri.clone());
+                let job_uri = self
+                    .jobs
+                    .iter()
+                    .find(|j| j.id == job)
+                    .map(|j| j.table_uri.clone());
                 if landed && shown.is_some() && shown == job_uri && self.loading.is_none() {
                     if let Some(uri) = shown {
                         return self.load(uri, true);
@@ -331,7 +335,11 @@ impl App {
             match c {
                 Command::Confirm => {
                     self.confirm_cancel = None;
-                    if let Some(j) = self.jobs.iter_mut().find(|j| j.id == job && j.status.is_active()) {
+                    if let Some(j) = self
+                        .jobs
+                        .iter_mut()
+                        .find(|j| j.id == job && j.status.is_active())
+                    {
                         j.status = JobStatus::Cancelling;
                         return vec![Effect::CancelJob { id: job }];
                     }
@@ -348,7 +356,13 @@ impl App {
                 if !startable {
                     return vec![];
                 }
-                let Some(PlanDialog { id, table_uri, result: Some(Ok(plan)), .. }) = self.plan.take() else {
+                let Some(PlanDialog {
+                    id,
+                    table_uri,
+                    result: Some(Ok(plan)),
+                    ..
+                }) = self.plan.take()
+                else {
                     return vec![];
                 };
                 self.jobs.push(JobView::new(id, table_uri, &plan));
@@ -388,7 +402,12 @@ impl App {
                 return effects;
             }
             Command::Help => self.show_help = true,
-            Command::Up | Command::Down | Command::PageUp | Command::PageDown | Command::Top | Command::Bottom => {
+            Command::Up
+            | Command::Down
+            | Command::PageUp
+            | Command::PageDown
+            | Command::Top
+            | Command::Bottom => {
                 let h = self.list_height();
                 self.active_list().step(c, h);
             }
@@ -451,7 +470,10 @@ impl App {
                 let Some(t) = &self.table else { return vec![] };
                 let uri = t.uri.clone();
                 let partitions: Vec<String> = if self.marks.is_empty() {
-                    self.selected_partition().map(|p| p.values.label()).into_iter().collect()
+                    self.selected_partition()
+                        .map(|p| p.values.label())
+                        .into_iter()
+                        .collect()
                 } else {
                     self.marks.iter().cloned().collect()
                 };
@@ -465,7 +487,11 @@ impl App {
                     partitions: partitions.clone(),
                     result: None,
                 });
-                return vec![Effect::PlanCompaction { id, uri, partitions }];
+                return vec![Effect::PlanCompaction {
+                    id,
+                    uri,
+                    partitions,
+                }];
             }
             Command::CancelJob => {
                 if let Some(j) = self.jobs.iter().rev().find(|j| j.status.is_active()) {
@@ -487,7 +513,11 @@ impl App {
             self.screen = Screen::Tables;
         } else if let Some(t) = &self.table {
             // A refresh of the root while a table is shown: keep the table in sync.
-            let fresh = self.root.as_ref().and_then(|r| r.tables.iter().find(|x| x.uri == t.uri)).cloned();
+            let fresh = self
+                .root
+                .as_ref()
+                .and_then(|r| r.tables.iter().find(|x| x.uri == t.uri))
+                .cloned();
             if let Some(f) = fresh {
                 self.set_table(f);
             }
@@ -504,15 +534,22 @@ impl App {
         self.rebuild_partitions(keep);
     }
 
-    pub fn selected_partition(&self) -> Option<&crate::engine::stats::table_report::PartitionReport> {
+    pub fn selected_partition(
+        &self,
+    ) -> Option<&crate::engine::stats::table_report::PartitionReport> {
         let t = self.table.as_ref()?;
-        self.partitions.selected_index().and_then(|i| t.partitions.get(i))
+        self.partitions
+            .selected_index()
+            .and_then(|i| t.partitions.get(i))
     }
 
     fn apply_filter(&mut self, f: String) {
         match self.screen {
             Screen::Tables => {
-                let keep = self.tables.selected_index().and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
+                let keep = self
+                    .tables
+                    .selected_index()
+                    .and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
                 self.tables.filter = f;
                 self.rebuild_tables(keep);
             }
@@ -527,7 +564,10 @@ impl App {
     fn resort(&mut self) {
         match self.screen {
             Screen::Tables => {
-                let keep = self.tables.selected_index().and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
+                let keep = self
+                    .tables
+                    .selected_index()
+                    .and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
                 self.rebuild_tables(keep);
             }
             Screen::Table => {
@@ -559,7 +599,11 @@ impl App {
             };
             let ord = if self.sort_desc { ord.reverse() } else { ord };
             let by_name = labels[a].cmp(&labels[b]);
-            let by_name = if key == SortKey::Name && self.sort_desc { by_name.reverse() } else { by_name };
+            let by_name = if key == SortKey::Name && self.sort_desc {
+                by_name.reverse()
+            } else {
+                by_name
+            };
             ord.then(by_name)
         });
         let selected = keep
@@ -628,7 +672,12 @@ mod tests {
     #[test]
     fn empty_list_never_panics() {
         let mut l = ListState::default();
-        for c in [Command::Down, Command::Up, Command::Bottom, Command::PageDown] {
+        for c in [
+            Command::Down,
+            Command::Up,
+            Command::Bottom,
+            Command::PageDown,
+        ] {
             l.step(c, 10);
         }
         assert_eq!((l.selected, l.offset), (0, 0));
@@ -641,9 +690,18 @@ mod tests {
         let refresh = app.update(Action::Command(Command::Refresh));
         assert!(matches!(first[0], Effect::Load { id: 1, .. }));
         assert!(refresh.contains(&Effect::CancelLoad { id: 1 }));
-        app.update(Action::Loaded { load: 1, result: Err("old".into()) });
-        assert!(app.error.is_none(), "a superseded load must not show its error");
-        app.update(Action::Loaded { load: 2, result: Err("new".into()) });
+        app.update(Action::Loaded {
+            load: 1,
+            result: Err("old".into()),
+        });
+        assert!(
+            app.error.is_none(),
+            "a superseded load must not show its error"
+        );
+        app.update(Action::Loaded {
+            load: 2,
+            result: Err("new".into()),
+        });
         assert_eq!(app.error.as_deref(), Some("new"));
     }
 }

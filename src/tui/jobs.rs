@@ -28,7 +28,10 @@ impl JobStatus {
     }
 
     pub fn is_active(self) -> bool {
-        matches!(self, JobStatus::Queued | JobStatus::Running | JobStatus::Cancelling)
+        matches!(
+            self,
+            JobStatus::Queued | JobStatus::Running | JobStatus::Cancelling
+        )
     }
 }
 
@@ -108,11 +111,18 @@ impl JobView {
                 self.commits.push(c);
                 return true;
             }
-            JobEvent::CommitFailed { partitions, error, orphaned_files } => {
-                self.errors.push(format!("commit {}: {error}", partitions.join(",")));
+            JobEvent::CommitFailed {
+                partitions,
+                error,
+                orphaned_files,
+            } => {
+                self.errors
+                    .push(format!("commit {}: {error}", partitions.join(",")));
                 self.orphaned += orphaned_files.len();
             }
-            JobEvent::BinFailed { partition, error } => self.errors.push(format!("{partition}: {error}")),
+            JobEvent::BinFailed { partition, error } => {
+                self.errors.push(format!("{partition}: {error}"))
+            }
             JobEvent::Cancelled { orphaned_files } => {
                 self.orphaned += orphaned_files.len();
                 self.status = JobStatus::Cancelled;
@@ -139,7 +149,9 @@ impl JobView {
     pub fn bytes_per_second(&self, now: Instant) -> f64 {
         let end = self.finished.unwrap_or(now);
         match self.started {
-            Some(s) => self.progress.bytes_read as f64 / end.duration_since(s).as_secs_f64().max(0.001),
+            Some(s) => {
+                self.progress.bytes_read as f64 / end.duration_since(s).as_secs_f64().max(0.001)
+            }
             None => 0.0,
         }
     }
@@ -150,7 +162,9 @@ impl JobView {
         }
         let rate = self.bytes_per_second(now);
         (rate > 0.0).then(|| {
-            Duration::from_secs_f64(self.plan_bytes.saturating_sub(self.progress.bytes_read) as f64 / rate)
+            Duration::from_secs_f64(
+                self.plan_bytes.saturating_sub(self.progress.bytes_read) as f64 / rate,
+            )
         })
     }
 

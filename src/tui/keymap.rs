@@ -89,26 +89,131 @@ use Command as C;
 use Context::{Dialog as D, Global as G, Table as T, Tables as L};
 
 pub static BINDINGS: &[Binding] = &[
-    Binding { keys: &[k(KeyCode::Char('q')), ctrl('c')], command: C::Quit, context: G, help: "quit" },
-    Binding { keys: &[k(KeyCode::Char('?'))], command: C::Help, context: G, help: "show / hide this help" },
-    Binding { keys: &[k(KeyCode::Char('k')), k(KeyCode::Up)], command: C::Up, context: G, help: "move up" },
-    Binding { keys: &[k(KeyCode::Char('j')), k(KeyCode::Down)], command: C::Down, context: G, help: "move down" },
-    Binding { keys: &[ctrl('u'), k(KeyCode::PageUp)], command: C::PageUp, context: G, help: "page up" },
-    Binding { keys: &[ctrl('d'), k(KeyCode::PageDown)], command: C::PageDown, context: G, help: "page down" },
-    Binding { keys: &[k(KeyCode::Char('g')), k(KeyCode::Home)], command: C::Top, context: G, help: "first row" },
-    Binding { keys: &[k(KeyCode::Char('G')), k(KeyCode::End)], command: C::Bottom, context: G, help: "last row" },
-    Binding { keys: &[k(KeyCode::Char('r'))], command: C::Refresh, context: G, help: "reload from the log" },
-    Binding { keys: &[k(KeyCode::Enter), k(KeyCode::Char('l')), k(KeyCode::Right)], command: C::Enter, context: L, help: "open the selected table" },
-    Binding { keys: &[k(KeyCode::Esc), k(KeyCode::Backspace), k(KeyCode::Char('h')), k(KeyCode::Left)], command: C::Back, context: T, help: "back to the tables list / clear filter" },
-    Binding { keys: &[k(KeyCode::Char('s'))], command: C::CycleSort, context: G, help: "sort by next column (excess, small share, bytes, files, name)" },
-    Binding { keys: &[k(KeyCode::Char('S'))], command: C::ReverseSort, context: G, help: "reverse the sort order" },
-    Binding { keys: &[k(KeyCode::Char('/'))], command: C::Filter, context: G, help: "filter rows by name (Enter keeps, Esc clears)" },
-    Binding { keys: &[k(KeyCode::Char('t'))], command: C::ToggleTableHistogram, context: T, help: "histogram of the whole table / of the selected partition" },
-    Binding { keys: &[k(KeyCode::Char(' '))], command: C::ToggleMark, context: T, help: "mark / unmark the partition for compaction" },
-    Binding { keys: &[k(KeyCode::Char('c'))], command: C::Compact, context: T, help: "preview a compaction of the marked (or selected) partitions" },
-    Binding { keys: &[k(KeyCode::Char('x'))], command: C::CancelJob, context: T, help: "cancel the running compaction job (asks first)" },
-    Binding { keys: &[k(KeyCode::Enter), k(KeyCode::Char('y'))], command: C::Confirm, context: D, help: "confirm: start the job / cancel the job" },
-    Binding { keys: &[k(KeyCode::Esc), k(KeyCode::Char('n'))], command: C::Dismiss, context: D, help: "close the dialog without doing anything" },
+    Binding {
+        keys: &[k(KeyCode::Char('q')), ctrl('c')],
+        command: C::Quit,
+        context: G,
+        help: "quit",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('?'))],
+        command: C::Help,
+        context: G,
+        help: "show / hide this help",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('k')), k(KeyCode::Up)],
+        command: C::Up,
+        context: G,
+        help: "move up",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('j')), k(KeyCode::Down)],
+        command: C::Down,
+        context: G,
+        help: "move down",
+    },
+    Binding {
+        keys: &[ctrl('u'), k(KeyCode::PageUp)],
+        command: C::PageUp,
+        context: G,
+        help: "page up",
+    },
+    Binding {
+        keys: &[ctrl('d'), k(KeyCode::PageDown)],
+        command: C::PageDown,
+        context: G,
+        help: "page down",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('g')), k(KeyCode::Home)],
+        command: C::Top,
+        context: G,
+        help: "first row",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('G')), k(KeyCode::End)],
+        command: C::Bottom,
+        context: G,
+        help: "last row",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('r'))],
+        command: C::Refresh,
+        context: G,
+        help: "reload from the log",
+    },
+    Binding {
+        keys: &[k(KeyCode::Enter), k(KeyCode::Char('l')), k(KeyCode::Right)],
+        command: C::Enter,
+        context: L,
+        help: "open the selected table",
+    },
+    Binding {
+        keys: &[
+            k(KeyCode::Esc),
+            k(KeyCode::Backspace),
+            k(KeyCode::Char('h')),
+            k(KeyCode::Left),
+        ],
+        command: C::Back,
+        context: T,
+        help: "back to the tables list / clear filter",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('s'))],
+        command: C::CycleSort,
+        context: G,
+        help: "sort by next column (excess, small share, bytes, files, name)",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('S'))],
+        command: C::ReverseSort,
+        context: G,
+        help: "reverse the sort order",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('/'))],
+        command: C::Filter,
+        context: G,
+        help: "filter rows by name (Enter keeps, Esc clears)",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('t'))],
+        command: C::ToggleTableHistogram,
+        context: T,
+        help: "histogram of the whole table / of the selected partition",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char(' '))],
+        command: C::ToggleMark,
+        context: T,
+        help: "mark / unmark the partition for compaction",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('c'))],
+        command: C::Compact,
+        context: T,
+        help: "preview a compaction of the marked (or selected) partitions",
+    },
+    Binding {
+        keys: &[k(KeyCode::Char('x'))],
+        command: C::CancelJob,
+        context: T,
+        help: "cancel the running compaction job (asks first)",
+    },
+    Binding {
+        keys: &[k(KeyCode::Enter), k(KeyCode::Char('y'))],
+        command: C::Confirm,
+        context: D,
+        help: "confirm: start the job / cancel the job",
+    },
+    Binding {
+        keys: &[k(KeyCode::Esc), k(KeyCode::Char('n'))],
+        command: C::Dismiss,
+        context: D,
+        help: "close the dialog without doing anything",
+    },
 ];
 
 /// The command bound to `ev` in `ctx` (context-specific bindings first, then global ones).
@@ -131,20 +236,25 @@ pub fn command_for(ev: &KeyEvent, ctx: Context) -> Option<Command> {
 
 /// Help lines grouped by context: (context title, [(keys, help)]).
 pub fn help_sections() -> Vec<(&'static str, Vec<(String, &'static str)>)> {
-    [Context::Global, Context::Tables, Context::Table, Context::Dialog]
-        .into_iter()
-        .map(|ctx| {
-            let rows = BINDINGS
-                .iter()
-                .filter(|b| b.context == ctx)
-                .map(|b| {
-                    let keys: Vec<String> = b.keys.iter().map(Key::label).collect();
-                    (keys.join(" / "), b.help)
-                })
-                .collect();
-            (ctx.title(), rows)
-        })
-        .collect()
+    [
+        Context::Global,
+        Context::Tables,
+        Context::Table,
+        Context::Dialog,
+    ]
+    .into_iter()
+    .map(|ctx| {
+        let rows = BINDINGS
+            .iter()
+            .filter(|b| b.context == ctx)
+            .map(|b| {
+                let keys: Vec<String> = b.keys.iter().map(Key::label).collect();
+                (keys.join(" / "), b.help)
+            })
+            .collect();
+        (ctx.title(), rows)
+    })
+    .collect()
 }
 
 #[cfg(test)]
@@ -157,35 +267,70 @@ mod tests {
 
     #[test]
     fn vim_and_arrow_keys_both_work() {
-        assert_eq!(command_for(&key(KeyCode::Char('j')), Context::Table), Some(Command::Down));
-        assert_eq!(command_for(&key(KeyCode::Down), Context::Table), Some(Command::Down));
-        assert_eq!(command_for(&key(KeyCode::Char('k')), Context::Tables), Some(Command::Up));
-        assert_eq!(command_for(&key(KeyCode::Up), Context::Tables), Some(Command::Up));
         assert_eq!(
-            command_for(&KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT), Context::Table),
+            command_for(&key(KeyCode::Char('j')), Context::Table),
+            Some(Command::Down)
+        );
+        assert_eq!(
+            command_for(&key(KeyCode::Down), Context::Table),
+            Some(Command::Down)
+        );
+        assert_eq!(
+            command_for(&key(KeyCode::Char('k')), Context::Tables),
+            Some(Command::Up)
+        );
+        assert_eq!(
+            command_for(&key(KeyCode::Up), Context::Tables),
+            Some(Command::Up)
+        );
+        assert_eq!(
+            command_for(
+                &KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT),
+                Context::Table
+            ),
             Some(Command::Bottom)
         );
         assert_eq!(
-            command_for(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL), Context::Table),
+            command_for(
+                &KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+                Context::Table
+            ),
             Some(Command::Quit)
         );
     }
 
     #[test]
     fn context_bindings_apply_only_in_their_context() {
-        assert_eq!(command_for(&key(KeyCode::Enter), Context::Tables), Some(Command::Enter));
+        assert_eq!(
+            command_for(&key(KeyCode::Enter), Context::Tables),
+            Some(Command::Enter)
+        );
         assert_eq!(command_for(&key(KeyCode::Enter), Context::Table), None);
-        assert_eq!(command_for(&key(KeyCode::Esc), Context::Table), Some(Command::Back));
+        assert_eq!(
+            command_for(&key(KeyCode::Esc), Context::Table),
+            Some(Command::Back)
+        );
     }
 
     #[test]
     fn no_key_is_bound_twice_in_one_context() {
         for ctx in [Context::Tables, Context::Table, Context::Dialog] {
             let mut seen = Vec::new();
-            let global = if ctx == Context::Dialog { Context::Dialog } else { Context::Global };
-            for b in BINDINGS.iter().filter(|b| b.context == ctx || b.context == global) {
+            let global = if ctx == Context::Dialog {
+                Context::Dialog
+            } else {
+                Context::Global
+            };
+            for b in BINDINGS
+                .iter()
+                .filter(|b| b.context == ctx || b.context == global)
+            {
                 for key in b.keys {
-                    assert!(!seen.contains(key), "{} bound twice in {ctx:?}", key.label());
+                    assert!(
+                        !seen.contains(key),
+                        "{} bound twice in {ctx:?}",
+                        key.label()
+                    );
                     seen.push(*key);
                 }
             }

@@ -19,14 +19,21 @@ pub struct TableAreas {
     pub status: Rect,
 }
 
-pub fn table_areas(area: Rect, buckets: usize, writers: usize, marks: bool, jobs: usize) -> TableAreas {
+pub fn table_areas(
+    area: Rect,
+    buckets: usize,
+    writers: usize,
+    marks: bool,
+    jobs: usize,
+) -> TableAreas {
     let [header, body, status] = Layout::vertical([
         Constraint::Length(HEADER_ROWS),
         Constraint::Min(3),
         Constraint::Length(STATUS_ROWS),
     ])
     .areas(area);
-    let [left, right] = Layout::horizontal([Constraint::Percentage(56), Constraint::Percentage(44)]).areas(body);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(56), Constraint::Percentage(44)]).areas(body);
     let [partitions, marks_area] = Layout::vertical([
         Constraint::Min(3),
         Constraint::Length(if marks { 4 } else { 0 }),
@@ -34,7 +41,11 @@ pub fn table_areas(area: Rect, buckets: usize, writers: usize, marks: bool, jobs
     .areas(left);
     let hist_rows = buckets as u16 + 3;
     let writer_rows = (writers.clamp(1, 3) + 2) as u16;
-    let job_rows = if jobs == 0 { 0 } else { (jobs.min(2) * 6 + 2) as u16 };
+    let job_rows = if jobs == 0 {
+        0
+    } else {
+        (jobs.min(2) * 6 + 2) as u16
+    };
     let [histogram, jobs_area, writers_area, commits] = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
@@ -69,7 +80,11 @@ pub fn tables_areas(area: Rect) -> TablesAreas {
         Constraint::Length(STATUS_ROWS),
     ])
     .areas(area);
-    TablesAreas { header, list, status }
+    TablesAreas {
+        header,
+        list,
+        status,
+    }
 }
 
 fn full(size: (u16, u16)) -> Rect {
@@ -78,7 +93,10 @@ fn full(size: (u16, u16)) -> Rect {
 
 /// Visible partition rows (inside borders, below the column header).
 pub fn partition_rows(size: (u16, u16), marks: bool) -> usize {
-    table_areas(full(size), 7, 1, marks, 0).partitions.height.saturating_sub(3) as usize
+    table_areas(full(size), 7, 1, marks, 0)
+        .partitions
+        .height
+        .saturating_sub(3) as usize
 }
 
 /// Visible table rows in the tables list.

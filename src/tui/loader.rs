@@ -9,7 +9,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, Effect};
-use crate::engine::compact::job::{CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated};
+use crate::engine::compact::job::{
+    CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
+};
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::Selection;
 use crate::engine::location::Location;
@@ -21,6 +23,7 @@ pub struct Loader {
     running: HashMap<u64, CancellationToken>,
     prepared: Arc<Mutex<HashMap<u64, PreparedJob>>>,
     jobs: HashMap<u64, CancellationToken>,
+    job_tasks: Vec<tokio::task::JoinHandle<()>>,
     locks: Arc<PartitionLocks>,
 }
 
@@ -32,6 +35,7 @@ impl Loader {
             running: HashMap::new(),
             prepared: Arc::new(Mutex::new(HashMap::new())),
             jobs: HashMap::new(),
+            job_tasks: Vec::new(),
             locks: Arc::new(PartitionLocks::default()),
         }
     }
@@ -44,7 +48,11 @@ impl Loader {
                     t.cancel();
                 }
             }
-            Effect::PlanCompaction { id, uri, partitions } => self.plan(id, uri, partitions),
+            Effect::PlanCompaction {
+                id,
+                uri,
+                partitions,
+            } => self.plan(id, uri, partitions),
             Effect::DiscardPlan { id } => {
                 if let Ok(mut p) = self.prepared.lock() {
                     p.remove(&id);
@@ -67,12 +75,17 @@ impl Loader {
         let tx = self.tx.clone();
         tokio::spawn(async move {
             let progress_tx = tx.clone();
-            let progress = move |p| {
-                let _ = progress_tx.send(Action::Progress { load: id, progress: p });
+            let progress = move |p: crate::engine::progress::LoadProgress| {
+                let _ = progress_tx.send(Action::Progress {
+                    load: id,
+                    progress: p,
+                });
             };
             let work = async {
                 let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
-                open(&loc, &opts, &progress).await.map_err(|e| e.to_string())
+                open(&loc, &opts, &progress)
+                    .await
+                    .map_err(|e| e.to_string())
             };
             tokio::select! {
                 _ = token.cancelled() => {}
@@ -90,7 +103,9 @@ impl Loader {
         tokio::spawn(async move {
             let work = async {
                 let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
-                let report = load_table(&loc, &opts, &|_| {}).await.map_err(|e| e.to_string())?;
+                let report = load_table(&loc, &opts, &|_| {})
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let req = CompactRequest {
                     selection: Selection::Labels(partitions),
                     target_file_size: None,
@@ -133,7 +148,8 @@ impl Loader {
                 }
             }
         });
-        tokio::spawn(async move {
+        self.job_tasks.retain(|t| !t.is_finished());
+        self.job_tasks.push(tokio::spawn(async move {
             if let Err(e) = run_isolated(job, locks, cancel, etx).await {
                 let summary = crate::engine::compact::events::JobSummary {
                     errors: vec![e.to_string()],
@@ -144,7 +160,18 @@ impl Loader {
                     event: crate::engine::compact::events::JobEvent::Finished(summary),
                 });
             }
-        });
+        }));
+    }
+
+    /// Jobs still running (they stop before their next commit once cancelled).
+    pub fn active_jobs(&self) -> usize {
+        self.job_tasks.iter().filter(|t| !t.is_finished()).count()
+    }
+
+    /// Waits up to `limit` for cancelled jobs to stop, so no output is left half-written.
+    pub async fn wait_jobs(&mut self, limit: std::time::Duration) {
+        let tasks = std::mem::take(&mut self.job_tasks);
+        let _ = tokio::time::timeout(limit, futures::future::join_all(tasks)).await;
     }
 
     /// On quit: stop loads and jobs (jobs stop before their next commit).

@@ -18,10 +18,10 @@ use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use action::{Action, Command};
-use app::App;
 use crate::engine::location::Location;
 use crate::engine::open::OpenOptions;
+use action::{Action, Command};
+use app::App;
 
 /// Maps a key to an action, given the app's mode (typing a filter, or normal).
 pub fn key_to_action(app: &App, key: KeyEvent) -> Option<Action> {
@@ -30,7 +30,11 @@ pub fn key_to_action(app: &App, key: KeyEvent) -> Option<Action> {
             KeyCode::Enter => Some(Action::FilterDone),
             KeyCode::Esc => Some(Action::FilterCancel),
             KeyCode::Backspace => Some(Action::FilterBackspace),
-            KeyCode::Char('c') if key.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) => {
+            KeyCode::Char('c')
+                if key
+                    .modifiers
+                    .contains(crossterm::event::KeyModifiers::CONTROL) =>
+            {
                 Some(Action::Command(Command::Quit))
             }
             KeyCode::Char(c) => Some(Action::FilterInput(c)),
@@ -82,5 +86,12 @@ pub async fn run(loc: Location, opts: OpenOptions, refresh: Duration) -> Result<
     }
     loader.cancel_all();
     term.leave()?;
+    let active = loader.active_jobs();
+    if active > 0 {
+        eprintln!(
+            "waiting for {active} compaction job(s) to stop (committed work stays, uncommitted output is removed)..."
+        );
+        loader.wait_jobs(Duration::from_secs(30)).await;
+    }
     Ok(())
 }

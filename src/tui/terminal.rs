@@ -49,7 +49,6 @@ impl Drop for Terminal {
     }
 }
 
-
 #[cfg(unix)]
 pub fn sigterm() -> Option<tokio::signal::unix::Signal> {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok()

@@ -58,12 +58,23 @@ fn report_text_of_a_root_lists_every_table() {
 fn bad_input_fails_with_an_actionable_message() {
     let empty = tempfile::tempdir().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["report", empty.path().to_str().unwrap()], "not a Delta table"),
+        (
+            vec!["report", empty.path().to_str().unwrap()],
+            "not a Delta table",
+        ),
         (vec!["report", "/no/such/table"], "does not exist"),
         (vec!["report", "ftp://host/table"], "unsupported scheme"),
         (vec!["report", ".", "--target", "12parsecs"], "invalid size"),
         (vec!["report", ".", "--frobnicate"], "--frobnicate"),
-        (vec!["stream", empty.path().to_str().unwrap(), "--interval", "soon"], "--interval"),
+        (
+            vec![
+                "stream",
+                empty.path().to_str().unwrap(),
+                "--interval",
+                "soon",
+            ],
+            "--interval",
+        ),
     ];
     for (args, needle) in cases {
         let o = lakehealth(&args);
@@ -78,13 +89,23 @@ fn bad_input_fails_with_an_actionable_message() {
 fn an_invalid_config_names_the_key_and_line() {
     let d = tempfile::tempdir().unwrap();
     let cfg = d.path().join("config.toml");
-    std::fs::write(&cfg, "[health]\ntarget_file_size = \"64MiB\"\nmax_fille_size = \"1GiB\"\n").unwrap();
+    std::fs::write(
+        &cfg,
+        "[health]\ntarget_file_size = \"64MiB\"\nmax_fille_size = \"1GiB\"\n",
+    )
+    .unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(["report", fixture("delta-0.8.0-null-partition").to_str().unwrap()])
+        .args([
+            "report",
+            fixture("delta-0.8.0-null-partition").to_str().unwrap(),
+        ])
         .env("LAKEHEALTH_CONFIG", &cfg)
         .output()
         .unwrap();
     assert!(!o.status.success());
     let err = stderr(&o);
-    assert!(err.contains("max_fille_size") && err.contains("line 3"), "{err}");
+    assert!(
+        err.contains("max_fille_size") && err.contains("line 3"),
+        "{err}"
+    );
 }

@@ -51,7 +51,9 @@ async fn a_corrupt_commit_names_file_and_line() {
     text.push_str("{\"add\": {\"path\": truncated\n");
     std::fs::write(&commit, text).unwrap();
     let before = tree_snapshot(d.path());
-    let e = load_table(&loc(d.path()), &opts(), &|_| {}).await.unwrap_err();
+    let e = load_table(&loc(d.path()), &opts(), &|_| {})
+        .await
+        .unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, EngineError::CorruptCommit { .. }), "{msg}");
     assert!(msg.contains("00000000000000000012.json"), "{msg}");
@@ -74,7 +76,9 @@ async fn a_missing_checkpoint_part_without_old_commits_is_explained() {
         log.join("00000000000000000010.checkpoint.0000000001.0000000002.parquet"),
     )
     .unwrap();
-    let e = load_table(&loc(d.path()), &opts(), &|_| {}).await.unwrap_err();
+    let e = load_table(&loc(d.path()), &opts(), &|_| {})
+        .await
+        .unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, EngineError::LogGap { .. }), "{msg}");
     assert!(msg.contains("1/2 parts"), "{msg}");
@@ -84,12 +88,18 @@ async fn a_missing_checkpoint_part_without_old_commits_is_explained() {
 async fn a_missing_checkpoint_with_commits_falls_back_and_warns() {
     let d = tempfile::tempdir().unwrap();
     copy_dir(&fixture("simple_table_with_checkpoint"), d.path());
-    std::fs::remove_file(d.path().join("_delta_log/00000000000000000010.checkpoint.parquet")).unwrap();
+    std::fs::remove_file(
+        d.path()
+            .join("_delta_log/00000000000000000010.checkpoint.parquet"),
+    )
+    .unwrap();
     let r = load_table(&loc(d.path()), &opts(), &|_| {}).await.unwrap();
     let (files, bytes, _) = naive_replay(d.path());
     assert_eq!((r.stats.files, r.stats.bytes), (files, bytes));
     assert!(
-        r.warnings.iter().any(|w| w.contains("_last_checkpoint names version 10")),
+        r.warnings
+            .iter()
+            .any(|w| w.contains("_last_checkpoint names version 10")),
         "{:?}",
         r.warnings
     );
@@ -100,14 +110,20 @@ async fn a_corrupt_checkpoint_is_named() {
     let d = tempfile::tempdir().unwrap();
     copy_dir(&fixture("simple_table_with_checkpoint"), d.path());
     std::fs::write(
-        d.path().join("_delta_log/00000000000000000010.checkpoint.parquet"),
+        d.path()
+            .join("_delta_log/00000000000000000010.checkpoint.parquet"),
         b"this is not parquet",
     )
     .unwrap();
-    let e = load_table(&loc(d.path()), &opts(), &|_| {}).await.unwrap_err();
+    let e = load_table(&loc(d.path()), &opts(), &|_| {})
+        .await
+        .unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, EngineError::CorruptCheckpoint { .. }), "{msg}");
-    assert!(msg.contains("00000000000000000010.checkpoint.parquet"), "{msg}");
+    assert!(
+        msg.contains("00000000000000000010.checkpoint.parquet"),
+        "{msg}"
+    );
 }
 
 #[tokio::test]
@@ -115,8 +131,14 @@ async fn a_gap_in_the_log_is_named() {
     let d = tempfile::tempdir().unwrap();
     copy_dir(&fixture("checkpoints"), d.path());
     std::fs::remove_file(d.path().join("_delta_log/00000000000000000005.json")).unwrap();
-    let e = load_table(&loc(d.path()), &opts(), &|_| {}).await.unwrap_err();
-    assert!(e.to_string().contains("00000000000000000005.json is missing"), "{e}");
+    let e = load_table(&loc(d.path()), &opts(), &|_| {})
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("00000000000000000005.json is missing"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

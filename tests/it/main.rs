@@ -1,8 +1,8 @@
 //! Integration tests, one binary (each test binary links all of delta-rs, so fewer is faster).
 
 mod cli;
-mod compact;
 mod common;
+mod compact;
 mod errors;
 mod fixtures;
 mod stream;

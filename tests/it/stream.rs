@@ -28,7 +28,9 @@ async fn writer_commits_streaming_updates_and_resumes_after_its_last_batch() {
     create_sensor_table(&l).await.unwrap();
 
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let n = run_stream(&l, &stream_opts(3), CancellationToken::new(), tx).await.unwrap();
+    let n = run_stream(&l, &stream_opts(3), CancellationToken::new(), tx)
+        .await
+        .unwrap();
     assert_eq!(n, 3);
     let mut batches = Vec::new();
     while let Ok(ev) = rx.try_recv() {
@@ -38,7 +40,9 @@ async fn writer_commits_streaming_updates_and_resumes_after_its_last_batch() {
 
     // A restart with the same query id continues at batch 3, never recommitting 0..2.
     let (tx, mut rx) = mpsc::unbounded_channel();
-    run_stream(&l, &stream_opts(2), CancellationToken::new(), tx).await.unwrap();
+    run_stream(&l, &stream_opts(2), CancellationToken::new(), tx)
+        .await
+        .unwrap();
     let mut resumed = Vec::new();
     while let Ok(ev) = rx.try_recv() {
         resumed.push(ev.batch_id);
@@ -77,8 +81,13 @@ async fn writer_refuses_a_table_of_another_shape() {
     let d = tempfile::tempdir().unwrap();
     copy_dir(&fixture("delta-0.8.0-partitioned"), d.path());
     let (tx, _rx) = mpsc::unbounded_channel();
-    let e = run_stream(&loc(d.path()), &stream_opts(1), CancellationToken::new(), tx)
-        .await
-        .unwrap_err();
+    let e = run_stream(
+        &loc(d.path()),
+        &stream_opts(1),
+        CancellationToken::new(),
+        tx,
+    )
+    .await
+    .unwrap_err();
     assert!(e.to_string().contains("partitioned by"), "{e}");
 }

@@ -69,14 +69,23 @@ async fn table_view_shows_totals_partitions_histogram_and_commits() {
     assert!(app.error.is_none(), "{:?}", app.error);
     let t = app.table.as_ref().unwrap();
     let screen = render(&app);
-    assert!(screen.contains(&format!("{} files", t.stats.files)), "{screen}");
-    assert!(screen.contains(&format!("{} partitions", t.partitions.len())), "{screen}");
+    assert!(
+        screen.contains(&format!("{} files", t.stats.files)),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(&format!("{} partitions", t.partitions.len())),
+        "{screen}"
+    );
     assert!(screen.contains("Partitions"), "{screen}");
     assert!(screen.contains("File sizes"), "{screen}");
     assert!(screen.contains("◀"), "the target band is marked:\n{screen}");
     assert!(screen.contains("year=2020/month=1/day=1"), "{screen}");
     assert!(screen.contains("WRITE"), "commit history:\n{screen}");
-    assert!(screen.contains(&format!("health {:>3}/100", t.stats.health_score)), "{screen}");
+    assert!(
+        screen.contains(&format!("health {:>3}/100", t.stats.health_score)),
+        "{screen}"
+    );
 }
 
 #[tokio::test]
@@ -96,7 +105,10 @@ async fn journey_root_drill_down_sort_filter_and_back() {
     assert_eq!(app.tables.view.len(), 1);
     press(&mut app, KeyCode::Enter).await;
     assert_eq!(app.screen, Screen::Table);
-    assert_eq!(app.table.as_ref().unwrap().name, "delta-0.8.0-null-partition");
+    assert_eq!(
+        app.table.as_ref().unwrap().name,
+        "delta-0.8.0-null-partition"
+    );
 
     // j/k and arrows move; s cycles the sort; the histogram follows the selection.
     press(&mut app, KeyCode::Char('s')).await;
@@ -127,7 +139,11 @@ async fn help_is_generated_from_the_keymap() {
     press(&mut app, KeyCode::Char('?')).await;
     let screen = render(&app);
     for b in lakehealth::tui::keymap::BINDINGS {
-        assert!(screen.contains(b.help), "help lacks {:?}:\n{screen}", b.help);
+        assert!(
+            screen.contains(b.help),
+            "help lacks {:?}:\n{screen}",
+            b.help
+        );
     }
     assert!(screen.contains("j / ↓"), "{screen}");
     press(&mut app, KeyCode::Char('x')).await;
@@ -154,9 +170,13 @@ async fn a_bad_path_shows_an_error_panel_and_the_app_keeps_running() {
 #[tokio::test]
 async fn hundred_thousand_partitions_render_only_the_visible_rows() {
     use lakehealth::engine::open::Opened;
-    let base = lakehealth::engine::open::load_table(&loc(&fixture("delta-0.8.0-partitioned")), &opts(), &|_| {})
-        .await
-        .unwrap();
+    let base = lakehealth::engine::open::load_table(
+        &loc(&fixture("delta-0.8.0-partitioned")),
+        &opts(),
+        &|_| {},
+    )
+    .await
+    .unwrap();
     let mut big = base.clone();
     let proto = base.partitions[0].clone();
     big.partitions = (0..100_000)
@@ -169,12 +189,23 @@ async fn hundred_thousand_partitions_render_only_the_visible_rows() {
         .collect();
     let mut app = App::new("big".into(), Duration::ZERO, (W, H));
     let e = app.start();
-    let Effect::Load { id, .. } = e[0].clone() else { panic!() };
-    app.update(Action::Loaded { load: id, result: Ok(Opened::Table(Box::new(big))) });
+    let Effect::Load { id, .. } = e[0].clone() else {
+        panic!()
+    };
+    app.update(Action::Loaded {
+        load: id,
+        result: Ok(Opened::Table(Box::new(big))),
+    });
     // Sorted by excess, descending: the last partition first.
-    assert_eq!(app.selected_partition().unwrap().values.label(), "id=099999");
+    assert_eq!(
+        app.selected_partition().unwrap().values.label(),
+        "id=099999"
+    );
     press(&mut app, KeyCode::Char('G')).await;
-    assert_eq!(app.selected_partition().unwrap().values.label(), "id=000000");
+    assert_eq!(
+        app.selected_partition().unwrap().values.label(),
+        "id=000000"
+    );
     let screen = render(&app);
     assert!(screen.contains("id=000000"), "{screen}");
     assert!(screen.contains("100000/100000"), "{screen}");

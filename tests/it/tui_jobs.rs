@@ -40,7 +40,11 @@ fn render(app: &App) -> String {
 }
 
 fn thresholds() -> Thresholds {
-    Thresholds { target_file_size: 64 * KIB, small_file_size: 64 * KIB, max_file_size: 1024 * KIB }
+    Thresholds {
+        target_file_size: 64 * KIB,
+        small_file_size: 64 * KIB,
+        max_file_size: 1024 * KIB,
+    }
 }
 
 /// Handles effects like the event loop does; planning runs the real engine, jobs are not started
@@ -56,7 +60,11 @@ async fn settle(app: &mut App, effects: Vec<Effect>, started: &mut Vec<u64>) {
                 let result = open(&l, &o, &|_| {}).await.map_err(|e| e.to_string());
                 q.extend(app.update(Action::Loaded { load: id, result }));
             }
-            Effect::PlanCompaction { id, uri, partitions } => {
+            Effect::PlanCompaction {
+                id,
+                uri,
+                partitions,
+            } => {
                 let req = CompactRequest {
                     selection: Selection::Labels(partitions),
                     target_file_size: None,
@@ -66,7 +74,10 @@ async fn settle(app: &mut App, effects: Vec<Effect>, started: &mut Vec<u64>) {
                     storage_options: HashMap::new(),
                 };
                 let l = Location::parse(&uri).unwrap();
-                let result = prepare(&l, &req, thresholds(), 1.0).await.map(|j| Box::new(j.plan)).map_err(|e| e.to_string());
+                let result = prepare(&l, &req, thresholds(), 1.0)
+                    .await
+                    .map(|j| Box::new(j.plan))
+                    .map_err(|e| e.to_string());
                 q.extend(app.update(Action::PlanReady { id, result }));
             }
             Effect::StartJob { id } => started.push(id),
@@ -87,7 +98,9 @@ async fn mark_preview_start_watch_and_cancel() {
     let d = tempfile::tempdir().unwrap();
     let l = loc(d.path());
     create_sensor_table(&l).await.unwrap();
-    seed_small_files(&l, &["2026-11-01".into(), "2026-11-02".into()], 12, 300).await.unwrap();
+    seed_small_files(&l, &["2026-11-01".into(), "2026-11-02".into()], 12, 300)
+        .await
+        .unwrap();
     let mut started = Vec::new();
     let mut app = App::new(l.display(), Duration::ZERO, (W, H));
     let e = app.start();
@@ -113,7 +126,10 @@ async fn mark_preview_start_watch_and_cancel() {
     assert_eq!(plan.partitions[0].values.label(), marked);
     let screen = render(&app);
     assert!(screen.contains("Compaction preview"), "{screen}");
-    assert!(screen.contains(&format!("12 → ~{}", plan.predicted_files_out)), "{screen}");
+    assert!(
+        screen.contains(&format!("12 → ~{}", plan.predicted_files_out)),
+        "{screen}"
+    );
     assert!(screen.contains("Enter / y start"), "{screen}");
 
     // Enter starts it; the dialog closes, marks clear, a job is queued.
@@ -126,7 +142,11 @@ async fn mark_preview_start_watch_and_cancel() {
 
     // Recorded events drive the panel.
     let events = vec![
-        JobEvent::Started { bins: 1, files: 12, bytes: plan.bytes_in },
+        JobEvent::Started {
+            bins: 1,
+            files: 12,
+            bytes: plan.bytes_in,
+        },
         JobEvent::Progress(Progress {
             bytes_read: plan.bytes_in / 2,
             bytes_written: 1000,
@@ -166,11 +186,22 @@ async fn mark_preview_start_watch_and_cancel() {
         retries: 2,
         partitions: vec![marked.clone()],
     };
-    let e = app.update(Action::Job { job, event: JobEvent::Committed(rec.clone()) });
-    assert!(e.iter().any(|e| matches!(e, Effect::Load { .. })), "a commit reloads the table");
+    let e = app.update(Action::Job {
+        job,
+        event: JobEvent::Committed(rec.clone()),
+    });
+    assert!(
+        e.iter().any(|e| matches!(e, Effect::Load { .. })),
+        "a commit reloads the table"
+    );
     app.update(Action::Job {
         job,
-        event: JobEvent::Finished(JobSummary { commits: vec![rec], files_removed: 12, files_added: 1, ..Default::default() }),
+        event: JobEvent::Finished(JobSummary {
+            commits: vec![rec],
+            files_removed: 12,
+            files_added: 1,
+            ..Default::default()
+        }),
     });
     let screen = render(&app);
     assert!(screen.contains("v77"), "{screen}");
@@ -198,7 +229,8 @@ async fn cancel_confirmation_sends_the_cancel() {
         bins: 1,
         skipped_deletion_vector_files: 0,
     };
-    app.jobs.push(lakehealth::tui::jobs::JobView::new(9, "t".into(), &plan));
+    app.jobs
+        .push(lakehealth::tui::jobs::JobView::new(9, "t".into(), &plan));
     let a = key_to_action(&app, KeyEvent::new(KeyCode::Char('x'), KeyModifiers::NONE)).unwrap();
     app.update(a);
     let a = key_to_action(&app, KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE)).unwrap();

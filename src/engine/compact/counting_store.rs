@@ -72,7 +72,12 @@ impl MultipartUpload for CountingUpload {
 
 #[async_trait]
 impl ObjectStore for CountingStore {
-    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
         let n = payload.content_length() as u64;
         let r = self.inner.put_opts(location, payload, opts).await?;
         self.counters.written.fetch_add(n, Ordering::Relaxed);
@@ -103,7 +108,10 @@ impl ObjectStore for CountingStore {
         Ok(r)
     }
 
-    fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
         self.inner.delete_stream(locations)
     }
 
@@ -130,12 +138,22 @@ mod tests {
     async fn counts_puts_multipart_parts_and_gets() {
         let c = Arc::new(ByteCounters::default());
         let s = CountingStore::new(Arc::new(InMemory::new()), c.clone());
-        s.put(&Path::from("a"), PutPayload::from_static(b"hello")).await.unwrap();
+        s.put(&Path::from("a"), PutPayload::from_static(b"hello"))
+            .await
+            .unwrap();
         let mut up = s.put_multipart(&Path::from("b")).await.unwrap();
-        up.put_part(PutPayload::from_static(b"12345678")).await.unwrap();
+        up.put_part(PutPayload::from_static(b"12345678"))
+            .await
+            .unwrap();
         up.complete().await.unwrap();
         assert_eq!(c.written(), 13);
-        let got = s.get(&Path::from("b")).await.unwrap().bytes().await.unwrap();
+        let got = s
+            .get(&Path::from("b"))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
         assert_eq!(got.len(), 8);
         s.get_range(&Path::from("a"), 1..3).await.unwrap();
         assert_eq!(c.read(), 10);

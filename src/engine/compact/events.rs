@@ -33,14 +33,34 @@ pub struct CommitRecord {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum JobEvent {
-    Started { bins: u64, files: u64, bytes: u64 },
+    Started {
+        bins: u64,
+        files: u64,
+        bytes: u64,
+    },
     Progress(Progress),
-    BinFinished { partition: String, files_in: u64, files_out: u64, bytes_in: u64, bytes_out: u64, rows: u64 },
+    BinFinished {
+        partition: String,
+        files_in: u64,
+        files_out: u64,
+        bytes_in: u64,
+        bytes_out: u64,
+        rows: u64,
+    },
     Committed(CommitRecord),
     /// A commit failed after delta-rs's retries; its output files were never referenced.
-    CommitFailed { partitions: Vec<String>, error: String, orphaned_files: Vec<String> },
-    BinFailed { partition: String, error: String },
-    Cancelled { orphaned_files: Vec<String> },
+    CommitFailed {
+        partitions: Vec<String>,
+        error: String,
+        orphaned_files: Vec<String>,
+    },
+    BinFailed {
+        partition: String,
+        error: String,
+    },
+    Cancelled {
+        orphaned_files: Vec<String>,
+    },
     Finished(JobSummary),
 }
 

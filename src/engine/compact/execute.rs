@@ -13,16 +13,17 @@ use std::time::{Duration, Instant};
 use arrow::array::{ArrayRef, RecordBatch, new_null_array};
 use arrow::compute::cast;
 use arrow::datatypes::{Schema, SchemaRef};
+use delta_kernel::expressions::Scalar;
 use deltalake::DeltaTable;
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
-use deltalake::kernel::{Action, Add, Remove, Scalar};
+use deltalake::kernel::{Action, Add, Remove};
 use deltalake::protocol::DeltaOperation;
 use deltalake::writer::{DeltaWriter, RecordBatchWriter, WriteMode};
 use futures::StreamExt;
 use indexmap::IndexMap;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::async_reader::{ParquetObjectReader, ParquetRecordBatchStreamBuilder};
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use tokio::sync::mpsc;
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::{CommitRecord, JobEvent, JobSummary, Progress};
 use super::plan::{Bin, CompactionPlan};
 use super::table::CompactionTable;
+use crate::engine::parquet_reader::StoreReader;
 use crate::engine::stats::table_report::PartitionValues;
 
 #[derive(Debug, Clone)]
@@ -42,6 +44,8 @@ pub struct ExecOptions {
     pub compression: Compression,
     /// Recorded in the OPTIMIZE commit's operationParameters.
     pub predicate: Option<String>,
+    /// Output/input bytes assumed until the first output of a bin is measured.
+    pub compression_ratio: f64,
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +69,9 @@ struct BinError {
     orphans: Vec<String>,
 }
 
+/// Outputs aim 10% above the target so that compression variance does not leave them below it.
+const ROLL_MARGIN: f64 = 1.1;
+
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -83,7 +90,10 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, String
             Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
             Some(c) => cast(c, f.data_type()).map_err(|e| format!("column {}: {e}", f.name())),
             None if f.is_nullable() => Ok(new_null_array(f.data_type(), n)),
-            None => Err(format!("input file lacks the non-nullable column {}", f.name())),
+            None => Err(format!(
+                "input file lacks the non-nullable column {}",
+                f.name()
+            )),
         })
         .collect::<Result<_, _>>()?;
     RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())
@@ -94,7 +104,10 @@ fn num_records(add: &Add) -> Option<u64> {
     stats.get("numRecords")?.as_u64()
 }
 
-fn scalars(table: &DeltaTable, values: &PartitionValues) -> Result<IndexMap<String, Scalar>, String> {
+fn scalars(
+    table: &DeltaTable,
+    values: &PartitionValues,
+) -> Result<IndexMap<String, Scalar>, String> {
     let snapshot = table.snapshot().map_err(|e| e.to_string())?;
     let schema = snapshot.schema();
     let mut out = IndexMap::new();
@@ -158,6 +171,7 @@ async fn run_bin(
     let mut consumed_done = 0.0; // input bytes of files fully read
     let mut consumed_at_flush = 0.0;
     let mut rows_in = 0u64;
+    let mut ratio = opts.compression_ratio.clamp(0.05, 5.0);
     for f in &bin.files {
         if cancel.is_cancelled() {
             writer.reset();
@@ -165,8 +179,9 @@ async fn run_bin(
             return Err(fail("cancelled".into(), orphans));
         }
         let orphans = |adds: &[Add]| adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>();
-        let path = Path::parse(&f.store_path).map_err(|e| fail(format!("{}: {e}", f.path), orphans(&adds)))?;
-        let reader = ParquetObjectReader::new(store.clone(), path).with_file_size(f.size);
+        let path = Path::parse(&f.store_path)
+            .map_err(|e| fail(format!("{}: {e}", f.path), orphans(&adds)))?;
+        let reader = StoreReader::new(store.clone(), path, Some(f.size));
         let builder = ParquetRecordBatchStreamBuilder::new(reader)
             .await
             .map_err(|e| fail(format!("reading {}: {e}", f.path), orphans(&adds)))?;
@@ -177,28 +192,38 @@ async fn run_bin(
             .map_err(|e| fail(format!("reading {}: {e}", f.path), orphans(&adds)))?;
         let mut rows_file = 0u64;
         while let Some(batch) = stream.next().await {
-            let batch = batch.map_err(|e| fail(format!("reading {}: {e}", f.path), orphans(&adds)))?;
+            let batch =
+                batch.map_err(|e| fail(format!("reading {}: {e}", f.path), orphans(&adds)))?;
             let n = batch.num_rows() as u64;
-            let batch = conform(batch, &file_schema).map_err(|e| fail(format!("{}: {e}", f.path), orphans(&adds)))?;
+            let batch = conform(batch, &file_schema)
+                .map_err(|e| fail(format!("{}: {e}", f.path), orphans(&adds)))?;
             writer
                 .write_partition(batch, &pv, WriteMode::Default)
                 .await
                 .map_err(|e| fail(format!("writing: {e}"), orphans(&adds)))?;
             rows_file += n;
             counters.rows.fetch_add(n, Ordering::Relaxed);
-            // Roll the output when it reached the target and what remains would still make a
-            // file of at least the target; otherwise the remainder joins this file, so no
-            // small tail file is produced.
+            // Roll the output when its predicted size reached the target and what remains
+            // would still make a file of at least the target; otherwise the remainder joins
+            // this file, so no small tail file is produced. Sizes are predicted from input
+            // bytes consumed times the output/input ratio measured on this bin's finished files
+            // (the writer's own size estimate is pre-compression and overshoots).
             let consumed = consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
-            let cur_out = writer.buffer_len() as f64;
-            let cur_in = (consumed - consumed_at_flush).max(1.0);
-            if cur_out >= opts.target_file_size as f64 {
-                let remaining_out = (total_in - consumed).max(0.0) * (cur_out / cur_in);
-                if remaining_out >= opts.target_file_size as f64 {
-                    let flushed = writer.flush().await.map_err(|e| fail(format!("writing: {e}"), orphans(&adds)))?;
-                    adds.extend(flushed);
-                    consumed_at_flush = consumed;
+            let goal = opts.target_file_size as f64 * ROLL_MARGIN;
+            let cur_out = (consumed - consumed_at_flush) * ratio;
+            let remaining_out = (total_in - consumed).max(0.0) * ratio;
+            if cur_out >= goal && remaining_out >= goal {
+                let flushed = writer
+                    .flush()
+                    .await
+                    .map_err(|e| fail(format!("writing: {e}"), orphans(&adds)))?;
+                let out: u64 = flushed.iter().map(|a| a.size.max(0) as u64).sum();
+                let inp = consumed - consumed_at_flush;
+                if out > 0 && inp > 0.0 {
+                    ratio = out as f64 / inp;
                 }
+                adds.extend(flushed);
+                consumed_at_flush = consumed;
             }
         }
         rows_in += rows_file;
@@ -206,7 +231,10 @@ async fn run_bin(
         counters.files_read.fetch_add(1, Ordering::Relaxed);
     }
     let flushed = writer.flush().await.map_err(|e| {
-        fail(format!("writing: {e}"), adds.iter().map(|a| a.path.clone()).collect())
+        fail(
+            format!("writing: {e}"),
+            adds.iter().map(|a| a.path.clone()).collect(),
+        )
     })?;
     adds.extend(flushed);
     for a in &mut adds {
@@ -216,7 +244,9 @@ async fn run_bin(
     let rows_out: Option<u64> = adds.iter().map(num_records).sum();
     if rows_out != Some(rows_in) {
         return Err(fail(
-            format!("row count check failed: read {rows_in} rows, wrote {rows_out:?}; bin not committed"),
+            format!(
+                "row count check failed: read {rows_in} rows, wrote {rows_out:?}; bin not committed"
+            ),
             adds.iter().map(|a| a.path.clone()).collect(),
         ));
     }
@@ -317,29 +347,33 @@ pub async fn execute(
         files: plan.files_in,
         bytes: plan.bytes_in,
     });
-    let file_schema: SchemaRef = match ct
-        .table
-        .snapshot()
-        .map_err(|e| e.to_string())
-        .and_then(|s| {
-            let cols = s.metadata().partition_columns().clone();
-            let full: Schema = deltalake::kernel::engine::arrow_conversion::TryIntoArrow::try_into_arrow(s.schema().as_ref())
-                .map_err(|e: arrow::error::ArrowError| e.to_string())?;
-            Ok(Arc::new(Schema::new(
-                full.fields()
-                    .iter()
-                    .filter(|f| !cols.contains(f.name()))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-            )))
-        }) {
-        Ok(s) => s,
-        Err(e) => {
-            summary.errors.push(e);
-            let _ = events.send(JobEvent::Finished(summary.clone()));
-            return summary;
-        }
-    };
+    let file_schema: SchemaRef =
+        match ct
+            .table
+            .snapshot()
+            .map_err(|e| e.to_string())
+            .and_then(|s| {
+                let cols = s.metadata().partition_columns().to_vec();
+                let full: Schema =
+                    deltalake::kernel::engine::arrow_conversion::TryIntoArrow::try_into_arrow(
+                        s.schema().as_ref(),
+                    )
+                    .map_err(|e: arrow::error::ArrowError| e.to_string())?;
+                Ok(Arc::new(Schema::new(
+                    full.fields()
+                        .iter()
+                        .filter(|f| !cols.contains(f.name()))
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                )))
+            }) {
+            Ok(s) => s,
+            Err(e) => {
+                summary.errors.push(e);
+                let _ = events.send(JobEvent::Finished(summary.clone()));
+                return summary;
+            }
+        };
     let counters = Arc::new(Counters::default());
     let bins: Vec<(PartitionValues, Bin)> = plan
         .partitions
@@ -356,7 +390,15 @@ pub async fn execute(
         let counters = counters.clone();
         tokio::spawn(async move {
             let mut results = futures::stream::iter(bins.into_iter().map(|(v, b)| {
-                run_bin(table.clone(), v, b, file_schema.clone(), opts.clone(), cancel.clone(), counters.clone())
+                run_bin(
+                    table.clone(),
+                    v,
+                    b,
+                    file_schema.clone(),
+                    opts.clone(),
+                    cancel.clone(),
+                    counters.clone(),
+                )
             }))
             .buffer_unordered(opts.parallelism.max(1));
             while let Some(r) = results.next().await {
@@ -380,7 +422,9 @@ pub async fn execute(
             Ok(out) => {
                 let paths: Vec<String> = out.adds.iter().map(|a| a.path.clone()).collect();
                 if cancel.is_cancelled() {
-                    summary.orphaned_files.extend(delete_all(&store, &paths).await);
+                    summary
+                        .orphaned_files
+                        .extend(delete_all(&store, &paths).await);
                     continue;
                 }
                 let _ = events.send(JobEvent::BinFinished {
@@ -405,7 +449,9 @@ pub async fn execute(
                         // Never referenced by the log: safe to delete.
                         let left = delete_all(&store, &paths).await;
                         summary.orphaned_files.extend(left.iter().cloned());
-                        summary.errors.push(format!("{}: commit failed: {error}", out.partition));
+                        summary
+                            .errors
+                            .push(format!("{}: commit failed: {error}", out.partition));
                         let _ = events.send(JobEvent::CommitFailed {
                             partitions: vec![out.partition],
                             error,
@@ -419,7 +465,10 @@ pub async fn execute(
                 summary.orphaned_files.extend(left);
                 if e.error != "cancelled" {
                     summary.errors.push(format!("{}: {}", e.partition, e.error));
-                    let _ = events.send(JobEvent::BinFailed { partition: e.partition, error: e.error });
+                    let _ = events.send(JobEvent::BinFailed {
+                        partition: e.partition,
+                        error: e.error,
+                    });
                 }
             }
         }
@@ -427,7 +476,9 @@ pub async fn execute(
     let _ = producer.await;
     summary.cancelled = cancel.is_cancelled();
     if summary.cancelled {
-        let _ = events.send(JobEvent::Cancelled { orphaned_files: summary.orphaned_files.clone() });
+        let _ = events.send(JobEvent::Cancelled {
+            orphaned_files: summary.orphaned_files.clone(),
+        });
     }
     let _ = events.send(JobEvent::Progress(progress(ct, &counters, plan)));
     summary.bytes_read = ct.counters.read() - read0;

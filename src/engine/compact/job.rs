@@ -41,7 +41,9 @@ pub fn observed_ratio(commits: &[crate::engine::log::state::CommitSummary]) -> f
     let (added, removed) = commits
         .iter()
         .filter(|c| c.operation == "OPTIMIZE" && c.bytes_removed > 0 && c.bytes_added > 0)
-        .fold((0u64, 0u64), |(a, r), c| (a + c.bytes_added, r + c.bytes_removed));
+        .fold((0u64, 0u64), |(a, r), c| {
+            (a + c.bytes_added, r + c.bytes_removed)
+        });
     if removed == 0 {
         1.0
     } else {
@@ -61,7 +63,9 @@ pub async fn prepare(
         .or(table.table_target_file_size())
         .unwrap_or(thresholds.target_file_size);
     if target == 0 {
-        return Err(EngineError::Other("the target file size must be greater than 0".into()));
+        return Err(EngineError::Other(
+            "the target file size must be greater than 0".into(),
+        ));
     }
     let min = req.min_file_size.unwrap_or(thresholds.small_file_size);
     let o = PlanOptions {
@@ -83,6 +87,7 @@ pub async fn prepare(
         parallelism: req.parallelism.max(1),
         compression: Compression::SNAPPY,
         predicate: req.selection.describe(),
+        compression_ratio: ratio,
     };
     Ok(PreparedJob { table, plan, exec })
 }
@@ -105,10 +110,14 @@ pub async fn run_isolated(
     std::thread::Builder::new()
         .name("lakehealth-compact".into())
         .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
-                    let _ = done_tx.send(Err(EngineError::Other(format!("compaction runtime: {e}"))));
+                    let _ =
+                        done_tx.send(Err(EngineError::Other(format!("compaction runtime: {e}"))));
                     return;
                 }
             };

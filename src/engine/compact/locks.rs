@@ -43,10 +43,7 @@ impl PartitionLocks {
     }
 
     pub fn is_held(&self, key: &str) -> bool {
-        self.held
-            .lock()
-            .map(|h| h.contains(key))
-            .unwrap_or(false)
+        self.held.lock().map(|h| h.contains(key)).unwrap_or(false)
     }
 }
 

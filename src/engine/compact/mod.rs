@@ -5,8 +5,8 @@
 pub mod counting_store;
 pub mod events;
 pub mod execute;
+pub mod job;
+pub mod locks;
 pub mod plan;
 pub mod selection;
 pub mod table;
-pub mod job;
-pub mod locks;

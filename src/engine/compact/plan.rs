@@ -139,7 +139,12 @@ fn pack(mut files: Vec<FileRef>, o: &PlanOptions) -> Vec<Bin> {
         .map(|files| {
             let bytes = files.iter().map(|f| f.size).sum();
             Bin {
-                predicted_outputs: predicted_output_sizes(bytes, o.compression_ratio, o.target_file_size).len() as u64,
+                predicted_outputs: predicted_output_sizes(
+                    bytes,
+                    o.compression_ratio,
+                    o.target_file_size,
+                )
+                .len() as u64,
                 files,
                 bytes,
             }
@@ -185,13 +190,18 @@ pub fn plan(
             .map(|f| f.size)
             .collect();
         for b in &bins {
-            after.extend(predicted_output_sizes(b.bytes, o.compression_ratio, o.target_file_size));
+            after.extend(predicted_output_sizes(
+                b.bytes,
+                o.compression_ratio,
+                o.target_file_size,
+            ));
         }
         let files_in: u64 = bins.iter().map(|b| b.files.len() as u64).sum();
         let bytes_in = bins.iter().map(|b| b.bytes).sum();
         let predicted_files_out = bins.iter().map(|b| b.predicted_outputs).sum();
         let predicted_files_after = after.len() as u64;
-        let predicted_histogram_after = SizeStats::from_sizes(&mut after, thresholds, &edges).histogram;
+        let predicted_histogram_after =
+            SizeStats::from_sizes(&mut after, thresholds, &edges).histogram;
         out.push(PartitionPlan {
             files_before: files.len() as u64,
             bytes_before: files.iter().map(|f| f.size).sum(),
@@ -226,7 +236,11 @@ mod tests {
     use crate::engine::size::{GIB, MIB};
 
     fn t() -> Thresholds {
-        Thresholds { target_file_size: 128 * MIB, small_file_size: 128 * MIB, max_file_size: GIB }
+        Thresholds {
+            target_file_size: 128 * MIB,
+            small_file_size: 128 * MIB,
+            max_file_size: GIB,
+        }
     }
 
     fn o() -> PlanOptions {
@@ -242,7 +256,12 @@ mod tests {
         sizes
             .iter()
             .enumerate()
-            .map(|(i, &size)| FileRef { path: format!("{prefix}/f{i:05}"), store_path: format!("{prefix}/f{i:05}"), size, has_deletion_vector: false })
+            .map(|(i, &size)| FileRef {
+                path: format!("{prefix}/f{i:05}"),
+                store_path: format!("{prefix}/f{i:05}"),
+                size,
+                has_deletion_vector: false,
+            })
             .collect()
     }
 
@@ -257,7 +276,12 @@ mod tests {
         let p = plan(7, vec![(pv("1"), f)], &Selection::All, &o(), &t());
         assert_eq!(p.files_in, 300);
         assert_eq!(p.bytes_in, 300 * MIB);
-        assert!(p.partitions[0].bins.iter().all(|b| b.files.iter().all(|f| f.size < 128 * MIB)));
+        assert!(
+            p.partitions[0]
+                .bins
+                .iter()
+                .all(|b| b.files.iter().all(|f| f.size < 128 * MIB))
+        );
         // 300 MiB -> 2 outputs of 150 MiB, plus the 2 big files untouched.
         assert_eq!(p.predicted_files_out, 2);
         assert_eq!(p.partitions[0].predicted_files_after, 4);
@@ -284,7 +308,13 @@ mod tests {
         let mut opts = o();
         opts.max_bin_bytes = 256 * MIB;
         // 600 x 1 MiB: bins of 256, 256 and a tail of 88 MiB (< target) merged into the second.
-        let p = plan(1, vec![(pv("1"), files("d=1", &[MIB; 600]))], &Selection::All, &opts, &t());
+        let p = plan(
+            1,
+            vec![(pv("1"), files("d=1", &[MIB; 600]))],
+            &Selection::All,
+            &opts,
+            &t(),
+        );
         let bins: Vec<u64> = p.partitions[0].bins.iter().map(|b| b.bytes / MIB).collect();
         assert_eq!(bins, vec![256, 344]);
         assert_eq!(p.files_in, 600);
@@ -319,6 +349,9 @@ mod tests {
         assert_eq!(v.len(), 2);
         assert!(v.iter().all(|&s| s >= 128 * MIB));
         assert_eq!(v.iter().sum::<u64>(), 300 * MIB);
-        assert_eq!(predicted_output_sizes(10 * MIB, 0.5, 128 * MIB), vec![5 * MIB]);
+        assert_eq!(
+            predicted_output_sizes(10 * MIB, 0.5, 128 * MIB),
+            vec![5 * MIB]
+        );
     }
 }

@@ -21,9 +21,20 @@ impl Literal {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cond {
-    Cmp { column: String, op: Op, value: Literal },
-    In { column: String, values: Vec<Literal>, negated: bool },
-    IsNull { column: String, negated: bool },
+    Cmp {
+        column: String,
+        op: Op,
+        value: Literal,
+    },
+    In {
+        column: String,
+        values: Vec<Literal>,
+        negated: bool,
+    },
+    IsNull {
+        column: String,
+        negated: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +110,9 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                 .ok_or("unterminated quoted column name")?;
             out.push(Tok::Ident(cs[start..start + end].iter().collect()));
             i = start + end + 1;
-        } else if c.is_ascii_digit() || (c == '-' && cs.get(i + 1).is_some_and(|d| d.is_ascii_digit())) {
+        } else if c.is_ascii_digit()
+            || (c == '-' && cs.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
+        {
             let start = i;
             i += 1;
             while i < cs.len() && (cs[i].is_ascii_digit() || cs[i] == '.') {
@@ -146,7 +159,9 @@ fn literal(t: Option<Tok>) -> Result<Literal, String> {
     match t {
         Some(Tok::Str(s)) => Ok(Literal::Str(s)),
         Some(Tok::Num(n)) => Ok(Literal::Num(n)),
-        other => Err(format!("expected a literal ('text' or a number), found {other:?}")),
+        other => Err(format!(
+            "expected a literal ('text' or a number), found {other:?}"
+        )),
     }
 }
 
@@ -188,7 +203,10 @@ impl Predicate {
                 if !kw(it.next().as_ref(), "null") {
                     return Err(err("expected NULL after IS [NOT]".into()));
                 }
-                Cond::IsNull { column: col, negated }
+                Cond::IsNull {
+                    column: col,
+                    negated,
+                }
             } else if kw(it.peek(), "in") || kw(it.peek(), "not") {
                 let negated = kw(it.peek(), "not");
                 it.next();
@@ -204,10 +222,16 @@ impl Predicate {
                     match it.next() {
                         Some(Tok::Comma) => continue,
                         Some(Tok::RParen) => break,
-                        other => return Err(err(format!("expected , or ) in IN list, found {other:?}"))),
+                        other => {
+                            return Err(err(format!("expected , or ) in IN list, found {other:?}")));
+                        }
                     }
                 }
-                Cond::In { column: col, values, negated }
+                Cond::In {
+                    column: col,
+                    values,
+                    negated,
+                }
             } else {
                 let op = match it.next() {
                     Some(Tok::Op(o)) => match o.as_str() {
@@ -219,15 +243,27 @@ impl Predicate {
                         ">=" => Op::Ge,
                         _ => return Err(err(format!("unknown operator {o}"))),
                     },
-                    other => return Err(err(format!("expected an operator after {column}, found {other:?}"))),
+                    other => {
+                        return Err(err(format!(
+                            "expected an operator after {column}, found {other:?}"
+                        )));
+                    }
                 };
-                Cond::Cmp { column: col, op, value: literal(it.next()).map_err(err)? }
+                Cond::Cmp {
+                    column: col,
+                    op,
+                    value: literal(it.next()).map_err(err)?,
+                }
             };
             conds.push(cond);
             match it.next() {
                 None => break,
                 Some(t) if kw(Some(&t), "and") => continue,
-                Some(t) => return Err(err(format!("expected AND or the end, found {t:?} (OR is not supported)"))),
+                Some(t) => {
+                    return Err(err(format!(
+                        "expected AND or the end, found {t:?} (OR is not supported)"
+                    )));
+                }
             }
         }
         Ok(Predicate {
@@ -238,12 +274,26 @@ impl Predicate {
 
     /// Whether a partition (column → value, None for null) matches.
     pub fn matches(&self, values: &[(String, Option<String>)]) -> bool {
-        let get = |c: &str| values.iter().find(|(k, _)| k == c).and_then(|(_, v)| v.as_deref());
+        let get = |c: &str| {
+            values
+                .iter()
+                .find(|(k, _)| k == c)
+                .and_then(|(_, v)| v.as_deref())
+        };
         self.conds.iter().all(|cond| match cond {
             Cond::IsNull { column, negated } => get(column).is_none() != *negated,
-            Cond::In { column, values, negated } => match get(column) {
+            Cond::In {
+                column,
+                values,
+                negated,
+            } => match get(column) {
                 None => false,
-                Some(v) => values.iter().any(|l| compare(v, l) == Some(Ordering::Equal)) != *negated,
+                Some(v) => {
+                    values
+                        .iter()
+                        .any(|l| compare(v, l) == Some(Ordering::Equal))
+                        != *negated
+                }
             },
             Cond::Cmp { column, op, value } => match get(column).and_then(|v| compare(v, value)) {
                 None => false,
@@ -295,7 +345,10 @@ mod tests {
         )
         .unwrap();
         assert!(p.matches(&part("2026-11-02", Some("us"), "9")));
-        assert!(!p.matches(&part("2026-11-02", Some("us"), "10")), "numeric, not text, comparison");
+        assert!(
+            !p.matches(&part("2026-11-02", Some("us"), "10")),
+            "numeric, not text, comparison"
+        );
         assert!(!p.matches(&part("2026-10-31", Some("us"), "1")));
         assert!(!p.matches(&part("2026-11-02", None, "1")));
         let p = Predicate::parse("region IS NULL", &cols()).unwrap();
@@ -307,16 +360,33 @@ mod tests {
 
     #[test]
     fn non_partition_columns_are_refused_with_the_list() {
-        let e = Predicate::parse("temperature > 3", &cols()).unwrap_err().to_string();
+        let e = Predicate::parse("temperature > 3", &cols())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a partition column"), "{e}");
         assert!(e.contains("ingestion_date, region, hour"), "{e}");
     }
 
     #[test]
     fn syntax_errors_say_what_was_expected() {
-        assert!(Predicate::parse("region = ", &cols()).unwrap_err().reason.contains("literal"));
-        assert!(Predicate::parse("region = 'eu' or hour = 1", &cols()).unwrap_err().reason.contains("OR"));
-        assert!(Predicate::parse("region = 'eu", &cols()).unwrap_err().reason.contains("unterminated"));
+        assert!(
+            Predicate::parse("region = ", &cols())
+                .unwrap_err()
+                .reason
+                .contains("literal")
+        );
+        assert!(
+            Predicate::parse("region = 'eu' or hour = 1", &cols())
+                .unwrap_err()
+                .reason
+                .contains("OR")
+        );
+        assert!(
+            Predicate::parse("region = 'eu", &cols())
+                .unwrap_err()
+                .reason
+                .contains("unterminated")
+        );
         assert!(Predicate::parse("region ~ 'x'", &cols()).is_err());
     }
 }

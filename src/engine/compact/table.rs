@@ -33,7 +33,10 @@ pub async fn open_for_compaction(
         .map_err(|e| derr(&uri, e))?;
     let base = deltalake::logstore::logstore_for(&loc.url, config).map_err(|e| derr(&uri, e))?;
     let counters = Arc::new(ByteCounters::default());
-    let counting = Arc::new(CountingStore::new(base.root_object_store(None), counters.clone()));
+    let counting = Arc::new(CountingStore::new(
+        base.root_object_store(None),
+        counters.clone(),
+    ));
     let table = DeltaTableBuilder::from_url(loc.url.clone())
         .map_err(|e| derr(&uri, e))?
         .with_storage_backend(counting, loc.url.clone())
@@ -41,7 +44,10 @@ pub async fn open_for_compaction(
         .load()
         .await
         .map_err(|e| match e {
-            deltalake::DeltaTableError::NotATable(_) => EngineError::NotATable { uri: uri.clone(), depth: 0 },
+            deltalake::DeltaTableError::NotATable(_) => EngineError::NotATable {
+                uri: uri.clone(),
+                depth: 0,
+            },
             e => derr(&uri, e),
         })?;
     let snapshot = table.snapshot().map_err(|e| derr(&uri, e))?;
@@ -57,7 +63,11 @@ pub async fn open_for_compaction(
             "1.1"
         )));
     }
-    Ok(CompactionTable { table, counters, uri })
+    Ok(CompactionTable {
+        table,
+        counters,
+        uri,
+    })
 }
 
 impl CompactionTable {
@@ -72,7 +82,7 @@ impl CompactionTable {
             .map_err(|e| derr(&self.uri, e))?
             .metadata()
             .partition_columns()
-            .clone())
+            .to_vec())
     }
 
     /// `delta.targetFileSize`, when the table sets one.

@@ -11,7 +11,9 @@ use futures::StreamExt;
 use object_store::ObjectStore;
 use object_store::path::Path;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::async_reader::{ParquetObjectReader, ParquetRecordBatchStreamBuilder};
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+
+use crate::engine::parquet_reader::StoreReader;
 
 use super::actions::{MetaData, Protocol};
 use super::partition_key::{PartitionSizes, encode_into};
@@ -38,7 +40,7 @@ pub async fn read_checkpoint_file(
     sink: &mut CheckpointSink<'_>,
     on_rows: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(), String> {
-    let reader = ParquetObjectReader::new(store.clone(), Path::from(path));
+    let reader = StoreReader::new(store.clone(), Path::from(path), None);
     let builder = ParquetRecordBatchStreamBuilder::new(reader)
         .await
         .map_err(|e| e.to_string())?;
@@ -84,23 +86,35 @@ pub async fn read_checkpoint_file(
         if let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) {
             read_adds(add, need_paths, sink, &mut buf)?;
         }
-        if let Some(rm) = batch.column_by_name("remove").and_then(|c| c.as_struct_opt()) {
+        if let Some(rm) = batch
+            .column_by_name("remove")
+            .and_then(|c| c.as_struct_opt())
+        {
             read_removes(rm, sink)?;
         }
         if let Some(txn) = batch.column_by_name("txn").and_then(|c| c.as_struct_opt()) {
             read_txns(txn, sink)?;
         }
         if sink.metadata.is_none() {
-            if let Some(md) = batch.column_by_name("metaData").and_then(|c| c.as_struct_opt()) {
+            if let Some(md) = batch
+                .column_by_name("metaData")
+                .and_then(|c| c.as_struct_opt())
+            {
                 *sink.metadata = read_metadata(md)?;
             }
         }
         if sink.protocol.is_none() {
-            if let Some(p) = batch.column_by_name("protocol").and_then(|c| c.as_struct_opt()) {
+            if let Some(p) = batch
+                .column_by_name("protocol")
+                .and_then(|c| c.as_struct_opt())
+            {
                 *sink.protocol = read_protocol(p)?;
             }
         }
-        if let Some(sc) = batch.column_by_name("sidecar").and_then(|c| c.as_struct_opt()) {
+        if let Some(sc) = batch
+            .column_by_name("sidecar")
+            .and_then(|c| c.as_struct_opt())
+        {
             if let Some(p) = child_str(sc, "path")? {
                 for i in 0..sc.len() {
                     if sc.is_valid(i) && p.is_valid(i) {
@@ -156,8 +170,16 @@ fn dv_key(dv: &StructArray, i: usize, path: &str) -> Result<String, String> {
     let st = child_str(dv, "storageType")?;
     let p = child_str(dv, "pathOrInlineDv")?;
     let off = child_i64(dv, "offset")?;
-    let st = st.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i)).unwrap_or("");
-    let p = p.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i)).unwrap_or("");
+    let st = st
+        .as_ref()
+        .filter(|a| a.is_valid(i))
+        .map(|a| a.value(i))
+        .unwrap_or("");
+    let p = p
+        .as_ref()
+        .filter(|a| a.is_valid(i))
+        .map(|a| a.value(i))
+        .unwrap_or("");
     Ok(match off.as_ref().filter(|a| a.is_valid(i)) {
         Some(o) => format!("{path}\u{1f}{st}{p}@{}", o.value(i)),
         None => format!("{path}\u{1f}{st}{p}"),
@@ -175,7 +197,11 @@ fn read_adds(
     };
     let pv = child(add, "partitionValues").and_then(|c| c.as_map_opt());
     let entries = pv.map(map_entries).transpose()?;
-    let paths = if need_paths { child_str(add, "path")? } else { None };
+    let paths = if need_paths {
+        child_str(add, "path")?
+    } else {
+        None
+    };
     let dvs = if need_paths {
         child(add, "deletionVector").and_then(|c| c.as_struct_opt())
     } else {
@@ -201,12 +227,7 @@ fn read_adds(
                 let (lo, hi) = (offs[i] as usize, offs[i + 1] as usize);
                 encode_into(
                     buf,
-                    (lo..hi).map(|j| {
-                        (
-                            keys.value(j),
-                            values.is_valid(j).then(|| values.value(j)),
-                        )
-                    }),
+                    (lo..hi).map(|j| (keys.value(j), values.is_valid(j).then(|| values.value(j)))),
                 );
             }
             _ => buf.clear(),

@@ -72,7 +72,10 @@ pub fn classify(name: &str) -> LogFile {
         return LogFile::Checkpoint(version);
     }
     // .checkpoint.0000000001.0000000003.parquet
-    if let Some(parts) = cp.strip_suffix(".parquet").and_then(|s| s.strip_prefix('.')) {
+    if let Some(parts) = cp
+        .strip_suffix(".parquet")
+        .and_then(|s| s.strip_prefix('.'))
+    {
         let mut it = parts.split('.');
         if let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) {
             if a.len() == 10 && b.len() == 10 {
@@ -180,7 +183,9 @@ mod tests {
             LogFile::CheckpointPart(10, 2, 3)
         );
         assert_eq!(
-            classify("00000000000000000010.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.parquet"),
+            classify(
+                "00000000000000000010.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.parquet"
+            ),
             LogFile::Checkpoint(10)
         );
         assert_eq!(classify("_last_checkpoint"), LogFile::LastCheckpoint);
@@ -198,7 +203,11 @@ mod tests {
         for v in 0..=25u64 {
             l.add(&format!("_delta_log/{v:020}.json"), 10, None);
         }
-        l.add("_delta_log/00000000000000000010.checkpoint.parquet", 100, None);
+        l.add(
+            "_delta_log/00000000000000000010.checkpoint.parquet",
+            100,
+            None,
+        );
         l.add(
             "_delta_log/00000000000000000020.checkpoint.0000000001.0000000002.parquet",
             100,

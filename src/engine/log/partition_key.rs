@@ -105,7 +105,10 @@ mod tests {
     #[test]
     fn round_trips_values_and_nulls() {
         let mut buf = String::new();
-        encode_into(&mut buf, [("a", Some("x=1")), ("b", None), ("c", Some(""))].into_iter());
+        encode_into(
+            &mut buf,
+            [("a", Some("x=1")), ("b", None), ("c", Some(""))].into_iter(),
+        );
         assert_eq!(
             decode(&buf),
             vec![
@@ -120,9 +123,15 @@ mod tests {
     fn resolve_merges_orders_and_maps_physical_names() {
         let mut p = PartitionSizes::default();
         let mut buf = String::new();
-        encode_into(&mut buf, [("col-1", Some("A")), ("col-2", Some("B"))].into_iter());
+        encode_into(
+            &mut buf,
+            [("col-1", Some("A")), ("col-2", Some("B"))].into_iter(),
+        );
         p.push(&buf, 10);
-        encode_into(&mut buf, [("col-2", Some("B")), ("col-1", Some("A"))].into_iter());
+        encode_into(
+            &mut buf,
+            [("col-2", Some("B")), ("col-1", Some("A"))].into_iter(),
+        );
         p.push(&buf, 20);
         let map = HashMap::from([
             ("col-1".to_string(), "first".to_string()),

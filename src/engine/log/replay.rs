@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
-use object_store::ObjectStore;
 use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::actions::{ActionLine, MetaData, Protocol, file_key};
 use super::checkpoint::{CheckpointSink, read_checkpoint_file};
@@ -44,11 +44,7 @@ pub async fn list_log(store: &Arc<dyn ObjectStore>, uri: &str) -> Result<LogList
         .await
         .map_err(|e| EngineError::from_store(uri, "_delta_log/", e))?
     {
-        listing.add(
-            meta.location.as_ref(),
-            meta.size,
-            Some(meta.last_modified),
-        );
+        listing.add(meta.location.as_ref(), meta.size, Some(meta.last_modified));
     }
     if listing.has_last_checkpoint_file {
         if let Ok(r) = store.get(&Path::from("_delta_log/_last_checkpoint")).await {
@@ -89,7 +85,11 @@ pub async fn replay(
         ));
     }
     if let Some(hint) = listing.last_checkpoint_hint {
-        if !listing.checkpoints.get(&hint).is_some_and(|c| c.is_complete()) {
+        if !listing
+            .checkpoints
+            .get(&hint)
+            .is_some_and(|c| c.is_complete())
+        {
             warnings.push(format!(
                 "_last_checkpoint names version {hint}, but that checkpoint is missing or incomplete; \
                  readers fall back to an older checkpoint or replay JSON commits"
@@ -104,7 +104,14 @@ pub async fn replay(
         let detail = if checkpoint.is_none() && missing == 0 {
             let incomplete: Vec<String> = listing
                 .incomplete_checkpoints()
-                .map(|c| format!("{} ({}/{} parts)", c.version, c.files.len(), c.parts_expected))
+                .map(|c| {
+                    format!(
+                        "{} ({}/{} parts)",
+                        c.version,
+                        c.files.len(),
+                        c.parts_expected
+                    )
+                })
                 .collect();
             format!(
                 "commit 0 is gone and no complete checkpoint exists{}; the table cannot be reconstructed. \
@@ -150,8 +157,11 @@ pub async fn replay(
     let mut commits = Vec::new();
     let mut buf = String::new();
 
-    let fetches = futures::stream::iter(to_read.iter().map(|&v| {
-        let (path, _, modified) = listing.commits[&v].clone();
+    let wanted: Vec<(u64, String, Option<chrono::DateTime<chrono::Utc>>)> = to_read
+        .iter()
+        .filter_map(|v| listing.commits.get(v).map(|(p, _, m)| (*v, p.clone(), *m)))
+        .collect();
+    let fetches = futures::stream::iter(wanted.into_iter().map(|(v, path, modified)| {
         let store = store.clone();
         async move {
             let bytes = store

@@ -184,7 +184,10 @@ mod tests {
     fn empty_is_zero_and_healthy() {
         let t = t();
         let s = SizeStats::from_sizes(&mut [], &t, &t.edges());
-        assert_eq!((s.files, s.bytes, s.min_file_size, s.ideal_files), (0, 0, 0, 0));
+        assert_eq!(
+            (s.files, s.bytes, s.min_file_size, s.ideal_files),
+            (0, 0, 0, 0)
+        );
         assert_eq!(s.health_score, 100);
     }
 

@@ -75,10 +75,7 @@ impl BucketEdges {
 
     pub fn index(&self, size: u64) -> usize {
         // At most ~9 edges: a linear scan from the top beats a binary search here.
-        self.lower
-            .iter()
-            .rposition(|&lo| size >= lo)
-            .unwrap_or(0)
+        self.lower.iter().rposition(|&lo| size >= lo).unwrap_or(0)
     }
 
     fn band_of(&self, lower: u64) -> Band {
@@ -177,7 +174,10 @@ mod tests {
         let files: Vec<u64> = h.buckets.iter().map(|b| b.files).collect();
         assert_eq!(files, vec![2, 1, 0, 0, 1, 2, 1]);
         assert_eq!(h.files(), 7);
-        assert_eq!(h.bytes(), MIB - 1 + MIB + 128 * MIB - 1 + 128 * MIB + GIB + GIB + 1);
+        assert_eq!(
+            h.bytes(),
+            MIB - 1 + MIB + 128 * MIB - 1 + 128 * MIB + GIB + GIB + 1
+        );
     }
 
     #[test]

@@ -72,7 +72,12 @@ pub fn physical_names(schema_string: &str) -> HashMap<String, String> {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(schema_string) else {
         return out;
     };
-    for f in v.get("fields").and_then(|f| f.as_array()).into_iter().flatten() {
+    for f in v
+        .get("fields")
+        .and_then(|f| f.as_array())
+        .into_iter()
+        .flatten()
+    {
         let name = f.get("name").and_then(|n| n.as_str());
         let phys = f
             .get("metadata")
@@ -86,7 +91,13 @@ pub fn physical_names(schema_string: &str) -> HashMap<String, String> {
 }
 
 impl TableReport {
-    pub fn build(uri: String, name: String, state: LogState, base: Thresholds, now_ms: i64) -> Self {
+    pub fn build(
+        uri: String,
+        name: String,
+        state: LogState,
+        base: Thresholds,
+        now_ms: i64,
+    ) -> Self {
         let conf = &state.metadata.configuration;
         let table_target = conf
             .get("delta.targetFileSize")

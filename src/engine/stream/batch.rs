@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Float64Array, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
+use arrow::array::{
+    Float64Array, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 pub const PARTITION_COLUMN: &str = "ingestion_date";
@@ -63,11 +65,11 @@ pub fn sensor_batch(
     event_time_us: i64,
 ) -> Result<RecordBatch, arrow::error::ArrowError> {
     let mut rng = Rng::new(seed_of(query_id, batch_id as u64));
-    let ids: Vec<String> = (0..rows).map(|r| format!("{query_id}:{batch_id}:{r}")).collect();
-    let sensors: Vec<i32> = (0..rows).map(|_| rng.below(500) as i32).collect();
-    let times: Vec<i64> = (0..rows)
-        .map(|r| event_time_us + r as i64)
+    let ids: Vec<String> = (0..rows)
+        .map(|r| format!("{query_id}:{batch_id}:{r}"))
         .collect();
+    let sensors: Vec<i32> = (0..rows).map(|_| rng.below(500) as i32).collect();
+    let times: Vec<i64> = (0..rows).map(|r| event_time_us + r as i64).collect();
     let temps: Vec<f64> = (0..rows)
         .map(|_| 15.0 + (rng.below(20_000) as f64) / 1000.0)
         .collect();

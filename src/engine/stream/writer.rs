@@ -10,7 +10,7 @@ use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
 use deltalake::kernel::{Action, Transaction};
 use deltalake::protocol::{DeltaOperation, OutputMode};
 use deltalake::writer::{DeltaWriter, RecordBatchWriter};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -29,7 +29,7 @@ pub struct StreamOptions {
 }
 
 /// One committed micro-batch, as reported to the caller (and printed by `lakehealth stream`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchCommitted {
     pub query_id: String,
     pub batch_id: i64,
@@ -73,7 +73,7 @@ pub async fn run_stream(
     let uri = loc.display();
     let mut table = open_delta_table(loc, &opts.storage_options).await?;
     let snapshot = table.snapshot().map_err(|e| delta_err(&uri, e))?;
-    let partition_cols = snapshot.metadata().partition_columns().clone();
+    let partition_cols = snapshot.metadata().partition_columns().to_vec();
     if partition_cols != [super::batch::PARTITION_COLUMN.to_string()] {
         return Err(EngineError::Other(format!(
             "{uri}: the streaming writer appends sensor rows partitioned by {}; this table is partitioned by {:?}. \

@@ -23,16 +23,30 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
                 c.operation.clone(),
                 format!("+{} -{}", c.files_added, c.files_removed),
                 format_bytes(c.bytes_added),
-                if c.data_change { String::new() } else { "no data change".into() },
+                if c.data_change {
+                    String::new()
+                } else {
+                    "no data change".into()
+                },
             ])
         })
         .collect();
-    let ops: Vec<String> = t.log.operations.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let ops: Vec<String> = t
+        .log
+        .operations
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
     let title = ratatui::text::Line::from(vec![
         Span::styled(" Commits ", style::title()),
-        Span::raw(format!("last {}: {} ", t.log.window_commits, ops.join(", "))),
+        Span::raw(format!(
+            "last {}: {} ",
+            t.log.window_commits,
+            ops.join(", ")
+        )),
     ]);
-    let header = Row::new(["version", "when", "operation", "files", "added", ""]).style(style::dim());
+    let header =
+        Row::new(["version", "when", "operation", "files", "added", ""]).style(style::dim());
     f.render_widget(
         Table::new(
             rows,

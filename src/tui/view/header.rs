@@ -13,7 +13,10 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
     let s = &t.stats;
     let l = &t.log;
     let line1 = Line::from(vec![
-        Span::styled(format!(" health {:>3}/100 ", s.health_score), style::score(s.health_score)),
+        Span::styled(
+            format!(" health {:>3}/100 ", s.health_score),
+            style::score(s.health_score),
+        ),
         Span::raw(format!(
             " v{}  {} files  {}  {} partitions  small (<{}) {} ({:.0}%)  ideal {}  excess {}",
             t.version,
@@ -34,16 +37,25 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
         format_bytes(s.mean_file_size),
         format_bytes(s.max_file_size),
         format_bytes(t.thresholds.target_file_size),
-        if t.table_target_file_size.is_some() { " (table)" } else { "" },
+        if t.table_target_file_size.is_some() {
+            " (table)"
+        } else {
+            ""
+        },
         format_bytes(t.thresholds.small_file_size),
         format_bytes(t.thresholds.max_file_size),
     ));
-    let ckpt_style = if l.checkpoint_overdue { style::score(0) } else { style::dim() };
+    let ckpt_style = if l.checkpoint_overdue {
+        style::score(0)
+    } else {
+        style::dim()
+    };
     let line3 = Line::from(vec![
         Span::styled(
             format!(
                 " log: checkpoint {} (+{} commits, {} JSON)",
-                l.checkpoint_version.map_or("none".into(), |v| format!("v{v}")),
+                l.checkpoint_version
+                    .map_or("none".into(), |v| format!("v{v}")),
                 l.commits_since_checkpoint,
                 format_bytes(l.json_bytes_since_checkpoint)
             ),
@@ -53,7 +65,8 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
             "  {} in {} files  rate {}   vacuum debt {} in {} files ({} vacuumable)",
             format_bytes(l.log_bytes),
             l.log_files,
-            l.commits_per_minute.map_or("-".into(), |r| format!("{r:.1}/min")),
+            l.commits_per_minute
+                .map_or("-".into(), |r| format!("{r:.1}/min")),
             format_bytes(t.vacuum.removed_bytes),
             format_count(t.vacuum.removed_files),
             format_bytes(t.vacuum.vacuumable_bytes),

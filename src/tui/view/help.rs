@@ -18,7 +18,10 @@ pub fn draw(f: &mut Frame, area: Rect) {
         }
         lines.push(Line::from(""));
     }
-    lines.push(Line::from(Span::styled("any key closes this help", style::dim())));
+    lines.push(Line::from(Span::styled(
+        "any key closes this help",
+        style::dim(),
+    )));
     let b = centered(area, 80, lines.len() as u16 + 2);
     f.render_widget(Clear, b);
     f.render_widget(

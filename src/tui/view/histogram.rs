@@ -59,9 +59,19 @@ pub fn lines(h: &Histogram, width: u16) -> Vec<Line<'static>> {
         .map(|b| {
             let mark = if b.band == Band::Target { "◀" } else { " " };
             Line::from(vec![
-                Span::styled(format!("{:>label_w$} ", bucket_label(b)), band_style(b.band)),
-                Span::styled(format!("{:<bar_w$}", bar(b.files, max, bar_w)), band_style(b.band)),
-                Span::raw(format!(" {:>6} {:>10}", format_count(b.files), format_bytes(b.bytes))),
+                Span::styled(
+                    format!("{:>label_w$} ", bucket_label(b)),
+                    band_style(b.band),
+                ),
+                Span::styled(
+                    format!("{:<bar_w$}", bar(b.files, max, bar_w)),
+                    band_style(b.band),
+                ),
+                Span::raw(format!(
+                    " {:>6} {:>10}",
+                    format_count(b.files),
+                    format_bytes(b.bytes)
+                )),
                 Span::styled(mark, style::target_band()),
             ])
         })
@@ -85,7 +95,11 @@ pub fn draw_panel(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             " {} of {} files in the target band ◀ (green)   t: {}",
             format_count(in_band),
             format_count(files),
-            if app.table_histogram { "selected partition" } else { "whole table" }
+            if app.table_histogram {
+                "selected partition"
+            } else {
+                "whole table"
+            }
         ),
         style::dim(),
     )));

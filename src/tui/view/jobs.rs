@@ -54,10 +54,17 @@ fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
     };
     f.render_widget(
         Paragraph::new(Line::from(vec![
-            Span::styled(format!(" #{} {:<10}", j.id, j.status.label()), status_style(j.status)),
+            Span::styled(
+                format!(" #{} {:<10}", j.id, j.status.label()),
+                status_style(j.status),
+            ),
             Span::raw(format!(" {parts}  commits {}", j.commits.len())),
             Span::styled(
-                if j.orphaned > 0 { format!("  {} orphaned", j.orphaned) } else { String::new() },
+                if j.orphaned > 0 {
+                    format!("  {} orphaned", j.orphaned)
+                } else {
+                    String::new()
+                },
                 style::score(0),
             ),
         ])),
@@ -91,14 +98,18 @@ fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
         .collect();
     for c in j.commits.iter().rev().take(2 - lines.len()) {
         lines.push(Line::from(format!(
-            " v{} {} -{} +{} files {} → {}{}",
+            " v{} -{} +{} files {} → {}{} · {}",
             c.version,
-            c.partitions.join(","),
             c.files_removed,
             c.files_added,
             format_bytes(c.bytes_removed),
             format_bytes(c.bytes_added),
-            if c.retries > 0 { format!(" ({} retries)", c.retries) } else { String::new() }
+            if c.retries > 0 {
+                format!(" ({} retries)", c.retries)
+            } else {
+                String::new()
+            },
+            c.partitions.join(","),
         )));
     }
     f.render_widget(Paragraph::new(lines), commits);
@@ -110,7 +121,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     }
     let active = app.jobs.iter().filter(|j| j.status.is_active()).count();
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        format!(" Jobs ({active} active, {} total) · x cancel ", app.jobs.len()),
+        format!(
+            " Jobs ({active} active, {} total) · x cancel ",
+            app.jobs.len()
+        ),
         style::title(),
     ));
     let inner = block.inner(area);
@@ -135,7 +149,10 @@ pub fn draw_marks(f: &mut Frame, area: Rect, app: &App) {
         Paragraph::new(vec![Line::from(format!(" {}", list.join("  ")))])
             .wrap(ratatui::widgets::Wrap { trim: true })
             .block(Block::default().borders(Borders::ALL).title(Span::styled(
-                format!(" Marked ({}) · c preview compaction · Space unmark ", list.len()),
+                format!(
+                    " Marked ({}) · c preview compaction · Space unmark ",
+                    list.len()
+                ),
                 style::title(),
             ))),
         area,

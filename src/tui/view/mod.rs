@@ -5,9 +5,9 @@ mod header;
 mod help;
 pub mod histogram;
 pub mod jobs;
-mod plan_dialog;
 mod overlays;
 mod partitions;
+mod plan_dialog;
 mod status;
 mod tables;
 mod writers;
@@ -65,13 +65,17 @@ pub mod style {
     use ratatui::style::{Color, Modifier, Style};
 
     pub fn title() -> Style {
-        Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        Style::default()
+            .fg(Color::Cyan)
+            .add_modifier(Modifier::BOLD)
     }
     pub fn dim() -> Style {
         Style::default().fg(Color::DarkGray)
     }
     pub fn selected() -> Style {
-        Style::default().bg(Color::Rgb(40, 60, 90)).add_modifier(Modifier::BOLD)
+        Style::default()
+            .bg(Color::Rgb(40, 60, 90))
+            .add_modifier(Modifier::BOLD)
     }
     pub fn target_band() -> Style {
         Style::default().fg(Color::Green)

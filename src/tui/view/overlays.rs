@@ -12,7 +12,8 @@ use crate::tui::app::App;
 use crate::tui::layout::centered;
 
 pub fn draw_splash(f: &mut Frame, area: Rect, app: &App) {
-    let text = loading_text(app).unwrap_or_else(|| format!("nothing loaded from {} (r to retry, q to quit)", app.uri));
+    let text = loading_text(app)
+        .unwrap_or_else(|| format!("nothing loaded from {} (r to retry, q to quit)", app.uri));
     let b = centered(area, 70, 5);
     let ratio = app
         .loading

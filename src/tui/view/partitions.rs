@@ -21,7 +21,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             let p = &t.partitions[idx];
             let s = &p.stats;
             let label = p.values.label();
-            let mark = if app.marks.contains(&label) { "● " } else { "  " };
+            let mark = if app.marks.contains(&label) {
+                "● "
+            } else {
+                "  "
+            };
             let row = Row::new(vec![
                 Cell::from(format!("{mark}{label}")),
                 Cell::from(format_count(s.files)),
@@ -29,7 +33,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
                 Cell::from(format!("{:.0}%", s.small_share() * 100.0)),
                 Cell::from(format_count(s.excess_files)),
                 Cell::from(format_bytes(s.median_file_size)),
-                Cell::from(Span::styled(s.health_score.to_string(), style::score(s.health_score))),
+                Cell::from(Span::styled(
+                    s.health_score.to_string(),
+                    style::score(s.health_score),
+                )),
             ]);
             if list.offset + i == list.selected {
                 row.style(style::selected())
@@ -53,8 +60,16 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             app.sort.label()
         )),
     ]);
-    let header = Row::new(["partition", "files", "bytes", "small", "excess", "median", "health"])
-        .style(style::dim());
+    let header = Row::new([
+        "partition",
+        "files",
+        "bytes",
+        "small",
+        "excess",
+        "median",
+        "health",
+    ])
+    .style(style::dim());
     let table = Table::new(
         rows,
         [

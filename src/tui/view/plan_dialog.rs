@@ -14,7 +14,11 @@ use crate::tui::app::PlanDialog;
 use crate::tui::layout::centered;
 
 fn band_files(h: &Histogram, band: Band) -> u64 {
-    h.buckets.iter().filter(|b| b.band == band).map(|b| b.files).sum()
+    h.buckets
+        .iter()
+        .filter(|b| b.band == band)
+        .map(|b| b.files)
+        .sum()
 }
 
 pub fn draw(f: &mut Frame, area: Rect, d: &PlanDialog) {
@@ -63,14 +67,28 @@ pub fn draw(f: &mut Frame, area: Rect, d: &PlanDialog) {
                 .partitions
                 .iter()
                 .map(|pp| {
-                    let (sb, sa) = (band_files(&pp.histogram_before, Band::Small), band_files(&pp.predicted_histogram_after, Band::Small));
-                    let (tb, ta) = (band_files(&pp.histogram_before, Band::Target), band_files(&pp.predicted_histogram_after, Band::Target));
+                    let (sb, sa) = (
+                        band_files(&pp.histogram_before, Band::Small),
+                        band_files(&pp.predicted_histogram_after, Band::Small),
+                    );
+                    let (tb, ta) = (
+                        band_files(&pp.histogram_before, Band::Target),
+                        band_files(&pp.predicted_histogram_after, Band::Target),
+                    );
                     Row::new(vec![
                         Cell::from(pp.values.label()),
                         Cell::from(pp.bins.len().to_string()),
-                        Cell::from(format!("{} → ~{}", format_count(pp.files_in), pp.predicted_files_out)),
+                        Cell::from(format!(
+                            "{} → ~{}",
+                            format_count(pp.files_in),
+                            pp.predicted_files_out
+                        )),
                         Cell::from(format_bytes(pp.bytes_in)),
-                        Cell::from(format!("{} → ~{}", format_count(pp.files_before), pp.predicted_files_after)),
+                        Cell::from(format!(
+                            "{} → ~{}",
+                            format_count(pp.files_before),
+                            pp.predicted_files_after
+                        )),
                         Cell::from(Span::styled(format!("{sb} → {sa}"), style::small_band())),
                         Cell::from(Span::styled(format!("{tb} → {ta}"), style::target_band())),
                     ])
@@ -88,7 +106,18 @@ pub fn draw(f: &mut Frame, area: Rect, d: &PlanDialog) {
                     Constraint::Length(13),
                 ],
             )
-            .header(Row::new(["partition", "bins", "files in→out", "rewrite", "files before→after", "small", "in band ◀"]).style(style::dim()));
+            .header(
+                Row::new([
+                    "partition",
+                    "bins",
+                    "files in→out",
+                    "rewrite",
+                    "files before→after",
+                    "small",
+                    "in band ◀",
+                ])
+                .style(style::dim()),
+            );
             let [h, t, foot] = ratatui::layout::Layout::vertical([
                 Constraint::Length(2),
                 Constraint::Min(2),
@@ -112,9 +141,14 @@ pub fn draw_confirm_cancel(f: &mut Frame, area: Rect, job: u64) {
     f.render_widget(Clear, b);
     f.render_widget(
         Paragraph::new(vec![
-            Line::from(format!("Cancel job #{job}? It stops before its next commit;")),
+            Line::from(format!(
+                "Cancel job #{job}? It stops before its next commit;"
+            )),
             Line::from("committed bins stay, uncommitted output is removed."),
-            Line::from(Span::styled("y / Enter cancel it · n / Esc keep running", style::dim())),
+            Line::from(Span::styled(
+                "y / Enter cancel it · n / Esc keep running",
+                style::dim(),
+            )),
         ])
         .block(
             Block::default()

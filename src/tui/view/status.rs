@@ -35,9 +35,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     } else if app.filter_input.is_some() {
         Line::from(" type to filter · Enter keep · Esc clear")
     } else {
-        let back = if app.root.is_some() { " · Esc back" } else { "" };
+        let back = if app.root.is_some() {
+            " · Esc back"
+        } else {
+            ""
+        };
         Line::from(Span::styled(
-            format!(" j/k move · s sort · / filter · t table histogram · r reload{back} · ? help · q quit"),
+            format!(
+                " j/k move · s sort · / filter · t table histogram · r reload{back} · ? help · q quit"
+            ),
             style::dim(),
         ))
     };

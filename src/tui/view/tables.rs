@@ -16,7 +16,11 @@ pub fn draw(f: &mut Frame, a: &TablesAreas, app: &App) {
     let files: u64 = r.tables.iter().map(|t| t.stats.files).sum();
     let bytes: u64 = r.tables.iter().map(|t| t.stats.bytes).sum();
     let excess: u64 = r.tables.iter().map(|t| t.stats.excess_files).sum();
-    let unhealthy = r.tables.iter().filter(|t| t.stats.health_score < 50).count();
+    let unhealthy = r
+        .tables
+        .iter()
+        .filter(|t| t.stats.health_score < 50)
+        .count();
     let mut head = vec![Span::raw(format!(
         " {} tables  {} files  {}  excess files {}  unhealthy (<50) {}",
         r.tables.len(),
@@ -58,7 +62,10 @@ pub fn draw(f: &mut Frame, a: &TablesAreas, app: &App) {
                 Cell::from(format_count(s.excess_files)),
                 Cell::from(format!("+{}", t.log.commits_since_checkpoint)),
                 Cell::from(ago(t.log.last_commit_ms, now)),
-                Cell::from(Span::styled(s.health_score.to_string(), style::score(s.health_score))),
+                Cell::from(Span::styled(
+                    s.health_score.to_string(),
+                    style::score(s.health_score),
+                )),
             ]);
             if list.offset + i == list.selected {
                 row.style(style::selected())
@@ -81,7 +88,15 @@ pub fn draw(f: &mut Frame, a: &TablesAreas, app: &App) {
         )),
     ]);
     let header = Row::new([
-        "table", "version", "files", "bytes", "small", "excess", "ckpt lag", "last commit", "health",
+        "table",
+        "version",
+        "files",
+        "bytes",
+        "small",
+        "excess",
+        "ckpt lag",
+        "last commit",
+        "health",
     ])
     .style(style::dim());
     f.render_widget(

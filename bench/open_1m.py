@@ -5,6 +5,7 @@ import resource
 import sys
 import time
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
@@ -12,7 +13,7 @@ SMALL = 128 * 1024 * 1024
 
 t0 = time.perf_counter()
 dt = DeltaTable(sys.argv[1])
-actions = dt.get_add_actions(flatten=True)
+actions = pa.table(dt.get_add_actions(flatten=True))
 actions = actions.append_column("small", pc.less(actions["size_bytes"], SMALL))
 per_part = actions.group_by("partition.part").aggregate(
     [("size_bytes", "sum"), ("size_bytes", "count"), ("size_bytes", "min"),

@@ -63,10 +63,10 @@ fn floor(dir: &Path, out: &Path, target: u64) -> Res<()> {
                 }
                 if let Some(w) = writer.as_mut() {
                     w.write(&batch)?;
-                    if w.bytes_written() as u64 + w.in_progress_size() as u64 >= target {
-                        if let Some(w) = writer.take() {
-                            w.close()?;
-                        }
+                    if w.bytes_written() as u64 + w.in_progress_size() as u64 >= target
+                        && let Some(w) = writer.take()
+                    {
+                        w.close()?;
                     }
                 }
             }

@@ -3,9 +3,17 @@
 //!
 //!   screenshots OUT_DIR
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
+
+use lakehealth::engine::compact::events::JobEvent;
+use lakehealth::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isolated};
+use lakehealth::engine::compact::locks::PartitionLocks;
+use lakehealth::engine::compact::plan::Selection;
+use tokio_util::sync::CancellationToken;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use lakehealth::engine::demo::{DemoShape, ensure_demo_table};
@@ -40,24 +48,84 @@ fn opts() -> OpenOptions {
     }
 }
 
-async fn settle(app: &mut App, effects: Vec<Effect>) {
+/// Fulfils effects like the TUI's loader, synchronously: loads, real plans and real jobs.
+async fn settle(app: &mut App, effects: Vec<Effect>, jobs: &mut HashMap<u64, PreparedJob>) {
     let mut q = effects;
     while let Some(e) = q.pop() {
-        if let Effect::Load { id, uri } = e {
-            let result = match Location::parse(&uri) {
-                Ok(l) => open(&l, &opts(), &|_| {}).await.map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            q.extend(app.update(Action::Loaded { load: id, result }));
+        match e {
+            Effect::Load { id, uri } => {
+                let result = match Location::parse(&uri) {
+                    Ok(l) => open(&l, &opts(), &|_| {}).await.map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                q.extend(app.update(Action::Loaded { load: id, result }));
+            }
+            Effect::PlanCompaction {
+                id,
+                uri,
+                partitions,
+            } => {
+                let req = CompactRequest {
+                    selection: Selection::Labels(partitions),
+                    target_file_size: None,
+                    min_file_size: None,
+                    parallelism: 1,
+                    max_bin_bytes: Some(24 * MIB),
+                    storage_options: Default::default(),
+                };
+                let result = match Location::parse(&uri) {
+                    Ok(l) => prepare(&l, &req, opts().thresholds, 1.0)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                let result = result.map(|job| {
+                    let plan = Box::new(job.plan.clone());
+                    jobs.insert(id, job);
+                    plan
+                });
+                q.extend(app.update(Action::PlanReady { id, result }));
+            }
+            Effect::StartJob { id } => {
+                let Some(job) = jobs.remove(&id) else {
+                    continue;
+                };
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let _ = run_isolated(
+                    job,
+                    Arc::new(PartitionLocks::default()),
+                    CancellationToken::new(),
+                    tx,
+                )
+                .await;
+                let mut events = Vec::new();
+                while let Ok(ev) = rx.try_recv() {
+                    events.push(ev);
+                }
+                // Stop short of the end so the panel shows a job in flight with commits landed.
+                let keep = events
+                    .iter()
+                    .rposition(|e| matches!(e, JobEvent::Committed(_)))
+                    .unwrap_or(0);
+                for ev in events.into_iter().take(keep + 1) {
+                    std::thread::sleep(Duration::from_millis(5));
+                    let more = app.update(Action::Job { job: id, event: ev });
+                    q.extend(
+                        more.into_iter()
+                            .filter(|e| !matches!(e, Effect::Load { .. })),
+                    );
+                }
+            }
+            _ => {}
         }
     }
 }
 
-async fn keys(app: &mut App, codes: &[KeyCode]) {
+async fn keys(app: &mut App, codes: &[KeyCode], jobs: &mut HashMap<u64, PreparedJob>) {
     for &c in codes {
         if let Some(a) = key_to_action(app, KeyEvent::new(c, KeyModifiers::NONE)) {
             let e = app.update(a);
-            settle(app, e).await;
+            settle(app, e, jobs).await;
         }
     }
 }
@@ -184,25 +252,41 @@ async fn run(out: &Path) -> Res<()> {
     )
     .await?;
 
+    let jobs = &mut HashMap::new();
     let mut app = App::new(demo.display(), Duration::ZERO, (W, H));
     let e = app.start();
-    settle(&mut app, e).await;
+    settle(&mut app, e, jobs).await;
     shot(&app, out, "table")?;
-    keys(&mut app, &[KeyCode::Char('G'), KeyCode::Char('k')]).await;
+    keys(&mut app, &[KeyCode::Char('G'), KeyCode::Char('k')], jobs).await;
     shot(&app, out, "table-healthy-partition")?;
-    keys(&mut app, &[KeyCode::Char('?')]).await;
+    keys(&mut app, &[KeyCode::Char('?')], jobs).await;
     shot(&app, out, "help")?;
+    keys(
+        &mut app,
+        &[
+            KeyCode::Esc,
+            KeyCode::Char('g'),
+            KeyCode::Char(' '),
+            KeyCode::Char(' '),
+            KeyCode::Char('c'),
+        ],
+        jobs,
+    )
+    .await;
+    shot(&app, out, "plan")?;
+    keys(&mut app, &[KeyCode::Enter], jobs).await;
+    shot(&app, out, "jobs")?;
 
     let root = Location::parse(&lake.path().to_string_lossy())?;
     let mut app = App::new(root.display(), Duration::ZERO, (W, H));
     let e = app.start();
-    settle(&mut app, e).await;
+    settle(&mut app, e, jobs).await;
     shot(&app, out, "tables")?;
 
     let empty = tempfile::tempdir()?;
     let mut app = App::new(empty.path().display().to_string(), Duration::ZERO, (W, H));
     let e = app.start();
-    settle(&mut app, e).await;
+    settle(&mut app, e, jobs).await;
     shot(&app, out, "error")?;
     Ok(())
 }

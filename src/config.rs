@@ -17,6 +17,7 @@ pub const CONFIG_ENV: &str = "LAKEHEALTH_CONFIG";
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[derive(Default)]
 pub struct Config {
     pub health: HealthConfig,
     pub discovery: DiscoveryConfig,
@@ -62,18 +63,6 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
             "invalid duration {s:?}: {e} (e.g. \"1s\", \"500ms\", \"2m\")"
         ))
     })
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            health: HealthConfig::default(),
-            discovery: DiscoveryConfig::default(),
-            ui: UiConfig::default(),
-            stream: StreamConfig::default(),
-            storage: HashMap::new(),
-        }
-    }
 }
 
 impl Default for HealthConfig {

@@ -116,7 +116,7 @@ pub fn table_text(t: &TableReport) -> String {
         "partition", "files", "bytes", "small%", "excess", "health"
     );
     let mut parts: Vec<_> = t.partitions.iter().collect();
-    parts.sort_by(|a, b| b.stats.excess_files.cmp(&a.stats.excess_files));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.stats.excess_files));
     for p in parts {
         let _ = writeln!(
             o,

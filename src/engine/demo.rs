@@ -253,11 +253,11 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
         seed
     };
     // Oldest first: healthy compacted days, one mixed day, then streaming leftovers.
-    let first_small = shape.small_days + 1;
+    let mixed_day = shape.small_days + 1;
     for d in 0..shape.healthy_days {
-        let back = first_small + 1 + shape.healthy_days - d;
-        // ~46 bytes per row uncompressed
-        let rows = (shape.healthy_file_bytes / 46) as usize;
+        let back = mixed_day + shape.healthy_days - d;
+        // ~62 bytes per row, plain and uncompressed
+        let rows = (shape.healthy_file_bytes / 62) as usize;
         plan.push((
             day(back),
             vec![Planned {
@@ -270,13 +270,13 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
     }
     let mixed: Vec<Planned> = (0..8)
         .map(|_| Planned {
-            date: day(first_small + 1),
-            rows: ((2 + rng.below(22)) * MIB / 46) as usize,
+            date: day(mixed_day),
+            rows: ((2 + rng.below(22)) * MIB / 62) as usize,
             big: true,
             seed: next_seed(),
         })
         .collect();
-    plan.push((day(first_small + 1), mixed));
+    plan.push((day(mixed_day), mixed));
     for back in (0..=shape.small_days).rev() {
         let n = if back == 0 {
             shape.small_files_per_day / 6

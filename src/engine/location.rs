@@ -90,10 +90,10 @@ impl Location {
 
     /// Local paths print as paths, remote ones as URLs.
     pub fn display(&self) -> String {
-        if self.is_local() {
-            if let Ok(p) = self.url.to_file_path() {
-                return p.display().to_string();
-            }
+        if self.is_local()
+            && let Ok(p) = self.url.to_file_path()
+        {
+            return p.display().to_string();
         }
         self.url.as_str().trim_end_matches('/').to_string()
     }
@@ -102,8 +102,8 @@ impl Location {
     pub fn name(&self) -> String {
         self.url
             .path_segments()
-            .and_then(|s| s.filter(|x| !x.is_empty()).next_back())
-            .map(|s| percent_decode(s))
+            .and_then(|mut s| s.rfind(|x| !x.is_empty()))
+            .map(percent_decode)
             .unwrap_or_else(|| self.display())
     }
 
@@ -146,12 +146,13 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(v);
+            i += 3;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;

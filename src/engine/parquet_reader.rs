@@ -19,11 +19,28 @@ pub struct StoreReader {
     path: Path,
     /// Known size saves a HEAD request; None asks the store.
     size: Option<u64>,
+    /// Small files are fetched whole in one request and served from memory: streaming tables
+    /// are made of them, and footer + column-chunk requests would read them twice.
+    whole: Option<Bytes>,
 }
+
+/// Files up to this size are read with a single request.
+pub const WHOLE_FILE_LIMIT: u64 = 8 * 1024 * 1024;
 
 impl StoreReader {
     pub fn new(store: Arc<dyn ObjectStore>, path: Path, size: Option<u64>) -> Self {
-        Self { store, path, size }
+        Self {
+            store,
+            path,
+            size,
+            whole: None,
+        }
+    }
+
+    fn slice(&self, range: &Range<u64>) -> Option<Bytes> {
+        let w = self.whole.as_ref()?;
+        let (a, b) = (range.start as usize, range.end as usize);
+        (b <= w.len() && a <= b).then(|| w.slice(a..b))
     }
 }
 
@@ -34,6 +51,9 @@ fn external(e: object_store::Error) -> ParquetError {
 impl AsyncFileReader for StoreReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
         async move {
+            if let Some(b) = self.slice(&range) {
+                return Ok(b);
+            }
             self.store
                 .get_range(&self.path, range)
                 .await
@@ -44,6 +64,16 @@ impl AsyncFileReader for StoreReader {
 
     fn get_byte_ranges(&mut self, ranges: Vec<Range<u64>>) -> BoxFuture<'_, Result<Vec<Bytes>>> {
         async move {
+            if self.whole.is_some() {
+                return ranges
+                    .iter()
+                    .map(|r| {
+                        self.slice(r).ok_or_else(|| {
+                            ParquetError::General(format!("range {r:?} is outside the file"))
+                        })
+                    })
+                    .collect();
+            }
             self.store
                 .get_ranges(&self.path, &ranges)
                 .await
@@ -61,6 +91,14 @@ impl AsyncFileReader for StoreReader {
                 Some(s) => s,
                 None => self.store.head(&self.path).await.map_err(external)?.size,
             };
+            if size <= WHOLE_FILE_LIMIT && self.whole.is_none() {
+                let all = self
+                    .store
+                    .get_range(&self.path, 0..size)
+                    .await
+                    .map_err(external)?;
+                self.whole = Some(all);
+            }
             let reader = ParquetMetaDataReader::new()
                 .with_metadata_options(options.map(|o| o.metadata_options().clone()))
                 .with_prefetch_hint(Some(64 * 1024));

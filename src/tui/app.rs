@@ -279,10 +279,13 @@ impl App {
                     .iter()
                     .find(|j| j.id == job)
                     .map(|j| j.table_uri.clone());
-                if landed && shown.is_some() && shown == job_uri && self.loading.is_none() {
-                    if let Some(uri) = shown {
-                        return self.load(uri, true);
-                    }
+                if landed
+                    && shown.is_some()
+                    && shown == job_uri
+                    && self.loading.is_none()
+                    && let Some(uri) = shown
+                {
+                    return self.load(uri, true);
                 }
             }
             Action::Loaded { load, result } => {

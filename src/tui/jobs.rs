@@ -127,6 +127,11 @@ impl JobView {
                 self.orphaned += orphaned_files.len();
                 self.status = JobStatus::Cancelled;
             }
+            JobEvent::Replanned { bins, files, bytes } => {
+                self.plan_bins = bins;
+                self.plan_files = files;
+                self.plan_bytes = bytes;
+            }
             JobEvent::BinFinished { .. } => {}
             JobEvent::Finished(s) => {
                 self.finished = Some(now);

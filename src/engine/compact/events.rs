@@ -38,6 +38,12 @@ pub enum JobEvent {
         files: u64,
         bytes: u64,
     },
+    /// A queued job waited for its partitions and planned again before starting.
+    Replanned {
+        bins: u64,
+        files: u64,
+        bytes: u64,
+    },
     Progress(Progress),
     BinFinished {
         partition: String,

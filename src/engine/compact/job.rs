@@ -34,6 +34,30 @@ pub struct PreparedJob {
     pub table: CompactionTable,
     pub plan: CompactionPlan,
     pub exec: ExecOptions,
+    selection: Selection,
+    plan_options: PlanOptions,
+    thresholds: Thresholds,
+}
+
+impl PreparedJob {
+    /// Re-reads the table and plans again (a queued job whose partitions another job just
+    /// compacted would otherwise conflict on files that are gone).
+    pub async fn replan(&mut self) -> Result<()> {
+        self.table
+            .table
+            .update_incremental(None)
+            .await
+            .map_err(|e| EngineError::Other(format!("{}: {e}", self.table.uri)))?;
+        let files = self.table.partition_files()?;
+        self.plan = plan(
+            self.table.version(),
+            files,
+            &self.selection,
+            &self.plan_options,
+            &self.thresholds,
+        );
+        Ok(())
+    }
 }
 
 /// Output/input bytes of past OPTIMIZE commits in `report`'s history, else 1.0.
@@ -89,13 +113,20 @@ pub async fn prepare(
         predicate: req.selection.describe(),
         compression_ratio: ratio,
     };
-    Ok(PreparedJob { table, plan, exec })
+    Ok(PreparedJob {
+        table,
+        plan,
+        exec,
+        selection: req.selection.clone(),
+        plan_options: o,
+        thresholds: t,
+    })
 }
 
 /// Executes on a dedicated single-threaded runtime and thread: compaction gets at most one core
 /// per unit of parallelism it asks for, the caller's runtime (UI, writer) keeps its own.
 pub async fn run_isolated(
-    job: PreparedJob,
+    mut job: PreparedJob,
     locks: Arc<PartitionLocks>,
     cancel: CancellationToken,
     events: mpsc::UnboundedSender<JobEvent>,
@@ -122,10 +153,28 @@ pub async fn run_isolated(
                 }
             };
             let summary = rt.block_on(async move {
-                let _guard = tokio::select! {
-                    g = locks.acquire(&keys) => g,
-                    _ = cancel.cancelled() => {
-                        return JobSummary { cancelled: true, ..Default::default() };
+                let _guard = match locks.try_acquire(&keys) {
+                    Some(g) => g,
+                    None => {
+                        let g = tokio::select! {
+                            g = locks.acquire(&keys) => g,
+                            _ = cancel.cancelled() => {
+                                return JobSummary { cancelled: true, ..Default::default() };
+                            }
+                        };
+                        // Another job of this process compacted these partitions meanwhile.
+                        if let Err(e) = job.replan().await {
+                            return JobSummary {
+                                errors: vec![e.to_string()],
+                                ..Default::default()
+                            };
+                        }
+                        let _ = events.send(JobEvent::Replanned {
+                            bins: job.plan.bins,
+                            files: job.plan.files_in,
+                            bytes: job.plan.bytes_in,
+                        });
+                        g
                     }
                 };
                 execute(&job.table, &job.plan, &job.exec, cancel, events).await

@@ -215,7 +215,7 @@ pub fn plan(
             predicted_histogram_after,
         });
     }
-    out.sort_by(|a, b| a.values.label().cmp(&b.values.label()));
+    out.sort_by_key(|a| a.values.label());
     CompactionPlan {
         table_version,
         target_file_size: o.target_file_size,

@@ -223,7 +223,9 @@ impl Predicate {
                         Some(Tok::Comma) => continue,
                         Some(Tok::RParen) => break,
                         other => {
-                            return Err(err(format!("expected , or ) in IN list, found {other:?}")));
+                            return Err(err(format!(
+                                "expected , or ) in IN list, found {other:?}"
+                            )));
                         }
                     }
                 }

@@ -72,7 +72,7 @@ pub async fn open_for_compaction(
 
 impl CompactionTable {
     pub fn version(&self) -> u64 {
-        self.table.version().unwrap_or_default() as u64
+        self.table.version().unwrap_or_default()
     }
 
     pub fn partition_columns(&self) -> Result<Vec<String>> {

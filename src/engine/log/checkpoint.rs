@@ -95,31 +95,28 @@ pub async fn read_checkpoint_file(
         if let Some(txn) = batch.column_by_name("txn").and_then(|c| c.as_struct_opt()) {
             read_txns(txn, sink)?;
         }
-        if sink.metadata.is_none() {
-            if let Some(md) = batch
+        if sink.metadata.is_none()
+            && let Some(md) = batch
                 .column_by_name("metaData")
                 .and_then(|c| c.as_struct_opt())
-            {
-                *sink.metadata = read_metadata(md)?;
-            }
+        {
+            *sink.metadata = read_metadata(md)?;
         }
-        if sink.protocol.is_none() {
-            if let Some(p) = batch
+        if sink.protocol.is_none()
+            && let Some(p) = batch
                 .column_by_name("protocol")
                 .and_then(|c| c.as_struct_opt())
-            {
-                *sink.protocol = read_protocol(p)?;
-            }
+        {
+            *sink.protocol = read_protocol(p)?;
         }
         if let Some(sc) = batch
             .column_by_name("sidecar")
             .and_then(|c| c.as_struct_opt())
+            && let Some(p) = child_str(sc, "path")?
         {
-            if let Some(p) = child_str(sc, "path")? {
-                for i in 0..sc.len() {
-                    if sc.is_valid(i) && p.is_valid(i) {
-                        sink.sidecars.push(p.value(i).to_string());
-                    }
+            for i in 0..sc.len() {
+                if sc.is_valid(i) && p.is_valid(i) {
+                    sink.sidecars.push(p.value(i).to_string());
                 }
             }
         }

@@ -78,10 +78,11 @@ pub fn classify(name: &str) -> LogFile {
     {
         let mut it = parts.split('.');
         if let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) {
-            if a.len() == 10 && b.len() == 10 {
-                if let (Ok(i), Ok(n)) = (a.parse(), b.parse()) {
-                    return LogFile::CheckpointPart(version, i, n);
-                }
+            if a.len() == 10
+                && b.len() == 10
+                && let (Ok(i), Ok(n)) = (a.parse(), b.parse())
+            {
+                return LogFile::CheckpointPart(version, i, n);
             }
             return LogFile::Other;
         }

@@ -46,14 +46,13 @@ pub async fn list_log(store: &Arc<dyn ObjectStore>, uri: &str) -> Result<LogList
     {
         listing.add(meta.location.as_ref(), meta.size, Some(meta.last_modified));
     }
-    if listing.has_last_checkpoint_file {
-        if let Ok(r) = store.get(&Path::from("_delta_log/_last_checkpoint")).await {
-            if let Ok(bytes) = r.bytes().await {
-                listing.last_checkpoint_hint = serde_json::from_slice::<serde_json::Value>(&bytes)
-                    .ok()
-                    .and_then(|v| v.get("version").and_then(|v| v.as_u64()));
-            }
-        }
+    if listing.has_last_checkpoint_file
+        && let Ok(r) = store.get(&Path::from("_delta_log/_last_checkpoint")).await
+        && let Ok(bytes) = r.bytes().await
+    {
+        listing.last_checkpoint_hint = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v.get("version").and_then(|v| v.as_u64()));
     }
     Ok(listing)
 }
@@ -84,17 +83,16 @@ pub async fn replay(
             cp.parts_expected
         ));
     }
-    if let Some(hint) = listing.last_checkpoint_hint {
-        if !listing
+    if let Some(hint) = listing.last_checkpoint_hint
+        && !listing
             .checkpoints
             .get(&hint)
             .is_some_and(|c| c.is_complete())
-        {
-            warnings.push(format!(
-                "_last_checkpoint names version {hint}, but that checkpoint is missing or incomplete; \
+    {
+        warnings.push(format!(
+            "_last_checkpoint names version {hint}, but that checkpoint is missing or incomplete; \
                  readers fall back to an older checkpoint or replay JSON commits"
-            ));
-        }
+        ));
     }
     let checkpoint = listing.usable_checkpoint(version).cloned();
     let first_needed = checkpoint.as_ref().map_or(0, |c| c.version + 1);

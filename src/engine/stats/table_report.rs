@@ -138,7 +138,7 @@ impl TableReport {
                 stats,
             });
         }
-        partitions.sort_by(|a, b| a.values.label().cmp(&b.values.label()));
+        partitions.sort_by_key(|a| a.values.label());
         let refs: Vec<&SizeStats> = partitions.iter().map(|p| &p.stats).collect();
         let stats = SizeStats::for_table(&mut all_sizes, &refs, &thresholds, &edges);
         TableReport {

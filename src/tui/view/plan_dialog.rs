@@ -101,7 +101,7 @@ pub fn draw(f: &mut Frame, area: Rect, d: &PlanDialog) {
                     Constraint::Length(5),
                     Constraint::Length(14),
                     Constraint::Length(10),
-                    Constraint::Length(16),
+                    Constraint::Length(19),
                     Constraint::Length(13),
                     Constraint::Length(13),
                 ],

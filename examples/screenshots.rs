@@ -70,7 +70,7 @@ async fn settle(app: &mut App, effects: Vec<Effect>, jobs: &mut HashMap<u64, Pre
                     target_file_size: None,
                     min_file_size: None,
                     parallelism: 1,
-                    max_bin_bytes: Some(24 * MIB),
+                    max_bin_bytes: None,
                     storage_options: Default::default(),
                 };
                 let result = match Location::parse(&uri) {
@@ -108,12 +108,12 @@ async fn settle(app: &mut App, effects: Vec<Effect>, jobs: &mut HashMap<u64, Pre
                     .rposition(|e| matches!(e, JobEvent::Committed(_)))
                     .unwrap_or(0);
                 for ev in events.into_iter().take(keep + 1) {
-                    std::thread::sleep(Duration::from_millis(5));
+                    // Real spacing between progress samples, so the throughput sparkline fills.
+                    if matches!(ev, JobEvent::Progress(_)) {
+                        std::thread::sleep(Duration::from_millis(210));
+                    }
                     let more = app.update(Action::Job { job: id, event: ev });
-                    q.extend(
-                        more.into_iter()
-                            .filter(|e| !matches!(e, Effect::Load { .. })),
-                    );
+                    q.extend(more);
                 }
             }
             _ => {}

@@ -42,7 +42,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         };
         Line::from(Span::styled(
             format!(
-                " j/k move · s sort · / filter · t table histogram · r reload{back} · ? help · q quit"
+                " j/k move · s sort · / filter · Space mark · c compact · x cancel job · t whole-table histogram · r reload{back} · ? help · q quit"
             ),
             style::dim(),
         ))

@@ -5,6 +5,7 @@ mod common;
 mod compact;
 mod errors;
 mod fixtures;
+mod replay;
 mod stream;
 mod tui;
 mod tui_jobs;

@@ -142,7 +142,6 @@ async fn delete_all(store: &Arc<dyn ObjectStore>, paths: &[String]) -> Vec<Strin
     left
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_bin(
     table: DeltaTable,
     values: PartitionValues,

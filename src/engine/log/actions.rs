@@ -53,6 +53,7 @@ pub struct RemoveFile {
     pub size: Option<i64>,
     pub deletion_timestamp: Option<i64>,
     pub data_change: Option<bool>,
+    pub partition_values: Option<HashMap<String, Option<String>>>,
     pub deletion_vector: Option<DeletionVector>,
 }
 

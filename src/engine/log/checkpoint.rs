@@ -21,8 +21,13 @@ use super::state::{Tombstones, TxnState};
 
 /// Where checkpoint rows go. Entries already decided by newer JSON commits win.
 pub struct CheckpointSink<'a> {
-    /// File keys removed by commits newer than the checkpoint.
-    pub removed: &'a HashSet<String>,
+    /// File keys removed by commits newer than the checkpoint (only when some remove lacks its
+    /// partition or size; then paths are read).
+    pub drop_by_path: &'a HashSet<String>,
+    /// (canonical partition key, size) of files removed by newer commits, with counts.
+    pub drop_by_size: HashMap<(String, u64), u32>,
+    /// The sizes in `drop_by_size`: a cheap first check before building the map key.
+    pub drop_sizes: HashSet<u64>,
     pub partitions: &'a mut PartitionSizes,
     pub tombstones: &'a mut Tombstones,
     pub txns: &'a mut HashMap<String, TxnState>,
@@ -44,7 +49,7 @@ pub async fn read_checkpoint_file(
     let builder = ParquetRecordBatchStreamBuilder::new(reader)
         .await
         .map_err(|e| e.to_string())?;
-    let need_paths = !sink.removed.is_empty();
+    let need_paths = !sink.drop_by_path.is_empty();
     let mut wanted: Vec<&str> = vec![
         "add.size",
         "add.partitionValues",
@@ -210,11 +215,11 @@ fn read_adds(
         }
         if let Some(paths) = &paths {
             let path = paths.value(i);
-            let key = match dvs {
-                Some(dv) => dv_key(dv, i, path)?,
-                None => path.to_string(),
+            let dropped = match dvs {
+                Some(dv) if dv.is_valid(i) => sink.drop_by_path.contains(&dv_key(dv, i, path)?),
+                _ => sink.drop_by_path.contains(path),
             };
-            if sink.removed.contains(&key) {
+            if dropped {
                 continue;
             }
         }
@@ -229,7 +234,18 @@ fn read_adds(
             }
             _ => buf.clear(),
         }
-        sink.partitions.push(buf, size.value(i).max(0) as u64);
+        let sz = size.value(i).max(0) as u64;
+        if sink.drop_sizes.contains(&sz) {
+            if let Some(n) = sink
+                .drop_by_size
+                .get_mut(&(buf.clone(), sz))
+                .filter(|n| **n > 0)
+            {
+                *n -= 1;
+                continue;
+            }
+        }
+        sink.partitions.push(buf, sz);
     }
     Ok(())
 }

@@ -10,10 +10,30 @@ const ENTRY_SEP: char = '\u{1f}';
 const KV_SEP: char = '\u{1e}';
 const NULL_MARK: char = '\u{0}';
 
-/// Builds a raw key from `(column, value)` pairs into `buf` (cleared first).
+/// Builds the canonical raw key (entries sorted by column) from `(column, value)` pairs into
+/// `buf` (cleared first), so maps written in any order give the same key.
 pub fn encode_into<'a>(buf: &mut String, pairs: impl Iterator<Item = (&'a str, Option<&'a str>)>) {
     buf.clear();
-    for (k, v) in pairs {
+    // Up to 8 entries sort on the stack: this runs once per file of a checkpoint.
+    let mut small: [(&'a str, Option<&'a str>); 8] = [("", None); 8];
+    let mut n = 0;
+    let mut overflow: Vec<(&'a str, Option<&'a str>)> = Vec::new();
+    for p in pairs {
+        if n < small.len() {
+            small[n] = p;
+            n += 1;
+        } else {
+            overflow.push(p);
+        }
+    }
+    let sorted: &mut [(&str, Option<&str>)] = if overflow.is_empty() {
+        &mut small[..n]
+    } else {
+        overflow.extend_from_slice(&small[..n]);
+        &mut overflow
+    };
+    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for &(k, v) in sorted.iter() {
         buf.push_str(k);
         buf.push(KV_SEP);
         match v {

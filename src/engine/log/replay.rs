@@ -18,6 +18,9 @@ use super::state::{CommitSummary, LogState, Tombstones, TxnState};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::progress::LoadProgress;
 
+/// History-only commits larger than this are summarised from their first bytes.
+const HISTORY_HEAD_BYTES: u64 = 64 * 1024;
+
 #[derive(Debug, Clone, Copy)]
 pub struct ReplayOptions {
     /// How many of the newest commits to summarise for the history panel.
@@ -55,6 +58,16 @@ pub async fn list_log(store: &Arc<dyn ObjectStore>, uri: &str) -> Result<LogList
             .and_then(|v| v.get("version").and_then(|v| v.as_u64()));
     }
     Ok(listing)
+}
+
+/// The oldest action on a file key among the JSON commits after the checkpoint.
+enum Oldest {
+    Add,
+    /// With the remove's partition key (canonical encoding) and size, when recorded.
+    Remove {
+        part: Option<String>,
+        size: Option<i64>,
+    },
 }
 
 pub async fn replay(
@@ -145,8 +158,10 @@ pub async fn replay(
         .sum();
 
     let mut seen: HashSet<String> = HashSet::new();
-    // Keys removed after the checkpoint: the only checkpoint rows that must be dropped.
-    let mut removed: HashSet<String> = HashSet::new();
+    // The oldest JSON action on each file key (processing is newest-first, so the last write
+    // wins): a key whose oldest action is a remove was live in the checkpoint and must be
+    // dropped from it.
+    let mut oldest: HashMap<String, Oldest> = HashMap::new();
     let mut partitions = PartitionSizes::default();
     let mut tombstones = Tombstones::default();
     let mut txns: HashMap<String, TxnState> = HashMap::new();
@@ -155,28 +170,39 @@ pub async fn replay(
     let mut commits = Vec::new();
     let mut buf = String::new();
 
-    let wanted: Vec<(u64, String, Option<chrono::DateTime<chrono::Utc>>)> = to_read
+    let wanted: Vec<(u64, String, u64, Option<chrono::DateTime<chrono::Utc>>)> = to_read
         .iter()
-        .filter_map(|v| listing.commits.get(v).map(|(p, _, m)| (*v, p.clone(), *m)))
+        .filter_map(|v| {
+            listing
+                .commits
+                .get(v)
+                .map(|(p, size, m)| (*v, p.clone(), *size, *m))
+        })
         .collect();
-    let fetches = futures::stream::iter(wanted.into_iter().map(|(v, path, modified)| {
+    let fetches = futures::stream::iter(wanted.into_iter().map(|(v, path, size, modified)| {
         let store = store.clone();
         async move {
-            let bytes = store
-                .get(&Path::from(path.as_str()))
-                .await
-                .map_err(|e| EngineError::from_store(uri, &path, e))?
-                .bytes()
-                .await
-                .map_err(|e| EngineError::from_store(uri, &path, e))?;
-            Ok::<_, EngineError>((v, path, modified, bytes))
+            let location = Path::from(path.as_str());
+            // A commit before the checkpoint only feeds the history panel: a big one (a bulk
+            // load of 100k files) is summarised from its head (commitInfo comes first).
+            let head_only = v < first_needed && size > HISTORY_HEAD_BYTES;
+            let bytes = if head_only {
+                store.get_range(&location, 0..HISTORY_HEAD_BYTES).await
+            } else {
+                match store.get(&location).await {
+                    Ok(r) => r.bytes().await,
+                    Err(e) => Err(e),
+                }
+            }
+            .map_err(|e| EngineError::from_store(uri, &path, e))?;
+            Ok::<_, EngineError>((v, path, modified, bytes, head_only))
         }
     }))
     .buffered(opts.io_concurrency.max(1));
     futures::pin_mut!(fetches);
     let mut done = 0;
     while let Some(item) = fetches.next().await {
-        let (v, path, modified, bytes) = item?;
+        let (v, path, modified, bytes, head_only) = item?;
         let live = v >= first_needed;
         let mut summary = CommitSummary {
             version: v,
@@ -191,7 +217,12 @@ pub async fn replay(
             epoch_id: None,
             engine: None,
         };
-        for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+        if head_only {
+            lines.pop(); // the last line was cut by the range read
+        }
+        let mut metrics_counts = None;
+        for (n, line) in lines.into_iter().enumerate() {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -208,7 +239,7 @@ pub async fn replay(
                 summary.data_change |= add.data_change.unwrap_or(true);
                 if live {
                     let key = file_key(&add.path, add.deletion_vector.as_ref());
-                    if seen.insert(key) {
+                    if seen.insert(key.clone()) {
                         encode_into(
                             &mut buf,
                             add.partition_values
@@ -217,6 +248,7 @@ pub async fn replay(
                         );
                         partitions.push(&buf, add.size.max(0) as u64);
                     }
+                    oldest.insert(key, Oldest::Add);
                 }
             }
             if let Some(rm) = a.remove {
@@ -228,7 +260,17 @@ pub async fn replay(
                     if seen.insert(key.clone()) {
                         tombstones.push(rm.deletion_timestamp, rm.size);
                     }
-                    removed.insert(key);
+                    let part = rm.partition_values.as_ref().map(|pv| {
+                        encode_into(&mut buf, pv.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
+                        buf.clone()
+                    });
+                    oldest.insert(
+                        key,
+                        Oldest::Remove {
+                            part,
+                            size: rm.size,
+                        },
+                    );
                 }
             }
             if live {
@@ -253,6 +295,20 @@ pub async fn replay(
                 summary.query_id = ci.param("queryId");
                 summary.epoch_id = ci.param("epochId").and_then(|s| s.parse().ok());
                 summary.engine = ci.engine_info.clone();
+                metrics_counts = Some(ci);
+            }
+        }
+        if head_only {
+            // Counts of a commit read by its head come from its operationMetrics.
+            if let Some(ci) = metrics_counts {
+                let m = |keys: &[&str]| keys.iter().find_map(|k| ci.metric(k));
+                summary.files_added =
+                    m(&["numAddedFiles", "numFiles"]).unwrap_or(summary.files_added);
+                summary.files_removed = m(&["numRemovedFiles"]).unwrap_or(summary.files_removed);
+                summary.bytes_added =
+                    m(&["numAddedBytes", "numOutputBytes"]).unwrap_or(summary.bytes_added);
+                summary.bytes_removed = m(&["numRemovedBytes"]).unwrap_or(summary.bytes_removed);
+                summary.data_change = ci.operation.as_deref() != Some("OPTIMIZE");
             }
         }
         if commits.len() < opts.history_commits {
@@ -262,10 +318,36 @@ pub async fn replay(
         progress(LoadProgress::ReadingCommits { done, total });
     }
 
+    // Files the checkpoint holds but later commits removed. When every such remove records its
+    // partition and size (Spark and delta-rs always do), they are dropped by (partition, size):
+    // the resulting multiset of sizes is exact and the checkpoint's paths are never read.
+    // Otherwise the paths are read and matched.
+    let mut drop_by_size: HashMap<(String, u64), u32> = HashMap::new();
+    let mut drop_by_path: HashSet<String> = HashSet::new();
+    let mut need_paths = false;
+    for (key, o) in oldest {
+        if let Oldest::Remove { part, size } = o {
+            match (part, size) {
+                (Some(p), Some(s)) if s >= 0 => {
+                    *drop_by_size.entry((p, s as u64)).or_default() += 1
+                }
+                _ => need_paths = true,
+            }
+            drop_by_path.insert(key);
+        }
+    }
+    if !need_paths {
+        drop_by_path.clear();
+    } else {
+        drop_by_size.clear();
+    }
+
     let mut checkpoint_rows = 0;
     if let Some(cp) = &checkpoint {
         let mut sink = CheckpointSink {
-            removed: &removed,
+            drop_by_path: &drop_by_path,
+            drop_sizes: drop_by_size.keys().map(|(_, s)| *s).collect(),
+            drop_by_size,
             partitions: &mut partitions,
             tombstones: &mut tombstones,
             txns: &mut txns,

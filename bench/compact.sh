@@ -19,39 +19,50 @@ if [ ! -f "$work/base/_delta_log/00000000000000000000.json" ]; then
 fi
 du -sh "$work/base" >&2
 out="$work/results.jsonl"; : > "$out"
-for tool in lakehealth python floor; do
+for tool in lakehealth lakehealth-p2 python floor; do
   rm -rf "$work/$tool"; cp -r "$work/base" "$work/$tool"
 done
 sync
-t0=$(date +%s.%N)
-"$bin" compact "$work/lakehealth" --target 128MiB --json > "$work/lh.json"
-t1=$(date +%s.%N)
-python3 -c "import json,sys; s=json.load(open('$work/lh.json')); print(json.dumps({'tool':'lakehealth','seconds':$t1-$t0,'files_removed':s['files_removed'],'files_added':s['files_added'],'commits':len(s['commits'])}))" | tee -a "$out"
+for p in 1 2; do
+  dir="$work/lakehealth"; [ "$p" = 2 ] && dir="$work/lakehealth-p2"
+  t0=$(date +%s.%N)
+  "$bin" compact "$dir" --target 128MiB --parallelism "$p" --json > "$work/lh-p$p.json"
+  t1=$(date +%s.%N)
+  # seconds: the whole process (open, plan, rewrite, commits); execute_seconds: rewrite + commits.
+  python3 -c "import json; s=json.load(open('$work/lh-p$p.json')); print(json.dumps({'tool':'lakehealth-p$p','seconds':$t1-$t0,'execute_seconds':s['seconds'],'files_removed':s['files_removed'],'files_added':s['files_added'],'bytes_out':s['bytes_added'],'commits':len(s['commits'])}))" | tee -a "$out"
+done
 python3 bench/py_optimize.py "$work/python" "$target" | tee -a "$out"
 "$ex" floor "$work/floor" "$work/floor-out" "$target" | tee -a "$out"
 
-# Writer latency without and with a compaction running.
-for mode in alone with_compaction; do
-  rm -rf "$work/lat"; cp -r "$work/base" "$work/lat"
-  "$bin" stream "$work/lat" --interval 250ms --rows 500 --query-id "lat-$mode" --batches 120 > "$work/lat-$mode.jsonl" 2>/dev/null &
-  spid=$!
-  if [ "$mode" = with_compaction ]; then
-    sleep 2
-    "$bin" compact "$work/lat" --target 128MiB > /dev/null 2>&1 || true
-  fi
-  wait $spid
-  python3 bench/latency.py "$work/lat-$mode.jsonl" | sed "s/^{/{\"latency\": \"$mode\", /" | tee -a "$out"
-done
+# Writer latency without and with a compaction running: one micro-batch every 100 ms; the
+# "with" numbers count only the commits that landed while the compaction ran, the "alone"
+# numbers a window of the same length before it.
+rm -rf "$work/lat"; cp -r "$work/base" "$work/lat"
+"$bin" stream "$work/lat" --interval 100ms --rows 500 --query-id lat --batches 400 > "$work/lat.jsonl" 2>/dev/null &
+spid=$!
+sleep 12
+c0=$(date +%s%3N)
+"$bin" compact "$work/lat" --target 128MiB > /dev/null 2>&1 || true
+c1=$(date +%s%3N)
+wait $spid
+len=$((c1 - c0))
+python3 bench/latency.py "$work/lat.jsonl" $((c0 - len - 1000)) $((c0 - 1000)) | sed 's/^{/{"latency": "alone", /' | tee -a "$out"
+python3 bench/latency.py "$work/lat.jsonl" "$c0" "$c1" | sed 's/^{/{"latency": "with_compaction", /' | tee -a "$out"
 
 python3 - "$out" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 t = {r["tool"]: r for r in rows if "tool" in r}
 lat = {r["latency"]: r for r in rows if "latency" in r}
-lh, py, fl = t["lakehealth"]["seconds"], t["python-deltalake"]["seconds"], t["parquet-floor"]["seconds"]
-print(f"lakehealth {lh:.2f}s  python-deltalake {py:.2f}s  parquet floor {fl:.2f}s")
-print(f"lakehealth/python = {lh/py:.2f}   lakehealth/floor = {lh/fl:.2f}")
-print(f"outputs: lakehealth {t['lakehealth']['files_added']}, python {t['python-deltalake']['files_added']}, floor {t['parquet-floor']['outputs']}")
+l1, l2 = t["lakehealth-p1"], t["lakehealth-p2"]
+py, fl = t["python-deltalake"]["seconds"], t["parquet-floor"]["seconds"]
+print(f"python-deltalake optimize.compact() {py:.2f}s (2 threads)   parquet floor {fl:.2f}s (1 thread)")
+for name, l in (("lakehealth --parallelism 1", l1), ("lakehealth --parallelism 2", l2)):
+    print(f"{name}: process {l['seconds']:.2f}s, rewrite+commits {l['execute_seconds']:.2f}s, {l['commits']} commits, "
+          f"/python {l['seconds']/py:.2f} (execute {l['execute_seconds']/py:.2f}), /floor {l['seconds']/fl:.2f} (execute {l['execute_seconds']/fl:.2f})")
+print(f"outputs: lakehealth {l1['files_added']} ({l1['bytes_out']/4/2**20:.0f} MiB avg), python {t['python-deltalake']['files_added']}, floor {t['parquet-floor']['outputs']}")
 a, w = lat["alone"], lat["with_compaction"]
-print(f"writer latency alone p50 {a['p50_ms']:.0f} ms p99 {a['p99_ms']:.0f} ms; with compaction p50 {w['p50_ms']:.0f} ms p99 {w['p99_ms']:.0f} ms; p99 ratio {w['p99_ms']/a['p99_ms']:.2f}")
+print(f"writer commit latency alone (n={a['n']}): p50 {a['p50_ms']:.0f} ms p95 {a['p95_ms']:.0f} ms p99 {a['p99_ms']:.0f} ms; "
+      f"during compaction (n={w['n']}): p50 {w['p50_ms']:.0f} ms p95 {w['p95_ms']:.0f} ms p99 {w['p99_ms']:.0f} ms; "
+      f"ratios p50 {w['p50_ms']/a['p50_ms']:.2f} p99 {w['p99_ms']/a['p99_ms']:.2f}")
 PY

@@ -257,9 +257,42 @@ pub fn help_sections() -> Vec<(&'static str, Vec<(String, &'static str)>)> {
     .collect()
 }
 
+/// The key table of the README (kept in sync by a test), from the same data as `?`.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| keys | where | does |\n|---|---|---|\n");
+    for (title, rows) in help_sections() {
+        for (keys, help) in rows {
+            let keys = keys
+                .split(" / ")
+                .map(|k| format!("`{}`", k.replace('|', "\\|")))
+                .collect::<Vec<_>>()
+                .join(" / ");
+            out.push_str(&format!("| {keys} | {} | {help} |\n", title.to_lowercase()));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn readme_key_table_is_generated_from_the_keymap() {
+        let readme = include_str!("../../README.md");
+        let (start, end) = ("<!-- keys:start -->\n", "<!-- keys:end -->");
+        let from = readme.find(start).map(|i| i + start.len());
+        let to = readme.find(end);
+        let (Some(from), Some(to)) = (from, to) else {
+            panic!("README.md lacks the key table markers");
+        };
+        let expected = markdown_table();
+        assert_eq!(
+            &readme[from..to],
+            expected,
+            "update README.md's key table to:\n{expected}"
+        );
+    }
 
     fn key(c: KeyCode) -> KeyEvent {
         KeyEvent::new(c, KeyModifiers::NONE)

@@ -387,9 +387,16 @@ pub async fn execute(
         let opts = opts.clone();
         let cancel = cancel.clone();
         let counters = counters.clone();
+        let slots = Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1)));
         tokio::spawn(async move {
-            let mut results = futures::stream::iter(bins.into_iter().map(|(v, b)| {
-                run_bin(
+            // One task per bin, at most `parallelism` at once: on the job's multi-threaded
+            // runtime they run on separate cores.
+            for (v, b) in bins {
+                let Ok(permit) = slots.clone().acquire_owned().await else {
+                    break;
+                };
+                let tx = tx.clone();
+                let fut = run_bin(
                     table.clone(),
                     v,
                     b,
@@ -397,13 +404,12 @@ pub async fn execute(
                     opts.clone(),
                     cancel.clone(),
                     counters.clone(),
-                )
-            }))
-            .buffer_unordered(opts.parallelism.max(1));
-            while let Some(r) = results.next().await {
-                if tx.send(r).await.is_err() {
-                    break;
-                }
+                );
+                tokio::spawn(async move {
+                    let r = fut.await;
+                    drop(permit);
+                    let _ = tx.send(r).await;
+                });
             }
         })
     };

@@ -123,8 +123,8 @@ pub async fn prepare(
     })
 }
 
-/// Executes on a dedicated single-threaded runtime and thread: compaction gets at most one core
-/// per unit of parallelism it asks for, the caller's runtime (UI, writer) keeps its own.
+/// Executes on a dedicated runtime with one worker thread per unit of parallelism: compaction
+/// gets at most that many cores, the caller's runtime (UI, writer) keeps its own.
 pub async fn run_isolated(
     mut job: PreparedJob,
     locks: Arc<PartitionLocks>,

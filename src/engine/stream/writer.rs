@@ -40,6 +40,9 @@ pub struct BatchCommitted {
     pub files: usize,
     /// From the start of the write to the commit landing.
     pub latency_ms: f64,
+    /// When the commit landed (ms since the epoch).
+    #[serde(default)]
+    pub committed_at_ms: i64,
     pub retries: usize,
 }
 
@@ -153,6 +156,7 @@ pub async fn run_stream(
             partition: date,
             files,
             latency_ms,
+            committed_at_ms: chrono::Utc::now().timestamp_millis(),
             retries,
         };
         tracing::debug!(?ev, "batch committed");

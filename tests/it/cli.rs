@@ -57,7 +57,43 @@ fn report_text_of_a_root_lists_every_table() {
 #[test]
 fn bad_input_fails_with_an_actionable_message() {
     let empty = tempfile::tempdir().unwrap();
+    let mapped = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("table_with_column_mapping"), mapped.path());
+    let nullp = fixture("delta-0.8.0-null-partition");
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "compact",
+                nullp.to_str().unwrap(),
+                "--where",
+                "v > 3",
+                "--dry-run",
+            ],
+            "not a partition column",
+        ),
+        (
+            vec![
+                "compact",
+                nullp.to_str().unwrap(),
+                "--where",
+                "k = 'A' OR k = 'B'",
+                "--dry-run",
+            ],
+            "OR is not supported",
+        ),
+        (
+            vec!["compact", mapped.path().to_str().unwrap()],
+            "column mapping",
+        ),
+        (
+            vec![
+                "compact",
+                nullp.to_str().unwrap(),
+                "--min-file-size",
+                "lots",
+            ],
+            "invalid size",
+        ),
         (
             vec!["report", empty.path().to_str().unwrap()],
             "not a Delta table",

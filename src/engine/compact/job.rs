@@ -138,10 +138,13 @@ pub async fn run_isolated(
         .map(|p| key(&job.table.uri, &p.values.label()))
         .collect();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let workers = job.exec.parallelism.max(1);
     std::thread::Builder::new()
         .name("lakehealth-compact".into())
         .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .thread_name("lakehealth-compact")
                 .enable_all()
                 .build()
             {

@@ -12,7 +12,6 @@ use std::time::Duration;
 use lakehealth::engine::compact::events::JobEvent;
 use lakehealth::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isolated};
 use lakehealth::engine::compact::locks::PartitionLocks;
-use lakehealth::engine::compact::plan::Selection;
 use tokio_util::sync::CancellationToken;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -65,14 +64,7 @@ async fn settle(app: &mut App, effects: Vec<Effect>, jobs: &mut HashMap<u64, Pre
                 uri,
                 partitions,
             } => {
-                let req = CompactRequest {
-                    selection: Selection::Labels(partitions),
-                    target_file_size: None,
-                    min_file_size: None,
-                    parallelism: 1,
-                    max_bin_bytes: None,
-                    storage_options: Default::default(),
-                };
+                let req = CompactRequest::for_partitions(partitions, Default::default());
                 let result = match Location::parse(&uri) {
                     Ok(l) => prepare(&l, &req, opts().thresholds, 1.0)
                         .await

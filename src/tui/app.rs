@@ -11,6 +11,7 @@ use super::layout;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
+use crate::engine::stats::file_sizes::SizeStats;
 use crate::engine::stats::table_report::TableReport;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -585,30 +586,15 @@ impl App {
             self.partitions.view.clear();
             return;
         };
-        let needle = self.partitions.filter.to_lowercase();
         let labels: Vec<String> = t.partitions.iter().map(|p| p.values.label()).collect();
-        let mut view: Vec<usize> = (0..t.partitions.len())
-            .filter(|&i| needle.is_empty() || labels[i].to_lowercase().contains(&needle))
-            .collect();
-        let key = self.sort;
-        view.sort_by(|&a, &b| {
-            let (pa, pb) = (&t.partitions[a].stats, &t.partitions[b].stats);
-            let ord = match key {
-                SortKey::Excess => pa.excess_files.cmp(&pb.excess_files),
-                SortKey::SmallShare => pa.small_share().total_cmp(&pb.small_share()),
-                SortKey::Bytes => pa.bytes.cmp(&pb.bytes),
-                SortKey::Files => pa.files.cmp(&pb.files),
-                SortKey::Name => std::cmp::Ordering::Equal,
-            };
-            let ord = if self.sort_desc { ord.reverse() } else { ord };
-            let by_name = labels[a].cmp(&labels[b]);
-            let by_name = if key == SortKey::Name && self.sort_desc {
-                by_name.reverse()
-            } else {
-                by_name
-            };
-            ord.then(by_name)
-        });
+        let stats: Vec<&SizeStats> = t.partitions.iter().map(|p| &p.stats).collect();
+        let view = filter_and_sort(
+            &labels,
+            &stats,
+            &self.partitions.filter,
+            self.sort,
+            self.sort_desc,
+        );
         let selected = keep
             .and_then(|k| view.iter().position(|&i| labels[i] == k))
             .unwrap_or(0);
@@ -623,23 +609,15 @@ impl App {
             self.tables.view.clear();
             return;
         };
-        let needle = self.tables.filter.to_lowercase();
-        let mut view: Vec<usize> = (0..r.tables.len())
-            .filter(|&i| needle.is_empty() || r.tables[i].name.to_lowercase().contains(&needle))
-            .collect();
-        let key = self.sort;
-        view.sort_by(|&a, &b| {
-            let (ta, tb) = (&r.tables[a].stats, &r.tables[b].stats);
-            let ord = match key {
-                SortKey::Excess => ta.excess_files.cmp(&tb.excess_files),
-                SortKey::SmallShare => ta.small_share().total_cmp(&tb.small_share()),
-                SortKey::Bytes => ta.bytes.cmp(&tb.bytes),
-                SortKey::Files => ta.files.cmp(&tb.files),
-                SortKey::Name => std::cmp::Ordering::Equal,
-            };
-            let ord = if self.sort_desc { ord.reverse() } else { ord };
-            ord.then(r.tables[a].name.cmp(&r.tables[b].name))
-        });
+        let names: Vec<String> = r.tables.iter().map(|t| t.name.clone()).collect();
+        let stats: Vec<&SizeStats> = r.tables.iter().map(|t| &t.stats).collect();
+        let view = filter_and_sort(
+            &names,
+            &stats,
+            &self.tables.filter,
+            self.sort,
+            self.sort_desc,
+        );
         let selected = keep
             .and_then(|k| view.iter().position(|&i| r.tables[i].uri == k))
             .unwrap_or(0);
@@ -648,6 +626,34 @@ impl App {
         let h = layout::tables_rows(self.size);
         self.tables.clamp(h);
     }
+}
+
+/// Indices of the rows whose name contains `filter` (case-insensitive), ordered by `key` and
+/// then by name. Shared by the tables list and the partitions table.
+fn filter_and_sort(
+    names: &[String],
+    stats: &[&SizeStats],
+    filter: &str,
+    key: SortKey,
+    desc: bool,
+) -> Vec<usize> {
+    let needle = filter.to_lowercase();
+    let mut view: Vec<usize> = (0..names.len())
+        .filter(|&i| needle.is_empty() || names[i].to_lowercase().contains(&needle))
+        .collect();
+    view.sort_by(|&a, &b| {
+        let (sa, sb) = (stats[a], stats[b]);
+        let ord = match key {
+            SortKey::Excess => sa.excess_files.cmp(&sb.excess_files),
+            SortKey::SmallShare => sa.small_share().total_cmp(&sb.small_share()),
+            SortKey::Bytes => sa.bytes.cmp(&sb.bytes),
+            SortKey::Files => sa.files.cmp(&sb.files),
+            SortKey::Name => names[a].cmp(&names[b]),
+        };
+        let ord = if desc { ord.reverse() } else { ord };
+        ord.then_with(|| names[a].cmp(&names[b]))
+    });
+    view
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@ use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
 use crate::engine::compact::locks::PartitionLocks;
-use crate::engine::compact::plan::Selection;
 use crate::engine::location::Location;
 use crate::engine::open::{OpenOptions, load_table, open};
 
@@ -106,14 +105,7 @@ impl Loader {
                 let report = load_table(&loc, &opts, &|_| {})
                     .await
                     .map_err(|e| e.to_string())?;
-                let req = CompactRequest {
-                    selection: Selection::Labels(partitions),
-                    target_file_size: None,
-                    min_file_size: None,
-                    parallelism: 1,
-                    max_bin_bytes: None,
-                    storage_options: opts.storage_options.clone(),
-                };
+                let req = CompactRequest::for_partitions(partitions, opts.storage_options.clone());
                 prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
                     .await
                     .map_err(|e| e.to_string())

@@ -112,3 +112,18 @@ pub fn naive_replay(table: &Path) -> (u64, u64, HashMap<String, u64>) {
     let bytes = live.values().map(|(s, _)| s).sum();
     (live.len() as u64, bytes, parts)
 }
+
+/// The screen a TestBackend of `w` x `h` shows for `app`, as text.
+pub fn render(app: &lakehealth::tui::app::App, w: u16, h: u16) -> String {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    t.draw(|f| lakehealth::tui::view::draw(f, app)).unwrap();
+    let buf = t.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            out.push_str(buf[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -8,9 +8,7 @@ use lakehealth::engine::location::Location;
 use lakehealth::engine::open::open;
 use lakehealth::tui::action::{Action, Effect};
 use lakehealth::tui::app::{App, Screen, SortKey};
-use lakehealth::tui::{key_to_action, view};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
+use lakehealth::tui::key_to_action;
 
 use crate::common::*;
 
@@ -43,17 +41,7 @@ async fn press_mod(app: &mut App, code: KeyCode, mods: KeyModifiers) {
 }
 
 fn render(app: &App) -> String {
-    let mut t = Terminal::new(TestBackend::new(W, H)).unwrap();
-    t.draw(|f| view::draw(f, app)).unwrap();
-    let buf = t.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
+    crate::common::render(app, W, H)
 }
 
 async fn opened(path: &std::path::Path) -> App {

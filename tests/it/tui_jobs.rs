@@ -7,7 +7,6 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use lakehealth::engine::compact::events::{CommitRecord, JobEvent, JobSummary, Progress};
 use lakehealth::engine::compact::job::{CompactRequest, prepare};
-use lakehealth::engine::compact::plan::Selection;
 use lakehealth::engine::demo::{create_sensor_table, seed_small_files};
 use lakehealth::engine::location::Location;
 use lakehealth::engine::open::open;
@@ -16,9 +15,7 @@ use lakehealth::engine::stats::file_sizes::Thresholds;
 use lakehealth::tui::action::{Action, Effect};
 use lakehealth::tui::app::App;
 use lakehealth::tui::jobs::JobStatus;
-use lakehealth::tui::{key_to_action, view};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
+use lakehealth::tui::key_to_action;
 
 use crate::common::*;
 
@@ -26,17 +23,7 @@ const W: u16 = 170;
 const H: u16 = 50;
 
 fn render(app: &App) -> String {
-    let mut t = Terminal::new(TestBackend::new(W, H)).unwrap();
-    t.draw(|f| view::draw(f, app)).unwrap();
-    let buf = t.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
+    crate::common::render(app, W, H)
 }
 
 fn thresholds() -> Thresholds {
@@ -65,14 +52,7 @@ async fn settle(app: &mut App, effects: Vec<Effect>, started: &mut Vec<u64>) {
                 uri,
                 partitions,
             } => {
-                let req = CompactRequest {
-                    selection: Selection::Labels(partitions),
-                    target_file_size: None,
-                    min_file_size: None,
-                    parallelism: 1,
-                    max_bin_bytes: None,
-                    storage_options: HashMap::new(),
-                };
+                let req = CompactRequest::for_partitions(partitions, HashMap::new());
                 let l = Location::parse(&uri).unwrap();
                 let result = prepare(&l, &req, thresholds(), 1.0)
                     .await

@@ -30,6 +30,20 @@ pub struct CompactRequest {
     pub storage_options: HashMap<String, String>,
 }
 
+impl CompactRequest {
+    /// The TUI's request: these partitions, every size from the table or the config.
+    pub fn for_partitions(labels: Vec<String>, storage_options: HashMap<String, String>) -> Self {
+        Self {
+            selection: Selection::Labels(labels),
+            target_file_size: None,
+            min_file_size: None,
+            parallelism: 1,
+            max_bin_bytes: None,
+            storage_options,
+        }
+    }
+}
+
 pub struct PreparedJob {
     pub table: CompactionTable,
     pub plan: CompactionPlan,

@@ -99,6 +99,41 @@ pub mod style {
     }
 }
 
+/// The slice of a list's rows that fits `height`, with each row's absolute position.
+pub fn visible(
+    list: &super::app::ListState,
+    height: usize,
+) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let end = (list.offset + height).min(list.view.len());
+    let start = list.offset.min(end);
+    list.view[start..end]
+        .iter()
+        .enumerate()
+        .map(move |(i, &idx)| (start + i, idx))
+}
+
+/// Highlights the selected row.
+pub fn mark_selected<'a>(
+    row: ratatui::widgets::Row<'a>,
+    pos: usize,
+    list: &super::app::ListState,
+) -> ratatui::widgets::Row<'a> {
+    if pos == list.selected {
+        row.style(style::selected())
+    } else {
+        row
+    }
+}
+
+/// "  filter: abc▏" while typing, "  filter: abc" once set, nothing otherwise.
+pub fn filter_text(app: &App, list: &super::app::ListState) -> String {
+    match (&app.filter_input, list.filter.is_empty()) {
+        (Some(f), _) => format!("  filter: {f}▏"),
+        (None, false) => format!("  filter: {}", list.filter),
+        _ => String::new(),
+    }
+}
+
 /// "12s ago", "3m ago", "5h ago", "2d ago".
 pub fn ago(ts_ms: Option<i64>, now_ms: i64) -> String {
     let Some(ts) = ts_ms else {

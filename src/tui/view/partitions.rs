@@ -13,11 +13,8 @@ use crate::tui::app::App;
 pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
     let list = &app.partitions;
     let height = area.height.saturating_sub(3) as usize;
-    let end = (list.offset + height).min(list.view.len());
-    let rows: Vec<Row> = list.view[list.offset.min(end)..end]
-        .iter()
-        .enumerate()
-        .map(|(i, &idx)| {
+    let rows: Vec<Row> = super::visible(list, height)
+        .map(|(pos, idx)| {
             let p = &t.partitions[idx];
             let s = &p.stats;
             let label = p.values.label();
@@ -38,19 +35,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
                     style::score(s.health_score),
                 )),
             ]);
-            if list.offset + i == list.selected {
-                row.style(style::selected())
-            } else {
-                row
-            }
+            super::mark_selected(row, pos, list)
         })
         .collect();
     let arrow = if app.sort_desc { "▼" } else { "▲" };
-    let filter = match (&app.filter_input, list.filter.is_empty()) {
-        (Some(f), _) => format!("  filter: {f}▏"),
-        (None, false) => format!("  filter: {}", list.filter),
-        _ => String::new(),
-    };
+    let filter = super::filter_text(app, list);
     let title = Line::from(vec![
         Span::styled(" Partitions ", style::title()),
         Span::raw(format!(

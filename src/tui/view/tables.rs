@@ -45,12 +45,9 @@ pub fn draw(f: &mut Frame, a: &TablesAreas, app: &App) {
     );
     let list = &app.tables;
     let height = a.list.height.saturating_sub(3) as usize;
-    let end = (list.offset + height).min(list.view.len());
     let now = now_ms();
-    let rows: Vec<Row> = list.view[list.offset.min(end)..end]
-        .iter()
-        .enumerate()
-        .map(|(i, &idx)| {
+    let rows: Vec<Row> = super::visible(list, height)
+        .map(|(pos, idx)| {
             let t = &r.tables[idx];
             let s = &t.stats;
             let row = Row::new(vec![
@@ -67,18 +64,10 @@ pub fn draw(f: &mut Frame, a: &TablesAreas, app: &App) {
                     style::score(s.health_score),
                 )),
             ]);
-            if list.offset + i == list.selected {
-                row.style(style::selected())
-            } else {
-                row
-            }
+            super::mark_selected(row, pos, list)
         })
         .collect();
-    let filter = match (&app.filter_input, list.filter.is_empty()) {
-        (Some(f), _) => format!("  filter: {f}▏"),
-        (None, false) => format!("  filter: {}", list.filter),
-        _ => String::new(),
-    };
+    let filter = super::filter_text(app, list);
     let title = Line::from(vec![
         Span::styled(" Tables ", style::title()),
         Span::raw(format!(

@@ -59,16 +59,17 @@ fn remove_after_checkpoint(dir: &std::path::Path, n: usize, extended: bool) {
         let text = std::fs::read_to_string(log.join(format!("{v:020}.json"))).unwrap();
         for line in text.lines() {
             let j: serde_json::Value = serde_json::from_str(line).unwrap();
-            if let Some(a) = j.get("add") {
-                if removes.len() < n && a["path"].as_str().unwrap().contains("2026-11-01") {
-                    let mut r = serde_json::json!({"path": a["path"], "deletionTimestamp": 1_764_000_000_000i64, "dataChange": true});
-                    if extended {
-                        r["size"] = a["size"].clone();
-                        r["partitionValues"] = a["partitionValues"].clone();
-                        r["extendedFileMetadata"] = serde_json::json!(true);
-                    }
-                    removes.push(serde_json::json!({"remove": r}));
+            if let Some(a) = j.get("add")
+                && removes.len() < n
+                && a["path"].as_str().unwrap().contains("2026-11-01")
+            {
+                let mut r = serde_json::json!({"path": a["path"], "deletionTimestamp": 1_764_000_000_000i64, "dataChange": true});
+                if extended {
+                    r["size"] = a["size"].clone();
+                    r["partitionValues"] = a["partitionValues"].clone();
+                    r["extendedFileMetadata"] = serde_json::json!(true);
                 }
+                removes.push(serde_json::json!({"remove": r}));
             }
         }
     }

@@ -235,15 +235,14 @@ fn read_adds(
             _ => buf.clear(),
         }
         let sz = size.value(i).max(0) as u64;
-        if sink.drop_sizes.contains(&sz) {
-            if let Some(n) = sink
+        if sink.drop_sizes.contains(&sz)
+            && let Some(n) = sink
                 .drop_by_size
                 .get_mut(&(buf.clone(), sz))
                 .filter(|n| **n > 0)
-            {
-                *n -= 1;
-                continue;
-            }
+        {
+            *n -= 1;
+            continue;
         }
         sink.partitions.push(buf, sz);
     }

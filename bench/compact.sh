@@ -3,7 +3,7 @@
 # 2,000 small files (~500 MB, 4 partitions): lakehealth compact vs Python deltalake's
 # optimize.compact() vs the parquet-crate floor (same rows rewritten, no table format).
 # Then the streaming writer's commit latency (p50/p99) without and with a compaction running.
-# Usage: bench/compact.sh   (needs: pip install deltalake pyarrow)
+# Usage: bench/compact.sh   (needs: pip install deltalake pyarrow); LATENCY_ONLY=1 for the last part
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/lakehealth/target}
@@ -19,6 +19,7 @@ if [ ! -f "$work/base/_delta_log/00000000000000000000.json" ]; then
 fi
 du -sh "$work/base" >&2
 out="$work/results.jsonl"; : > "$out"
+if [ "${LATENCY_ONLY:-0}" != 1 ]; then
 for tool in lakehealth lakehealth-p2 python floor; do
   rm -rf "$work/$tool"; cp -r "$work/base" "$work/$tool"
 done
@@ -33,6 +34,8 @@ for p in 1 2; do
 done
 python3 bench/py_optimize.py "$work/python" "$target" | tee -a "$out"
 "$ex" floor "$work/floor" "$work/floor-out" "$target" | tee -a "$out"
+
+fi
 
 # Writer latency without and with a compaction running: one micro-batch every 100 ms; the
 # "with" numbers count only the commits that landed while the compaction ran, the "alone"
@@ -49,6 +52,7 @@ len=$((c1 - c0))
 python3 bench/latency.py "$work/lat.jsonl" $((c0 - len - 1000)) $((c0 - 1000)) | sed 's/^{/{"latency": "alone", /' | tee -a "$out"
 python3 bench/latency.py "$work/lat.jsonl" "$c0" "$c1" | sed 's/^{/{"latency": "with_compaction", /' | tee -a "$out"
 
+[ "${LATENCY_ONLY:-0}" = 1 ] && exit 0
 python3 - "$out" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

@@ -43,6 +43,9 @@ pub struct BatchCommitted {
     /// When the commit landed (ms since the epoch).
     #[serde(default)]
     pub committed_at_ms: i64,
+    /// This commit also wrote a checkpoint (delta-rs does every `checkpointInterval` commits).
+    #[serde(default)]
+    pub checkpoint: bool,
     pub retries: usize,
 }
 
@@ -141,6 +144,7 @@ pub async fn run_stream(
             .map_err(|e| delta_err(&uri, e))?;
         let version = finalized.version();
         let retries = finalized.metrics.num_retries as usize;
+        let checkpoint = finalized.metrics.new_checkpoint_created;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         // Catch up with our own and any concurrent commits before the next batch.
         table
@@ -157,6 +161,7 @@ pub async fn run_stream(
             files,
             latency_ms,
             committed_at_ms: chrono::Utc::now().timestamp_millis(),
+            checkpoint,
             retries,
         };
         tracing::debug!(?ev, "batch committed");

@@ -11,10 +11,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use lakehealth::engine::location::Location;
-use lakehealth::engine::log::replay::ReplayOptions;
 use lakehealth::engine::open::{OpenOptions, load_table};
-use lakehealth::engine::size::{GIB, MIB};
-use lakehealth::engine::stats::file_sizes::Thresholds;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -126,14 +123,8 @@ fn peak_rss_bytes() -> u64 {
 
 async fn measure(dir: &Path) -> Res<()> {
     let opts = OpenOptions {
-        thresholds: Thresholds {
-            target_file_size: 128 * MIB,
-            small_file_size: 128 * MIB,
-            max_file_size: GIB,
-        },
-        replay: ReplayOptions::default(),
-        storage_options: Default::default(),
         discovery_depth: 0,
+        ..OpenOptions::default()
     };
     let base = peak_rss_bytes();
     let loc = Location::parse(&dir.to_string_lossy())?;

@@ -17,10 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use lakehealth::engine::demo::{DemoShape, ensure_demo_table};
 use lakehealth::engine::location::Location;
-use lakehealth::engine::log::replay::ReplayOptions;
 use lakehealth::engine::open::{OpenOptions, open};
-use lakehealth::engine::size::{GIB, MIB};
-use lakehealth::engine::stats::file_sizes::Thresholds;
 use lakehealth::tui::action::{Action, Effect};
 use lakehealth::tui::app::App;
 use lakehealth::tui::{key_to_action, view};
@@ -35,16 +32,7 @@ const W: u16 = 150;
 const H: u16 = 42;
 
 fn opts() -> OpenOptions {
-    OpenOptions {
-        thresholds: Thresholds {
-            target_file_size: 128 * MIB,
-            small_file_size: 128 * MIB,
-            max_file_size: GIB,
-        },
-        replay: ReplayOptions::default(),
-        storage_options: Default::default(),
-        discovery_depth: 3,
-    }
+    OpenOptions::default()
 }
 
 /// Fulfils effects like the TUI's loader, synchronously: loads, real plans and real jobs.

@@ -11,6 +11,7 @@ use super::error::{EngineError, Result};
 use super::location::Location;
 use super::log::replay::{ReplayOptions, replay};
 use super::progress::LoadProgress;
+use super::size::{GIB, MIB};
 use super::stats::file_sizes::Thresholds;
 use super::stats::table_report::TableReport;
 
@@ -21,6 +22,23 @@ pub struct OpenOptions {
     pub replay: ReplayOptions,
     pub storage_options: HashMap<String, String>,
     pub discovery_depth: usize,
+}
+
+impl Default for OpenOptions {
+    /// The documented defaults: target and small-file threshold 128 MiB, band up to 1 GiB,
+    /// 100 commits of history, 3 folder levels of discovery, no storage options.
+    fn default() -> Self {
+        Self {
+            thresholds: Thresholds {
+                target_file_size: 128 * MIB,
+                small_file_size: 128 * MIB,
+                max_file_size: GIB,
+            },
+            replay: ReplayOptions::default(),
+            storage_options: HashMap::new(),
+            discovery_depth: 3,
+        }
+    }
 }
 
 pub fn now_ms() -> i64 {

@@ -4,10 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use lakehealth::engine::location::Location;
-use lakehealth::engine::log::replay::ReplayOptions;
 use lakehealth::engine::open::OpenOptions;
-use lakehealth::engine::size::{GIB, MIB};
-use lakehealth::engine::stats::file_sizes::Thresholds;
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/delta")
@@ -30,16 +27,7 @@ pub fn fixture_tables() -> Vec<String> {
 }
 
 pub fn opts() -> OpenOptions {
-    OpenOptions {
-        thresholds: Thresholds {
-            target_file_size: 128 * MIB,
-            small_file_size: 128 * MIB,
-            max_file_size: GIB,
-        },
-        replay: ReplayOptions::default(),
-        storage_options: HashMap::new(),
-        discovery_depth: 3,
-    }
+    OpenOptions::default()
 }
 
 pub fn loc(p: &Path) -> Location {

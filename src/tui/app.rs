@@ -16,6 +16,8 @@ use crate::engine::stats::table_report::TableReport;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
+    /// Health score, worst first by default.
+    Health,
     Excess,
     SmallShare,
     Bytes,
@@ -30,7 +32,8 @@ impl SortKey {
             SortKey::SmallShare => SortKey::Bytes,
             SortKey::Bytes => SortKey::Files,
             SortKey::Files => SortKey::Name,
-            SortKey::Name => SortKey::Excess,
+            SortKey::Name => SortKey::Health,
+            SortKey::Health => SortKey::Excess,
         }
     }
     pub fn label(self) -> &'static str {
@@ -40,11 +43,12 @@ impl SortKey {
             SortKey::Bytes => "bytes",
             SortKey::Files => "files",
             SortKey::Name => "name",
+            SortKey::Health => "health",
         }
     }
     /// Names read best ascending, numbers worst-first.
     fn default_desc(self) -> bool {
-        !matches!(self, SortKey::Name)
+        !matches!(self, SortKey::Name | SortKey::Health)
     }
 }
 
@@ -512,6 +516,11 @@ impl App {
             .tables
             .selected_index()
             .and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
+        if self.root.is_none() && self.table.is_none() {
+            // A root's tables are ranked by health, worst first.
+            self.sort = SortKey::Health;
+            self.sort_desc = false;
+        }
         self.root = Some(r);
         if self.table.is_none() {
             self.screen = Screen::Tables;
@@ -649,6 +658,7 @@ fn filter_and_sort(
             SortKey::Bytes => sa.bytes.cmp(&sb.bytes),
             SortKey::Files => sa.files.cmp(&sb.files),
             SortKey::Name => names[a].cmp(&names[b]),
+            SortKey::Health => sa.health_score.cmp(&sb.health_score),
         };
         let ord = if desc { ord.reverse() } else { ord };
         ord.then_with(|| names[a].cmp(&names[b]))

@@ -164,7 +164,7 @@ pub static BINDINGS: &[Binding] = &[
         keys: &[k(KeyCode::Char('s'))],
         command: C::CycleSort,
         context: G,
-        help: "sort by next column (excess, small share, bytes, files, name)",
+        help: "sort by next column (excess, small share, bytes, files, name, health)",
     },
     Binding {
         keys: &[k(KeyCode::Char('S'))],

@@ -80,6 +80,16 @@ async fn table_view_shows_totals_partitions_histogram_and_commits() {
 async fn journey_root_drill_down_sort_filter_and_back() {
     let mut app = opened(&fixtures_dir()).await;
     assert_eq!(app.screen, Screen::Tables);
+    // Ranked by health, worst first.
+    assert_eq!(app.sort, SortKey::Health);
+    let root = app.root.as_ref().unwrap();
+    let scores: Vec<u8> = app
+        .tables
+        .view
+        .iter()
+        .map(|&i| root.tables[i].stats.health_score)
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] <= w[1]), "{scores:?}");
     let n = app.root.as_ref().unwrap().tables.len();
     let screen = render(&app);
     assert!(screen.contains(&format!("{n} tables")), "{screen}");
@@ -99,6 +109,8 @@ async fn journey_root_drill_down_sort_filter_and_back() {
     );
 
     // j/k and arrows move; s cycles the sort; the histogram follows the selection.
+    press(&mut app, KeyCode::Char('s')).await;
+    assert_eq!(app.sort, SortKey::Excess);
     press(&mut app, KeyCode::Char('s')).await;
     assert_eq!(app.sort, SortKey::SmallShare);
     press(&mut app, KeyCode::Char('s')).await;

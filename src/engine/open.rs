@@ -104,17 +104,23 @@ pub async fn load_root(
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<RootReport> {
     let total = rel_tables.len();
-    let locations: Vec<Location> = rel_tables
+    let locations: Vec<(String, Location)> = rel_tables
         .iter()
-        .map(|r| root.join(r))
+        .map(|r| root.join(r).map(|l| (r.clone(), l)))
         .collect::<Result<_>>()?;
     let mut done = 0;
     let mut tables = Vec::new();
     let mut errors = Vec::new();
-    let mut results = futures::stream::iter(locations.into_iter().map(|loc| {
+    let mut results = futures::stream::iter(locations.into_iter().map(|(rel, loc)| {
         let opts = opts.clone();
         async move {
-            let r = load_table(&loc, &opts, &|_| {}).await;
+            // Under a root, a table is named by its path from the root ("raw/events").
+            let r = load_table(&loc, &opts, &|_| {}).await.map(|mut t| {
+                if !rel.is_empty() {
+                    t.name = rel;
+                }
+                t
+            });
             (loc, r)
         }
     }))

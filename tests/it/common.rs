@@ -7,7 +7,7 @@ use lakehealth::engine::location::Location;
 use lakehealth::engine::open::OpenOptions;
 
 pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/delta")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/delta")
 }
 
 pub fn fixture(name: &str) -> PathBuf {
@@ -17,7 +17,7 @@ pub fn fixture(name: &str) -> PathBuf {
 /// Every fixture folder that holds a table (has `_delta_log/`).
 pub fn fixture_tables() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(fixtures_dir())
-        .expect("the shared fixtures folder is beside the project")
+        .expect("tests/fixtures/delta is in the checkout")
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join("_delta_log").is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())

@@ -18,6 +18,10 @@ use crate::engine::location::Location;
 use crate::engine::open::load_table;
 use crate::engine::size::format_bytes;
 
+fn labels(p: &[crate::engine::stats::table_report::PartitionValues]) -> String {
+    p.iter().map(|v| v.label()).collect::<Vec<_>>().join(",")
+}
+
 pub fn plan_text(p: &CompactionPlan) -> String {
     let mut o = format!(
         "plan at version {}: {} partitions, {} bins, {} files ({}) -> ~{} files (target {}, files >= {} untouched)\n",
@@ -134,7 +138,7 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
                 JobEvent::Committed(c) => eprintln!(
                     "committed v{}: {} -{} +{} files ({} -> {}), {} rows, {} retries",
                     c.version,
-                    c.partitions.join(","),
+                    labels(&c.partitions),
                     c.files_removed,
                     c.files_added,
                     format_bytes(c.bytes_removed),
@@ -145,10 +149,25 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
                 JobEvent::CommitFailed {
                     partitions, error, ..
                 } => {
-                    eprintln!("commit failed for {}: {error}", partitions.join(","))
+                    eprintln!("commit failed for {}: {error}", labels(&partitions))
                 }
+                JobEvent::CommitUnknown {
+                    partitions,
+                    error,
+                    kept_files,
+                } => eprintln!(
+                    "commit outcome unknown for {}: {error}; its {} output files are kept",
+                    labels(&partitions),
+                    kept_files.len()
+                ),
+                JobEvent::Conflict(c) => eprintln!(
+                    "conflict in {}: {}; bin not committed, outputs deleted, {} bins planned again",
+                    c.partition.label(),
+                    c.conflict,
+                    c.replanned_bins
+                ),
                 JobEvent::BinFailed { partition, error } => {
-                    eprintln!("bin failed in {partition}: {error}")
+                    eprintln!("bin failed in {}: {error}", partition.label())
                 }
                 _ => {}
             }
@@ -157,13 +176,15 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
     let summary = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await?;
     let _ = printer.await;
     eprintln!(
-        "done in {:.1}s: -{} +{} files, read {}, wrote {}, {} commits{}",
+        "done in {:.1}s: -{} +{} files, read {}, wrote {}, {} commits, {} conflicts, content check {:.1}s{}",
         summary.seconds,
         summary.files_removed,
         summary.files_added,
         format_bytes(summary.bytes_read),
         format_bytes(summary.bytes_written),
         summary.commits.len(),
+        summary.conflicts.len(),
+        summary.verify_seconds,
         if summary.cancelled {
             " (cancelled)"
         } else {

@@ -4,6 +4,7 @@ use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::open::Opened;
 use crate::engine::progress::LoadProgress;
+use crate::engine::stats::table_report::PartitionValues;
 
 /// What a key can do (keybindings map keys to these; the help screen lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,7 +81,7 @@ pub enum Effect {
     PlanCompaction {
         id: u64,
         uri: String,
-        partitions: Vec<String>,
+        partitions: Vec<PartitionValues>,
     },
     /// Run the plan `id` previewed; its events come back as `Action::Job { job: id }`.
     StartJob {

@@ -2,7 +2,6 @@
 
 use std::time::{Duration, Instant};
 
-use std::collections::BTreeSet;
 
 use super::action::{Action, Command, Effect};
 use super::jobs::{JobStatus, JobView};
@@ -12,7 +11,7 @@ use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::file_sizes::SizeStats;
-use crate::engine::stats::table_report::TableReport;
+use crate::engine::stats::table_report::{PartitionValues, TableReport};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
@@ -116,12 +115,48 @@ pub struct Loading {
     pub refresh: bool,
 }
 
+/// Marked partitions, in the order they were marked. Identity is the typed values: NULL and the
+/// string "null" are different partitions even though they print alike.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Marks(Vec<PartitionValues>);
+
+impl Marks {
+    pub fn toggle(&mut self, v: PartitionValues) {
+        match self.0.iter().position(|m| *m == v) {
+            Some(i) => {
+                self.0.remove(i);
+            }
+            None => self.0.push(v),
+        }
+    }
+
+    pub fn contains(&self, v: &PartitionValues) -> bool {
+        self.0.contains(v)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &PartitionValues> {
+        self.0.iter()
+    }
+}
+
 /// The compaction preview: planning, then the plan (or why there is none).
 #[derive(Debug)]
 pub struct PlanDialog {
     pub id: u64,
     pub table_uri: String,
-    pub partitions: Vec<String>,
+    pub partitions: Vec<PartitionValues>,
     pub result: Option<Result<Box<CompactionPlan>, String>>,
 }
 
@@ -146,8 +181,8 @@ pub struct App {
     pub spinner: usize,
     pub refresh_every: Duration,
     pub last_loaded: Option<Instant>,
-    /// Partition labels marked for compaction (of the table shown).
-    pub marks: BTreeSet<String>,
+    /// Partitions marked for compaction (of the table shown), by their typed values.
+    pub marks: Marks,
     pub plan: Option<PlanDialog>,
     pub jobs: Vec<JobView>,
     /// Asking whether to cancel this job.
@@ -176,7 +211,7 @@ impl App {
             spinner: 0,
             refresh_every,
             last_loaded: None,
-            marks: BTreeSet::new(),
+            marks: Marks::default(),
             plan: None,
             jobs: Vec::new(),
             confirm_cancel: None,
@@ -466,10 +501,8 @@ impl App {
             }
             Command::ToggleTableHistogram => self.table_histogram = !self.table_histogram,
             Command::ToggleMark => {
-                if let Some(label) = self.selected_partition().map(|p| p.values.label()) {
-                    if !self.marks.remove(&label) {
-                        self.marks.insert(label);
-                    }
+                if let Some(values) = self.selected_partition().map(|p| p.values.clone()) {
+                    self.marks.toggle(values);
                     let h = self.list_height();
                     self.partitions.step(Command::Down, h);
                 }
@@ -477,9 +510,9 @@ impl App {
             Command::Compact => {
                 let Some(t) = &self.table else { return vec![] };
                 let uri = t.uri.clone();
-                let partitions: Vec<String> = if self.marks.is_empty() {
+                let partitions: Vec<PartitionValues> = if self.marks.is_empty() {
                     self.selected_partition()
-                        .map(|p| p.values.label())
+                        .map(|p| p.values.clone())
                         .into_iter()
                         .collect()
                 } else {

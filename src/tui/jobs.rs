@@ -2,8 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::engine::compact::events::{CommitRecord, JobEvent, Progress};
+use crate::engine::compact::events::{CommitRecord, ConflictRecord, JobEvent, Progress};
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::stats::table_report::PartitionValues;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobStatus {
@@ -48,6 +49,8 @@ pub struct JobView {
     /// Bytes read per second, one sample per progress event (newest last), for the sparkline.
     pub throughput: Vec<u64>,
     pub commits: Vec<CommitRecord>,
+    /// Bins refused because another commit took their files.
+    pub conflicts: Vec<ConflictRecord>,
     pub errors: Vec<String>,
     pub orphaned: usize,
     pub started: Option<Instant>,
@@ -56,6 +59,10 @@ pub struct JobView {
 }
 
 const SAMPLES: usize = 120;
+
+fn labels(p: &[PartitionValues]) -> String {
+    p.iter().map(|v| v.label()).collect::<Vec<_>>().join(",")
+}
 
 impl JobView {
     pub fn new(id: u64, table_uri: String, plan: &CompactionPlan) -> Self {
@@ -75,6 +82,7 @@ impl JobView {
             },
             throughput: Vec::new(),
             commits: Vec::new(),
+            conflicts: Vec::new(),
             errors: Vec::new(),
             orphaned: 0,
             started: None,
@@ -117,11 +125,24 @@ impl JobView {
                 orphaned_files,
             } => {
                 self.errors
-                    .push(format!("commit {}: {error}", partitions.join(",")));
+                    .push(format!("commit {}: {error}", labels(&partitions)));
                 self.orphaned += orphaned_files.len();
             }
+            JobEvent::CommitUnknown {
+                partitions,
+                error,
+                kept_files,
+            } => self.errors.push(format!(
+                "commit {} may have landed ({error}): {} output files kept",
+                labels(&partitions),
+                kept_files.len()
+            )),
+            JobEvent::Conflict(c) => {
+                self.plan_bins += c.replanned_bins;
+                self.conflicts.push(c);
+            }
             JobEvent::BinFailed { partition, error } => {
-                self.errors.push(format!("{partition}: {error}"))
+                self.errors.push(format!("{}: {error}", partition.label()))
             }
             JobEvent::Cancelled { orphaned_files } => {
                 self.orphaned += orphaned_files.len();

@@ -15,6 +15,7 @@ use crate::engine::compact::job::{
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::location::Location;
 use crate::engine::open::{OpenOptions, load_table, open};
+use crate::engine::stats::table_report::PartitionValues;
 
 pub struct Loader {
     opts: OpenOptions,
@@ -95,7 +96,7 @@ impl Loader {
         });
     }
 
-    fn plan(&mut self, id: u64, uri: String, partitions: Vec<String>) {
+    fn plan(&mut self, id: u64, uri: String, partitions: Vec<PartitionValues>) {
         let opts = self.opts.clone();
         let tx = self.tx.clone();
         let prepared = self.prepared.clone();

@@ -93,7 +93,7 @@ async fn mark_preview_start_watch_and_cancel() {
     let marked = app.marks.iter().next().unwrap().clone();
     let screen = render(&app);
     assert!(screen.contains("Marked (1)"), "{screen}");
-    assert!(screen.contains(&format!("● {marked}")), "{screen}");
+    assert!(screen.contains(&format!("● {}", marked.label())), "{screen}");
 
     // c previews a real plan of the marked partition.
     press(&mut app, KeyCode::Char('c'), &mut started).await;
@@ -103,7 +103,7 @@ async fn mark_preview_start_watch_and_cancel() {
     };
     assert_eq!(plan.files_in, 12);
     assert_eq!(plan.partitions.len(), 1);
-    assert_eq!(plan.partitions[0].values.label(), marked);
+    assert_eq!(plan.partitions[0].values, marked);
     let screen = render(&app);
     assert!(screen.contains("Compaction preview"), "{screen}");
     assert!(
@@ -165,6 +165,7 @@ async fn mark_preview_start_watch_and_cancel() {
         rows: 3600,
         retries: 2,
         partitions: vec![marked.clone()],
+        fingerprint: Default::default(),
     };
     let e = app.update(Action::Job {
         job,

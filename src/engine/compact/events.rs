@@ -3,6 +3,10 @@
 
 use serde::Serialize;
 
+use super::commit::Conflict;
+use super::fingerprint::Fingerprint;
+use crate::engine::stats::table_report::PartitionValues;
+
 /// Cumulative counters of a running job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Progress {
@@ -27,7 +31,19 @@ pub struct CommitRecord {
     pub bytes_added: u64,
     pub rows: u64,
     pub retries: u64,
-    pub partitions: Vec<String>,
+    pub partitions: Vec<PartitionValues>,
+    /// Content fingerprint of the rows the commit moved (equal in inputs and outputs).
+    pub fingerprint: Fingerprint,
+}
+
+/// A bin that did not commit because another commit took its files.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConflictRecord {
+    pub partition: PartitionValues,
+    #[serde(flatten)]
+    pub conflict: Conflict,
+    /// Bins planned again for the partition from the newer snapshot (0: nothing left to do).
+    pub replanned_bins: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -46,7 +62,7 @@ pub enum JobEvent {
     },
     Progress(Progress),
     BinFinished {
-        partition: String,
+        partition: PartitionValues,
         files_in: u64,
         files_out: u64,
         bytes_in: u64,
@@ -54,14 +70,23 @@ pub enum JobEvent {
         rows: u64,
     },
     Committed(CommitRecord),
-    /// A commit failed after delta-rs's retries; its output files were never referenced.
+    /// Another commit took files of a bin: it did not commit, its outputs were deleted.
+    Conflict(ConflictRecord),
+    /// A commit certainly did not land; its output files were never referenced.
     CommitFailed {
-        partitions: Vec<String>,
+        partitions: Vec<PartitionValues>,
         error: String,
         orphaned_files: Vec<String>,
     },
+    /// A commit attempt failed in a way that may have landed and the log could not tell: its
+    /// outputs are kept (deleting them could break a landed commit) and listed here.
+    CommitUnknown {
+        partitions: Vec<PartitionValues>,
+        error: String,
+        kept_files: Vec<String>,
+    },
     BinFailed {
-        partition: String,
+        partition: PartitionValues,
         error: String,
     },
     Cancelled {
@@ -83,7 +108,13 @@ pub struct JobSummary {
     pub commits: Vec<CommitRecord>,
     pub cancelled: bool,
     pub errors: Vec<String>,
+    /// Bins refused because another commit took their files.
+    pub conflicts: Vec<ConflictRecord>,
     /// Files written but never committed (deleted when possible, else left for VACUUM).
     pub orphaned_files: Vec<String>,
+    /// Outputs of commits whose outcome is unknown: kept, not deleted.
+    pub unknown_outcome_files: Vec<String>,
+    /// Time spent reading outputs back to prove their content (the cost of the check).
+    pub verify_seconds: f64,
     pub seconds: f64,
 }

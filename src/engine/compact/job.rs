@@ -10,12 +10,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{JobEvent, JobSummary};
 use super::execute::{ExecOptions, execute};
+use super::rewrite::RewriteOptions;
 use super::locks::{PartitionLocks, key};
 use super::plan::{CompactionPlan, PlanOptions, Selection, plan};
 use super::table::{CompactionTable, open_for_compaction};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 use crate::engine::stats::file_sizes::Thresholds;
+use crate::engine::stats::table_report::PartitionValues;
 
 #[derive(Debug, Clone)]
 pub struct CompactRequest {
@@ -32,9 +34,12 @@ pub struct CompactRequest {
 
 impl CompactRequest {
     /// The TUI's request: these partitions, every size from the table or the config.
-    pub fn for_partitions(labels: Vec<String>, storage_options: HashMap<String, String>) -> Self {
+    pub fn for_partitions(
+        partitions: Vec<PartitionValues>,
+        storage_options: HashMap<String, String>,
+    ) -> Self {
         Self {
-            selection: Selection::Labels(labels),
+            selection: Selection::Partitions(partitions),
             target_file_size: None,
             min_file_size: None,
             parallelism: 1,
@@ -49,28 +54,30 @@ pub struct PreparedJob {
     pub plan: CompactionPlan,
     pub exec: ExecOptions,
     selection: Selection,
-    plan_options: PlanOptions,
-    thresholds: Thresholds,
 }
 
 impl PreparedJob {
-    /// Re-reads the table and plans again (a queued job whose partitions another job just
-    /// compacted would otherwise conflict on files that are gone).
-    pub async fn replan(&mut self) -> Result<()> {
+    /// Re-reads the table and, when it moved since the plan was made, plans again: a plan older
+    /// than the table (a preview left open, a queued job whose partitions another job just
+    /// compacted) never runs as is. Returns whether it planned again.
+    pub async fn replan_if_stale(&mut self) -> Result<bool> {
         self.table
             .table
             .update_incremental(None)
             .await
             .map_err(|e| EngineError::Other(format!("{}: {e}", self.table.uri)))?;
+        if self.table.version() == self.plan.table_version {
+            return Ok(false);
+        }
         let files = self.table.partition_files()?;
         self.plan = plan(
             self.table.version(),
             files,
             &self.selection,
-            &self.plan_options,
-            &self.thresholds,
+            &self.exec.plan_options,
+            &self.exec.thresholds,
         );
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -96,6 +103,16 @@ pub async fn prepare(
     ratio: f64,
 ) -> Result<PreparedJob> {
     let table = open_for_compaction(loc, &req.storage_options).await?;
+    prepare_table(table, req, thresholds, ratio)
+}
+
+/// Plans `req` on a table already opened for compaction.
+pub fn prepare_table(
+    table: CompactionTable,
+    req: &CompactRequest,
+    thresholds: Thresholds,
+    ratio: f64,
+) -> Result<PreparedJob> {
     let target = req
         .target_file_size
         .or(table.table_target_file_size())
@@ -119,41 +136,104 @@ pub async fn prepare(
         ..thresholds
     };
     let files = table.partition_files()?;
-    let plan = plan(table.version(), files, &req.selection, &o, &t);
+    let values: Vec<PartitionValues> = files.iter().map(|(v, _)| v.clone()).collect();
+    let selection = req
+        .selection
+        .clone()
+        .resolve(&values)
+        .map_err(EngineError::Other)?;
+    let plan = plan(table.version(), files, &selection, &o, &t);
     let exec = ExecOptions {
-        target_file_size: target,
+        rewrite: RewriteOptions {
+            target_file_size: target,
+            compression: Compression::SNAPPY,
+            compression_ratio: ratio,
+        },
         parallelism: req.parallelism.max(1),
-        compression: Compression::SNAPPY,
-        predicate: req.selection.describe(),
-        compression_ratio: ratio,
+        predicate: selection.describe(),
+        plan_options: o,
+        thresholds: t,
     };
     Ok(PreparedJob {
         table,
         plan,
         exec,
-        selection: req.selection.clone(),
-        plan_options: o,
-        thresholds: t,
+        selection,
     })
 }
 
-/// Executes on a dedicated runtime with one worker thread per unit of parallelism: compaction
-/// gets at most that many cores, the caller's runtime (UI, writer) keeps its own.
-pub async fn run_isolated(
+/// A summary for a job that ended before executing, and its final event.
+fn ended_early(
+    events: &mpsc::UnboundedSender<JobEvent>,
+    summary: JobSummary,
+) -> JobSummary {
+    if summary.cancelled {
+        let _ = events.send(JobEvent::Cancelled {
+            orphaned_files: Vec::new(),
+        });
+    }
+    let _ = events.send(JobEvent::Finished(summary.clone()));
+    summary
+}
+
+/// Waits for the job's partitions, replans if the table moved, executes. Every path out of
+/// here sends exactly one `Finished` event.
+async fn run_locked(
     mut job: PreparedJob,
     locks: Arc<PartitionLocks>,
     cancel: CancellationToken,
     events: mpsc::UnboundedSender<JobEvent>,
-) -> Result<JobSummary> {
-    let keys: Vec<String> = job
+) -> JobSummary {
+    let keys: Vec<_> = job
         .plan
         .partitions
         .iter()
-        .map(|p| key(&job.table.uri, &p.values.label()))
+        .map(|p| key(&job.table.uri, &p.values))
         .collect();
+    let _guard = match locks.try_acquire(&keys) {
+        Some(g) => g,
+        None => tokio::select! {
+            g = locks.acquire(&keys) => g,
+            _ = cancel.cancelled() => {
+                let s = JobSummary { cancelled: true, ..Default::default() };
+                return ended_early(&events, s);
+            }
+        },
+    };
+    match job.replan_if_stale().await {
+        Ok(false) => {}
+        Ok(true) => {
+            let _ = events.send(JobEvent::Replanned {
+                bins: job.plan.bins,
+                files: job.plan.files_in,
+                bytes: job.plan.bytes_in,
+            });
+        }
+        Err(e) => {
+            let s = JobSummary {
+                table_version_read: job.plan.table_version,
+                errors: vec![e.to_string()],
+                ..Default::default()
+            };
+            return ended_early(&events, s);
+        }
+    }
+    execute(&job.table, &job.plan, &job.exec, cancel, events).await
+}
+
+/// Executes on a dedicated runtime with one worker thread per unit of parallelism: compaction
+/// gets at most that many cores, the caller's runtime (UI, writer) keeps its own. The final
+/// event is always sent, whatever happens (a runtime that cannot start included).
+pub async fn run_isolated(
+    job: PreparedJob,
+    locks: Arc<PartitionLocks>,
+    cancel: CancellationToken,
+    events: mpsc::UnboundedSender<JobEvent>,
+) -> Result<JobSummary> {
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let workers = job.exec.parallelism.max(1);
-    std::thread::Builder::new()
+    let thread_events = events.clone();
+    let spawned = std::thread::Builder::new()
         .name("lakehealth-compact".into())
         .spawn(move || {
             let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -164,42 +244,32 @@ pub async fn run_isolated(
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    let _ =
-                        done_tx.send(Err(EngineError::Other(format!("compaction runtime: {e}"))));
+                    let s = JobSummary {
+                        errors: vec![format!("cannot start the compaction runtime: {e}")],
+                        ..Default::default()
+                    };
+                    let _ = done_tx.send(ended_early(&thread_events, s));
                     return;
                 }
             };
-            let summary = rt.block_on(async move {
-                let _guard = match locks.try_acquire(&keys) {
-                    Some(g) => g,
-                    None => {
-                        let g = tokio::select! {
-                            g = locks.acquire(&keys) => g,
-                            _ = cancel.cancelled() => {
-                                return JobSummary { cancelled: true, ..Default::default() };
-                            }
-                        };
-                        // Another job of this process compacted these partitions meanwhile.
-                        if let Err(e) = job.replan().await {
-                            return JobSummary {
-                                errors: vec![e.to_string()],
-                                ..Default::default()
-                            };
-                        }
-                        let _ = events.send(JobEvent::Replanned {
-                            bins: job.plan.bins,
-                            files: job.plan.files_in,
-                            bytes: job.plan.bytes_in,
-                        });
-                        g
-                    }
-                };
-                execute(&job.table, &job.plan, &job.exec, cancel, events).await
-            });
-            let _ = done_tx.send(Ok(summary));
-        })
-        .map_err(|e| EngineError::Other(format!("cannot start the compaction thread: {e}")))?;
-    done_rx
-        .await
-        .map_err(|_| EngineError::Other("the compaction thread stopped unexpectedly".into()))?
+            let summary = rt.block_on(run_locked(job, locks, cancel, thread_events));
+            let _ = done_tx.send(summary);
+        });
+    if let Err(e) = spawned {
+        let s = JobSummary {
+            errors: vec![format!("cannot start the compaction thread: {e}")],
+            ..Default::default()
+        };
+        return Ok(ended_early(&events, s));
+    }
+    match done_rx.await {
+        Ok(s) => Ok(s),
+        Err(_) => {
+            let s = JobSummary {
+                errors: vec!["the compaction thread stopped unexpectedly".into()],
+                ..Default::default()
+            };
+            Ok(ended_early(&events, s))
+        }
+    }
 }

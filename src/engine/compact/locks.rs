@@ -2,24 +2,30 @@
 //! each (table, partition) it rewrites, and a queued job waits until its partitions are free.
 
 use std::collections::HashSet;
+
+use crate::engine::stats::table_report::PartitionValues;
+
+/// A partition of a table, by its typed values (never by display label: NULL and the string
+/// "null" print alike).
+pub type LockKey = (String, PartitionValues);
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
 #[derive(Debug, Default)]
 pub struct PartitionLocks {
-    held: Mutex<HashSet<String>>,
+    held: Mutex<HashSet<LockKey>>,
     freed: Notify,
 }
 
 pub struct LockGuard {
     locks: Arc<PartitionLocks>,
-    keys: Vec<String>,
+    keys: Vec<LockKey>,
 }
 
 impl PartitionLocks {
     /// Takes every key at once, or none (no partial holds, so no deadlock between jobs).
-    pub fn try_acquire(self: &Arc<Self>, keys: &[String]) -> Option<LockGuard> {
+    pub fn try_acquire(self: &Arc<Self>, keys: &[LockKey]) -> Option<LockGuard> {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         if keys.iter().any(|k| held.contains(k)) {
             return None;
@@ -32,7 +38,7 @@ impl PartitionLocks {
     }
 
     /// Waits until every key is free, then takes them.
-    pub async fn acquire(self: &Arc<Self>, keys: &[String]) -> LockGuard {
+    pub async fn acquire(self: &Arc<Self>, keys: &[LockKey]) -> LockGuard {
         loop {
             let notified = self.freed.notified();
             if let Some(g) = self.try_acquire(keys) {
@@ -42,7 +48,7 @@ impl PartitionLocks {
         }
     }
 
-    pub fn is_held(&self, key: &str) -> bool {
+    pub fn is_held(&self, key: &LockKey) -> bool {
         self.held.lock().map(|h| h.contains(key)).unwrap_or(false)
     }
 }
@@ -58,28 +64,40 @@ impl Drop for LockGuard {
     }
 }
 
-pub fn key(table_uri: &str, partition: &str) -> String {
-    format!("{table_uri}\u{1f}{partition}")
+pub fn key(table_uri: &str, partition: &PartitionValues) -> LockKey {
+    (table_uri.to_string(), partition.clone())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn k(v: Option<&str>) -> LockKey {
+        key("t", &PartitionValues(vec![("d".into(), v.map(str::to_string))]))
+    }
+
     #[tokio::test]
     async fn overlapping_jobs_wait_disjoint_jobs_run() {
         let l = Arc::new(PartitionLocks::default());
-        let a = l.try_acquire(&["t/d=1".into(), "t/d=2".into()]).unwrap();
-        assert!(l.try_acquire(&["t/d=2".into()]).is_none());
-        assert!(l.try_acquire(&["t/d=3".into()]).is_some());
+        let a = l.try_acquire(&[k(Some("1")), k(Some("2"))]).unwrap();
+        assert!(l.try_acquire(&[k(Some("2"))]).is_none());
+        assert!(l.try_acquire(&[k(Some("3"))]).is_some());
         let l2 = l.clone();
         let waiter = tokio::spawn(async move {
-            let _g = l2.acquire(&["t/d=1".into()]).await;
+            let _g = l2.acquire(&[k(Some("1"))]).await;
         });
         tokio::task::yield_now().await;
         assert!(!waiter.is_finished());
         drop(a);
         waiter.await.unwrap();
-        assert!(!l.is_held("t/d=1"));
+        assert!(!l.is_held(&k(Some("1"))));
+    }
+
+    #[test]
+    fn the_null_partition_and_the_string_null_are_locked_apart() {
+        let l = Arc::new(PartitionLocks::default());
+        let _a = l.try_acquire(&[k(None)]).unwrap();
+        assert!(l.try_acquire(&[k(Some("null"))]).is_some());
+        assert!(l.try_acquire(&[k(None)]).is_none());
     }
 }

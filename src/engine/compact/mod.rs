@@ -1,12 +1,18 @@
 //! Compaction: planning which small files to rewrite, executing bins, and committing each
-//! finished bin atomically through delta-rs's transaction machinery (OPTIMIZE, dataChange=false,
-//! conflict checking and retries), so concurrent streaming writers and readers are never broken.
+//! finished bin atomically through delta-rs's transaction machinery (OPTIMIZE, dataChange=false),
+//! after our own validation (`commit`) and a proof that its outputs hold exactly its inputs'
+//! rows (`rewrite`, `fingerprint`), so concurrent writers, readers and compactors never lose,
+//! duplicate or change a row.
 
+pub mod commit;
+pub mod conform;
 pub mod counting_store;
 pub mod events;
 pub mod execute;
+pub mod fingerprint;
 pub mod job;
 pub mod locks;
 pub mod plan;
+pub mod rewrite;
 pub mod selection;
 pub mod table;

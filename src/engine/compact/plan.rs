@@ -66,23 +66,98 @@ pub struct CompactionPlan {
 #[derive(Debug, Clone)]
 pub enum Selection {
     All,
-    /// Partitions by label (`col=value/...`, as `PartitionValues::label` prints them).
+    /// Partitions by their typed values (the TUI's marks, a replan after a conflict).
+    Partitions(Vec<PartitionValues>),
+    /// Partitions by label (`col=value/...`, as `PartitionValues::label` prints them), as typed
+    /// on a command line; `resolve` turns them into values and refuses an ambiguous label.
     Labels(Vec<String>),
     Predicate(Predicate),
+}
+
+/// A SQL string literal.
+fn sql_str(v: &str) -> String {
+    format!("'{}'", v.replace('\'', "''"))
+}
+
+/// A SQL identifier, quoted when it is not a plain name.
+fn sql_ident(c: &str) -> String {
+    let plain = c.chars().next().is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_')
+        && c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+    if plain {
+        c.to_string()
+    } else {
+        format!("`{}`", c.replace('`', "``"))
+    }
+}
+
+/// `a = '1' AND b IS NULL` for one partition.
+pub fn partition_sql(values: &PartitionValues) -> String {
+    values
+        .0
+        .iter()
+        .map(|(c, v)| match v {
+            Some(v) => format!("{} = {}", sql_ident(c), sql_str(v)),
+            None => format!("{} IS NULL", sql_ident(c)),
+        })
+        .collect::<Vec<_>>()
+        .join(" AND ")
 }
 
 impl Selection {
     pub fn includes(&self, values: &PartitionValues) -> bool {
         match self {
             Selection::All => true,
+            Selection::Partitions(p) => p.contains(values),
             Selection::Labels(l) => l.contains(&values.label()),
             Selection::Predicate(p) => p.matches(&values.0),
         }
     }
 
+    /// Labels resolved against the table's partitions: an unknown label selects nothing, a
+    /// label shared by two partitions (NULL and the string "null") is an error.
+    pub fn resolve(self, partitions: &[PartitionValues]) -> Result<Selection, String> {
+        let Selection::Labels(labels) = self else {
+            return Ok(self);
+        };
+        let mut out = Vec::new();
+        for l in &labels {
+            let matching: Vec<&PartitionValues> =
+                partitions.iter().filter(|p| &p.label() == l).collect();
+            if matching.len() > 1 {
+                return Err(format!(
+                    "--partition {l:?} matches {} partitions (a NULL value and the string \"null\" print alike); select with --where instead, e.g. {}",
+                    matching.len(),
+                    matching
+                        .iter()
+                        .map(|p| partition_sql(p))
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                ));
+            }
+            out.extend(matching.into_iter().cloned());
+        }
+        Ok(Selection::Partitions(out))
+    }
+
+    /// The selection as a SQL predicate, for the OPTIMIZE commit's `predicate`.
     pub fn describe(&self) -> Option<String> {
+        let any = |parts: Vec<String>| {
+            if parts.len() == 1 {
+                parts.into_iter().next()
+            } else {
+                Some(
+                    parts
+                        .iter()
+                        .map(|p| format!("({p})"))
+                        .collect::<Vec<_>>()
+                        .join(" OR "),
+                )
+            }
+        };
         match self {
             Selection::All => None,
+            Selection::Partitions(p) if p.is_empty() => None,
+            Selection::Partitions(p) => any(p.iter().map(partition_sql).collect()),
             Selection::Labels(l) => Some(l.join(" OR ")),
             Selection::Predicate(p) => Some(p.text.clone()),
         }
@@ -215,7 +290,7 @@ pub fn plan(
             predicted_histogram_after,
         });
     }
-    out.sort_by_key(|a| a.values.label());
+    out.sort_by(|a, b| a.values.0.cmp(&b.values.0));
     CompactionPlan {
         table_version,
         target_file_size: o.target_file_size,
@@ -352,6 +427,32 @@ mod tests {
         assert_eq!(
             predicted_output_sizes(10 * MIB, 0.5, 128 * MIB),
             vec![5 * MIB]
+        );
+    }
+
+    #[test]
+    fn null_and_the_string_null_are_different_partitions() {
+        let null = PartitionValues(vec![("d".into(), None)]);
+        let s = pv("null");
+        let sel = Selection::Partitions(vec![null.clone()]);
+        assert!(sel.includes(&null));
+        assert!(!sel.includes(&s));
+        let amb = Selection::Labels(vec!["d=null".into()]).resolve(&[null.clone(), s.clone()]);
+        assert!(amb.unwrap_err().contains("d IS NULL"));
+        let one = Selection::Labels(vec!["d=null".into()]).resolve(&[s.clone()]);
+        assert!(matches!(one, Ok(Selection::Partitions(v)) if v == vec![s]));
+    }
+
+    #[test]
+    fn the_commit_predicate_is_sql() {
+        let a = PartitionValues(vec![
+            ("d".into(), Some("it's".into())),
+            ("my col".into(), None),
+        ]);
+        let sel = Selection::Partitions(vec![a, pv("2")]);
+        assert_eq!(
+            sel.describe().unwrap(),
+            "(d = 'it''s' AND `my col` IS NULL) OR (d = '2')"
         );
     }
 }

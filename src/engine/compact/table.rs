@@ -2,11 +2,12 @@
 //! its active files grouped by partition (from the same snapshot the commits will be checked
 //! against, so the plan is exactly what runs).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use deltalake::DeltaTable;
 use deltalake::table::builder::DeltaTableBuilder;
+use object_store::ObjectStore;
 
 use super::counting_store::{ByteCounters, CountingStore};
 use super::plan::FileRef;
@@ -24,22 +25,36 @@ fn derr(uri: &str, e: impl std::fmt::Display) -> EngineError {
     EngineError::Other(format!("{uri}: {e}"))
 }
 
+/// Wraps the table's object store (tests inject failures with it).
+pub type StoreWrapper = dyn Fn(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> + Send + Sync;
+
 pub async fn open_for_compaction(
     loc: &Location,
     storage_options: &HashMap<String, String>,
+) -> Result<CompactionTable> {
+    open_for_compaction_with(loc, storage_options, None).await
+}
+
+pub async fn open_for_compaction_with(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+    wrap: Option<&StoreWrapper>,
 ) -> Result<CompactionTable> {
     let uri = loc.display();
     let config = deltalake::logstore::StorageConfig::parse_options(storage_options.clone())
         .map_err(|e| derr(&uri, e))?;
     let base = deltalake::logstore::logstore_for(&loc.url, config).map_err(|e| derr(&uri, e))?;
     let counters = Arc::new(ByteCounters::default());
-    let counting = Arc::new(CountingStore::new(
+    let mut store: Arc<dyn ObjectStore> = Arc::new(CountingStore::new(
         base.root_object_store(None),
         counters.clone(),
     ));
+    if let Some(wrap) = wrap {
+        store = wrap(store);
+    }
     let table = DeltaTableBuilder::from_url(loc.url.clone())
         .map_err(|e| derr(&uri, e))?
-        .with_storage_backend(counting, loc.url.clone())
+        .with_storage_backend(store, loc.url.clone())
         .with_storage_options(storage_options.clone())
         .load()
         .await
@@ -99,26 +114,38 @@ impl CompactionTable {
 
     /// Active files grouped by partition, in partition-column order.
     pub fn partition_files(&self) -> Result<Vec<(PartitionValues, Vec<FileRef>)>> {
-        let cols = self.partition_columns()?;
-        let snapshot = self.table.snapshot().map_err(|e| derr(&self.uri, e))?;
-        let mut groups: BTreeMap<String, (PartitionValues, Vec<FileRef>)> = BTreeMap::new();
-        for f in snapshot.log_data() {
-            let map = f.partition_values_map();
-            let values = PartitionValues(
-                cols.iter()
-                    .map(|c| (c.clone(), map.get(c).cloned().flatten()))
-                    .collect(),
-            );
-            let entry = groups
-                .entry(values.label())
-                .or_insert_with(|| (values, Vec::new()));
-            entry.1.push(FileRef {
-                path: f.path().to_string(),
-                store_path: f.object_store_path().to_string(),
-                size: f.size().max(0) as u64,
-                has_deletion_vector: f.deletion_vector_descriptor().is_some(),
-            });
-        }
-        Ok(groups.into_values().collect())
+        partition_files(&self.table, &self.uri)
     }
+}
+
+/// Active files of `table`'s loaded snapshot grouped by their typed partition values (the
+/// protocol's empty string is NULL; the string "null" is a value like any other), ordered by
+/// those values.
+pub fn partition_files(
+    table: &DeltaTable,
+    uri: &str,
+) -> Result<Vec<(PartitionValues, Vec<FileRef>)>> {
+    let snapshot = table.snapshot().map_err(|e| derr(uri, e))?;
+    let cols = snapshot.metadata().partition_columns().to_vec();
+    let mut groups: HashMap<PartitionValues, Vec<FileRef>> = HashMap::new();
+    for f in snapshot.log_data() {
+        let map = f.partition_values_map();
+        let values = PartitionValues(
+            cols.iter()
+                .map(|c| {
+                    let v = map.get(c).cloned().flatten().filter(|v| !v.is_empty());
+                    (c.clone(), v)
+                })
+                .collect(),
+        );
+        groups.entry(values).or_default().push(FileRef {
+            path: f.path().to_string(),
+            store_path: f.object_store_path().to_string(),
+            size: f.size().max(0) as u64,
+            has_deletion_vector: f.deletion_vector_descriptor().is_some(),
+        });
+    }
+    let mut out: Vec<(PartitionValues, Vec<FileRef>)> = groups.into_iter().collect();
+    out.sort_by(|a, b| a.0.0.cmp(&b.0.0));
+    Ok(out)
 }

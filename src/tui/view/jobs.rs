@@ -96,6 +96,24 @@ fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
         .take(1)
         .map(|e| Line::from(Span::styled(format!(" ! {e}"), style::score(0))))
         .collect();
+    // A refused bin is the safety check working: shown, in the warning colour, not as an error.
+    if let Some(c) = j.conflicts.last().filter(|_| lines.len() < 2) {
+        lines.push(Line::from(Span::styled(
+            format!(
+                " ⚠ {} conflict{}: {}: {}; not committed{}",
+                j.conflicts.len(),
+                if j.conflicts.len() == 1 { "" } else { "s" },
+                c.partition.label(),
+                c.conflict,
+                if c.replanned_bins > 0 {
+                    format!(", {} bins planned again", c.replanned_bins)
+                } else {
+                    String::new()
+                }
+            ),
+            style::score(50),
+        )));
+    }
     for c in j.commits.iter().rev().take(2 - lines.len()) {
         lines.push(Line::from(format!(
             " v{} -{} +{} files {} → {}{} · {}",
@@ -109,7 +127,11 @@ fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
             } else {
                 String::new()
             },
-            c.partitions.join(","),
+            c.partitions
+                .iter()
+                .map(|p| p.label())
+                .collect::<Vec<_>>()
+                .join(","),
         )));
     }
     f.render_widget(Paragraph::new(lines), commits);
@@ -144,7 +166,7 @@ pub fn draw_marks(f: &mut Frame, area: Rect, app: &App) {
     if area.height == 0 {
         return;
     }
-    let list: Vec<String> = app.marks.iter().cloned().collect();
+    let list: Vec<String> = app.marks.iter().map(|p| p.label()).collect();
     f.render_widget(
         Paragraph::new(vec![Line::from(format!(" {}", list.join("  ")))])
             .wrap(ratatui::widgets::Wrap { trim: true })

@@ -18,7 +18,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             let p = &t.partitions[idx];
             let s = &p.stats;
             let label = p.values.label();
-            let mark = if app.marks.contains(&label) {
+            let mark = if app.marks.contains(&p.values) {
                 "● "
             } else {
                 "  "

@@ -1,0 +1,323 @@
+//! The one place where a compaction writes to a table's log.
+//!
+//! delta-rs's own commit path is not enough for a compaction: since delta-rs PR #3982 its
+//! conflict checker ignores `dataChange=false` removes, so two compactions of the same files both
+//! commit and every row is then in the table twice; and its commit call can fail *after* the
+//! commit file landed (the post-commit hook that cleans expired logs). So each attempt here:
+//!
+//! 1. brings the snapshot to the latest version;
+//! 2. looks for this bin's own commit id among the versions since the plan (an earlier attempt
+//!    whose outcome was unknown may have landed: never commit twice, never undo it);
+//! 3. checks that every file the bin removes is still active, without a deletion vector (if
+//!    not, the bin does not commit: another commit took its files, and who did is reported);
+//! 4. commits as exactly the next version with delta-rs's retries off: the store's
+//!    put-if-absent decides a race, and a lost race goes back to step 1. No post-commit hook runs
+//!    (no checkpoint, no log cleanup): log maintenance is its own action.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use deltalake::DeltaTable;
+use deltalake::DeltaTableError;
+use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
+use deltalake::kernel::{Action, Add, Remove};
+use deltalake::logstore::LogStore;
+use deltalake::protocol::DeltaOperation;
+use serde::Serialize;
+
+/// The key under which the commit id is stored in `commitInfo`.
+pub const COMMIT_ID_KEY: &str = "lakehealth.commitId";
+
+/// Attempts before a bin gives up on a table that keeps moving.
+const MAX_ATTEMPTS: u32 = 30;
+
+/// What the log says took a bin's files.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Conflict {
+    /// The version that removed the first missing file, when the log still has it.
+    pub version: Option<u64>,
+    pub operation: Option<String>,
+    /// `engineInfo` (Spark) or `clientVersion` (delta-rs) of that commit.
+    pub engine: Option<String>,
+    /// Files of the bin no longer active.
+    pub missing_files: u64,
+    pub files: u64,
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of its {} files", self.missing_files, self.files)?;
+        match self.version {
+            Some(v) => write!(
+                f,
+                " were removed by version {v} ({}{})",
+                self.operation.as_deref().unwrap_or("unknown operation"),
+                self.engine
+                    .as_deref()
+                    .map(|e| format!(", {e}"))
+                    .unwrap_or_default()
+            ),
+            None => write!(f, " are no longer active"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommitOutcome {
+    Landed { version: u64, retries: u64 },
+    /// The bin's files were taken by another commit: nothing was committed.
+    Conflict(Conflict),
+    /// Certainly not committed (e.g. the table could not be read to validate).
+    Failed(String),
+    /// An attempt failed in a way that may have landed, and the log could not tell: the outputs
+    /// must be kept and reported.
+    Unknown(String),
+}
+
+/// One bin's actions, ready to commit.
+pub struct BinActions<'a> {
+    pub removes: &'a [Remove],
+    pub adds: &'a [Add],
+    /// The version the bin was planned on: its files were active there.
+    pub read_version: u64,
+    pub operation: DeltaOperation,
+}
+
+/// The paths among `removes` that are not active in `table`'s snapshot without a deletion vector.
+fn missing_files(table: &DeltaTable, removes: &[Remove]) -> Result<Vec<String>, DeltaTableError> {
+    let snapshot = table.snapshot()?;
+    let mut wanted: HashSet<&str> = removes.iter().map(|r| r.path.as_str()).collect();
+    for f in snapshot.log_data() {
+        if wanted.is_empty() {
+            break;
+        }
+        if f.deletion_vector_descriptor().is_none() {
+            wanted.remove(f.path().as_ref());
+        }
+    }
+    Ok(wanted.into_iter().map(str::to_string).collect())
+}
+
+/// A commit's actions, one JSON object per line.
+fn actions(bytes: &[u8]) -> impl Iterator<Item = serde_json::Value> + '_ {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+}
+
+fn commit_info(bytes: &[u8]) -> Option<serde_json::Value> {
+    actions(bytes).find_map(|a| a.get("commitInfo").cloned())
+}
+
+/// Percent-decoded, as delta-rs's snapshot reports paths.
+fn decoded(p: &str) -> String {
+    percent_encoding::percent_decode_str(p)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// The version in `(after, upto]` whose commitInfo carries `commit_id`. Err when the log could
+/// not be read (the answer is unknown).
+async fn find_own_commit(
+    log: &dyn LogStore,
+    after: u64,
+    upto: u64,
+    commit_id: &str,
+) -> Result<Option<u64>, DeltaTableError> {
+    for v in (after + 1..=upto).rev() {
+        if let Some(bytes) = log.read_commit_entry(v as i64).await? {
+            let id = commit_info(&bytes)
+                .and_then(|ci| ci.get(COMMIT_ID_KEY).cloned())
+                .and_then(|v| v.as_str().map(str::to_string));
+            if id.as_deref() == Some(commit_id) {
+                return Ok(Some(v));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Who removed `path` in `(after, upto]`, from the commits still in the log.
+async fn find_remover(
+    log: &dyn LogStore,
+    after: u64,
+    upto: u64,
+    path: &str,
+) -> (Option<u64>, Option<String>, Option<String>) {
+    for v in after + 1..=upto {
+        let Ok(Some(bytes)) = log.read_commit_entry(v as i64).await else {
+            continue;
+        };
+        let removed = actions(&bytes).any(|a| {
+            a.get("remove")
+                .and_then(|r| r.get("path"))
+                .and_then(|p| p.as_str())
+                .is_some_and(|p| decoded(p) == path)
+        });
+        if removed {
+            let ci = commit_info(&bytes);
+            let field = |k: &str| {
+                ci.as_ref()
+                    .and_then(|c| c.get(k))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+            };
+            let engine = field("engineInfo").or_else(|| field("clientVersion"));
+            return (Some(v), field("operation"), engine);
+        }
+    }
+    (None, None, None)
+}
+
+fn is_lost_race(e: &DeltaTableError) -> bool {
+    matches!(
+        e,
+        DeltaTableError::VersionAlreadyExists(_)
+            | DeltaTableError::Transaction {
+                source: TransactionError::MaxCommitAttempts(_)
+                    | TransactionError::VersionAlreadyExists(_)
+            }
+    )
+}
+
+/// Errors raised before anything was written: the commit certainly did not land.
+fn is_before_write(e: &DeltaTableError) -> bool {
+    matches!(
+        e,
+        DeltaTableError::Transaction {
+            source: TransactionError::CommitConflict(_)
+                | TransactionError::DeltaTableAppendOnly
+                | TransactionError::UnsupportedTableFeatures(_)
+                | TransactionError::TableFeaturesRequired(_)
+                | TransactionError::SerializeLogJson { .. }
+        } | DeltaTableError::SerializeLogJson { .. }
+    )
+}
+
+fn backoff(attempt: u32) -> Duration {
+    // Jittered so two racing compactors do not retry in lockstep.
+    let base = 20u64 << attempt.min(6);
+    let jitter = uuid::Uuid::new_v4().as_u128() as u64 % (base + 1);
+    Duration::from_millis(base / 2 + jitter)
+}
+
+/// Validates and commits one bin; see the module docs. `table` is brought up to date.
+pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitOutcome {
+    let commit_id = uuid::Uuid::new_v4().to_string();
+    let log = table.log_store();
+    // Set when an attempt failed after it may have written the commit.
+    let mut maybe_landed: Option<String> = None;
+    let mut last_error = String::new();
+    for attempt in 0..MAX_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(backoff(attempt)).await;
+        }
+        if let Err(e) = table.update_incremental(None).await {
+            last_error = format!("reading the latest version: {e}");
+            continue;
+        }
+        let latest = table.version().unwrap_or_default() as u64;
+        if maybe_landed.is_some() {
+            match find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await {
+                Ok(Some(version)) => {
+                    return CommitOutcome::Landed {
+                        version,
+                        retries: attempt as u64,
+                    };
+                }
+                Ok(None) => maybe_landed = None,
+                Err(e) => {
+                    last_error = format!("checking whether the commit landed: {e}");
+                    continue;
+                }
+            }
+        }
+        let missing = match missing_files(table, bin.removes) {
+            Ok(m) => m,
+            Err(e) => {
+                last_error = format!("validating the bin: {e}");
+                continue;
+            }
+        };
+        if let Some(first) = missing.first() {
+            let (version, operation, engine) =
+                find_remover(log.as_ref(), bin.read_version, latest, first).await;
+            return CommitOutcome::Conflict(Conflict {
+                version,
+                operation,
+                engine,
+                missing_files: missing.len() as u64,
+                files: bin.removes.len() as u64,
+            });
+        }
+        match try_commit(table, bin, &commit_id).await {
+            Ok(version) => {
+                return CommitOutcome::Landed {
+                    version,
+                    retries: attempt as u64,
+                };
+            }
+            Err(e) if is_lost_race(&e) => last_error = e.to_string(),
+            Err(e) if is_before_write(&e) => return CommitOutcome::Failed(e.to_string()),
+            Err(e) => {
+                last_error = e.to_string();
+                maybe_landed = Some(last_error.clone());
+            }
+        }
+    }
+    // Out of attempts: one last look for our commit if an attempt may have landed.
+    if let Some(why) = maybe_landed {
+        let latest = log.get_latest_version(bin.read_version as i64).await;
+        let found = match latest {
+            Ok(latest) => {
+                find_own_commit(log.as_ref(), bin.read_version, latest as u64, &commit_id).await
+            }
+            Err(e) => Err(e),
+        };
+        return match found {
+            Ok(Some(version)) => CommitOutcome::Landed {
+                version,
+                retries: MAX_ATTEMPTS as u64,
+            },
+            Ok(None) => CommitOutcome::Failed(format!(
+                "gave up after {MAX_ATTEMPTS} attempts: {last_error}"
+            )),
+            Err(e) => CommitOutcome::Unknown(format!(
+                "{why}; the log could not be read to check whether it landed ({e})"
+            )),
+        };
+    }
+    CommitOutcome::Failed(format!(
+        "gave up after {MAX_ATTEMPTS} attempts: {last_error}"
+    ))
+}
+
+/// One attempt at exactly `table.version() + 1`, with no retry and no post-commit hook.
+async fn try_commit(
+    table: &DeltaTable,
+    bin: &BinActions<'_>,
+    commit_id: &str,
+) -> Result<u64, DeltaTableError> {
+    let snapshot = table.snapshot()?;
+    let mut actions: Vec<Action> = bin.removes.iter().cloned().map(Action::Remove).collect();
+    actions.extend(bin.adds.iter().cloned().map(Action::Add));
+    let props = CommitProperties::default()
+        .with_max_retries(0)
+        .with_create_checkpoint(false)
+        .with_cleanup_expired_logs(Some(false));
+    let metadata: HashMap<String, serde_json::Value> = [(
+        COMMIT_ID_KEY.to_string(),
+        serde_json::Value::String(commit_id.to_string()),
+    )]
+    .into();
+    let prepared = CommitBuilder::from(props)
+        .with_actions(actions)
+        .with_app_metadata(metadata)
+        .build(Some(snapshot), table.log_store(), bin.operation.clone())
+        .into_prepared_commit_future()
+        .await?;
+    // Resolving the prepared commit writes it; the PostCommit it returns is dropped unawaited, so
+    // no hook (checkpoint, log cleanup) runs and no later error can hide a landed commit.
+    let post = prepared.await?;
+    Ok(post.version() as u64)
+}

@@ -1,0 +1,381 @@
+//! Rewriting one bin: stream its input files through delta-rs's `RecordBatchWriter` (bounded
+//! memory, statistics for every output), conform each batch to the table schema without
+//! changing a value, roll outputs by measured encoded size so they land in the target band, and
+//! prove before anything may commit that the outputs hold exactly the rows the inputs held: the
+//! outputs are read back and their content fingerprint (every column of every row, order
+//! independent) must equal the inputs'.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use delta_kernel::expressions::Scalar;
+use deltalake::DeltaTable;
+use deltalake::kernel::{Add, Remove};
+use deltalake::writer::{DeltaWriter, RecordBatchWriter, WriteMode};
+use futures::StreamExt;
+use indexmap::IndexMap;
+use object_store::ObjectStore;
+use object_store::path::Path;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use tokio_util::sync::CancellationToken;
+
+use super::conform::{ConformError, conform, int96_safe_metadata};
+use super::fingerprint::Fingerprint;
+use super::plan::{Bin, FileRef};
+use crate::engine::parquet_reader::StoreReader;
+use crate::engine::stats::table_report::PartitionValues;
+
+#[derive(Debug, Clone)]
+pub struct RewriteOptions {
+    /// Output files are rolled when their encoded size reaches this.
+    pub target_file_size: u64,
+    pub compression: Compression,
+    /// Output/input bytes assumed until the first output of a bin is measured.
+    pub compression_ratio: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub files_read: AtomicU64,
+    pub rows: AtomicU64,
+    pub bins_done: AtomicU64,
+}
+
+/// A rewritten bin whose outputs were proven to hold exactly its inputs' rows.
+#[derive(Debug, Clone)]
+pub struct BinOutput {
+    pub partition: PartitionValues,
+    pub adds: Vec<Add>,
+    pub removes: Vec<Remove>,
+    pub rows: u64,
+    pub bytes_in: u64,
+    pub fingerprint: Fingerprint,
+    /// Time spent reading the outputs back and fingerprinting them.
+    pub verify_seconds: f64,
+}
+
+impl BinOutput {
+    pub fn bytes_out(&self) -> u64 {
+        self.adds.iter().map(|a| a.size.max(0) as u64).sum()
+    }
+
+    pub fn output_paths(&self) -> Vec<String> {
+        self.adds.iter().map(|a| a.path.clone()).collect()
+    }
+}
+
+/// Why a bin did not produce outputs that may commit.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BinFailure {
+    #[error("cancelled")]
+    Cancelled,
+    #[error("reading {path}: {detail}")]
+    Read { path: String, detail: String },
+    #[error("{path}: {source}")]
+    Conform { path: String, source: ConformError },
+    #[error("writing: {0}")]
+    Write(String),
+    #[error("the outputs do not hold the inputs' rows: {0}; bin not committed")]
+    Verify(String),
+    #[error("{0}")]
+    Setup(String),
+    #[error("the bin's task stopped unexpectedly: {0}")]
+    Panicked(String),
+}
+
+/// A failed bin, with the outputs it had written (never referenced by the log).
+#[derive(Debug, Clone)]
+pub struct BinError {
+    pub partition: PartitionValues,
+    pub failure: BinFailure,
+    pub outputs: Vec<String>,
+}
+
+/// Outputs aim 10% above the target so that compression variance does not leave them below it.
+const ROLL_MARGIN: f64 = 1.1;
+
+/// The object key of a path as delta-rs's writer made it (`Path::parse` of the hive path):
+/// never percent-decoded a second time.
+pub fn object_key(path: &str) -> Path {
+    Path::parse(path).unwrap_or_else(|_| Path::from(path))
+}
+
+fn scalars(
+    table: &DeltaTable,
+    values: &PartitionValues,
+) -> Result<IndexMap<String, Scalar>, String> {
+    let snapshot = table.snapshot().map_err(|e| e.to_string())?;
+    let schema = snapshot.schema();
+    let mut out = IndexMap::new();
+    for (col, v) in &values.0 {
+        let field = schema
+            .field(col)
+            .ok_or_else(|| format!("partition column {col} is not in the schema"))?;
+        let prim = field
+            .data_type()
+            .as_primitive_opt()
+            .ok_or_else(|| format!("partition column {col} is not a primitive type"))?;
+        let s = match v {
+            Some(v) => prim.parse_scalar(v).map_err(|e| e.to_string())?,
+            None => Scalar::Null(field.data_type().clone()),
+        };
+        out.insert(col.clone(), s);
+    }
+    Ok(out)
+}
+
+/// Streams one Parquet file as batches of the table's file schema, INT96 read without overflow.
+async fn open_input(
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    size: Option<u64>,
+    table_schema: &SchemaRef,
+) -> Result<
+    (
+        parquet::arrow::async_reader::ParquetRecordBatchStream<StoreReader>,
+        u64,
+    ),
+    String,
+> {
+    let mut reader = StoreReader::new(store, path, size);
+    let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
+        .await
+        .map_err(|e| e.to_string())?;
+    let meta = int96_safe_metadata(meta, table_schema).map_err(|e| e.to_string())?;
+    let rows = meta.metadata().file_metadata().num_rows().max(0) as u64;
+    let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta)
+        .with_batch_size(32 * 1024)
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok((stream, rows))
+}
+
+/// Reads the outputs back and fingerprints them.
+async fn fingerprint_outputs(
+    store: &Arc<dyn ObjectStore>,
+    adds: &[Add],
+    schema: &SchemaRef,
+) -> Result<Fingerprint, String> {
+    let mut fp = Fingerprint::default();
+    for a in adds {
+        let (mut stream, _) = open_input(
+            store.clone(),
+            object_key(&a.path),
+            Some(a.size.max(0) as u64),
+            schema,
+        )
+        .await
+        .map_err(|e| format!("reading back {}: {e}", a.path))?;
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(|e| format!("reading back {}: {e}", a.path))?;
+            let batch = conform(batch, schema).map_err(|e| format!("{}: {e}", a.path))?;
+            fp.add(Fingerprint::of_batch(&batch).map_err(|e| e.to_string())?);
+        }
+    }
+    Ok(fp)
+}
+
+struct Roller {
+    total_in: f64,
+    consumed_done: f64,
+    consumed_at_flush: f64,
+    ratio: f64,
+    goal: f64,
+}
+
+impl Roller {
+    /// Roll when the predicted output reached the goal and what remains would still make a file
+    /// of at least the goal (otherwise the remainder joins this file: no small tail file).
+    /// Sizes are predicted from input bytes consumed times the output/input ratio measured on
+    /// this bin's finished files (the writer's own estimate is pre-compression and overshoots).
+    fn should_roll(&self, consumed: f64) -> bool {
+        let cur_out = (consumed - self.consumed_at_flush) * self.ratio;
+        let remaining_out = (self.total_in - consumed).max(0.0) * self.ratio;
+        cur_out >= self.goal && remaining_out >= self.goal
+    }
+
+    fn rolled(&mut self, consumed: f64, out_bytes: u64) {
+        let inp = consumed - self.consumed_at_flush;
+        if out_bytes > 0 && inp > 0.0 {
+            self.ratio = out_bytes as f64 / inp;
+        }
+        self.consumed_at_flush = consumed;
+    }
+}
+
+fn removes_for(files: &[FileRef], values: &PartitionValues) -> Vec<Remove> {
+    let partition_map: HashMap<String, Option<String>> = values.0.iter().cloned().collect();
+    let now = chrono::Utc::now().timestamp_millis();
+    files
+        .iter()
+        .map(|f| Remove {
+            path: f.path.clone(),
+            data_change: false,
+            deletion_timestamp: Some(now),
+            extended_file_metadata: Some(true),
+            partition_values: Some(partition_map.clone()),
+            size: Some(f.size as i64),
+            tags: None,
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+        })
+        .collect()
+}
+
+struct Writing {
+    writer: RecordBatchWriter,
+    adds: Vec<Add>,
+    /// Shared with the caller, so outputs are known even if this task panics.
+    ledger: Arc<Mutex<Vec<String>>>,
+}
+
+impl Writing {
+    fn outputs(&self) -> Vec<String> {
+        self.adds.iter().map(|a| a.path.clone()).collect()
+    }
+
+    fn record(&mut self, flushed: Vec<Add>) {
+        if let Ok(mut l) = self.ledger.lock() {
+            l.extend(flushed.iter().map(|a| a.path.clone()));
+        }
+        self.adds.extend(flushed);
+    }
+}
+
+/// Rewrites one bin. On failure the error lists every output written so far.
+#[allow(clippy::too_many_arguments)]
+pub async fn rewrite_bin(
+    table: DeltaTable,
+    values: PartitionValues,
+    bin: Bin,
+    file_schema: SchemaRef,
+    opts: RewriteOptions,
+    cancel: CancellationToken,
+    counters: Arc<Counters>,
+    ledger: Arc<Mutex<Vec<String>>>,
+) -> Result<BinOutput, BinError> {
+    let fail = |failure: BinFailure, outputs: Vec<String>| BinError {
+        partition: values.clone(),
+        failure,
+        outputs,
+    };
+    let pv = scalars(&table, &values).map_err(|e| fail(BinFailure::Setup(e), vec![]))?;
+    let props = WriterProperties::builder()
+        .set_compression(opts.compression)
+        .build();
+    let writer = RecordBatchWriter::for_table(&table)
+        .map_err(|e| fail(BinFailure::Setup(e.to_string()), vec![]))?
+        .with_writer_properties(props);
+    let mut w = Writing {
+        writer,
+        adds: Vec::new(),
+        ledger,
+    };
+    let store = table.object_store();
+    let mut roll = Roller {
+        total_in: bin.bytes as f64,
+        consumed_done: 0.0,
+        consumed_at_flush: 0.0,
+        ratio: opts.compression_ratio.clamp(0.05, 5.0),
+        goal: opts.target_file_size as f64 * ROLL_MARGIN,
+    };
+    let mut input_fp = Fingerprint::default();
+    for f in &bin.files {
+        if cancel.is_cancelled() {
+            w.writer.reset();
+            return Err(fail(BinFailure::Cancelled, w.outputs()));
+        }
+        let read_err = |detail: String| BinFailure::Read {
+            path: f.path.clone(),
+            detail,
+        };
+        let path = Path::parse(&f.store_path)
+            .map_err(|e| fail(read_err(e.to_string()), w.outputs()))?;
+        let (mut stream, file_rows) = open_input(store.clone(), path, Some(f.size), &file_schema)
+            .await
+            .map_err(|e| fail(read_err(e), w.outputs()))?;
+        let file_rows = file_rows.max(1) as f64;
+        let mut rows_file = 0u64;
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(|e| fail(read_err(e.to_string()), w.outputs()))?;
+            let n = batch.num_rows() as u64;
+            let batch: RecordBatch = conform(batch, &file_schema).map_err(|source| {
+                fail(
+                    BinFailure::Conform {
+                        path: f.path.clone(),
+                        source,
+                    },
+                    w.outputs(),
+                )
+            })?;
+            input_fp.add(
+                Fingerprint::of_batch(&batch)
+                    .map_err(|e| fail(BinFailure::Verify(e.to_string()), w.outputs()))?,
+            );
+            w.writer
+                .write_partition(batch, &pv, WriteMode::Default)
+                .await
+                .map_err(|e| fail(BinFailure::Write(e.to_string()), w.outputs()))?;
+            rows_file += n;
+            counters.rows.fetch_add(n, Ordering::Relaxed);
+            let consumed = roll.consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
+            if roll.should_roll(consumed) {
+                let flushed = w
+                    .writer
+                    .flush()
+                    .await
+                    .map_err(|e| fail(BinFailure::Write(e.to_string()), w.outputs()))?;
+                roll.rolled(consumed, flushed.iter().map(|a| a.size.max(0) as u64).sum());
+                w.record(flushed);
+            }
+        }
+        roll.consumed_done += f.size as f64;
+        counters.files_read.fetch_add(1, Ordering::Relaxed);
+    }
+    let flushed = w
+        .writer
+        .flush()
+        .await
+        .map_err(|e| fail(BinFailure::Write(e.to_string()), w.outputs()))?;
+    w.record(flushed);
+    for a in &mut w.adds {
+        a.data_change = false;
+    }
+    let started = Instant::now();
+    let output_fp = fingerprint_outputs(&store, &w.adds, &file_schema)
+        .await
+        .map_err(|e| fail(BinFailure::Verify(e), w.outputs()))?;
+    if output_fp != input_fp {
+        return Err(fail(
+            BinFailure::Verify(format!(
+                "read {} rows, the outputs hold {} rows with {} content",
+                input_fp.rows,
+                output_fp.rows,
+                if output_fp.sum == input_fp.sum {
+                    "the same"
+                } else {
+                    "different"
+                }
+            )),
+            w.outputs(),
+        ));
+    }
+    counters.bins_done.fetch_add(1, Ordering::Relaxed);
+    Ok(BinOutput {
+        partition: values.clone(),
+        removes: removes_for(&bin.files, &values),
+        rows: input_fp.rows,
+        bytes_in: bin.bytes,
+        fingerprint: input_fp,
+        verify_seconds: started.elapsed().as_secs_f64(),
+        adds: w.adds,
+    })
+}

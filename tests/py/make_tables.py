@@ -155,8 +155,10 @@ def make_int96(dest, opts):
                 readings.append(None if rng.random() < 0.05 else round(rng.uniform(-50, 50), 3))
             t = pa.table([pa.array(ids, pa.int64()), pa.array(tss, pa.timestamp("us")),
                           pa.array(readings, pa.float64())], schema=schema)
+            # store_schema=False: Spark writes no ARROW:schema, so a reader cannot take the
+            # timestamp unit from it and must handle INT96 itself.
             pq.write_table(t, os.path.join(folder, f"part-{n:05d}.parquet"),
-                           use_deprecated_int96_timestamps=True)
+                           use_deprecated_int96_timestamps=True, store_schema=False)
             files += 1
             rows += count
     from deltalake import Field, Schema

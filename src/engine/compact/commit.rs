@@ -125,7 +125,7 @@ async fn find_own_commit(
     commit_id: &str,
 ) -> Result<Option<u64>, DeltaTableError> {
     for v in (after + 1..=upto).rev() {
-        if let Some(bytes) = log.read_commit_entry(v as i64).await? {
+        if let Some(bytes) = log.read_commit_entry(v).await? {
             let id = commit_info(&bytes)
                 .and_then(|ci| ci.get(COMMIT_ID_KEY).cloned())
                 .and_then(|v| v.as_str().map(str::to_string));
@@ -145,7 +145,7 @@ async fn find_remover(
     path: &str,
 ) -> (Option<u64>, Option<String>, Option<String>) {
     for v in after + 1..=upto {
-        let Ok(Some(bytes)) = log.read_commit_entry(v as i64).await else {
+        let Ok(Some(bytes)) = log.read_commit_entry(v).await else {
             continue;
         };
         let removed = actions(&bytes).any(|a| {
@@ -216,7 +216,7 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
             last_error = format!("reading the latest version: {e}");
             continue;
         }
-        let latest = table.version().unwrap_or_default() as u64;
+        let latest = table.version().unwrap_or_default();
         if maybe_landed.is_some() {
             match find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await {
                 Ok(Some(version)) => {
@@ -267,10 +267,10 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
     }
     // Out of attempts: one last look for our commit if an attempt may have landed.
     if let Some(why) = maybe_landed {
-        let latest = log.get_latest_version(bin.read_version as i64).await;
+        let latest = log.get_latest_version(bin.read_version).await;
         let found = match latest {
             Ok(latest) => {
-                find_own_commit(log.as_ref(), bin.read_version, latest as u64, &commit_id).await
+                find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await
             }
             Err(e) => Err(e),
         };
@@ -319,5 +319,5 @@ async fn try_commit(
     // Resolving the prepared commit writes it; the PostCommit it returns is dropped unawaited, so
     // no hook (checkpoint, log cleanup) runs and no later error can hide a landed commit.
     let post = prepared.await?;
-    Ok(post.version() as u64)
+    Ok(post.version)
 }

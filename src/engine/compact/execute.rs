@@ -12,7 +12,7 @@ use arrow::datatypes::{Schema, SchemaRef};
 use deltalake::DeltaTable;
 use deltalake::protocol::DeltaOperation;
 use futures::FutureExt;
-use object_store::ObjectStore;
+use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -171,7 +171,7 @@ impl Run<'_> {
         let Ok(files) = partition_files(&self.table, &self.ct.uri) else {
             return Vec::new();
         };
-        let version = self.table.version().unwrap_or_default() as u64;
+        let version = self.table.version().unwrap_or_default();
         let p = plan(
             version,
             files,

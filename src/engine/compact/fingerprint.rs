@@ -75,7 +75,7 @@ fn maps_as_lists(a: &ArrayRef) -> ArrayRef {
             };
             let entries: ArrayRef = Arc::new(m.entries().clone());
             let entries = maps_as_lists(&entries);
-            let field = Arc::new(Field::new("entries", entries.data_type().clone(), false));
+            let field = Arc::new(Field::new("entries", entries.data_type().clone(), true));
             Arc::new(ListArray::new(
                 field,
                 m.offsets().clone(),

@@ -1,7 +1,7 @@
 //! Reading a Parquet checkpoint with a column projection: only the leaves the statistics need
 //! are fetched (no `stats` JSON, no `tags`), which is what makes a 1M-file table open fast.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, MapArray, StringArray, StructArray};
@@ -11,61 +11,46 @@ use futures::StreamExt;
 use object_store::ObjectStore;
 use object_store::path::Path;
 use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::file::metadata::PageIndexPolicy;
 
 use crate::engine::parquet_reader::StoreReader;
 
 use super::actions::{MetaData, Protocol};
-use super::partition_key::{PartitionSizes, encode_into};
-use super::state::{Tombstones, TxnState};
+use super::partition_key::encode_into;
+use super::state::TxnState;
 
-/// Where checkpoint rows go. Entries already decided by newer JSON commits win.
-pub struct CheckpointSink<'a> {
-    /// File keys removed by commits newer than the checkpoint (only when some remove lacks its
-    /// partition or size; then paths are read).
-    pub drop_by_path: &'a HashSet<String>,
-    /// (canonical partition key, size) of files removed by newer commits, with counts.
-    pub drop_by_size: HashMap<(String, u64), u32>,
-    /// The sizes in `drop_by_size`: a cheap first check before building the map key.
-    pub drop_sizes: HashSet<u64>,
-    pub partitions: &'a mut PartitionSizes,
-    pub tombstones: &'a mut Tombstones,
-    pub txns: &'a mut HashMap<String, TxnState>,
-    pub metadata: &'a mut Option<MetaData>,
-    pub protocol: &'a mut Option<Protocol>,
+/// What a checkpoint holds besides its file actions. Values already decided by newer JSON
+/// commits win: the reader only fills what is still unset.
+#[derive(Debug, Default)]
+pub struct CheckpointMeta {
+    pub txns: HashMap<String, TxnState>,
+    pub metadata: Option<MetaData>,
+    pub protocol: Option<Protocol>,
     /// v2 checkpoints point at sidecar files holding the add/remove actions.
     pub sidecars: Vec<String>,
     pub rows: u64,
 }
 
-/// Reads one checkpoint (or sidecar) file into `sink`.
-pub async fn read_checkpoint_file(
-    store: &Arc<dyn ObjectStore>,
-    path: &str,
-    sink: &mut CheckpointSink<'_>,
-    on_rows: &(dyn Fn(u64) + Send + Sync),
-) -> Result<(), String> {
-    let reader = StoreReader::new(store.clone(), Path::from(path), None);
-    let builder = ParquetRecordBatchStreamBuilder::new(reader)
-        .await
-        .map_err(|e| e.to_string())?;
-    let need_paths = !sink.drop_by_path.is_empty();
-    let mut wanted: Vec<&str> = vec![
-        "add.size",
-        "add.partitionValues",
-        "remove.size",
-        "remove.deletionTimestamp",
-        "txn",
-        "metaData",
-        "protocol",
-        "sidecar.path",
-    ];
-    if need_paths {
-        // Only needed to drop rows that newer commits removed; skipped otherwise (the paths are
-        // the bulk of a checkpoint's bytes).
-        wanted.extend(["add.path", "add.deletionVector"]);
-    }
-    let schema = builder.metadata().file_metadata().schema_descr_ptr();
+/// Receives the file actions of a checkpoint file, with their row number in that file.
+pub trait CheckpointVisitor: Send {
+    /// `key` (path + deletion vector) only when paths are read; `part` is the canonical
+    /// partition key (see `partition_key::encode_into`).
+    fn add(&mut self, row: u64, key: Option<&str>, part: &str, size: u64);
+    fn remove(&mut self, row: u64, key: Option<&str>, deletion_ts: Option<i64>, size: Option<i64>);
+    fn meta(&mut self) -> &mut CheckpointMeta;
+}
+
+fn builder_error(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// The leaves of `schema` under any of `wanted` (a column or a struct prefix).
+fn projection(
+    schema: &parquet::schema::types::SchemaDescriptor,
+    wanted: &[&str],
+) -> ProjectionMask {
     let leaves: Vec<usize> = schema
         .columns()
         .iter()
@@ -78,41 +63,78 @@ pub async fn read_checkpoint_file(
         })
         .map(|(i, _)| i)
         .collect();
-    let mask = ProjectionMask::leaves(&schema, leaves);
+    ProjectionMask::leaves(schema, leaves)
+}
+
+/// Reads one checkpoint (or sidecar) file into `visitor`. Paths (the bulk of a checkpoint's
+/// bytes) are read only `with_paths`.
+pub async fn read_checkpoint_file(
+    store: &Arc<dyn ObjectStore>,
+    path: &str,
+    with_paths: bool,
+    visitor: &mut dyn CheckpointVisitor,
+    on_rows: &(dyn Fn(u64) + Send + Sync),
+) -> Result<(), String> {
+    let reader = StoreReader::new(store.clone(), Path::from(path), None);
+    let builder = ParquetRecordBatchStreamBuilder::new(reader)
+        .await
+        .map_err(builder_error)?;
+    let mut wanted: Vec<&str> = vec![
+        "add.size",
+        "add.partitionValues",
+        "remove.size",
+        "remove.deletionTimestamp",
+        "txn",
+        "metaData",
+        "protocol",
+        "sidecar.path",
+    ];
+    if with_paths {
+        wanted.extend([
+            "add.path",
+            "add.deletionVector",
+            "remove.path",
+            "remove.deletionVector",
+        ]);
+    }
+    let mask = projection(builder.metadata().file_metadata().schema_descr(), &wanted);
     let mut stream = builder
         .with_projection(mask)
         .with_batch_size(64 * 1024)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(builder_error)?;
     let mut buf = String::new();
+    let mut first_row = 0u64;
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(|e| e.to_string())?;
-        sink.rows += batch.num_rows() as u64;
         if let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) {
-            read_adds(add, need_paths, sink, &mut buf)?;
+            read_adds(add, first_row, with_paths, visitor, &mut buf)?;
         }
         if let Some(rm) = batch
             .column_by_name("remove")
             .and_then(|c| c.as_struct_opt())
         {
-            read_removes(rm, sink)?;
+            read_removes(rm, first_row, with_paths, visitor)?;
         }
+        first_row += batch.num_rows() as u64;
+        let meta = visitor.meta();
+        meta.rows += batch.num_rows() as u64;
         if let Some(txn) = batch.column_by_name("txn").and_then(|c| c.as_struct_opt()) {
-            read_txns(txn, sink)?;
+            read_txns(txn, meta)?;
         }
-        if sink.metadata.is_none()
+        if meta.metadata.is_none()
             && let Some(md) = batch
                 .column_by_name("metaData")
                 .and_then(|c| c.as_struct_opt())
         {
-            *sink.metadata = read_metadata(md)?;
+            meta.metadata = read_metadata(md)?;
         }
-        if sink.protocol.is_none()
+        if meta.protocol.is_none()
             && let Some(p) = batch
                 .column_by_name("protocol")
                 .and_then(|c| c.as_struct_opt())
         {
-            *sink.protocol = read_protocol(p)?;
+            meta.protocol = read_protocol(p)?;
         }
         if let Some(sc) = batch
             .column_by_name("sidecar")
@@ -121,13 +143,106 @@ pub async fn read_checkpoint_file(
         {
             for i in 0..sc.len() {
                 if sc.is_valid(i) && p.is_valid(i) {
-                    sink.sidecars.push(p.value(i).to_string());
+                    meta.sidecars.push(p.value(i).to_string());
                 }
             }
         }
-        on_rows(sink.rows);
+        on_rows(meta.rows);
     }
     Ok(())
+}
+
+/// The file keys (path + deletion vector) of the given rows of one checkpoint file, add or
+/// remove, by row. Reads only the path columns of those rows: with the file's offset index,
+/// only the pages holding them are fetched.
+pub async fn read_checkpoint_keys(
+    store: &Arc<dyn ObjectStore>,
+    path: &str,
+    rows: &[u64],
+) -> Result<HashMap<u64, String>, String> {
+    let mut rows: Vec<u64> = rows.to_vec();
+    rows.sort_unstable();
+    rows.dedup();
+    let mut out = HashMap::with_capacity(rows.len());
+    if rows.is_empty() {
+        return Ok(out);
+    }
+    let reader = StoreReader::new(store.clone(), Path::from(path), None);
+    let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
+    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
+        .await
+        .map_err(builder_error)?;
+    let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
+    let selected: Vec<u64> = rows.into_iter().filter(|&r| r < total).collect();
+    // Runs of consecutive rows, so a dense selection stays a few selectors.
+    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
+    for &r in &selected {
+        let r = r as usize;
+        match ranges.last_mut() {
+            Some(last) if last.end == r => last.end = r + 1,
+            _ => ranges.push(r..r + 1),
+        }
+    }
+    let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), total as usize);
+    let mask = projection(
+        builder.metadata().file_metadata().schema_descr(),
+        &[
+            "add.path",
+            "add.deletionVector",
+            "remove.path",
+            "remove.deletionVector",
+        ],
+    );
+    let mut stream = builder
+        .with_projection(mask)
+        .with_row_selection(selection)
+        .with_batch_size(64 * 1024)
+        .build()
+        .map_err(builder_error)?;
+    // Selected rows come back in order, so the n-th output row is the n-th selected row.
+    let mut next = selected.iter();
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(|e| e.to_string())?;
+        let add = batch.column_by_name("add").and_then(|c| c.as_struct_opt());
+        let rm = batch
+            .column_by_name("remove")
+            .and_then(|c| c.as_struct_opt());
+        let add_keys = add.map(|a| struct_keys(a)).transpose()?;
+        let rm_keys = rm.map(|r| struct_keys(r)).transpose()?;
+        for i in 0..batch.num_rows() {
+            let Some(&row) = next.next() else {
+                return Err("the reader returned more rows than were selected".into());
+            };
+            let key = add_keys
+                .as_ref()
+                .and_then(|k| k[i].clone())
+                .or_else(|| rm_keys.as_ref().and_then(|k| k[i].clone()));
+            if let Some(key) = key {
+                out.insert(row, key);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The file key of each row of an add or remove struct column (None where the row is not that
+/// action).
+fn struct_keys(s: &StructArray) -> Result<Vec<Option<String>>, String> {
+    let paths = child_str(s, "path")?;
+    let dvs = child(s, "deletionVector").and_then(|c| c.as_struct_opt());
+    (0..s.len())
+        .map(|i| match &paths {
+            Some(p) if s.is_valid(i) && p.is_valid(i) => row_key(p.value(i), dvs, i).map(Some),
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+fn row_key(path: &str, dvs: Option<&StructArray>, i: usize) -> Result<String, String> {
+    match dvs {
+        Some(dv) => dv_key(dv, i, path),
+        None => Ok(path.to_string()),
+    }
 }
 
 fn child<'a>(s: &'a StructArray, name: &str) -> Option<&'a ArrayRef> {
@@ -190,8 +305,9 @@ fn dv_key(dv: &StructArray, i: usize, path: &str) -> Result<String, String> {
 
 fn read_adds(
     add: &StructArray,
-    need_paths: bool,
-    sink: &mut CheckpointSink<'_>,
+    first_row: u64,
+    with_paths: bool,
+    visitor: &mut dyn CheckpointVisitor,
     buf: &mut String,
 ) -> Result<(), String> {
     let Some(size) = child_i64(add, "size")? else {
@@ -199,30 +315,20 @@ fn read_adds(
     };
     let pv = child(add, "partitionValues").and_then(|c| c.as_map_opt());
     let entries = pv.map(map_entries).transpose()?;
-    let paths = if need_paths {
+    let paths = if with_paths {
         child_str(add, "path")?
     } else {
         None
     };
-    let dvs = if need_paths {
-        child(add, "deletionVector").and_then(|c| c.as_struct_opt())
-    } else {
-        None
-    };
+    let dvs = child(add, "deletionVector").and_then(|c| c.as_struct_opt());
     for i in 0..add.len() {
         if !add.is_valid(i) || !size.is_valid(i) {
             continue;
         }
-        if let Some(paths) = &paths {
-            let path = paths.value(i);
-            let dropped = match dvs {
-                Some(dv) if dv.is_valid(i) => sink.drop_by_path.contains(&dv_key(dv, i, path)?),
-                _ => sink.drop_by_path.contains(path),
-            };
-            if dropped {
-                continue;
-            }
-        }
+        let key = match &paths {
+            Some(p) if p.is_valid(i) => Some(row_key(p.value(i), dvs, i)?),
+            _ => None,
+        };
         match (pv, &entries) {
             (Some(map), Some((keys, values))) if map.is_valid(i) => {
                 let offs = map.value_offsets();
@@ -234,43 +340,53 @@ fn read_adds(
             }
             _ => buf.clear(),
         }
-        let sz = size.value(i).max(0) as u64;
-        if sink.drop_sizes.contains(&sz)
-            && let Some(n) = sink
-                .drop_by_size
-                .get_mut(&(buf.clone(), sz))
-                .filter(|n| **n > 0)
-        {
-            *n -= 1;
-            continue;
-        }
-        sink.partitions.push(buf, sz);
+        visitor.add(
+            first_row + i as u64,
+            key.as_deref(),
+            buf,
+            size.value(i).max(0) as u64,
+        );
     }
     Ok(())
 }
 
-fn read_removes(rm: &StructArray, sink: &mut CheckpointSink<'_>) -> Result<(), String> {
+fn read_removes(
+    rm: &StructArray,
+    first_row: u64,
+    with_paths: bool,
+    visitor: &mut dyn CheckpointVisitor,
+) -> Result<(), String> {
     let size = child_i64(rm, "size")?;
     let ts = child_i64(rm, "deletionTimestamp")?;
+    let paths = if with_paths {
+        child_str(rm, "path")?
+    } else {
+        None
+    };
+    let dvs = child(rm, "deletionVector").and_then(|c| c.as_struct_opt());
     for i in 0..rm.len() {
         if !rm.is_valid(i) {
             continue;
         }
+        let key = match &paths {
+            Some(p) if p.is_valid(i) => Some(row_key(p.value(i), dvs, i)?),
+            _ => None,
+        };
         let s = size.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i));
         let t = ts.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i));
-        sink.tombstones.push(t, s);
+        visitor.remove(first_row + i as u64, key.as_deref(), t, s);
     }
     Ok(())
 }
 
-fn read_txns(txn: &StructArray, sink: &mut CheckpointSink<'_>) -> Result<(), String> {
+fn read_txns(txn: &StructArray, meta: &mut CheckpointMeta) -> Result<(), String> {
     let (Some(app), Some(ver)) = (child_str(txn, "appId")?, child_i64(txn, "version")?) else {
         return Ok(());
     };
     let upd = child_i64(txn, "lastUpdated")?;
     for i in 0..txn.len() {
         if txn.is_valid(i) && app.is_valid(i) && ver.is_valid(i) {
-            sink.txns
+            meta.txns
                 .entry(app.value(i).to_string())
                 .or_insert(TxnState {
                     version: ver.value(i),

@@ -1,0 +1,353 @@
+//! Reading the checkpoint under the JSON commits after it: every file key those commits touched
+//! is decided by them, so the checkpoint's entry for it (live file or tombstone) is dropped.
+//!
+//! Paths are the bulk of a checkpoint's bytes, so the first pass reads none:
+//! - a file removed after the checkpoint was live in it: one checkpoint file of the same
+//!   (partition, size) is dropped, which leaves the same sizes per partition as dropping it;
+//! - a checkpoint file with the (partition, size) of a file added after the checkpoint may be
+//!   that file (a re-add), and a tombstone with the size of any touched file may be its older
+//!   tombstone (a re-add, or a second remove): their paths are read for those rows only.
+//!
+//! When a removed file's (partition, size) finds no checkpoint file and no tombstone explains it
+//! (a remove spelling its partition differently, or a file the checkpoint never held), or a
+//! remove lacks its partition or size, the paths of the whole checkpoint are read instead.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use object_store::ObjectStore;
+
+use super::checkpoint::{
+    CheckpointMeta, CheckpointVisitor, read_checkpoint_file, read_checkpoint_keys,
+};
+use super::listing::Checkpoint;
+use super::partition_key::PartitionSizes;
+use super::state::Tombstones;
+use super::walker::Oldest;
+use crate::engine::error::{EngineError, Result};
+use crate::engine::progress::LoadProgress;
+
+/// What the checkpoint adds to the state the JSON commits left.
+#[derive(Debug, Default)]
+pub struct CheckpointPart {
+    /// Live files of the checkpoint not touched after it.
+    pub partitions: PartitionSizes,
+    pub tombstones: Tombstones,
+    pub meta: CheckpointMeta,
+    /// Keys removed after the checkpoint that it already listed as removed: removed twice.
+    pub tombstoned_again: HashSet<String>,
+    /// The paths of every checkpoint row were read (the fallback).
+    pub read_all_paths: bool,
+}
+
+pub async fn reconcile_checkpoint(
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+    cp: &Checkpoint,
+    files: &HashMap<String, Oldest>,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<CheckpointPart> {
+    if let Some(plan) = SizePlan::new(files) {
+        let mut pass = SizePass::new(plan);
+        let paths = read_all(store, uri, cp, false, &mut pass, progress).await?;
+        if let Some(part) = pass.finish(store, uri, &paths, files).await? {
+            return Ok(part);
+        }
+    }
+    let mut pass = PathPass {
+        files,
+        part: CheckpointPart {
+            read_all_paths: true,
+            ..CheckpointPart::default()
+        },
+    };
+    read_all(store, uri, cp, true, &mut pass, progress).await?;
+    Ok(pass.part)
+}
+
+/// Reads every file of the checkpoint and its sidecars; returns their paths, in row-number order
+/// of the visitor's `file` index.
+async fn read_all(
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+    cp: &Checkpoint,
+    with_paths: bool,
+    visitor: &mut dyn FileIndexed,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<Vec<String>> {
+    let on_rows = |rows| progress(LoadProgress::ReadingCheckpoint { rows });
+    let mut paths: Vec<String> = cp.files.clone();
+    let mut i = 0;
+    while i < paths.len() {
+        visitor.set_file(i);
+        read_checkpoint_file(store, &paths[i], with_paths, visitor.as_visitor(), &on_rows)
+            .await
+            .map_err(|detail| checkpoint_error(uri, &paths[i], detail))?;
+        if i + 1 == cp.files.len() {
+            // The sidecars (v2 checkpoints) were all named by the checkpoint files.
+            let sidecars = std::mem::take(&mut visitor.as_visitor().meta().sidecars);
+            paths.extend(
+                sidecars
+                    .into_iter()
+                    .map(|sc| format!("_delta_log/_sidecars/{sc}")),
+            );
+        }
+        i += 1;
+    }
+    Ok(paths)
+}
+
+/// A visitor that knows which checkpoint file it is reading (row numbers restart per file).
+trait FileIndexed: Send {
+    fn set_file(&mut self, file: usize);
+    fn as_visitor(&mut self) -> &mut dyn CheckpointVisitor;
+}
+
+/// The exact fallback: every row's key is read and checked.
+struct PathPass<'a> {
+    files: &'a HashMap<String, Oldest>,
+    part: CheckpointPart,
+}
+
+impl CheckpointVisitor for PathPass<'_> {
+    fn add(&mut self, _row: u64, key: Option<&str>, part: &str, size: u64) {
+        if !key.is_some_and(|k| self.files.contains_key(k)) {
+            self.part.partitions.push(part, size);
+        }
+    }
+
+    fn remove(&mut self, _row: u64, key: Option<&str>, ts: Option<i64>, size: Option<i64>) {
+        match key.and_then(|k| self.files.get_key_value(k)) {
+            Some((k, Oldest::Remove { .. })) => {
+                self.part.tombstoned_again.insert(k.clone());
+            }
+            Some(_) => {}
+            None => self.part.tombstones.push(ts, size),
+        }
+    }
+
+    fn meta(&mut self) -> &mut CheckpointMeta {
+        &mut self.part.meta
+    }
+}
+
+impl FileIndexed for PathPass<'_> {
+    fn set_file(&mut self, _file: usize) {}
+    fn as_visitor(&mut self) -> &mut dyn CheckpointVisitor {
+        self
+    }
+}
+
+/// What the JSON commits after the checkpoint say the checkpoint held, by (partition, size).
+struct SizePlan {
+    /// Files removed after the checkpoint whose (partition, size) no added file shares: so
+    /// many checkpoint files of that (partition, size) are dropped.
+    drop: HashMap<(String, u64), u32>,
+    /// (partition, size) of files added after the checkpoint: checkpoint files of it are
+    /// checked by path (they may be the same file, added again).
+    check: HashSet<(String, u64)>,
+    /// Sizes of every touched file: tombstones of these sizes are checked by path.
+    sizes: HashSet<u64>,
+}
+
+impl SizePlan {
+    /// None when a remove lacks its partition or size (only paths can match it).
+    fn new(files: &HashMap<String, Oldest>) -> Option<Self> {
+        let mut check = HashSet::new();
+        let mut sizes = HashSet::new();
+        let mut removed = Vec::new();
+        for o in files.values() {
+            match o {
+                Oldest::Add { part, size } => {
+                    check.insert((part.clone(), *size));
+                    sizes.insert(*size);
+                }
+                Oldest::Remove {
+                    part: Some(part),
+                    size: Some(size),
+                } => {
+                    removed.push((part.clone(), *size));
+                    sizes.insert(*size);
+                }
+                Oldest::Remove { .. } => return None,
+            }
+        }
+        let mut drop: HashMap<(String, u64), u32> = HashMap::new();
+        for k in removed {
+            if !check.contains(&k) {
+                *drop.entry(k).or_default() += 1;
+            }
+        }
+        Some(Self { drop, check, sizes })
+    }
+}
+
+/// A checkpoint row whose key decides what happens to it.
+struct Candidate {
+    file: usize,
+    row: u64,
+    kind: CandidateKind,
+}
+
+enum CandidateKind {
+    Add { part: String, size: u64 },
+    Tombstone { ts: Option<i64>, size: Option<i64> },
+}
+
+struct SizePass {
+    plan: SizePlan,
+    file: usize,
+    part: CheckpointPart,
+    candidates: Vec<Candidate>,
+    /// Scratch key for map lookups without allocating per row.
+    key: (String, u64),
+}
+
+impl SizePass {
+    fn new(plan: SizePlan) -> Self {
+        Self {
+            plan,
+            file: 0,
+            part: CheckpointPart::default(),
+            candidates: Vec::new(),
+            key: (String::new(), 0),
+        }
+    }
+
+    /// Resolves the candidates by path; None when the fallback (all paths) is needed.
+    async fn finish(
+        mut self,
+        store: &Arc<dyn ObjectStore>,
+        uri: &str,
+        paths: &[String],
+        files: &HashMap<String, Oldest>,
+    ) -> Result<Option<CheckpointPart>> {
+        let mut by_file: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+        for c in &self.candidates {
+            by_file.entry(c.file).or_default().push(c.row);
+        }
+        let mut keys: HashMap<(usize, u64), String> = HashMap::new();
+        for (file, rows) in by_file {
+            let path = &paths[file];
+            let found = read_checkpoint_keys(store, path, &rows)
+                .await
+                .map_err(|detail| checkpoint_error(uri, path, detail))?;
+            keys.extend(found.into_iter().map(|(row, k)| ((file, row), k)));
+        }
+        // Removed files the checkpoint held as tombstones, by (partition, size) of `drop`.
+        let mut explained: HashMap<(String, u64), u32> = HashMap::new();
+        for c in std::mem::take(&mut self.candidates) {
+            let key = keys.get(&(c.file, c.row));
+            let touched = key.and_then(|k| files.get_key_value(k.as_str()));
+            match (c.kind, touched) {
+                (CandidateKind::Add { part, size }, None) => {
+                    self.part.partitions.push(&part, size);
+                }
+                (CandidateKind::Add { .. }, Some(_)) => {}
+                (CandidateKind::Tombstone { ts, size }, None) => {
+                    self.part.tombstones.push(ts, size);
+                }
+                (CandidateKind::Tombstone { .. }, Some((k, o))) => {
+                    if let Oldest::Remove {
+                        part: Some(p),
+                        size: Some(s),
+                    } = o
+                    {
+                        self.part.tombstoned_again.insert(k.clone());
+                        let ps = (p.clone(), *s);
+                        if self.plan.drop.contains_key(&ps) {
+                            *explained.entry(ps).or_default() += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // `drop` now holds what found no checkpoint file. A file removed again was a tombstone,
+        // so it needed none, and the file of its (partition, size) dropped in its place goes
+        // back. Anything else left over is a remove spelled unlike the checkpoint: paths decide.
+        for ((part, size), left) in &self.plan.drop {
+            let e = explained.get(&(part.clone(), *size)).copied().unwrap_or(0);
+            if *left > e {
+                return Ok(None);
+            }
+            for _ in 0..e - left {
+                self.part.partitions.push(part, *size);
+            }
+        }
+        Ok(Some(self.part))
+    }
+}
+
+impl CheckpointVisitor for SizePass {
+    fn add(&mut self, row: u64, _key: Option<&str>, part: &str, size: u64) {
+        if self.plan.sizes.contains(&size) {
+            self.key.0.clear();
+            self.key.0.push_str(part);
+            self.key.1 = size;
+            if let Some(n) = self.plan.drop.get_mut(&self.key).filter(|n| **n > 0) {
+                *n -= 1;
+                return;
+            }
+            if self.plan.check.contains(&self.key) {
+                self.candidates.push(Candidate {
+                    file: self.file,
+                    row,
+                    kind: CandidateKind::Add {
+                        part: part.to_string(),
+                        size,
+                    },
+                });
+                return;
+            }
+        }
+        self.part.partitions.push(part, size);
+    }
+
+    fn remove(&mut self, row: u64, _key: Option<&str>, ts: Option<i64>, size: Option<i64>) {
+        let maybe_touched = !self.plan.sizes.is_empty()
+            && size.is_none_or(|s| s >= 0 && self.plan.sizes.contains(&(s as u64)));
+        if maybe_touched {
+            self.candidates.push(Candidate {
+                file: self.file,
+                row,
+                kind: CandidateKind::Tombstone { ts, size },
+            });
+        } else {
+            self.part.tombstones.push(ts, size);
+        }
+    }
+
+    fn meta(&mut self) -> &mut CheckpointMeta {
+        &mut self.part.meta
+    }
+}
+
+impl FileIndexed for SizePass {
+    fn set_file(&mut self, file: usize) {
+        self.file = file;
+    }
+    fn as_visitor(&mut self) -> &mut dyn CheckpointVisitor {
+        self
+    }
+}
+
+pub fn checkpoint_error(uri: &str, file: &str, detail: String) -> EngineError {
+    let lower = detail.to_ascii_lowercase();
+    if lower.contains("permission denied") {
+        EngineError::PermissionDenied {
+            what: format!("{file} in {uri}"),
+            detail,
+        }
+    } else if lower.contains("not found") {
+        EngineError::LogGap {
+            uri: uri.into(),
+            detail: format!("checkpoint file {file} disappeared while reading: {detail}"),
+        }
+    } else {
+        EngineError::CorruptCheckpoint {
+            uri: uri.into(),
+            file: file.into(),
+            detail,
+        }
+    }
+}

@@ -28,6 +28,19 @@ pub fn histogram_text(h: &Histogram, out: &mut String) {
     }
 }
 
+/// Findings first among the notes: they mean the table's data is already wrong.
+pub fn findings_text(t: &TableReport, out: &mut String) {
+    let checked = t.findings_checked.describe();
+    if t.findings.is_empty() {
+        let _ = writeln!(out, "findings: none (checked {checked})");
+        return;
+    }
+    let _ = writeln!(out, "findings (checked {checked}):");
+    for f in &t.findings {
+        let _ = writeln!(out, "  ! {}", f.message);
+    }
+}
+
 pub fn table_text(t: &TableReport) -> String {
     let s = &t.stats;
     let mut o = String::new();
@@ -105,6 +118,7 @@ pub fn table_text(t: &TableReport) -> String {
                 .map_or(String::new(), |r| format!(", {r:.1} batches/min"))
         );
     }
+    findings_text(t, &mut o);
     for w in &t.warnings {
         let _ = writeln!(o, "warning: {w}");
     }

@@ -12,7 +12,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::{ParquetError, Result};
-use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
 pub struct StoreReader {
     store: Arc<dyn ObjectStore>,
@@ -99,8 +99,12 @@ impl AsyncFileReader for StoreReader {
                     .map_err(external)?;
                 self.whole = Some(all);
             }
+            // The offset index only when asked for: it lets a row selection fetch single pages.
             let reader = ParquetMetaDataReader::new()
                 .with_metadata_options(options.map(|o| o.metadata_options().clone()))
+                .with_offset_index_policy(
+                    options.map_or(PageIndexPolicy::Skip, |o| o.offset_index_policy()),
+                )
                 .with_prefetch_hint(Some(64 * 1024));
             let meta = reader.load_and_finish(self, size).await?;
             Ok(Arc::new(meta))

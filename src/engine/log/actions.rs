@@ -96,6 +96,8 @@ pub struct CommitInfo {
     #[serde(default)]
     pub operation_metrics: HashMap<String, serde_json::Value>,
     pub engine_info: Option<String>,
+    /// delta-rs writes its version here instead of `engineInfo` ("delta-rs.1.6.6").
+    pub client_version: Option<String>,
     pub is_blind_append: Option<bool>,
 }
 
@@ -107,6 +109,13 @@ impl CommitInfo {
             serde_json::Value::String(s) => s.parse().ok(),
             _ => None,
         }
+    }
+
+    /// Who wrote the commit: `engineInfo` (Spark, Flink), else `clientVersion` (delta-rs).
+    pub fn engine(&self) -> Option<String> {
+        self.engine_info
+            .clone()
+            .or_else(|| self.client_version.clone())
     }
 
     pub fn param(&self, key: &str) -> Option<String> {

@@ -4,5 +4,9 @@ pub mod actions;
 pub mod checkpoint;
 pub mod listing;
 pub mod partition_key;
+pub mod reconcile;
 pub mod replay;
+#[cfg(test)]
+mod replay_tests;
 pub mod state;
+pub mod walker;

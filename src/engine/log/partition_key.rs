@@ -3,6 +3,10 @@
 //! During replay the table's metadata may not be known yet (it can sit in the checkpoint read
 //! last), so partitions are keyed by the raw `partitionValues` map as written (physical column
 //! names, any order). `resolve` later maps them to logical columns in partition-column order.
+//!
+//! The protocol reads an empty partition value as NULL, so `""` is encoded as NULL here, the one
+//! place every partition value of the log (JSON and checkpoint) passes through: NULL and `""` are
+//! one partition, while the string `"null"` is another.
 
 use std::collections::HashMap;
 
@@ -10,8 +14,8 @@ const ENTRY_SEP: char = '\u{1f}';
 const KV_SEP: char = '\u{1e}';
 const NULL_MARK: char = '\u{0}';
 
-/// Builds the canonical raw key (entries sorted by column) from `(column, value)` pairs into
-/// `buf` (cleared first), so maps written in any order give the same key.
+/// Builds the canonical raw key (entries sorted by column, `""` as NULL) from `(column, value)`
+/// pairs into `buf` (cleared first), so maps written in any order or spelling give the same key.
 pub fn encode_into<'a>(buf: &mut String, pairs: impl Iterator<Item = (&'a str, Option<&'a str>)>) {
     buf.clear();
     // Up to 8 entries sort on the stack: this runs once per file of a checkpoint.
@@ -36,7 +40,7 @@ pub fn encode_into<'a>(buf: &mut String, pairs: impl Iterator<Item = (&'a str, O
     for &(k, v) in sorted.iter() {
         buf.push_str(k);
         buf.push(KV_SEP);
-        match v {
+        match v.filter(|v| !v.is_empty()) {
             Some(v) => {
                 buf.push('=');
                 buf.push_str(v);
@@ -78,6 +82,15 @@ impl PartitionSizes {
             }
         };
         self.groups[idx as usize].1.push(size);
+    }
+
+    /// Adds every group of `other` (raw keys are canonical, so equal keys merge).
+    pub fn extend(&mut self, other: PartitionSizes) {
+        for (raw, sizes) in other.groups {
+            for s in sizes {
+                self.push(&raw, s);
+            }
+        }
     }
 
     pub fn files(&self) -> u64 {
@@ -123,18 +136,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_values_and_nulls() {
+    fn round_trips_values_and_nulls_and_reads_empty_as_null() {
         let mut buf = String::new();
         encode_into(
             &mut buf,
-            [("a", Some("x=1")), ("b", None), ("c", Some(""))].into_iter(),
+            [
+                ("a", Some("x=1")),
+                ("b", None),
+                ("c", Some("")),
+                ("d", Some("null")),
+            ]
+            .into_iter(),
         );
         assert_eq!(
             decode(&buf),
             vec![
                 ("a".into(), Some("x=1".into())),
                 ("b".into(), None),
-                ("c".into(), Some("".into()))
+                ("c".into(), None),
+                ("d".into(), Some("null".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_and_null_are_one_key_and_the_string_null_another() {
+        let key = |v: Option<&'static str>| {
+            let mut buf = String::new();
+            encode_into(&mut buf, [("k", v)].into_iter());
+            buf
+        };
+        assert_eq!(key(Some("")), key(None));
+        assert_ne!(key(Some("null")), key(None));
+        let mut p = PartitionSizes::default();
+        p.push(&key(Some("")), 1);
+        p.push(&key(None), 2);
+        p.push(&key(Some("null")), 3);
+        let r = p.resolve(&["k".into()], &HashMap::new());
+        assert_eq!(
+            r,
+            vec![
+                (vec![None], vec![1, 2]),
+                (vec![Some("null".into())], vec![3])
             ]
         );
     }

@@ -1,7 +1,7 @@
 //! What a log replay produces: the live files grouped by partition, tombstones, streaming
 //! writers' transactions, metadata, and a summary of recent commits.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -47,6 +47,31 @@ pub struct CommitSummary {
     pub engine: Option<String>,
 }
 
+/// Operation and writer of one commit, for findings that name commits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommitOrigin {
+    pub operation: String,
+    /// `engineInfo`, else `clientVersion`.
+    pub engine: Option<String>,
+    /// A commit that removes a file and adds others rewrote its rows (OPTIMIZE, UPDATE...).
+    pub files_added: u64,
+}
+
+/// A file removed by more than one commit with no add of it in between. A remove that rewrites
+/// a file (OPTIMIZE) adds its rows elsewhere, so every remove after the first one re-added rows
+/// that were already in the table again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepeatedRemove {
+    /// Versions of the commits that removed it, oldest first (at least two, or one when
+    /// `removed_by_checkpoint` is set).
+    pub versions: Vec<u64>,
+    /// The first remove was not among the commits read, but the checkpoint of this version
+    /// already listed the file as removed.
+    pub removed_by_checkpoint: Option<u64>,
+    /// From the remove actions, when they record it.
+    pub size: Option<u64>,
+}
+
 #[derive(Debug)]
 pub struct LogState {
     pub version: u64,
@@ -63,4 +88,14 @@ pub struct LogState {
     /// Bytes of JSON commits a reader replays on top of the checkpoint.
     pub json_bytes_since_checkpoint: u64,
     pub warnings: Vec<String>,
+    /// Files removed more than once, from the commits read in full (and the checkpoint's
+    /// tombstones for those removed again after it).
+    pub repeated_removes: Vec<RepeatedRemove>,
+    /// Operation and writer of the commits named in `repeated_removes`.
+    pub origins: BTreeMap<u64, CommitOrigin>,
+    /// Every commit from this version to `version` was read in full; None when the newest was not.
+    pub fully_read_from: Option<u64>,
+    /// All paths of the checkpoint were read: a remove after it could not be matched by
+    /// partition and size (the slow, exact fallback).
+    pub checkpoint_paths_read: bool,
 }

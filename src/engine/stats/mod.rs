@@ -1,7 +1,8 @@
 //! Everything lakehealth computes from a replayed log: file-size statistics and histograms,
-//! log health, vacuum debt, streaming writers, assembled into a `TableReport`.
+//! log health, vacuum debt, streaming writers, findings, assembled into a `TableReport`.
 
 pub mod file_sizes;
+pub mod findings;
 pub mod histogram;
 pub mod log_health;
 pub mod table_report;

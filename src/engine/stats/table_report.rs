@@ -6,13 +6,15 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use super::file_sizes::{SizeStats, Thresholds};
+use super::findings::{Finding, FindingsCoverage, findings};
 use super::log_health::LogHealth;
 use super::vacuum::{DEFAULT_RETENTION_HOURS, VacuumDebt, parse_interval_hours};
 use super::writers::{StreamingWriter, streaming_writers};
 use crate::engine::log::state::{CommitSummary, LogState};
 
-/// Partition values in partition-column order; serialises as a JSON object.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Partition values in partition-column order (NULL as None; the log reader reads `""` as NULL);
+/// serialises as a JSON object. This, not `label()`, is a partition's identity: key maps by it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PartitionValues(pub Vec<(String, Option<String>)>);
 
 impl Serialize for PartitionValues {
@@ -26,7 +28,8 @@ impl Serialize for PartitionValues {
 }
 
 impl PartitionValues {
-    /// `date=2026-11-30/k=null`, or `(unpartitioned)`.
+    /// `date=2026-11-30/k=null`, or `(unpartitioned)`. For display only: NULL and the string
+    /// `'null'` (and values holding `/` or `=`) read the same.
     pub fn label(&self) -> String {
         if self.0.is_empty() {
             return "(unpartitioned)".into();
@@ -64,6 +67,10 @@ pub struct TableReport {
     /// Newest first.
     pub commits: Vec<CommitSummary>,
     pub warnings: Vec<String>,
+    /// Damage the log shows has happened (files removed twice: duplicated rows).
+    pub findings: Vec<Finding>,
+    /// The versions the findings were looked for in.
+    pub findings_checked: FindingsCoverage,
 }
 
 /// Logical partition column names by physical name (column mapping), from the schema string.
@@ -116,6 +123,7 @@ impl TableReport {
         let log = LogHealth::from_state(&state);
         let vacuum = VacuumDebt::compute(&state.tombstones, retention, now_ms);
         let writers = streaming_writers(&state);
+        let (findings, findings_checked) = findings(&state);
         let mut warnings = state.warnings;
         if log.checkpoint_overdue {
             warnings.push(format!(
@@ -138,7 +146,8 @@ impl TableReport {
                 stats,
             });
         }
-        partitions.sort_by_key(|a| a.values.label());
+        // By the typed values: labels of NULL and 'null' are equal.
+        partitions.sort_by(|a, b| a.values.cmp(&b.values));
         let refs: Vec<&SizeStats> = partitions.iter().map(|p| &p.stats).collect();
         let stats = SizeStats::for_table(&mut all_sizes, &refs, &thresholds, &edges);
         TableReport {
@@ -155,6 +164,8 @@ impl TableReport {
             streaming_writers: writers,
             commits: state.commits,
             warnings,
+            findings,
+            findings_checked,
         }
     }
 }

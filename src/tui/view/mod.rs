@@ -1,6 +1,7 @@
 //! Drawing: a pure function of `App` state onto a ratatui frame.
 
 mod commits;
+mod findings;
 mod header;
 mod help;
 pub mod histogram;
@@ -34,7 +35,9 @@ pub fn draw(f: &mut Frame, app: &App) {
             histogram::draw_panel(f, a.histogram, app, t);
             jobs::draw(f, a.jobs, app);
             writers::draw(f, a.writers, t);
-            commits::draw(f, a.commits, t);
+            let (found, commits) = findings::split(a.commits, t);
+            findings::draw(f, found, t);
+            commits::draw(f, commits, t);
             status::draw(f, a.status, app);
         }
         (Screen::Tables, _) if app.root.is_some() => {

@@ -1,0 +1,62 @@
+//! Findings: a red panel above the commits, shown only when the log shows damage (files removed
+//! by two commits: their rows are in the table twice).
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+
+use crate::engine::stats::table_report::TableReport;
+
+/// Rows the panel needs at `width`: each finding wrapped, plus the borders.
+fn wanted_rows(t: &TableReport, width: u16) -> u16 {
+    let inner = usize::from(width.saturating_sub(2)).max(1);
+    let lines: usize = t
+        .findings
+        .iter()
+        .map(|f| (f.message.chars().count() + 2).div_ceil(inner))
+        .sum();
+    u16::try_from(lines).unwrap_or(u16::MAX).saturating_add(2)
+}
+
+/// Splits `area` into (findings panel, the rest); the panel is zero-high without findings and
+/// leaves the rest at least 3 rows.
+pub fn split(area: Rect, t: &TableReport) -> (Rect, Rect) {
+    if t.findings.is_empty() {
+        return (Rect::new(area.x, area.y, area.width, 0), area);
+    }
+    let rows = wanted_rows(t, area.width).min(area.height.saturating_sub(3).max(3));
+    let [panel, rest] =
+        Layout::vertical([Constraint::Length(rows), Constraint::Min(0)]).areas(area);
+    (panel, rest)
+}
+
+pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
+    if t.findings.is_empty() || area.height == 0 {
+        return;
+    }
+    let red = Style::default().fg(Color::Red);
+    let lines: Vec<Line> = t
+        .findings
+        .iter()
+        .map(|fd| Line::from(Span::styled(format!("! {}", fd.message), red)))
+        .collect();
+    let title = Span::styled(
+        format!(
+            " Findings ({}) · checked {} ",
+            t.findings.len(),
+            t.findings_checked.describe()
+        ),
+        red.add_modifier(Modifier::BOLD),
+    );
+    f.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: true }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(red)
+                .title(title),
+        ),
+        area,
+    );
+}

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use lakehealth::engine::location::Location;
 use lakehealth::engine::open::OpenOptions;
 
+pub use crate::harness::{Moto, py_script, python};
+
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/delta")
 }
@@ -99,6 +101,41 @@ pub fn naive_replay(table: &Path) -> (u64, u64, HashMap<String, u64>) {
     }
     let bytes = live.values().map(|(s, _)| s).sum();
     (live.len() as u64, bytes, parts)
+}
+
+/// What the independent Python reader (tests/py/verify_table.py: Python deltalake lists the
+/// active files, pyarrow reads each one) sees in a sensor table.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct ReadBack {
+    pub version: i64,
+    pub files: u64,
+    pub rows: u64,
+    pub distinct_ids: u64,
+    pub reading_sum: i64,
+    /// Active files, relative to the table root, sorted.
+    pub paths: Vec<String>,
+}
+
+/// Reads a sensor table (local path or s3:// URI; `storage_options_json` for s3) with
+/// tests/py/verify_table.py.
+pub fn read_back(uri: &str, storage_options_json: Option<&str>) -> ReadBack {
+    let mut c = py_script("verify_table.py");
+    c.arg(uri);
+    if let Some(o) = storage_options_json {
+        c.args(["--storage-options", o]);
+    }
+    let o = c.output().expect("the venv's python runs");
+    assert!(
+        o.status.success(),
+        "verify_table.py {uri}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "verify_table.py printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&o.stdout)
+        )
+    })
 }
 
 /// The screen a TestBackend of `w` x `h` shows for `app`, as text.

@@ -40,11 +40,11 @@ struct OptimizeCommit {
 
 fn verify(path: &Path) -> Verified {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/verify_table.py");
-    let o = Command::new("python3")
+    let o = Command::new(python())
         .arg(script)
         .arg(path)
         .output()
-        .expect("python3 runs");
+        .expect("the venv's python runs");
     assert!(
         o.status.success(),
         "verify_table.py: {}",

@@ -5,6 +5,8 @@ mod common;
 mod compact;
 mod errors;
 mod fixtures;
+mod harness;
+mod race;
 mod replay;
 mod stream;
 mod tui;

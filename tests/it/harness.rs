@@ -1,0 +1,295 @@
+//! What the integration tests need from outside Rust, set up by the tests themselves so that a
+//! fresh clone passes `cargo test --release` with only Python 3 (+ venv) on the machine:
+//!
+//! - [`python()`]: a venv under cargo's `CARGO_TARGET_TMPDIR` holding `tests/py/requirements.txt`
+//!   (Python deltalake + pyarrow, the independent reader; moto, the S3 server), created once and
+//!   recreated when the requirements file changes;
+//! - [`Moto`]: a moto S3 server on a free local port, killed on drop.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// cargo's scratch folder for integration tests (inside the target dir, shared by checkouts that
+/// share a target dir; the venv is keyed by the requirements file's hash, not by the checkout).
+fn target_tmp() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+}
+
+fn requirements() -> PathBuf {
+    manifest_dir().join("tests/py/requirements.txt")
+}
+
+/// FNV-1a, 64 bits: stable across Rust releases (unlike `DefaultHasher`), enough to notice a
+/// changed requirements file.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn last_line(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// The venv's interpreter, with tests/py/requirements.txt installed. The first caller (in any
+/// thread, or in any process sharing the target dir) creates the venv; the others wait for it.
+/// Panics with one line when Python 3 or its venv module is missing, or pip fails.
+pub fn python() -> &'static Path {
+    static PY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match PY.get_or_init(install_venv) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn install_venv() -> Result<PathBuf, String> {
+    let venv = target_tmp().join("pyenv");
+    let py = venv.join("bin").join("python");
+    let marker = venv.join(".lakehealth-requirements");
+    let reqs = std::fs::read(requirements())
+        .map_err(|e| format!("cannot read {}: {e}", requirements().display()))?;
+    let want = format!("requirements.txt fnv1a64 {:016x}\n", fnv1a64(&reqs));
+    let installed = || py.exists() && std::fs::read_to_string(&marker).is_ok_and(|m| m == want);
+    if installed() {
+        return Ok(py);
+    }
+
+    // One installer at a time across processes (cargo-nextest runs each test in its own
+    // process). The OS drops the lock when its holder exits, so a killed installer leaves no
+    // stale lock; its half-made venv has no marker and is rebuilt below.
+    std::fs::create_dir_all(target_tmp())
+        .map_err(|e| format!("cannot create {}: {e}", target_tmp().display()))?;
+    let lock_path = target_tmp().join("pyenv.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    if installed() {
+        return Ok(py);
+    }
+
+    let need = format!(
+        "these tests need Python 3 with venv (apt install python3 python3-venv); the harness installs deltalake, pyarrow and moto into {} itself",
+        venv.display()
+    );
+    let _ = std::fs::remove_file(&marker);
+    if venv.exists() {
+        std::fs::remove_dir_all(&venv)
+            .map_err(|e| format!("cannot remove the outdated {}: {e}", venv.display()))?;
+    }
+    match Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .stdin(Stdio::null())
+        .output()
+    {
+        Err(e) => return Err(format!("{need} (running python3: {e})")),
+        Ok(o) if !o.status.success() || !py.exists() => {
+            let _ = std::fs::remove_dir_all(&venv);
+            return Err(format!(
+                "{need} (python3 -m venv failed: {})",
+                last_line(&o.stderr)
+            ));
+        }
+        Ok(_) => {}
+    }
+    eprintln!(
+        "harness: installing tests/py/requirements.txt into {} (once; about a minute)",
+        venv.display()
+    );
+    let o = Command::new(&py)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-input",
+            "-r",
+        ])
+        .arg(requirements())
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{need} (running the venv's pip: {e})"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "pip could not install tests/py/requirements.txt into {} (network?): {}",
+            venv.display(),
+            last_line(&o.stderr)
+        ));
+    }
+    let tmp_marker = venv.join(".lakehealth-requirements.tmp");
+    std::fs::write(&tmp_marker, &want)
+        .and_then(|_| std::fs::rename(&tmp_marker, &marker))
+        .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
+    drop(lock);
+    Ok(py)
+}
+
+/// `python tests/py/<script>` with the venv's interpreter.
+pub fn py_script(script: &str) -> Command {
+    let mut c = Command::new(python());
+    c.arg(manifest_dir().join("tests/py").join(script));
+    c
+}
+
+/// A local port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+/// One HTTP/1.1 request without a body; returns the status code and the response body.
+pub fn http(port: u16, method: &str, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    let status = resp
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("not an HTTP response: {resp:?}")))?;
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// A moto S3 server (`moto_server` from the venv) on 127.0.0.1, in memory, killed on drop.
+pub struct Moto {
+    pub port: u16,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Moto {
+    pub fn start() -> Moto {
+        let bin = python().parent().unwrap().join("moto_server");
+        let mut last = String::new();
+        // A free port can be taken between our probe and moto's bind: try a few.
+        for _ in 0..3 {
+            let port = free_port();
+            let log = target_tmp().join(format!("moto-{port}.log"));
+            let out = File::create(&log).expect("moto log file");
+            let child = Command::new(&bin)
+                .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                .stdin(Stdio::null())
+                .stdout(out.try_clone().unwrap())
+                .stderr(out)
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+            let mut m = Moto { port, child, log };
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                if let Ok(Some(status)) = m.child.try_wait() {
+                    last = format!("moto_server exited with {status}");
+                    break;
+                }
+                match http(port, "GET", "/") {
+                    Ok((200, _)) => return m,
+                    Ok((code, body)) => last = format!("GET / answered {code}: {body}"),
+                    Err(e) => last = e.to_string(),
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if let Ok(l) = std::fs::read_to_string(&m.log) {
+                last.push_str(&format!("; log: {l}"));
+            }
+        }
+        panic!("moto_server did not come up: {last}");
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn create_bucket(&self, bucket: &str) {
+        let (code, body) = http(self.port, "PUT", &format!("/{bucket}")).expect("PUT bucket");
+        assert_eq!(code, 200, "creating bucket {bucket}: {body}");
+    }
+
+    /// The options delta-rs (lakehealth, via `-o KEY=VALUE`) and Python deltalake need for this
+    /// server. Commits are `PUT` with `If-None-Match: *` (object_store's conditional put,
+    /// `conditional_put=etag`, the default spelled out), which moto honours; no DynamoDB lock,
+    /// and never `AWS_S3_ALLOW_UNSAFE_RENAME` (racing commits would overwrite each other).
+    pub fn storage_options(&self) -> HashMap<String, String> {
+        [
+            ("AWS_ENDPOINT_URL", self.endpoint()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+            ("conditional_put", "etag".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    /// `-o KEY=VALUE` arguments for the lakehealth CLI.
+    pub fn cli_args(&self) -> Vec<String> {
+        let mut v: Vec<(String, String)> = self.storage_options().into_iter().collect();
+        v.sort();
+        v.into_iter()
+            .flat_map(|(k, v)| ["-o".to_string(), format!("{k}={v}")])
+            .collect()
+    }
+
+    /// The storage options as JSON, for the Python scripts.
+    pub fn options_json(&self) -> String {
+        serde_json::to_string(&self.storage_options()).unwrap()
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.log);
+        }
+    }
+}
+
+#[test]
+fn test_binary_was_built_from_the_checkout_it_runs_in() {
+    // A target dir shared by several checkouts can hold a test binary built from another one;
+    // CARGO_MANIFEST_DIR (fixtures, scripts) is fixed at compile time, while cargo runs
+    // integration tests from the package root of the checkout under test.
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .canonicalize()
+        .unwrap();
+    let here = std::env::current_dir().unwrap().canonicalize().unwrap();
+    assert_eq!(
+        built, here,
+        "this test binary was built from another checkout than the one it runs in"
+    );
+}

@@ -191,7 +191,12 @@ fn injected(what: &str) -> object_store::Error {
 
 #[async_trait]
 impl ObjectStore for Faulty {
-    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
         let r = self.inner.put_opts(location, payload, opts).await?;
         if is_commit_file(location) && self.fail_after_commit.swap(false, Ordering::SeqCst) {
             return Err(injected("connection reset after the commit was written"));
@@ -246,7 +251,11 @@ impl ObjectStore for Faulty {
     }
 }
 
-async fn compact_through(l: &Location, fail_after_commit: bool, fail_log_deletes: bool) -> JobSummary {
+async fn compact_through(
+    l: &Location,
+    fail_after_commit: bool,
+    fail_log_deletes: bool,
+) -> JobSummary {
     let wrap: Box<StoreWrapper> = Box::new(move |inner| {
         Arc::new(Faulty {
             inner,
@@ -272,7 +281,10 @@ async fn compact_through(l: &Location, fail_after_commit: bool, fail_log_deletes
 
 fn optimize_commits(path: &std::path::Path) -> usize {
     let mut n = 0;
-    for e in std::fs::read_dir(path.join("_delta_log")).unwrap().flatten() {
+    for e in std::fs::read_dir(path.join("_delta_log"))
+        .unwrap()
+        .flatten()
+    {
         let name = e.file_name().to_string_lossy().to_string();
         if name.ends_with(".json") && !name.starts_with('_') {
             let text = std::fs::read_to_string(e.path()).unwrap();
@@ -315,7 +327,11 @@ async fn failing_log_maintenance_never_turns_a_landed_commit_into_lost_outputs()
         .args(["-c", &script])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = compact_through(&l, false, true).await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     assert!(s.commits.len() >= 2);
@@ -323,7 +339,10 @@ async fn failing_log_maintenance_never_turns_a_landed_commit_into_lost_outputs()
     assert_exact(d.path(), rows);
     let r = read_back(d.path().to_str().unwrap(), None);
     for p in &r.paths {
-        assert!(d.path().join(p).exists() || d.path().join(urlish(p)).exists(), "{p} missing");
+        assert!(
+            d.path().join(p).exists() || d.path().join(urlish(p)).exists(),
+            "{p} missing"
+        );
     }
 }
 

@@ -64,7 +64,10 @@ impl std::fmt::Display for Conflict {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CommitOutcome {
-    Landed { version: u64, retries: u64 },
+    Landed {
+        version: u64,
+        retries: u64,
+    },
     /// The bin's files were taken by another commit: nothing was committed.
     Conflict(Conflict),
     /// Certainly not committed (e.g. the table could not be read to validate).
@@ -269,9 +272,7 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
     if let Some(why) = maybe_landed {
         let latest = log.get_latest_version(bin.read_version).await;
         let found = match latest {
-            Ok(latest) => {
-                find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await
-            }
+            Ok(latest) => find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await,
             Err(e) => Err(e),
         };
         return match found {

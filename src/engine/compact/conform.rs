@@ -21,7 +21,11 @@ pub enum ConformError {
     #[error("column {column}: INT96 timestamps nested in a {kind} cannot be read without overflow")]
     NestedInt96 { column: String, kind: String },
     #[error("columns {a:?} and {b:?} both match the table column {column:?} when case is ignored")]
-    AmbiguousColumn { column: String, a: String, b: String },
+    AmbiguousColumn {
+        column: String,
+        a: String,
+        b: String,
+    },
     #[error("the file lacks the non-nullable column {column:?}")]
     MissingColumn { column: String },
     #[error("column {column:?}: cannot convert {from} to the table's {to}: {detail}")]

@@ -242,10 +242,9 @@ impl Run<'_> {
             CommitOutcome::Failed(error) => {
                 let left = delete_all(&self.store, &paths).await;
                 self.summary.orphaned_files.extend(left.iter().cloned());
-                self.summary.errors.push(format!(
-                    "{}: commit failed: {error}",
-                    out.partition.label()
-                ));
+                self.summary
+                    .errors
+                    .push(format!("{}: commit failed: {error}", out.partition.label()));
                 self.send(JobEvent::CommitFailed {
                     partitions: vec![out.partition],
                     error,

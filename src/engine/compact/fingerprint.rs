@@ -161,21 +161,44 @@ mod tests {
             vec![1.0, 2.0, 3.0],
         ));
         let mut split = fp(&batch(vec![3], vec![Some("c")], vec![3.0]));
-        split.add(fp(&batch(vec![2, 1], vec![None, Some("a")], vec![2.0, 1.0])));
+        split.add(fp(&batch(
+            vec![2, 1],
+            vec![None, Some("a")],
+            vec![2.0, 1.0],
+        )));
         assert_eq!(whole, split);
     }
 
     #[test]
     fn a_changed_duplicated_or_lost_row_changes_it() {
-        let base = fp(&batch(vec![1, 2], vec![Some("a"), Some("b")], vec![1.0, 2.0]));
+        let base = fp(&batch(
+            vec![1, 2],
+            vec![Some("a"), Some("b")],
+            vec![1.0, 2.0],
+        ));
         let changed = fp(&batch(vec![1, 2], vec![Some("a"), None], vec![1.0, 2.0]));
-        let zero_sign = fp(&batch(vec![1, 2], vec![Some("a"), Some("b")], vec![1.0, -0.0]));
-        let base0 = fp(&batch(vec![1, 2], vec![Some("a"), Some("b")], vec![1.0, 0.0]));
-        let dup = fp(&batch(vec![1, 1], vec![Some("a"), Some("a")], vec![1.0, 1.0]));
+        let zero_sign = fp(&batch(
+            vec![1, 2],
+            vec![Some("a"), Some("b")],
+            vec![1.0, -0.0],
+        ));
+        let base0 = fp(&batch(
+            vec![1, 2],
+            vec![Some("a"), Some("b")],
+            vec![1.0, 0.0],
+        ));
+        let dup = fp(&batch(
+            vec![1, 1],
+            vec![Some("a"), Some("a")],
+            vec![1.0, 1.0],
+        ));
         assert_ne!(base, changed);
         assert_ne!(zero_sign, base0, "-0.0 and 0.0 are different values");
         assert_eq!(dup.rows, base.rows);
-        assert_ne!(dup, base, "a duplicate replacing a row is caught with equal counts");
+        assert_ne!(
+            dup, base,
+            "a duplicate replacing a row is caught with equal counts"
+        );
     }
 
     #[test]

@@ -10,9 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{JobEvent, JobSummary};
 use super::execute::{ExecOptions, execute};
-use super::rewrite::RewriteOptions;
 use super::locks::{PartitionLocks, key};
 use super::plan::{CompactionPlan, PlanOptions, Selection, plan};
+use super::rewrite::RewriteOptions;
 use super::table::{CompactionTable, open_for_compaction};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
@@ -163,10 +163,7 @@ pub fn prepare_table(
 }
 
 /// A summary for a job that ended before executing, and its final event.
-fn ended_early(
-    events: &mpsc::UnboundedSender<JobEvent>,
-    summary: JobSummary,
-) -> JobSummary {
+fn ended_early(events: &mpsc::UnboundedSender<JobEvent>, summary: JobSummary) -> JobSummary {
     if summary.cancelled {
         let _ = events.send(JobEvent::Cancelled {
             orphaned_files: Vec::new(),

@@ -73,7 +73,10 @@ mod tests {
     use super::*;
 
     fn k(v: Option<&str>) -> LockKey {
-        key("t", &PartitionValues(vec![("d".into(), v.map(str::to_string))]))
+        key(
+            "t",
+            &PartitionValues(vec![("d".into(), v.map(str::to_string))]),
+        )
     }
 
     #[tokio::test]

@@ -81,7 +81,10 @@ fn sql_str(v: &str) -> String {
 
 /// A SQL identifier, quoted when it is not a plain name.
 fn sql_ident(c: &str) -> String {
-    let plain = c.chars().next().is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_')
+    let plain = c
+        .chars()
+        .next()
+        .is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_')
         && c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
     if plain {
         c.to_string()

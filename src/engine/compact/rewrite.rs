@@ -6,8 +6,8 @@
 //! independent) must equal the inputs'.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use arrow::array::RecordBatch;
@@ -297,8 +297,8 @@ pub async fn rewrite_bin(
             path: f.path.clone(),
             detail,
         };
-        let path = Path::parse(&f.store_path)
-            .map_err(|e| fail(read_err(e.to_string()), w.outputs()))?;
+        let path =
+            Path::parse(&f.store_path).map_err(|e| fail(read_err(e.to_string()), w.outputs()))?;
         let (mut stream, file_rows) = open_input(store.clone(), path, Some(f.size), &file_schema)
             .await
             .map_err(|e| fail(read_err(e), w.outputs()))?;

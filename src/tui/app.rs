@@ -2,7 +2,6 @@
 
 use std::time::{Duration, Instant};
 
-
 use super::action::{Action, Command, Effect};
 use super::jobs::{JobStatus, JobView};
 use super::keymap::Context;

@@ -93,7 +93,10 @@ async fn mark_preview_start_watch_and_cancel() {
     let marked = app.marks.iter().next().unwrap().clone();
     let screen = render(&app);
     assert!(screen.contains("Marked (1)"), "{screen}");
-    assert!(screen.contains(&format!("● {}", marked.label())), "{screen}");
+    assert!(
+        screen.contains(&format!("● {}", marked.label())),
+        "{screen}"
+    );
 
     // c previews a real plan of the marked partition.
     press(&mut app, KeyCode::Char('c'), &mut started).await;

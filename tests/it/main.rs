@@ -1,6 +1,7 @@
 //! Integration tests, one binary (each test binary links all of delta-rs, so fewer is faster).
 
 mod cli;
+mod commit_safety;
 mod common;
 mod compact;
 mod errors;
@@ -11,3 +12,5 @@ mod replay;
 mod stream;
 mod tui;
 mod tui_jobs;
+mod tui_real;
+mod values;

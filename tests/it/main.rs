@@ -5,6 +5,7 @@ mod commit_safety;
 mod common;
 mod compact;
 mod errors;
+mod findings;
 mod fixtures;
 mod harness;
 mod race;

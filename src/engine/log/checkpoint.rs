@@ -207,8 +207,8 @@ pub async fn read_checkpoint_keys(
         let rm = batch
             .column_by_name("remove")
             .and_then(|c| c.as_struct_opt());
-        let add_keys = add.map(|a| struct_keys(a)).transpose()?;
-        let rm_keys = rm.map(|r| struct_keys(r)).transpose()?;
+        let add_keys = add.map(struct_keys).transpose()?;
+        let rm_keys = rm.map(struct_keys).transpose()?;
         for i in 0..batch.num_rows() {
             let Some(&row) = next.next() else {
                 return Err("the reader returned more rows than were selected".into());

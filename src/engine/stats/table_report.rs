@@ -146,8 +146,8 @@ impl TableReport {
                 stats,
             });
         }
-        // By the typed values: labels of NULL and 'null' are equal.
-        partitions.sort_by(|a, b| a.values.cmp(&b.values));
+        // By label as displayed, then by the typed values (labels of NULL and 'null' are equal).
+        partitions.sort_by_cached_key(|p| (p.values.label(), p.values.clone()));
         let refs: Vec<&SizeStats> = partitions.iter().map(|p| &p.stats).collect();
         let stats = SizeStats::for_table(&mut all_sizes, &refs, &thresholds, &edges);
         TableReport {

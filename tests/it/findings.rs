@@ -311,3 +311,45 @@ async fn the_demo_table_compacted_by_lakehealth_has_no_findings() {
     assert!(r.findings.is_empty(), "{:#?}", r.findings);
     assert!(table_text(&r).contains("findings: none (checked versions "));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_table_view_shows_duplicated_rows_in_a_red_panel() {
+    use lakehealth::tui::action::{Action, Effect};
+    use lakehealth::tui::app::App;
+    use ratatui::style::Color;
+
+    let d = tempfile::tempdir().unwrap();
+    let r = race(d.path(), 20);
+    assert!(r.errors.is_empty(), "{r:?}");
+    let (w, h) = (160, 45);
+    let mut app = App::new(loc(Path::new(&r.path)).display(), Duration::ZERO, (w, h));
+    let mut effects = app.start();
+    while let Some(e) = effects.pop() {
+        if let Effect::Load { id, uri } = e {
+            let result = lakehealth::engine::open::open(&loc(Path::new(&uri)), &opts(), &|_| {})
+                .await
+                .map_err(|e| e.to_string());
+            effects.extend(app.update(Action::Loaded { load: id, result }));
+        }
+    }
+    assert!(app.error.is_none(), "{:?}", app.error);
+    let screen = render(&app, w, h);
+    assert!(screen.contains("Findings (1)"), "{screen}");
+    assert!(
+        screen.contains(&format!(
+            "! duplicated rows: versions {} and {}",
+            r.version - 1,
+            r.version
+        )),
+        "{screen}"
+    );
+    // In red.
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    t.draw(|f| lakehealth::tui::view::draw(f, &app)).unwrap();
+    let buf = t.backend().buffer().clone();
+    let bang = (0..h)
+        .flat_map(|y| (0..w).map(move |x| (x, y)))
+        .find(|&(x, y)| buf[(x, y)].symbol() == "!")
+        .expect("the finding's line is drawn");
+    assert_eq!(buf[bang].fg, Color::Red);
+}

@@ -84,17 +84,14 @@ pub fn duplicated_rows(
 ) -> Vec<Finding> {
     let mut groups: BTreeMap<(Vec<u64>, Option<u64>), (u64, u64)> = BTreeMap::new();
     for r in repeated {
-        // Only the removes after the first that wrote rows back duplicated them; a commit that
-        // added nothing (a plain delete of an already removed file) duplicated nothing.
+        // Each remove by a commit that also added files wrote the file's rows back (a rewrite);
+        // a commit that added nothing (a plain delete) wrote none. The checkpoint's tombstone
+        // counts as one rewrite: the remover is unknown, and a rewrite is what loses nothing.
         let versions: Vec<u64> = r
             .versions
             .iter()
-            .enumerate()
-            .filter(|&(i, v)| {
-                let first = i == 0 && r.removed_by_checkpoint.is_none();
-                first || origins.get(v).is_none_or(|o| o.files_added > 0)
-            })
-            .map(|(_, v)| *v)
+            .copied()
+            .filter(|v| origins.get(v).is_none_or(|o| o.files_added > 0))
             .collect();
         let copies = versions.len() + usize::from(r.removed_by_checkpoint.is_some());
         if copies < 2 {
@@ -253,12 +250,18 @@ mod tests {
     }
 
     #[test]
-    fn a_second_remove_that_adds_nothing_duplicates_nothing() {
+    fn a_remove_that_adds_nothing_copies_nothing() {
         let origins = BTreeMap::from([
+            (2, origin("DELETE", None, 0)),
             (3, origin("OPTIMIZE", None, 1)),
             (4, origin("DELETE", None, 0)),
+            (5, origin("OPTIMIZE", None, 1)),
         ]);
         assert!(duplicated_rows(&[rr(&[3, 4], None, 1)], &origins).is_empty());
+        assert!(duplicated_rows(&[rr(&[2, 3], None, 1)], &origins).is_empty());
+        let f = duplicated_rows(&[rr(&[2, 3, 4, 5], None, 1)], &origins);
+        assert_eq!(f[0].versions, vec![3, 5]);
+        assert!(f[0].message.ends_with("twice"));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 # 2,000 small files (~500 MB, 4 partitions): lakehealth compact vs Python deltalake's
 # optimize.compact() vs the parquet-crate floor (same rows rewritten, no table format).
 # Then the streaming writer's commit latency (p50/p99) without and with a compaction running.
-# Usage: bench/compact.sh   (needs: pip install deltalake pyarrow); LATENCY_ONLY=1 for the last part
+# Usage: bench/compact.sh   (Python deltalake + pyarrow: the test harness's venv when it exists,
+# else python3 with them installed); LATENCY_ONLY=1 for the last part
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/lakehealth/target}
@@ -13,6 +14,8 @@ ex="$CARGO_TARGET_DIR/release/examples/bench_compact"
 work=${BENCH_DIR:-$CARGO_TARGET_DIR/bench-compact}
 target=$((128 * 1024 * 1024))
 export LAKEHEALTH_CONFIG=/dev/null
+py=${PYTHON:-$CARGO_TARGET_DIR/tmp/pyenv/bin/python}
+[ -x "$py" ] || py=python3
 if [ ! -f "$work/base/_delta_log/00000000000000000000.json" ]; then
   rm -rf "$work"; mkdir -p "$work"
   "$ex" gen "$work/base" 500 8000
@@ -30,9 +33,9 @@ for p in 1 2; do
   "$bin" compact "$dir" --target 128MiB --parallelism "$p" --json > "$work/lh-p$p.json"
   t1=$(date +%s.%N)
   # seconds: the whole process (open, plan, rewrite, commits); execute_seconds: rewrite + commits.
-  python3 -c "import json; s=json.load(open('$work/lh-p$p.json')); print(json.dumps({'tool':'lakehealth-p$p','seconds':$t1-$t0,'execute_seconds':s['seconds'],'files_removed':s['files_removed'],'files_added':s['files_added'],'bytes_out':s['bytes_added'],'commits':len(s['commits'])}))" | tee -a "$out"
+  "$py" -c "import json; s=json.load(open('$work/lh-p$p.json')); print(json.dumps({'tool':'lakehealth-p$p','seconds':$t1-$t0,'execute_seconds':s['seconds'],'verify_seconds':s['verify_seconds'],'files_removed':s['files_removed'],'files_added':s['files_added'],'bytes_out':s['bytes_added'],'commits':len(s['commits'])}))" | tee -a "$out"
 done
-python3 bench/py_optimize.py "$work/python" "$target" | tee -a "$out"
+"$py" bench/py_optimize.py "$work/python" "$target" | tee -a "$out"
 "$ex" floor "$work/floor" "$work/floor-out" "$target" | tee -a "$out"
 
 fi
@@ -49,11 +52,11 @@ c0=$(date +%s%3N)
 c1=$(date +%s%3N)
 wait $spid
 len=$((c1 - c0))
-python3 bench/latency.py "$work/lat.jsonl" $((c0 - len - 1000)) $((c0 - 1000)) | sed 's/^{/{"latency": "alone", /' | tee -a "$out"
-python3 bench/latency.py "$work/lat.jsonl" "$c0" "$c1" | sed 's/^{/{"latency": "with_compaction", /' | tee -a "$out"
+"$py" bench/latency.py "$work/lat.jsonl" $((c0 - len - 1000)) $((c0 - 1000)) | sed 's/^{/{"latency": "alone", /' | tee -a "$out"
+"$py" bench/latency.py "$work/lat.jsonl" "$c0" "$c1" | sed 's/^{/{"latency": "with_compaction", /' | tee -a "$out"
 
 [ "${LATENCY_ONLY:-0}" = 1 ] && exit 0
-python3 - "$out" <<'PY'
+"$py" - "$out" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 t = {r["tool"]: r for r in rows if "tool" in r}

@@ -574,7 +574,7 @@ impl App {
         if self.table.as_ref().is_some_and(|old| old.uri != t.uri) {
             self.marks.clear();
         }
-        let keep = self.selected_partition().map(|p| p.values.label());
+        let keep = self.selected_partition().map(|p| p.values.clone());
         self.table = Some(t);
         self.rebuild_partitions(keep);
     }
@@ -599,7 +599,7 @@ impl App {
                 self.rebuild_tables(keep);
             }
             Screen::Table => {
-                let keep = self.selected_partition().map(|p| p.values.label());
+                let keep = self.selected_partition().map(|p| p.values.clone());
                 self.partitions.filter = f;
                 self.rebuild_partitions(keep);
             }
@@ -616,13 +616,13 @@ impl App {
                 self.rebuild_tables(keep);
             }
             Screen::Table => {
-                let keep = self.selected_partition().map(|p| p.values.label());
+                let keep = self.selected_partition().map(|p| p.values.clone());
                 self.rebuild_partitions(keep);
             }
         }
     }
 
-    fn rebuild_partitions(&mut self, keep: Option<String>) {
+    fn rebuild_partitions(&mut self, keep: Option<PartitionValues>) {
         let Some(t) = &self.table else {
             self.partitions.view.clear();
             return;
@@ -636,8 +636,9 @@ impl App {
             self.sort,
             self.sort_desc,
         );
+        // By typed values: NULL and the string "null" have the same label.
         let selected = keep
-            .and_then(|k| view.iter().position(|&i| labels[i] == k))
+            .and_then(|k| view.iter().position(|&i| t.partitions[i].values == k))
             .unwrap_or(0);
         self.partitions.view = view;
         self.partitions.selected = selected;

@@ -442,7 +442,7 @@ mod tests {
         assert!(!sel.includes(&s));
         let amb = Selection::Labels(vec!["d=null".into()]).resolve(&[null.clone(), s.clone()]);
         assert!(amb.unwrap_err().contains("d IS NULL"));
-        let one = Selection::Labels(vec!["d=null".into()]).resolve(&[s.clone()]);
+        let one = Selection::Labels(vec!["d=null".into()]).resolve(std::slice::from_ref(&s));
         assert!(matches!(one, Ok(Selection::Partitions(v)) if v == vec![s]));
     }
 

@@ -79,7 +79,10 @@ pub enum BinFailure {
     #[error("reading {path}: {detail}")]
     Read { path: String, detail: String },
     #[error("{path}: {source}")]
-    Conform { path: String, source: ConformError },
+    Conform {
+        path: String,
+        source: Box<ConformError>,
+    },
     #[error("writing: {0}")]
     Write(String),
     #[error("the outputs do not hold the inputs' rows: {0}; bin not committed")]
@@ -311,7 +314,7 @@ pub async fn rewrite_bin(
                 fail(
                     BinFailure::Conform {
                         path: f.path.clone(),
-                        source,
+                        source: Box::new(source),
                     },
                     w.outputs(),
                 )

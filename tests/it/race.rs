@@ -190,8 +190,13 @@ impl Table {
             })
     }
 
-    /// `lakehealth compact` on this table, outputs in `logs`.
+    /// `lakehealth compact --target T --min-file-size T` on this table, outputs in `logs`.
     fn compact(&self, target: &str, logs: &Path, name: &str) -> Proc {
+        self.compact_below(target, target, logs, name)
+    }
+
+    /// `lakehealth compact --target target --min-file-size min`.
+    fn compact_below(&self, target: &str, min: &str, logs: &Path, name: &str) -> Proc {
         let mut c = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
         c.args([
             "compact",
@@ -199,7 +204,7 @@ impl Table {
             "--target",
             target,
             "--min-file-size",
-            target,
+            min,
         ])
         .arg("--json")
         .args(&self.cli_opts)
@@ -269,6 +274,10 @@ impl Proc {
             );
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
     }
 
     /// SIGKILL (what `Child::kill` sends on unix).
@@ -615,6 +624,21 @@ fn python_optimize_racing_lakehealth_compact_never_duplicates_rows() {
     );
 }
 
+/// How many commits the log has after `version`.
+fn commits_since(table: &Path, version: Option<u64>) -> usize {
+    std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            n.strip_suffix(".json")
+                .filter(|s| s.len() == 20)
+                .and_then(|s| s.parse::<u64>().ok())
+        })
+        .filter(|v| Some(*v) > version)
+        .count()
+}
+
 /// The log replayed from version 0 (JSON commits): active files, every file ever added, and
 /// every file removed.
 struct LogFiles {
@@ -684,24 +708,38 @@ fn parquet_on_disk(root: &Path, dir: &Path, out: &mut BTreeSet<String>) {
 fn kill_9_at_twenty_moments_leaves_the_table_exact() {
     // The CLI packs each partition into one bin (a bin holds up to max(8 x target, 512 MiB) of
     // input) and commits each bin on its own: ten partitions give ten commits to fall between.
+    // Every run has the same work: 8 fresh files of ~18 KiB per partition (below 64 KiB) become
+    // one file of ~85 KiB, which later runs leave alone; a rerun after each kill finishes what the
+    // killed run left.
     let parts = days(10);
     let mut t = Table::local();
-    t.seed_into(&parts, 12, 500);
     let logs = tempfile::tempdir().unwrap();
+    let compact = |t: &Table, name: &str| t.compact_below("1MiB", "64KiB", logs.path(), name);
     let mut rounds = Vec::new();
     let mut killed_midway = 0;
     let mut between_commits = 0;
     let mut orphans_left = 0;
-    for round in 0..20i32 {
-        if round > 0 {
-            // Fresh small files, so every run has all partitions to compact again.
-            t.seed_into(&parts, 3, 500);
-        }
-        // 5 ms .. ~550 ms, geometrically: from "still starting" to "after the last commit".
-        let delay = Duration::from_micros((5_000.0 * 1.28f64.powi(round)) as u64);
+    for round in 0..20u32 {
+        // Fresh small files, so every run has all partitions to compact.
+        t.seed_into(&parts, 8, 500);
         let last_version = commit_infos(t.local_path()).keys().max().copied();
-        let mut p = t.compact("1MiB", logs.path(), &format!("r{round}"));
-        std::thread::sleep(delay);
+        let mut p = compact(&t, &format!("r{round}"));
+        // The moment: the first five rounds at fixed times while the process starts, reads the
+        // log, plans and rewrites; then right after the k-th commit landed (k = 1..9, cycling),
+        // plus 0..2 ms. Watching the log rather than the clock keeps the moments spread over the
+        // commits however busy the machine is.
+        let moment = if round < 5 {
+            let ms = [5, 15, 30, 50, 70][round as usize];
+            std::thread::sleep(Duration::from_millis(ms));
+            format!("{ms}ms")
+        } else {
+            let k = 1 + (round as usize - 5) % 9;
+            while commits_since(t.local_path(), last_version) < k && p.running() {
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            std::thread::sleep(Duration::from_millis(u64::from(round % 3)));
+            format!("commit{k}+{}ms", round % 3)
+        };
         p.kill();
         let f = p.finish();
         let killed = f.status.signal() == Some(9);
@@ -711,23 +749,19 @@ fn kill_9_at_twenty_moments_leaves_the_table_exact() {
             assert!(f.status.success(), "round {round}: {}", f.describe());
         }
         // The commits that landed before the kill.
-        let commits = commit_infos(t.local_path())
-            .iter()
-            .filter(|(v, (_, op))| Some(**v) > last_version && op == "OPTIMIZE")
-            .count();
+        let commits = commits_since(t.local_path(), last_version);
         if killed && commits > 0 && commits < parts.len() {
             between_commits += 1;
         }
         rounds.push(format!(
-            "{}ms:{}{commits}",
-            delay.as_millis(),
+            "{moment}:{}{commits}",
             if killed { "killed@" } else { "done@" }
         ));
 
         let back = t.read();
         if let Some(m) = t.mismatch(&back) {
             panic!(
-                "round {round} (SIGKILL after {delay:?}, {commits} commits landed): {m}\n  {}",
+                "round {round} (SIGKILL at {moment}, {commits} commits landed): {m}\n  {}",
                 f.describe()
             );
         }
@@ -742,7 +776,7 @@ fn kill_9_at_twenty_moments_leaves_the_table_exact() {
         let missing: Vec<_> = log.active.difference(&disk).collect();
         assert!(
             missing.is_empty(),
-            "round {round} (SIGKILL after {delay:?}): the log references files that are not on disk: {missing:?}"
+            "round {round} (SIGKILL at {moment}): the log references files that are not on disk: {missing:?}"
         );
         for f in disk.difference(&log.active) {
             assert!(
@@ -751,19 +785,33 @@ fn kill_9_at_twenty_moments_leaves_the_table_exact() {
             );
         }
         orphans_left = disk.difference(&log.ever_added).count();
+
+        // A rerun after the kill finishes the job (and leaves the next round the same work).
+        let rerun = compact(&t, &format!("r{round}-rerun")).finish();
+        assert!(
+            rerun.status.success(),
+            "round {round}: {}",
+            rerun.describe()
+        );
+        if let Some(m) = t.mismatch(&t.read()) {
+            panic!(
+                "round {round}, the rerun after the kill: {m}\n  {}",
+                rerun.describe()
+            );
+        }
     }
     eprintln!(
-        "20 rounds (delay:outcome@OPTIMIZE commits) {}; {killed_midway} killed mid-run, {between_commits} between two commits; \
+        "20 rounds (moment:outcome@commits) {}; {killed_midway} killed mid-run, {between_commits} between two commits; \
          {orphans_left} never-committed files left on disk; {} rows exact",
         rounds.join(" "),
         t.rows
     );
     assert!(
-        killed_midway >= 10,
+        killed_midway >= 14,
         "only {killed_midway} of 20 runs were still running when killed: the delays need tuning"
     );
     assert!(
-        between_commits >= 3,
+        between_commits >= 8,
         "only {between_commits} runs were killed between two commits: the delays need tuning"
     );
 }

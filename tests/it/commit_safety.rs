@@ -167,6 +167,8 @@ struct Faulty {
     /// Commit files (`_delta_log/N.json`) are written, then the call reports a failure: the
     /// outcome a timeout after the write leaves. Once.
     fail_after_commit: AtomicBool,
+    /// The next commit file is not written and the call reports a failure. Once.
+    fail_instead_of_commit: AtomicBool,
     /// Every delete under `_delta_log/` fails.
     fail_log_deletes: bool,
 }
@@ -197,6 +199,9 @@ impl ObjectStore for Faulty {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
+        if is_commit_file(location) && self.fail_instead_of_commit.swap(false, Ordering::SeqCst) {
+            return Err(injected("connection reset before the commit was written"));
+        }
         let r = self.inner.put_opts(location, payload, opts).await?;
         if is_commit_file(location) && self.fail_after_commit.swap(false, Ordering::SeqCst) {
             return Err(injected("connection reset after the commit was written"));
@@ -251,16 +256,20 @@ impl ObjectStore for Faulty {
     }
 }
 
-async fn compact_through(
-    l: &Location,
+#[derive(Clone, Copy, Default)]
+struct Faults {
     fail_after_commit: bool,
+    fail_instead_of_commit: bool,
     fail_log_deletes: bool,
-) -> JobSummary {
+}
+
+async fn compact_through(l: &Location, f: Faults) -> JobSummary {
     let wrap: Box<StoreWrapper> = Box::new(move |inner| {
         Arc::new(Faulty {
             inner,
-            fail_after_commit: AtomicBool::new(fail_after_commit),
-            fail_log_deletes,
+            fail_after_commit: AtomicBool::new(f.fail_after_commit),
+            fail_instead_of_commit: AtomicBool::new(f.fail_instead_of_commit),
+            fail_log_deletes: f.fail_log_deletes,
         }) as Arc<dyn ObjectStore>
     });
     let table = open_for_compaction_with(l, &HashMap::new(), Some(wrap.as_ref()))
@@ -299,7 +308,14 @@ fn optimize_commits(path: &std::path::Path) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_that_failed_after_it_landed_is_reported_landed_never_undone_or_repeated() {
     let (d, l, rows) = seeded(40).await;
-    let s = compact_through(&l, true, false).await;
+    let s = compact_through(
+        &l,
+        Faults {
+            fail_after_commit: true,
+            ..Faults::default()
+        },
+    )
+    .await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     assert!(s.unknown_outcome_files.is_empty());
     assert!(s.commits.len() >= 2, "{s:?}");
@@ -308,6 +324,24 @@ async fn a_commit_that_failed_after_it_landed_is_reported_landed_never_undone_or
     assert_exact(d.path(), rows);
     let r = read_back(d.path().to_str().unwrap(), None);
     assert_eq!(r.files, 40 - s.files_removed + s.files_added);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_call_that_failed_before_writing_is_retried_and_lands_once() {
+    let (d, l, rows) = seeded(40).await;
+    let s = compact_through(
+        &l,
+        Faults {
+            fail_instead_of_commit: true,
+            ..Faults::default()
+        },
+    )
+    .await;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(s.unknown_outcome_files.is_empty());
+    assert!(s.commits.iter().any(|c| c.retries > 0), "{:?}", s.commits);
+    assert_eq!(optimize_commits(d.path()), s.commits.len());
+    assert_exact(d.path(), rows);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,7 +366,14 @@ async fn failing_log_maintenance_never_turns_a_landed_commit_into_lost_outputs()
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let s = compact_through(&l, false, true).await;
+    let s = compact_through(
+        &l,
+        Faults {
+            fail_log_deletes: true,
+            ..Faults::default()
+        },
+    )
+    .await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     assert!(s.commits.len() >= 2);
     // Every output the log references exists: nothing landed was deleted.

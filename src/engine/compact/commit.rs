@@ -70,10 +70,10 @@ pub enum CommitOutcome {
     },
     /// The bin's files were taken by another commit: nothing was committed.
     Conflict(Conflict),
-    /// Certainly not committed (e.g. the table could not be read to validate).
+    /// Certainly not committed (no attempt may have written it).
     Failed(String),
-    /// An attempt failed in a way that may have landed, and the log could not tell: the outputs
-    /// must be kept and reported.
+    /// An attempt failed in a way that may have landed, and the log does not show it (yet): the
+    /// outputs must be kept and reported, never deleted.
     Unknown(String),
 }
 
@@ -208,7 +208,9 @@ fn backoff(attempt: u32) -> Duration {
 pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitOutcome {
     let commit_id = uuid::Uuid::new_v4().to_string();
     let log = table.log_store();
-    // Set when an attempt failed after it may have written the commit.
+    // Set once an attempt failed after it may have written the commit, and never cleared: a
+    // write that timed out can still land later, so from then on every attempt first looks
+    // for it, and the outputs are never deleted on a mere "not found".
     let mut maybe_landed: Option<String> = None;
     let mut last_error = String::new();
     for attempt in 0..MAX_ATTEMPTS {
@@ -228,7 +230,7 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
                         retries: attempt as u64,
                     };
                 }
-                Ok(None) => maybe_landed = None,
+                Ok(None) => {}
                 Err(e) => {
                     last_error = format!("checking whether the commit landed: {e}");
                     continue;
@@ -245,13 +247,20 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
         if let Some(first) = missing.first() {
             let (version, operation, engine) =
                 find_remover(log.as_ref(), bin.read_version, latest, first).await;
-            return CommitOutcome::Conflict(Conflict {
+            let conflict = Conflict {
                 version,
                 operation,
                 engine,
                 missing_files: missing.len() as u64,
                 files: bin.removes.len() as u64,
-            });
+            };
+            return match maybe_landed {
+                // Not ours (checked above), but a write of ours may still be in flight.
+                Some(why) => CommitOutcome::Unknown(format!(
+                    "{why}; then another commit took the bin's files ({conflict})"
+                )),
+                None => CommitOutcome::Conflict(conflict),
+            };
         }
         match try_commit(table, bin, &commit_id).await {
             Ok(version) => {
@@ -261,36 +270,37 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
                 };
             }
             Err(e) if is_lost_race(&e) => last_error = e.to_string(),
-            Err(e) if is_before_write(&e) => return CommitOutcome::Failed(e.to_string()),
+            Err(e) if is_before_write(&e) && maybe_landed.is_none() => {
+                return CommitOutcome::Failed(e.to_string());
+            }
             Err(e) => {
                 last_error = e.to_string();
-                maybe_landed = Some(last_error.clone());
+                maybe_landed.get_or_insert_with(|| last_error.clone());
             }
         }
     }
     // Out of attempts: one last look for our commit if an attempt may have landed.
-    if let Some(why) = maybe_landed {
-        let latest = log.get_latest_version(bin.read_version).await;
-        let found = match latest {
-            Ok(latest) => find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await,
-            Err(e) => Err(e),
-        };
-        return match found {
-            Ok(Some(version)) => CommitOutcome::Landed {
-                version,
-                retries: MAX_ATTEMPTS as u64,
-            },
-            Ok(None) => CommitOutcome::Failed(format!(
-                "gave up after {MAX_ATTEMPTS} attempts: {last_error}"
-            )),
-            Err(e) => CommitOutcome::Unknown(format!(
-                "{why}; the log could not be read to check whether it landed ({e})"
-            )),
-        };
+    let Some(why) = maybe_landed else {
+        return CommitOutcome::Failed(format!(
+            "gave up after {MAX_ATTEMPTS} attempts: {last_error}"
+        ));
+    };
+    let found = match log.get_latest_version(bin.read_version).await {
+        Ok(latest) => find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await,
+        Err(e) => Err(e),
+    };
+    match found {
+        Ok(Some(version)) => CommitOutcome::Landed {
+            version,
+            retries: MAX_ATTEMPTS as u64,
+        },
+        Ok(None) => CommitOutcome::Unknown(format!(
+            "{why}; not in the log after {MAX_ATTEMPTS} attempts ({last_error})"
+        )),
+        Err(e) => CommitOutcome::Unknown(format!(
+            "{why}; the log could not be read to check whether it landed ({e})"
+        )),
     }
-    CommitOutcome::Failed(format!(
-        "gave up after {MAX_ATTEMPTS} attempts: {last_error}"
-    ))
 }
 
 /// One attempt at exactly `table.version() + 1`, with no retry and no post-commit hook.

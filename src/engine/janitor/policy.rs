@@ -1,0 +1,674 @@
+//! The janitor's policy: when a partition is due and how it is compacted. Presets named for the
+//! janitors they imitate, explicit overrides on top, read from TOML. Unknown keys and bad values
+//! are errors that name the key and its line (as `config.rs` does for the config file).
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{Days, NaiveDate};
+use serde::{Deserialize, Deserializer, Serialize};
+use toml::Spanned;
+
+use crate::engine::size::{ByteSize, MIB, format_bytes};
+use crate::engine::stats::file_sizes::Thresholds;
+
+/// The commented example policy shipped in `assets/`.
+pub const EXAMPLE_POLICY: &str = include_str!("../../../assets/janitor-policy.toml");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// lakehealth's own: the report's small-file threshold, at least 50 small files.
+    Default,
+    /// Databricks auto compaction: >= 50 files below half of the 128 MiB target.
+    DatabricksAutoCompaction,
+    /// AWS Glue compaction: more than 100 files each below 75 % of the 512 MiB target.
+    Glue,
+    /// Apache Amoro minor optimizing: fragments below target / 8 (target 128 MiB), at least
+    /// 12 of them, or at least 2 once the oldest is older than an hour.
+    Amoro,
+}
+
+impl Preset {
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Default => "default",
+            Preset::DatabricksAutoCompaction => "databricks-auto-compaction",
+            Preset::Glue => "glue",
+            Preset::Amoro => "amoro",
+        }
+    }
+
+    /// Preset's target (None: the table's `delta.targetFileSize`, else the config's).
+    fn target(self) -> Option<u64> {
+        match self {
+            Preset::Default => None,
+            Preset::DatabricksAutoCompaction | Preset::Amoro => Some(128 * MIB),
+            Preset::Glue => Some(512 * MIB),
+        }
+    }
+
+    /// Small-file threshold for a given target (the preset's ratio of it).
+    fn small_for(self, target: u64) -> u64 {
+        match self {
+            Preset::Default => target,
+            Preset::DatabricksAutoCompaction => target / 2,
+            Preset::Glue => target / 4 * 3,
+            Preset::Amoro => target / 8,
+        }
+    }
+
+    fn min_small_files(self) -> u64 {
+        match self {
+            Preset::Default | Preset::DatabricksAutoCompaction => 50,
+            // "more than 100"
+            Preset::Glue => 101,
+            Preset::Amoro => 12,
+        }
+    }
+
+    fn aged(self) -> Option<AgedRule> {
+        match self {
+            Preset::Amoro => Some(AgedRule {
+                min_small_files: 2,
+                age: Duration::from_secs(3600),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A second trigger: fewer small files are enough once the oldest of them is old.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgedRule {
+    pub min_small_files: u64,
+    pub age: Duration,
+}
+
+/// The `partitions` predicate as written (date macros not yet expanded) and its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionFilter {
+    pub text: String,
+    pub line: usize,
+}
+
+impl PartitionFilter {
+    /// The predicate with its date macros as literal dates of `today`.
+    pub fn expand(&self, today: NaiveDate) -> Result<String, String> {
+        expand_date_macros(&self.text, today)
+    }
+}
+
+/// A policy with every value resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Where it came from: a file's path, or "built-in default".
+    pub source: String,
+    pub preset: Preset,
+    pub min_small_files: u64,
+    /// Files strictly below it are small (the rule counts them).
+    pub small_file_size: u64,
+    /// Output size; None: the table's `delta.targetFileSize`, else the config's target.
+    pub target_file_size: Option<u64>,
+    /// Files at or above it are never rewritten.
+    pub min_file_size: u64,
+    pub aged: Option<AgedRule>,
+    pub partitions: Option<PartitionFilter>,
+    pub written_within: Option<Duration>,
+    pub quiet_period: Option<Duration>,
+    pub interval: Duration,
+    pub max_jobs: usize,
+    pub max_failures: u32,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+}
+
+/// The file as written: every key optional, each with its position for error messages.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    preset: Option<Preset>,
+    min_small_files: Option<Spanned<u64>>,
+    small_file_size: Option<Spanned<ByteSize>>,
+    target_file_size: Option<Spanned<ByteSize>>,
+    min_file_size: Option<Spanned<ByteSize>>,
+    aged_min_small_files: Option<Spanned<u64>>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    aged_after: Option<Duration>,
+    partitions: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    written_within: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    quiet_period: Option<Duration>,
+    interval: Option<Spanned<Seconds>>,
+    max_jobs: Option<Spanned<u64>>,
+    max_failures: Option<Spanned<u64>>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    backoff_base: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    backoff_max: Option<Duration>,
+}
+
+/// A duration: a humantime string ("10s", "2m", "6h") or a bare number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seconds(Duration);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(n) => Ok(Seconds(Duration::from_secs(n))),
+            Raw::Str(s) => humantime::parse_duration(s.trim()).map(Seconds).map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "invalid duration {s:?}: {e} (e.g. \"10s\", \"2m\", \"6h\", or a number of seconds)"
+                ))
+            }),
+        }
+    }
+}
+
+fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Ok(Some(Seconds::deserialize(d)?.0))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("cannot read policy file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("invalid policy file {path}:\n{message}")]
+    Invalid { path: String, message: String },
+}
+
+/// 1-based line of byte offset `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+impl Policy {
+    /// The built-in default: the `default` preset on the report's thresholds.
+    pub fn builtin(base: Thresholds) -> Policy {
+        Self::from_file(PolicyFile::default(), "", "built-in default", base)
+            .unwrap_or_else(|_| unreachable!("the empty policy has no values to reject"))
+    }
+
+    pub fn load(path: &Path, base: Thresholds) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text, &path.display().to_string(), base)
+    }
+
+    /// Parses a policy; `base` is the report's thresholds (config file and flags), which the
+    /// `default` preset uses.
+    pub fn parse(text: &str, source: &str, base: Thresholds) -> Result<Policy, PolicyError> {
+        let invalid = |message: String| PolicyError::Invalid {
+            path: source.to_string(),
+            message,
+        };
+        let file: PolicyFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        Self::from_file(file, text, source, base).map_err(invalid)
+    }
+
+    fn from_file(f: PolicyFile, text: &str, source: &str, base: Thresholds) -> Result<Policy, String> {
+        let at = |span: std::ops::Range<usize>, key: &str, msg: &str| {
+            format!("line {}: {key} {msg}", line_of(text, span.start))
+        };
+        let preset = f.preset.unwrap_or(Preset::Default);
+        let target = match &f.target_file_size {
+            Some(t) if t.get_ref().0 == 0 => {
+                return Err(at(t.span(), "target_file_size", "must be greater than 0"));
+            }
+            Some(t) => Some(t.get_ref().0),
+            None => preset.target(),
+        };
+        let small = match (&f.small_file_size, target) {
+            (Some(s), _) if s.get_ref().0 == 0 => {
+                return Err(at(s.span(), "small_file_size", "must be greater than 0"));
+            }
+            (Some(s), _) => s.get_ref().0,
+            // The default preset without a target of its own: what the report calls small.
+            (None, None) => base.small_file_size,
+            (None, Some(t)) => preset.small_for(t),
+        };
+        let min_small_files = match &f.min_small_files {
+            // One file alone is never rewritten (a bin of one is dropped): due forever.
+            Some(n) if *n.get_ref() < 2 => {
+                return Err(at(n.span(), "min_small_files", "must be at least 2"));
+            }
+            Some(n) => *n.get_ref(),
+            None => preset.min_small_files(),
+        };
+        let mut aged = preset.aged();
+        if let Some(n) = &f.aged_min_small_files {
+            if *n.get_ref() < 2 {
+                return Err(at(n.span(), "aged_min_small_files", "must be at least 2"));
+            }
+            aged = Some(AgedRule {
+                min_small_files: *n.get_ref(),
+                age: f
+                    .aged_after
+                    .or(aged.map(|a| a.age))
+                    .unwrap_or(Duration::from_secs(3600)),
+            });
+        } else if let (Some(a), Some(age)) = (aged.as_mut(), f.aged_after) {
+            a.age = age;
+        }
+        let partitions = match &f.partitions {
+            Some(p) => {
+                let filter = PartitionFilter {
+                    text: p.get_ref().clone(),
+                    line: line_of(text, p.span().start),
+                };
+                // Macros are checked now; columns only against each table.
+                if let Err(e) = filter.expand(chrono::Utc::now().date_naive()) {
+                    return Err(at(p.span(), "partitions", &format!("is invalid: {e}")));
+                }
+                Some(filter)
+            }
+            None => None,
+        };
+        let positive = |v: &Option<Spanned<u64>>, key: &str, default: u64| match v {
+            Some(n) if *n.get_ref() == 0 => Err(at(n.span(), key, "must be at least 1")),
+            Some(n) => Ok(*n.get_ref()),
+            None => Ok(default),
+        };
+        let max_jobs = positive(&f.max_jobs, "max_jobs", 1)?;
+        let max_failures = positive(&f.max_failures, "max_failures", 4)?;
+        let interval = match &f.interval {
+            Some(i) if i.get_ref().0.is_zero() => {
+                return Err(at(i.span(), "interval", "must be greater than 0"));
+            }
+            Some(i) => i.get_ref().0,
+            None => Duration::from_secs(10),
+        };
+        let backoff_base = f.backoff_base.unwrap_or(Duration::from_secs(30));
+        let backoff_max = f.backoff_max.unwrap_or(Duration::from_secs(3600)).max(backoff_base);
+        Ok(Policy {
+            source: source.to_string(),
+            preset,
+            min_small_files,
+            small_file_size: small,
+            target_file_size: target,
+            min_file_size: f.min_file_size.map(|m| m.get_ref().0).unwrap_or(small),
+            aged,
+            partitions,
+            written_within: f.written_within.filter(|d| !d.is_zero()),
+            quiet_period: f.quiet_period.filter(|d| !d.is_zero()),
+            interval,
+            max_jobs: max_jobs.min(64) as usize,
+            max_failures: max_failures.min(u32::MAX as u64) as u32,
+            backoff_base,
+            backoff_max,
+        })
+    }
+
+    /// The rule's name in decisions: the preset's.
+    pub fn rule(&self) -> &'static str {
+        self.preset.name()
+    }
+
+    /// How far back the log must be known for this policy's time conditions (zero: not at all).
+    pub fn horizon(&self) -> Duration {
+        [
+            self.quiet_period,
+            self.written_within,
+            self.aged.map(|a| a.age),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(Duration::ZERO)
+    }
+
+    /// One line for humans: what makes a partition due, and how often it is checked.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} ({}): due at >= {} files below {} per partition",
+            self.preset.name(),
+            self.source,
+            self.min_small_files,
+            format_bytes(self.small_file_size),
+        );
+        if let Some(a) = self.aged {
+            s.push_str(&format!(
+                ", or >= {} once the oldest is older than {}",
+                a.min_small_files,
+                human_duration(a.age)
+            ));
+        }
+        s.push_str(&format!(
+            "; target {}; files >= {} untouched",
+            self.target_file_size
+                .map(format_bytes)
+                .unwrap_or_else(|| "the table's delta.targetFileSize, else the config's".into()),
+            format_bytes(self.min_file_size)
+        ));
+        if let Some(p) = &self.partitions {
+            s.push_str(&format!("; partitions {}", p.text));
+        }
+        if let Some(w) = self.written_within {
+            s.push_str(&format!("; written within {}", human_duration(w)));
+        }
+        if let Some(q) = self.quiet_period {
+            s.push_str(&format!("; quiet period {}", human_duration(q)));
+        }
+        s.push_str(&format!(
+            "; every {}, at most {} job(s) at once, suspended after {} failures in a row",
+            human_duration(self.interval),
+            self.max_jobs,
+            self.max_failures
+        ));
+        s
+    }
+
+    /// The resolved policy as JSON (the first line of a run).
+    pub fn to_json(&self) -> serde_json::Value {
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        serde_json::json!({
+            "source": self.source,
+            "preset": self.preset.name(),
+            "min_small_files": self.min_small_files,
+            "small_file_size": self.small_file_size,
+            "target_file_size": self.target_file_size,
+            "min_file_size": self.min_file_size,
+            "aged_min_small_files": self.aged.map(|a| a.min_small_files),
+            "aged_after_s": secs(self.aged.map(|a| a.age)),
+            "partitions": self.partitions.as_ref().map(|p| p.text.clone()),
+            "written_within_s": secs(self.written_within),
+            "quiet_period_s": secs(self.quiet_period),
+            "interval_s": self.interval.as_secs_f64(),
+            "max_jobs": self.max_jobs,
+            "max_failures": self.max_failures,
+            "backoff_base_s": self.backoff_base.as_secs_f64(),
+            "backoff_max_s": self.backoff_max.as_secs_f64(),
+        })
+    }
+}
+
+/// "4 s", "60 s", "8 min", "3 h", "2 d": whole units, for reasons.
+pub fn human_duration(d: Duration) -> String {
+    human_ms(d.as_millis().min(i64::MAX as u128) as i64)
+}
+
+pub fn human_ms(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    if s < 120 {
+        format!("{s} s")
+    } else if s < 120 * 60 {
+        format!("{} min", s / 60)
+    } else if s < 48 * 3600 {
+        format!("{} h", s / 3600)
+    } else {
+        format!("{} d", s / 86400)
+    }
+}
+
+/// Replaces `today`, `yesterday`, `today - Nd` (and `+ Nd`) outside quotes by the literal date
+/// (`'2026-11-30'`), so the `--where` parser sees plain literals. Dates are UTC.
+pub fn expand_date_macros(input: &str, today: NaiveDate) -> Result<String, String> {
+    let chars: Vec<char> = input.chars().collect();
+    let mut out = String::with_capacity(input.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        // Quoted text and quoted identifiers are copied as they are ('' escapes itself).
+        if c == '\'' || c == '"' || c == '`' {
+            let start = i;
+            i += 1;
+            while i < chars.len() && chars[i] != c {
+                i += 1;
+            }
+            i = (i + 1).min(chars.len());
+            out.extend(&chars[start..i]);
+            continue;
+        }
+        if c.is_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let base = match word.to_ascii_lowercase().as_str() {
+                "today" => today,
+                "yesterday" => today
+                    .checked_sub_days(Days::new(1))
+                    .ok_or("the date is out of range")?,
+                _ => {
+                    out.push_str(&word);
+                    continue;
+                }
+            };
+            let (date, next) = offset(&chars, i, base, &word)?;
+            i = next;
+            out.push_str(&format!("'{}'", date.format("%Y-%m-%d")));
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// An optional `- Nd` / `+ Nd` after a date macro ending at `i`.
+fn offset(chars: &[char], i: usize, base: NaiveDate, word: &str) -> Result<(NaiveDate, usize), String> {
+    let skip_ws = |mut j: usize| {
+        while j < chars.len() && chars[j].is_whitespace() {
+            j += 1;
+        }
+        j
+    };
+    let j = skip_ws(i);
+    let sign = match chars.get(j) {
+        Some('-') => -1,
+        Some('+') => 1,
+        _ => return Ok((base, i)),
+    };
+    let mut k = skip_ws(j + 1);
+    let digits_start = k;
+    while k < chars.len() && chars[k].is_ascii_digit() {
+        k += 1;
+    }
+    let digits: String = chars[digits_start..k].iter().collect();
+    let unit_start = skip_ws(k);
+    k = unit_start;
+    while k < chars.len() && chars[k].is_alphabetic() {
+        k += 1;
+    }
+    let unit: String = chars[unit_start..k].iter().collect();
+    let n: u64 = match (digits.parse(), unit.to_ascii_lowercase().as_str()) {
+        (Ok(n), "d" | "day" | "days") => n,
+        _ => {
+            let found: String = chars[j..k.max(j + 1)].iter().collect();
+            return Err(format!(
+                "after {word} expected `- Nd` (a number of days, e.g. {word} - 2d), found {:?}",
+                found.trim()
+            ));
+        }
+    };
+    let date = if sign < 0 {
+        base.checked_sub_days(Days::new(n))
+    } else {
+        base.checked_add_days(Days::new(n))
+    }
+    .ok_or_else(|| format!("{word} {} {n}d is out of range", if sign < 0 { '-' } else { '+' }))?;
+    Ok((date, k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::size::GIB;
+
+    fn base() -> Thresholds {
+        Thresholds {
+            target_file_size: 128 * MIB,
+            small_file_size: 128 * MIB,
+            max_file_size: GIB,
+        }
+    }
+
+    fn parse(text: &str) -> Result<Policy, String> {
+        Policy::parse(text, "p.toml", base()).map_err(|e| e.to_string())
+    }
+
+    fn date(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn builtin_default_is_50_small_files_of_the_report_every_10_seconds() {
+        let p = Policy::builtin(base());
+        assert_eq!(p.preset, Preset::Default);
+        assert_eq!(p.min_small_files, 50);
+        assert_eq!(p.small_file_size, 128 * MIB);
+        assert_eq!(p.min_file_size, 128 * MIB);
+        assert_eq!(p.target_file_size, None);
+        assert_eq!(p.interval, Duration::from_secs(10));
+        assert_eq!((p.max_jobs, p.max_failures), (1, 4));
+        assert_eq!(p.backoff_base, Duration::from_secs(30));
+        assert_eq!(p.quiet_period, None);
+        assert_eq!(p.horizon(), Duration::ZERO);
+        assert_eq!(p.source, "built-in default");
+        assert_eq!(parse("").unwrap(), Policy { source: "p.toml".into(), ..p });
+    }
+
+    #[test]
+    fn presets_match_the_janitors_they_are_named_for() {
+        let p = parse("preset = \"databricks-auto-compaction\"").unwrap();
+        assert_eq!(
+            (p.min_small_files, p.small_file_size, p.target_file_size, p.min_file_size),
+            (50, 64 * MIB, Some(128 * MIB), 64 * MIB)
+        );
+        assert_eq!(p.aged, None);
+        let p = parse("preset = \"glue\"").unwrap();
+        assert_eq!(
+            (p.min_small_files, p.small_file_size, p.target_file_size),
+            (101, 384 * MIB, Some(512 * MIB))
+        );
+        let p = parse("preset = \"amoro\"").unwrap();
+        assert_eq!(
+            (p.min_small_files, p.small_file_size, p.target_file_size),
+            (12, 16 * MIB, Some(128 * MIB))
+        );
+        assert_eq!(
+            p.aged,
+            Some(AgedRule {
+                min_small_files: 2,
+                age: Duration::from_secs(3600)
+            })
+        );
+        assert_eq!(p.horizon(), Duration::from_secs(3600));
+        assert_eq!(p.rule(), "amoro");
+    }
+
+    #[test]
+    fn overrides_replace_preset_values_and_a_target_moves_the_presets_small_threshold() {
+        let p = parse(
+            "preset = \"databricks-auto-compaction\"\n\
+             target_file_size = \"256MiB\"\n\
+             min_small_files = 20\n\
+             partitions = \"ingestion_date >= today - 2d\"\n\
+             written_within = \"6h\"\n\
+             quiet_period = \"60s\"\n\
+             interval = 5\n\
+             max_jobs = 2\n\
+             max_failures = 3\n\
+             backoff_base = \"1m\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.target_file_size, Some(256 * MIB));
+        assert_eq!(p.small_file_size, 128 * MIB, "half the target, as the preset says");
+        assert_eq!(p.min_small_files, 20);
+        assert_eq!(p.partitions.as_ref().unwrap().line, 4);
+        assert_eq!(p.written_within, Some(Duration::from_secs(6 * 3600)));
+        assert_eq!(p.quiet_period, Some(Duration::from_secs(60)));
+        assert_eq!(p.interval, Duration::from_secs(5), "a bare number is seconds");
+        assert_eq!((p.max_jobs, p.max_failures), (2, 3));
+        assert_eq!(p.backoff_base, Duration::from_secs(60));
+        assert_eq!(p.horizon(), Duration::from_secs(6 * 3600));
+        let p = parse("small_file_size = \"8MiB\"\nmin_file_size = \"32MiB\"\n").unwrap();
+        assert_eq!((p.small_file_size, p.min_file_size), (8 * MIB, 32 * MIB));
+        let p = parse("preset = \"amoro\"\naged_after = \"30m\"\n").unwrap();
+        assert_eq!(p.aged.unwrap().age, Duration::from_secs(1800));
+        let p = parse("aged_min_small_files = 3\n").unwrap();
+        assert_eq!(p.aged.unwrap().min_small_files, 3);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key_and_line() {
+        let e = parse("preset = \"glue\"\nmin_smal_files = 3\n").unwrap_err();
+        assert!(e.contains("min_smal_files") && e.contains("line 2"), "{e}");
+        let e = parse("preset = \"spark\"\n").unwrap_err();
+        assert!(e.contains("spark") && e.contains("line 1"), "{e}");
+        assert!(e.contains("databricks-auto-compaction"), "lists the presets: {e}");
+        let e = parse("\ninterval = \"soon\"\n").unwrap_err();
+        assert!(e.contains("invalid duration") && e.contains("line 2"), "{e}");
+        let e = parse("\n\ntarget_file_size = \"huge\"\n").unwrap_err();
+        assert!(e.contains("invalid size") && e.contains("line 3"), "{e}");
+        let e = parse("max_jobs = 0\n").unwrap_err();
+        assert!(e.contains("line 1: max_jobs must be at least 1"), "{e}");
+        let e = parse("\nmin_small_files = 1\n").unwrap_err();
+        assert!(e.contains("line 2: min_small_files must be at least 2"), "{e}");
+        let e = parse("\n\npartitions = \"d >= today - 2x\"\n").unwrap_err();
+        assert!(e.contains("line 3: partitions is invalid") && e.contains("today - 2d"), "{e}");
+        let e = parse("interval = \"0s\"\n").unwrap_err();
+        assert!(e.contains("interval must be greater than 0"), "{e}");
+        assert!(e.contains("p.toml"), "names the file: {e}");
+    }
+
+    #[test]
+    fn the_shipped_example_parses_and_says_what_it_sets() {
+        let p = Policy::parse(EXAMPLE_POLICY, "assets/janitor-policy.toml", base()).unwrap();
+        assert_eq!(p.preset, Preset::DatabricksAutoCompaction);
+        assert!(p.partitions.is_some());
+    }
+
+    #[test]
+    fn date_macros_expand_to_literal_dates_outside_quotes() {
+        let d = date("2026-03-01");
+        let x = |s: &str| expand_date_macros(s, d).unwrap();
+        assert_eq!(x("ingestion_date = today"), "ingestion_date = '2026-03-01'");
+        assert_eq!(x("ingestion_date = yesterday"), "ingestion_date = '2026-02-28'");
+        assert_eq!(
+            x("ingestion_date >= today - 2d"),
+            "ingestion_date >= '2026-02-27'"
+        );
+        assert_eq!(x("d >= TODAY-10days AND d < today"), "d >= '2026-02-19' AND d < '2026-03-01'");
+        assert_eq!(x("d between yesterday - 1 day"), "d between '2026-02-27'");
+        assert_eq!(x("d = today + 1d"), "d = '2026-03-02'");
+        // Not a macro: inside quotes, part of a longer name, or a quoted identifier.
+        assert_eq!(x("d = 'today' AND today_x = 1"), "d = 'today' AND today_x = 1");
+        assert_eq!(x("\"today\" = 'it''s today'"), "\"today\" = 'it''s today'");
+        // `today - 2` without a unit, or another unit, is refused.
+        assert!(expand_date_macros("d >= today - 2", d).is_err());
+        assert!(expand_date_macros("d >= today - 2h", d).unwrap_err().contains("today - 2d"));
+        // The result parses with the --where parser.
+        let cols = vec!["ingestion_date".to_string()];
+        let p = crate::engine::compact::selection::Predicate::parse(
+            &x("ingestion_date >= today - 2d"),
+            &cols,
+        )
+        .unwrap();
+        assert!(p.matches(&[("ingestion_date".into(), Some("2026-02-27".into()))]));
+        assert!(!p.matches(&[("ingestion_date".into(), Some("2026-02-26".into()))]));
+    }
+
+    #[test]
+    fn human_durations_use_whole_units() {
+        assert_eq!(human_ms(4_200), "4 s");
+        assert_eq!(human_ms(60_000), "60 s");
+        assert_eq!(human_ms(8 * 60_000 + 5), "8 min");
+        assert_eq!(human_ms(3 * 3_600_000), "3 h");
+        assert_eq!(human_ms(3 * 86_400_000), "3 d");
+        assert_eq!(human_ms(-5), "0 s");
+    }
+}

@@ -75,6 +75,8 @@ pub enum Command {
     Stream(StreamArgs),
     /// Compact small files of a table (OPTIMIZE commits beside concurrent writers).
     Compact(CompactArgs),
+    /// Janitor: compact partitions by a policy as they fill with small files, saying why.
+    Watch(WatchArgs),
     /// Print the config file location and the default configuration.
     Config,
 }
@@ -100,6 +102,28 @@ pub struct CompactArgs {
     /// Machine-readable output on stdout (progress stays on stderr).
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Tables, or roots of tables (every table below is watched).
+    #[arg(required = true)]
+    pub uris: Vec<String>,
+    /// Policy file (TOML; example: assets/janitor-policy.toml). Default: the built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Run one cycle and exit (non-zero if a job failed or a table could not be read).
+    #[arg(long)]
+    pub once: bool,
+    /// Every decision and result as a JSON line on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// History file the JSON lines are appended to (default: janitor-history.jsonl in the data dir).
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    /// Forget earlier failures: tables backing off or suspended are tried again.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 #[derive(Debug, Args)]

@@ -4,3 +4,4 @@ pub mod args;
 pub mod compact;
 pub mod report_text;
 pub mod run;
+pub mod watch;

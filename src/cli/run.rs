@@ -65,6 +65,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Compact(a)) => {
             super::compact::compact(a, &s, cli.common.target.map(|t| t.0)).await
         }
+        Some(Command::Watch(a)) => super::watch::watch(a, &s).await,
         Some(Command::Config) => {
             match Config::default_path() {
                 Some(p) => println!(

@@ -8,6 +8,7 @@ mod errors;
 mod findings;
 mod fixtures;
 mod harness;
+mod janitor;
 mod race;
 mod replay;
 mod stream;

@@ -60,7 +60,12 @@ impl Columns {
 
 /// Digests one commit file (newline-delimited actions; unreadable lines are skipped: the
 /// replay already reported a corrupt log).
-pub fn digest(version: u64, bytes: &[u8], fallback_ts: Option<i64>, cols: &Columns) -> CommitDigest {
+pub fn digest(
+    version: u64,
+    bytes: &[u8],
+    fallback_ts: Option<i64>,
+    cols: &Columns,
+) -> CommitDigest {
     let mut d = CommitDigest {
         version,
         ts: fallback_ts.unwrap_or(0),
@@ -91,7 +96,8 @@ pub fn digest(version: u64, bytes: &[u8], fallback_ts: Option<i64>, cols: &Colum
             {
                 written.insert(cols.values(pv));
             }
-            d.removes.push(file_key(&rm.path, rm.deletion_vector.as_ref()));
+            d.removes
+                .push(file_key(&rm.path, rm.deletion_vector.as_ref()));
         }
         if let Some(ci) = a.commit_info {
             commit_ts = commit_ts.or(ci.timestamp);
@@ -178,11 +184,12 @@ impl Activity {
                     // Too many to read in one cycle: the gap would break the range.
                     self.restart(version);
                 } else {
-                    let got: Vec<Result<Option<CommitDigest>>> =
-                        futures::stream::iter((n + 1..=version).map(|v| fetch(store, uri, v, cols)))
-                            .buffered(CONCURRENCY)
-                            .collect()
-                            .await;
+                    let got: Vec<Result<Option<CommitDigest>>> = futures::stream::iter(
+                        (n + 1..=version).map(|v| fetch(store, uri, v, cols)),
+                    )
+                    .buffered(CONCURRENCY)
+                    .collect()
+                    .await;
                     for d in got {
                         // A commit listed by the replay is there (unless cleaned up since:
                         // then the range cannot be kept).
@@ -285,7 +292,12 @@ impl Activity {
 
     /// Files of `p` below `small_below` added since `since_ms` and still live; None when the
     /// log is not known back that far.
-    pub fn recent_small_files(&self, p: &PartitionValues, small_below: u64, since_ms: i64) -> Option<u64> {
+    pub fn recent_small_files(
+        &self,
+        p: &PartitionValues,
+        small_below: u64,
+        since_ms: i64,
+    ) -> Option<u64> {
         if !self.covers(since_ms) {
             return None;
         }
@@ -311,8 +323,8 @@ impl Activity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use object_store::memory::InMemory;
     use object_store::PutPayload;
+    use object_store::memory::InMemory;
 
     fn cols() -> Columns {
         Columns {
@@ -362,11 +374,17 @@ mod tests {
             ],
         );
         let d = digest(3, text.as_bytes(), Some(1), &cols());
-        assert_eq!(d.ts, 5_000, "commitInfo's timestamp wins over the file time");
+        assert_eq!(
+            d.ts, 5_000,
+            "commitInfo's timestamp wins over the file time"
+        );
         let mut w = d.written.clone();
         w.sort();
         // "" is NULL, the string "null" is not; dataChange=false (OPTIMIZE) is no write.
-        assert_eq!(w, vec![pv("v", Some("a")), pv("x", None), pv("y", Some("null"))]);
+        assert_eq!(
+            w,
+            vec![pv("v", Some("a")), pv("x", None), pv("y", Some("null"))]
+        );
         assert_eq!(d.adds.len(), 3);
         assert_eq!(d.removes, vec!["r".to_string(), "s".to_string()]);
         // Physical names map to logical ones.
@@ -374,10 +392,14 @@ mod tests {
             logical: vec!["d".into()],
             physical: HashMap::from([("d".to_string(), "col-1".to_string())]),
         };
-        let line = r#"{"add":{"path":"p","partitionValues":{"col-1":"q"},"size":1,"dataChange":true}}"#;
+        let line =
+            r#"{"add":{"path":"p","partitionValues":{"col-1":"q"},"size":1,"dataChange":true}}"#;
         let d = digest(0, line.as_bytes(), Some(7), &mapped);
         assert_eq!(d.ts, 7, "no commitInfo: the file time");
-        assert_eq!(d.written, vec![PartitionValues(vec![("d".into(), Some("q".into()))])]);
+        assert_eq!(
+            d.written,
+            vec![PartitionValues(vec![("d".into(), Some("q".into()))])]
+        );
     }
 
     async fn put(store: &Arc<dyn ObjectStore>, v: u64, text: String) {
@@ -398,62 +420,131 @@ mod tests {
         // v0 at now-100min: x gets a1 (small) and a2; v1 at now-50min: y gets b1;
         // v2 at now-30min: OPTIMIZE of x (a1, a2 -> a3, not a write);
         // v3 at now-1min: x gets a4 (small).
-        put(&store, 0, commit(now - 100 * min, &[add("a1", "x", "\"a\"", 5, true), add("a2", "x", "\"a\"", 5, true)])).await;
-        put(&store, 1, commit(now - 50 * min, &[add("b1", "y", "\"a\"", 5, true)])).await;
+        put(
+            &store,
+            0,
+            commit(
+                now - 100 * min,
+                &[
+                    add("a1", "x", "\"a\"", 5, true),
+                    add("a2", "x", "\"a\"", 5, true),
+                ],
+            ),
+        )
+        .await;
+        put(
+            &store,
+            1,
+            commit(now - 50 * min, &[add("b1", "y", "\"a\"", 5, true)]),
+        )
+        .await;
         put(
             &store,
             2,
             commit(
                 now - 30 * min,
-                &[remove("a1", "x", false), remove("a2", "x", false), add("a3", "x", "\"a\"", 500, false)],
+                &[
+                    remove("a1", "x", false),
+                    remove("a2", "x", false),
+                    add("a3", "x", "\"a\"", 500, false),
+                ],
             ),
         )
         .await;
-        put(&store, 3, commit(now - min, &[add("a4", "x", "\"a\"", 5, true)])).await;
+        put(
+            &store,
+            3,
+            commit(now - min, &[add("a4", "x", "\"a\"", 5, true)]),
+        )
+        .await;
 
         // A 40-minute horizon: v3, v2, then v1 (older than the horizon) ends the walk.
         let mut a = Activity::default();
-        a.update(&store, "t", 3, &cols(), 40 * min, now, 100).await.unwrap();
+        a.update(&store, "t", 3, &cols(), 40 * min, now, 100)
+            .await
+            .unwrap();
         let x = pv("x", Some("a"));
         let y = pv("y", Some("a"));
         assert_eq!(a.last_write(&x), LastWrite::At(now - min));
         assert_eq!(a.last_write(&y), LastWrite::At(now - 50 * min));
-        assert_eq!(a.last_write(&pv("q", None)), LastWrite::NotSince(now - 50 * min));
+        assert_eq!(
+            a.last_write(&pv("q", None)),
+            LastWrite::NotSince(now - 50 * min)
+        );
         assert!(a.covers(now - 40 * min));
         assert!(!a.covers(now - 60 * min));
         // x has a3 (big) and a4 (small, 1 min old): one small file in the last 40 min.
         assert_eq!(a.recent_small_files(&x, 100, now - 40 * min), Some(1));
-        assert_eq!(a.recent_small_files(&x, 100, now - 90 * min), None, "not known that far");
+        assert_eq!(
+            a.recent_small_files(&x, 100, now - 90 * min),
+            None,
+            "not known that far"
+        );
 
         // A new commit is read on the next update, alone.
-        put(&store, 4, commit(now + min, &[add("b2", "y", "\"a\"", 5, true), remove("a4", "x", true)])).await;
-        a.update(&store, "t", 4, &cols(), 40 * min, now + min, 1).await.unwrap();
+        put(
+            &store,
+            4,
+            commit(
+                now + min,
+                &[add("b2", "y", "\"a\"", 5, true), remove("a4", "x", true)],
+            ),
+        )
+        .await;
+        a.update(&store, "t", 4, &cols(), 40 * min, now + min, 1)
+            .await
+            .unwrap();
         assert_eq!(a.last_write(&y), LastWrite::At(now + min));
-        assert_eq!(a.last_write(&x), LastWrite::At(now + min), "a delete is a write");
-        assert_eq!(a.recent_small_files(&x, 100, now - 30 * min), Some(0), "a4 was removed");
+        assert_eq!(
+            a.last_write(&x),
+            LastWrite::At(now + min),
+            "a delete is a write"
+        );
+        assert_eq!(
+            a.recent_small_files(&x, 100, now - 30 * min),
+            Some(0),
+            "a4 was removed"
+        );
 
         // A budget too small for the horizon reads what it can and grows next cycle.
         let mut b = Activity::default();
-        b.update(&store, "t", 4, &cols(), 200 * min, now + min, 2).await.unwrap();
+        b.update(&store, "t", 4, &cols(), 200 * min, now + min, 2)
+            .await
+            .unwrap();
         assert_eq!(b.known_for_ms(now + min), Some(2 * min), "v4 and v3");
         assert_eq!(b.last_write(&pv("q", None)), LastWrite::NotSince(now - min));
-        b.update(&store, "t", 4, &cols(), 200 * min, now + min, 2).await.unwrap();
+        b.update(&store, "t", 4, &cols(), 200 * min, now + min, 2)
+            .await
+            .unwrap();
         assert_eq!(b.known_for_ms(now + min), Some(51 * min), "then v2 and v1");
-        b.update(&store, "t", 4, &cols(), 200 * min, now + min, 2).await.unwrap();
-        assert_eq!(b.known_for_ms(now + min), Some(i64::MAX), "reached version 0");
+        b.update(&store, "t", 4, &cols(), 200 * min, now + min, 2)
+            .await
+            .unwrap();
+        assert_eq!(
+            b.known_for_ms(now + min),
+            Some(i64::MAX),
+            "reached version 0"
+        );
         assert_eq!(b.last_write(&pv("q", None)), LastWrite::Never);
         assert_eq!(b.recent_small_files(&x, 100, now - 150 * min), Some(0));
 
         // A cleaned-up log: the walk stops at the gap and says how far it got.
-        store.delete(&Path::from(format!("_delta_log/{:020}.json", 1))).await.unwrap();
+        store
+            .delete(&Path::from(format!("_delta_log/{:020}.json", 1)))
+            .await
+            .unwrap();
         let mut c = Activity::default();
-        c.update(&store, "t", 4, &cols(), 200 * min, now + min, 100).await.unwrap();
+        c.update(&store, "t", 4, &cols(), 200 * min, now + min, 100)
+            .await
+            .unwrap();
         assert_eq!(c.known_for_ms(now + min), Some(31 * min));
         assert!(!c.covers(now - 60 * min));
 
         // No time condition in the policy: nothing is read.
         let mut d = Activity::default();
-        d.update(&store, "t", 4, &cols(), 0, now, 100).await.unwrap();
+        d.update(&store, "t", 4, &cols(), 0, now, 100)
+            .await
+            .unwrap();
         assert_eq!(d.last_write(&x), LastWrite::Unknown);
     }
 }

@@ -154,9 +154,10 @@ pub fn decide(p: &Policy, f: &Facts, eligible: &Eligible, gate: &Gate, now_ms: i
         let q_ms = q.as_millis().min(i64::MAX as u128) as i64;
         let quiet = human_duration(q);
         let busy = match f.last_write {
-            LastWrite::At(t) if now_ms.saturating_sub(t) < q_ms => {
-                Some(format!("skipped: written {} ago, quiet period {quiet}", ago(t)))
-            }
+            LastWrite::At(t) if now_ms.saturating_sub(t) < q_ms => Some(format!(
+                "skipped: written {} ago, quiet period {quiet}",
+                ago(t)
+            )),
             LastWrite::NotSince(t) if now_ms.saturating_sub(t) < q_ms => Some(format!(
                 "skipped: last write unknown, quiet period {quiet} ({})",
                 known(f.known_for_ms)
@@ -228,16 +229,28 @@ mod tests {
         let v = pv();
         let r = d(&p, &facts(&v, 212, LastWrite::Unknown));
         assert_eq!(r.kind, DecisionKind::Due);
-        assert_eq!(r.reason, "due: 212 small files >= 50 (databricks-auto-compaction)");
+        assert_eq!(
+            r.reason,
+            "due: 212 small files >= 50 (databricks-auto-compaction)"
+        );
         let r = d(&p, &facts(&v, 31, LastWrite::Unknown));
-        assert_eq!((r.kind, r.reason.as_str()), (DecisionKind::NotDue, "not due: 31 small files < 50"));
+        assert_eq!(
+            (r.kind, r.reason.as_str()),
+            (DecisionKind::NotDue, "not due: 31 small files < 50")
+        );
         let r = d(&p, &facts(&v, 1, LastWrite::Unknown));
         assert_eq!(r.reason, "not due: 1 small file < 50");
         let r = d(&p, &facts(&v, 50, LastWrite::Unknown));
         assert_eq!(r.kind, DecisionKind::Due, "at the threshold");
         let g = policy("preset = \"glue\"");
-        assert_eq!(d(&g, &facts(&v, 100, LastWrite::Unknown)).kind, DecisionKind::NotDue);
-        assert_eq!(d(&g, &facts(&v, 101, LastWrite::Unknown)).kind, DecisionKind::Due);
+        assert_eq!(
+            d(&g, &facts(&v, 100, LastWrite::Unknown)).kind,
+            DecisionKind::NotDue
+        );
+        assert_eq!(
+            d(&g, &facts(&v, 101, LastWrite::Unknown)).kind,
+            DecisionKind::Due
+        );
     }
 
     #[test]
@@ -250,15 +263,28 @@ mod tests {
             r.reason,
             "skipped: written 4 s ago, quiet period 60 s; 212 small files >= 50 (default)"
         );
-        assert_eq!(d(&p, &facts(&v, 212, LastWrite::At(NOW - 61 * S))).kind, DecisionKind::Due);
-        assert_eq!(d(&p, &facts(&v, 212, LastWrite::NotSince(NOW - 600 * S))).kind, DecisionKind::Due);
-        assert_eq!(d(&p, &facts(&v, 212, LastWrite::Never)).kind, DecisionKind::Due);
+        assert_eq!(
+            d(&p, &facts(&v, 212, LastWrite::At(NOW - 61 * S))).kind,
+            DecisionKind::Due
+        );
+        assert_eq!(
+            d(&p, &facts(&v, 212, LastWrite::NotSince(NOW - 600 * S))).kind,
+            DecisionKind::Due
+        );
+        assert_eq!(
+            d(&p, &facts(&v, 212, LastWrite::Never)).kind,
+            DecisionKind::Due
+        );
         // The log read does not reach back a quiet period: unknown, so left alone.
         let mut f = facts(&v, 212, LastWrite::NotSince(NOW - 20 * S));
         f.known_for_ms = Some(20 * S);
         let r = d(&p, &f);
         assert_eq!(r.kind, DecisionKind::Skipped);
-        assert!(r.reason.contains("last write unknown") && r.reason.contains("covers 20 s"), "{}", r.reason);
+        assert!(
+            r.reason.contains("last write unknown") && r.reason.contains("covers 20 s"),
+            "{}",
+            r.reason
+        );
         // Not due stays "not due" whatever the writes.
         let r = d(&p, &facts(&v, 3, LastWrite::At(NOW - S)));
         assert_eq!(r.kind, DecisionKind::NotDue);
@@ -268,7 +294,10 @@ mod tests {
     fn written_within_keeps_only_recently_written_partitions() {
         let p = policy("written_within = \"6h\"");
         let v = pv();
-        assert_eq!(d(&p, &facts(&v, 212, LastWrite::At(NOW - 3600 * S))).kind, DecisionKind::Due);
+        assert_eq!(
+            d(&p, &facts(&v, 212, LastWrite::At(NOW - 3600 * S))).kind,
+            DecisionKind::Due
+        );
         let r = d(&p, &facts(&v, 212, LastWrite::At(NOW - 9 * 3600 * S)));
         assert_eq!(r.kind, DecisionKind::Skipped);
         assert_eq!(r.reason, "skipped: last written 9 h ago, not within 6 h");
@@ -277,7 +306,11 @@ mod tests {
         let mut f = facts(&v, 212, LastWrite::NotSince(NOW - 600 * S));
         f.known_for_ms = Some(600 * S);
         let r = d(&p, &f);
-        assert!(r.reason.contains("unknown") && r.reason.contains("covers 10 min"), "{}", r.reason);
+        assert!(
+            r.reason.contains("unknown") && r.reason.contains("covers 10 min"),
+            "{}",
+            r.reason
+        );
     }
 
     #[test]
@@ -297,9 +330,22 @@ mod tests {
             NOW,
         );
         assert_eq!(r.kind, DecisionKind::Skipped);
-        assert_eq!(r.reason, "skipped: outside partitions (ingestion_date >= '2026-11-28')");
-        let r = decide(&p, &f, &Eligible::Invalid("\"x\" is not a partition column".into()), &Gate::Ready, NOW);
-        assert!(r.reason.contains("does not apply") && r.reason.contains("\"x\""), "{}", r.reason);
+        assert_eq!(
+            r.reason,
+            "skipped: outside partitions (ingestion_date >= '2026-11-28')"
+        );
+        let r = decide(
+            &p,
+            &f,
+            &Eligible::Invalid("\"x\" is not a partition column".into()),
+            &Gate::Ready,
+            NOW,
+        );
+        assert!(
+            r.reason.contains("does not apply") && r.reason.contains("\"x\""),
+            "{}",
+            r.reason
+        );
     }
 
     #[test]
@@ -313,22 +359,35 @@ mod tests {
             })
         );
         let v = pv();
-        assert_eq!(d(&p, &facts(&v, 12, LastWrite::Unknown)).reason, "due: 12 small files >= 12 (amoro)");
+        assert_eq!(
+            d(&p, &facts(&v, 12, LastWrite::Unknown)).reason,
+            "due: 12 small files >= 12 (amoro)"
+        );
         // 3 fragments, 1 of them added within the hour: 2 are older.
         let mut f = facts(&v, 3, LastWrite::Unknown);
         f.recent_small_files = Some(1);
         let r = d(&p, &f);
         assert_eq!(r.kind, DecisionKind::Due);
-        assert_eq!(r.reason, "due: 3 small files >= 2, the oldest older than 60 min (amoro)");
+        assert_eq!(
+            r.reason,
+            "due: 3 small files >= 2, the oldest older than 60 min (amoro)"
+        );
         f.recent_small_files = Some(3);
         let r = d(&p, &f);
         assert_eq!(r.kind, DecisionKind::NotDue);
-        assert_eq!(r.reason, "not due: 3 small files < 12; all of them are younger than 60 min");
+        assert_eq!(
+            r.reason,
+            "not due: 3 small files < 12; all of them are younger than 60 min"
+        );
         f.recent_small_files = None;
         f.known_for_ms = Some(20 * 60 * S);
         let r = d(&p, &f);
         assert_eq!(r.kind, DecisionKind::NotDue);
-        assert!(r.reason.contains("age of the oldest is unknown") && r.reason.contains("covers 20 min"), "{}", r.reason);
+        assert!(
+            r.reason.contains("age of the oldest is unknown") && r.reason.contains("covers 20 min"),
+            "{}",
+            r.reason
+        );
         let mut f = facts(&v, 1, LastWrite::Unknown);
         f.recent_small_files = Some(0);
         assert_eq!(d(&p, &f).reason, "not due: 1 small file < 12");
@@ -342,20 +401,43 @@ mod tests {
             failures: 3,
             retry_in_ms: 8 * 60 * S,
         };
-        let r = decide(&p, &facts(&v, 212, LastWrite::Unknown), &Eligible::Yes, &back, NOW);
+        let r = decide(
+            &p,
+            &facts(&v, 212, LastWrite::Unknown),
+            &Eligible::Yes,
+            &back,
+            NOW,
+        );
         assert_eq!(r.kind, DecisionKind::BackingOff);
         assert_eq!(
             r.reason,
             "backing off: 3 failures in a row, next try in 8 min; 212 small files >= 50 (default)"
         );
-        let r = decide(&p, &facts(&v, 2, LastWrite::Unknown), &Eligible::Yes, &back, NOW);
+        let r = decide(
+            &p,
+            &facts(&v, 2, LastWrite::Unknown),
+            &Eligible::Yes,
+            &back,
+            NOW,
+        );
         assert_eq!(r.kind, DecisionKind::NotDue);
         let sus = Gate::Suspended {
             failures: 4,
             last_error: Some("cannot read x.parquet".into()),
         };
-        let r = decide(&p, &facts(&v, 212, LastWrite::Unknown), &Eligible::Yes, &sus, NOW);
+        let r = decide(
+            &p,
+            &facts(&v, 212, LastWrite::Unknown),
+            &Eligible::Yes,
+            &sus,
+            NOW,
+        );
         assert_eq!(r.kind, DecisionKind::Suspended);
-        assert!(r.reason.starts_with("suspended: 4 failures in a row (last: cannot read x.parquet)"), "{}", r.reason);
+        assert!(
+            r.reason
+                .starts_with("suspended: 4 failures in a row (last: cannot read x.parquet)"),
+            "{}",
+            r.reason
+        );
     }
 }

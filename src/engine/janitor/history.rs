@@ -128,8 +128,14 @@ pub enum Line {
         duration_ms: u64,
     },
     /// The run stopped on a signal, and what it stopped.
-    Stopped { ts: String, reason: String },
-    Warning { ts: String, message: String },
+    Stopped {
+        ts: String,
+        reason: String,
+    },
+    Warning {
+        ts: String,
+        message: String,
+    },
 }
 
 /// The history file, opened for appending.
@@ -228,7 +234,10 @@ mod tests {
         assert_eq!(v["type"], "decision");
         assert_eq!(v["ts"], "1970-01-01T00:00:00.000Z");
         assert_eq!(v["decision"], "not_due");
-        assert_eq!(v["partition"], serde_json::json!({"d": "2026-11-30", "k": null}));
+        assert_eq!(
+            v["partition"],
+            serde_json::json!({"d": "2026-11-30", "k": null})
+        );
     }
 
     #[test]

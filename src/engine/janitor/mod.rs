@@ -46,7 +46,11 @@ const ACTIVITY_BUDGET: usize = 2000;
 /// A table as the janitor names it: its URI without user info (never a credential).
 pub fn table_id(loc: &Location) -> String {
     if loc.is_local() {
-        return loc.display();
+        let d = loc.display();
+        return match d.trim_end_matches('/') {
+            "" => d,
+            t => t.to_string(),
+        };
     }
     let mut u = loc.url.clone();
     let _ = u.set_password(None);
@@ -448,7 +452,8 @@ impl Janitor {
             jobs.extend(self.decide_table(t, now, &mut counts).await);
         }
         // Forget activity of tables that are gone.
-        let present: std::collections::HashSet<&str> = tables.iter().map(|t| t.id.as_str()).collect();
+        let present: std::collections::HashSet<&str> =
+            tables.iter().map(|t| t.id.as_str()).collect();
         self.activity.retain(|k, _| present.contains(k.as_str()));
         drop(tables);
         stats.due = jobs.len() as u64;
@@ -472,7 +477,13 @@ impl Janitor {
                 Outcome::Failed => {
                     stats.failed_jobs += 1;
                     if entry.0.is_none() {
-                        entry.0 = Some(done.summary.errors.first().cloned().unwrap_or_else(|| summary_text.clone()));
+                        entry.0 = Some(
+                            done.summary
+                                .errors
+                                .first()
+                                .cloned()
+                                .unwrap_or_else(|| summary_text.clone()),
+                        );
                     }
                 }
                 Outcome::Cancelled => stats.cancelled.push(format!(
@@ -483,11 +494,31 @@ impl Janitor {
                 )),
                 _ => entry.1 = true,
             }
-            self.emit(Line::Result(result_line(&done, outcome, summary_text, self.policy.rule())));
+            self.emit(Line::Result(result_line(
+                &done,
+                outcome,
+                summary_text,
+                self.policy.rule(),
+            )));
         }
         drop(running);
 
         let end = now_ms();
+        let quiet: Vec<String> = self
+            .schedules
+            .iter()
+            .filter(|(t, s)| s.failures > 0 && !outcomes.contains_key(*t))
+            .map(|(t, _)| t.clone())
+            .collect();
+        for table in quiet {
+            // Repeated every cycle: the history's tail always has it for the next run.
+            let schedule = self.schedules[&table].clone();
+            self.emit(Line::Schedule {
+                ts: ts(end),
+                table,
+                schedule,
+            });
+        }
         for (table, (failure, completed)) in outcomes {
             let s = self.schedules.entry(table.clone()).or_default();
             let before = s.clone();
@@ -726,17 +757,18 @@ mod tests {
     fn outcomes_by_what_the_summary_holds() {
         let mut s = JobSummary::default();
         assert_eq!(classify(&s), Outcome::NothingToCompact);
-        s.conflicts.push(crate::engine::compact::events::ConflictRecord {
-            partition: PartitionValues(vec![]),
-            conflict: crate::engine::compact::commit::Conflict {
-                version: Some(3),
-                operation: Some("OPTIMIZE".into()),
-                engine: None,
-                missing_files: 2,
-                files: 2,
-            },
-            replanned_bins: 0,
-        });
+        s.conflicts
+            .push(crate::engine::compact::events::ConflictRecord {
+                partition: PartitionValues(vec![]),
+                conflict: crate::engine::compact::commit::Conflict {
+                    version: Some(3),
+                    operation: Some("OPTIMIZE".into()),
+                    engine: None,
+                    missing_files: 2,
+                    files: 2,
+                },
+                replanned_bins: 0,
+            });
         assert_eq!(classify(&s), Outcome::Conflict);
         assert!(describe(&s, Outcome::Conflict).contains("another commit took their files"));
         s.errors.push("x".into());

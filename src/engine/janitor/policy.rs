@@ -218,7 +218,12 @@ impl Policy {
         Self::from_file(file, text, source, base).map_err(invalid)
     }
 
-    fn from_file(f: PolicyFile, text: &str, source: &str, base: Thresholds) -> Result<Policy, String> {
+    fn from_file(
+        f: PolicyFile,
+        text: &str,
+        source: &str,
+        base: Thresholds,
+    ) -> Result<Policy, String> {
         let at = |span: std::ops::Range<usize>, key: &str, msg: &str| {
             format!("line {}: {key} {msg}", line_of(text, span.start))
         };
@@ -291,7 +296,10 @@ impl Policy {
             None => Duration::from_secs(10),
         };
         let backoff_base = f.backoff_base.unwrap_or(Duration::from_secs(30));
-        let backoff_max = f.backoff_max.unwrap_or(Duration::from_secs(3600)).max(backoff_base);
+        let backoff_max = f
+            .backoff_max
+            .unwrap_or(Duration::from_secs(3600))
+            .max(backoff_base);
         Ok(Policy {
             source: source.to_string(),
             preset,
@@ -459,7 +467,12 @@ pub fn expand_date_macros(input: &str, today: NaiveDate) -> Result<String, Strin
 }
 
 /// An optional `- Nd` / `+ Nd` after a date macro ending at `i`.
-fn offset(chars: &[char], i: usize, base: NaiveDate, word: &str) -> Result<(NaiveDate, usize), String> {
+fn offset(
+    chars: &[char],
+    i: usize,
+    base: NaiveDate,
+    word: &str,
+) -> Result<(NaiveDate, usize), String> {
     let skip_ws = |mut j: usize| {
         while j < chars.len() && chars[j].is_whitespace() {
             j += 1;
@@ -499,7 +512,12 @@ fn offset(chars: &[char], i: usize, base: NaiveDate, word: &str) -> Result<(Naiv
     } else {
         base.checked_add_days(Days::new(n))
     }
-    .ok_or_else(|| format!("{word} {} {n}d is out of range", if sign < 0 { '-' } else { '+' }))?;
+    .ok_or_else(|| {
+        format!(
+            "{word} {} {n}d is out of range",
+            if sign < 0 { '-' } else { '+' }
+        )
+    })?;
     Ok((date, k))
 }
 
@@ -538,14 +556,25 @@ mod tests {
         assert_eq!(p.quiet_period, None);
         assert_eq!(p.horizon(), Duration::ZERO);
         assert_eq!(p.source, "built-in default");
-        assert_eq!(parse("").unwrap(), Policy { source: "p.toml".into(), ..p });
+        assert_eq!(
+            parse("").unwrap(),
+            Policy {
+                source: "p.toml".into(),
+                ..p
+            }
+        );
     }
 
     #[test]
     fn presets_match_the_janitors_they_are_named_for() {
         let p = parse("preset = \"databricks-auto-compaction\"").unwrap();
         assert_eq!(
-            (p.min_small_files, p.small_file_size, p.target_file_size, p.min_file_size),
+            (
+                p.min_small_files,
+                p.small_file_size,
+                p.target_file_size,
+                p.min_file_size
+            ),
             (50, 64 * MIB, Some(128 * MIB), 64 * MIB)
         );
         assert_eq!(p.aged, None);
@@ -586,12 +615,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.target_file_size, Some(256 * MIB));
-        assert_eq!(p.small_file_size, 128 * MIB, "half the target, as the preset says");
+        assert_eq!(
+            p.small_file_size,
+            128 * MIB,
+            "half the target, as the preset says"
+        );
         assert_eq!(p.min_small_files, 20);
         assert_eq!(p.partitions.as_ref().unwrap().line, 4);
         assert_eq!(p.written_within, Some(Duration::from_secs(6 * 3600)));
         assert_eq!(p.quiet_period, Some(Duration::from_secs(60)));
-        assert_eq!(p.interval, Duration::from_secs(5), "a bare number is seconds");
+        assert_eq!(
+            p.interval,
+            Duration::from_secs(5),
+            "a bare number is seconds"
+        );
         assert_eq!((p.max_jobs, p.max_failures), (2, 3));
         assert_eq!(p.backoff_base, Duration::from_secs(60));
         assert_eq!(p.horizon(), Duration::from_secs(6 * 3600));
@@ -609,17 +646,29 @@ mod tests {
         assert!(e.contains("min_smal_files") && e.contains("line 2"), "{e}");
         let e = parse("preset = \"spark\"\n").unwrap_err();
         assert!(e.contains("spark") && e.contains("line 1"), "{e}");
-        assert!(e.contains("databricks-auto-compaction"), "lists the presets: {e}");
+        assert!(
+            e.contains("databricks-auto-compaction"),
+            "lists the presets: {e}"
+        );
         let e = parse("\ninterval = \"soon\"\n").unwrap_err();
-        assert!(e.contains("invalid duration") && e.contains("line 2"), "{e}");
+        assert!(
+            e.contains("invalid duration") && e.contains("line 2"),
+            "{e}"
+        );
         let e = parse("\n\ntarget_file_size = \"huge\"\n").unwrap_err();
         assert!(e.contains("invalid size") && e.contains("line 3"), "{e}");
         let e = parse("max_jobs = 0\n").unwrap_err();
         assert!(e.contains("line 1: max_jobs must be at least 1"), "{e}");
         let e = parse("\nmin_small_files = 1\n").unwrap_err();
-        assert!(e.contains("line 2: min_small_files must be at least 2"), "{e}");
+        assert!(
+            e.contains("line 2: min_small_files must be at least 2"),
+            "{e}"
+        );
         let e = parse("\n\npartitions = \"d >= today - 2x\"\n").unwrap_err();
-        assert!(e.contains("line 3: partitions is invalid") && e.contains("today - 2d"), "{e}");
+        assert!(
+            e.contains("line 3: partitions is invalid") && e.contains("today - 2d"),
+            "{e}"
+        );
         let e = parse("interval = \"0s\"\n").unwrap_err();
         assert!(e.contains("interval must be greater than 0"), "{e}");
         assert!(e.contains("p.toml"), "names the file: {e}");
@@ -637,20 +686,33 @@ mod tests {
         let d = date("2026-03-01");
         let x = |s: &str| expand_date_macros(s, d).unwrap();
         assert_eq!(x("ingestion_date = today"), "ingestion_date = '2026-03-01'");
-        assert_eq!(x("ingestion_date = yesterday"), "ingestion_date = '2026-02-28'");
+        assert_eq!(
+            x("ingestion_date = yesterday"),
+            "ingestion_date = '2026-02-28'"
+        );
         assert_eq!(
             x("ingestion_date >= today - 2d"),
             "ingestion_date >= '2026-02-27'"
         );
-        assert_eq!(x("d >= TODAY-10days AND d < today"), "d >= '2026-02-19' AND d < '2026-03-01'");
+        assert_eq!(
+            x("d >= TODAY-10days AND d < today"),
+            "d >= '2026-02-19' AND d < '2026-03-01'"
+        );
         assert_eq!(x("d between yesterday - 1 day"), "d between '2026-02-27'");
         assert_eq!(x("d = today + 1d"), "d = '2026-03-02'");
         // Not a macro: inside quotes, part of a longer name, or a quoted identifier.
-        assert_eq!(x("d = 'today' AND today_x = 1"), "d = 'today' AND today_x = 1");
+        assert_eq!(
+            x("d = 'today' AND today_x = 1"),
+            "d = 'today' AND today_x = 1"
+        );
         assert_eq!(x("\"today\" = 'it''s today'"), "\"today\" = 'it''s today'");
         // `today - 2` without a unit, or another unit, is refused.
         assert!(expand_date_macros("d >= today - 2", d).is_err());
-        assert!(expand_date_macros("d >= today - 2h", d).unwrap_err().contains("today - 2d"));
+        assert!(
+            expand_date_macros("d >= today - 2h", d)
+                .unwrap_err()
+                .contains("today - 2d")
+        );
         // The result parses with the --where parser.
         let cols = vec!["ingestion_date".to_string()];
         let p = crate::engine::compact::selection::Predicate::parse(

@@ -152,7 +152,10 @@ mod tests {
         assert_eq!(s.gate(&b, t0 + MIN), Gate::Ready, "after base x 1");
 
         s.record_failure(t0 + MIN, "read failed".into());
-        assert!(matches!(s.gate(&b, t0 + 2 * MIN), Gate::BackingOff { failures: 2, .. }));
+        assert!(matches!(
+            s.gate(&b, t0 + 2 * MIN),
+            Gate::BackingOff { failures: 2, .. }
+        ));
         assert_eq!(s.gate(&b, t0 + 3 * MIN), Gate::Ready, "after base x 2");
 
         s.record_failure(t0 + 3 * MIN, "write failed".into());
@@ -172,9 +175,15 @@ mod tests {
 
         s.record_failure(t0 + 7 * MIN, "commit failed: disk full".into());
         let g = s.gate(&b, t0 + 1000 * MIN);
-        assert!(matches!(g, Gate::Suspended { failures: 4, .. }), "never retried: {g:?}");
+        assert!(
+            matches!(g, Gate::Suspended { failures: 4, .. }),
+            "never retried: {g:?}"
+        );
         let r = g.reason().unwrap();
-        assert!(r.starts_with("suspended: 4 failures in a row (last: commit failed: disk full)"), "{r}");
+        assert!(
+            r.starts_with("suspended: 4 failures in a row (last: commit failed: disk full)"),
+            "{r}"
+        );
 
         s.record_success();
         assert_eq!(s, TableSchedule::default());
@@ -197,6 +206,9 @@ mod tests {
         let b = b();
         let mut s = TableSchedule::default();
         s.record_failure(10 * MIN, "x".into());
-        assert!(matches!(s.gate(&b, 0), Gate::BackingOff { failures: 1, .. }));
+        assert!(matches!(
+            s.gate(&b, 0),
+            Gate::BackingOff { failures: 1, .. }
+        ));
     }
 }

@@ -1,0 +1,146 @@
+//! `lakehealth watch`: the headless janitor. Decisions and results are JSON lines in the
+//! history file (and on stdout with `--json`); for humans, one line each on stdout; what the
+//! janitor is doing and what a signal stopped go to stderr.
+
+use anyhow::{Context, Result, bail};
+use tokio_util::sync::CancellationToken;
+
+use super::args::WatchArgs;
+use super::run::Settings;
+use crate::engine::janitor::Janitor;
+use crate::engine::janitor::decide::DecisionKind;
+use crate::engine::janitor::history::{self, History, Line};
+use crate::engine::janitor::policy::{Policy, human_ms};
+use crate::engine::location::Location;
+
+/// One line for humans, on stdout or stderr (None: not shown).
+fn human(line: &Line, once: bool) -> Option<(bool, String)> {
+    let out = |s: String| Some((false, s));
+    let err = |s: String| Some((true, s));
+    match line {
+        // In a loop, "not due" every few seconds is noise: the cycle line counts them.
+        Line::Decision(d) if !once && matches!(d.decision, DecisionKind::NotDue) => None,
+        Line::Decision(d) => out(format!("{} {}: {}", d.table, d.partition.label(), d.reason)),
+        Line::Result(r) => out(format!(
+            "{} {}: {}",
+            r.table,
+            r.partition.label(),
+            r.summary
+        )),
+        Line::TableError { table, error, .. } => err(format!("{table}: cannot read: {error}")),
+        Line::Cycle {
+            cycle,
+            tables,
+            partitions,
+            due,
+            not_due,
+            skipped,
+            backing_off,
+            suspended,
+            jobs,
+            failed_jobs,
+            duration_ms,
+            ..
+        } => err(format!(
+            "cycle {cycle}: {tables} table(s), {partitions} partition(s): {due} due, {not_due} not due, \
+             {skipped} skipped, {backing_off} backing off, {suspended} suspended; {jobs} job(s), \
+             {failed_jobs} failed; {}",
+            human_ms(*duration_ms as i64)
+        )),
+        Line::Stopped { reason, .. } => err(format!("stopped: {reason}")),
+        Line::Warning { message, .. } => err(format!("warning: {message}")),
+        Line::Schedule {
+            table, schedule, ..
+        } if schedule.failures > 0 => err(format!(
+            "{table}: {} failed cycle(s) in a row (last: {})",
+            schedule.failures,
+            schedule.last_error.as_deref().unwrap_or("unknown")
+        )),
+        Line::Schedule { .. } | Line::Policy { .. } => None,
+    }
+}
+
+fn print(line: &Line, json: bool, once: bool) {
+    if json {
+        match serde_json::to_string(line) {
+            Ok(s) => println!("{s}"),
+            Err(e) => eprintln!("warning: a JSON line could not be written: {e}"),
+        }
+        // What stopped matters to whoever pressed Ctrl-C, JSON or not.
+        if let Line::Stopped { reason, .. } = line {
+            eprintln!("stopped: {reason}");
+        }
+        return;
+    }
+    match human(line, once) {
+        Some((false, s)) => println!("{s}"),
+        Some((true, s)) => eprintln!("{s}"),
+        None => {}
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM, with the signal's name.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            return tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            };
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    "SIGINT"
+}
+
+pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
+    let policy = match &a.policy {
+        Some(p) => Policy::load(p, s.open.thresholds)?,
+        None => Policy::builtin(s.open.thresholds),
+    };
+    let targets = a
+        .uris
+        .iter()
+        .map(|u| Location::parse(u))
+        .collect::<Result<Vec<_>, _>>()?;
+    let path = a.history.clone().unwrap_or_else(history::default_path);
+    let history = History::open(&path)
+        .with_context(|| format!("cannot open the history file {}", path.display()))?;
+    eprintln!("policy: {}", policy.summary());
+    if a.policy.is_none() {
+        eprintln!(
+            "  (no --policy given: the built-in default; a commented example is assets/janitor-policy.toml)"
+        );
+    }
+    eprintln!("history: {}", path.display());
+    let (json, once) = (a.json, a.once);
+    let sink = Box::new(move |line: &Line| print(line, json, once));
+    let mut janitor = Janitor::new(targets, policy, s.open.clone(), history, sink, a.resume);
+
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        let sig = stop_signal().await;
+        eprintln!(
+            "{sig}: stopping; no new job starts, a running job stops before its next commit \
+             (again to exit at once)"
+        );
+        c2.cancel();
+        let sig = stop_signal().await;
+        // Safe even mid-job: every commit is validated and a landed one is never undone.
+        eprintln!("{sig} again: exiting now");
+        std::process::exit(130);
+    });
+    let stats = janitor.run(once, cancel).await;
+    if once && (stats.failed_jobs > 0 || stats.table_errors > 0) {
+        bail!(
+            "{} job(s) failed, {} table(s) could not be read (see the lines above and {})",
+            stats.failed_jobs,
+            stats.table_errors,
+            path.display()
+        );
+    }
+    Ok(())
+}

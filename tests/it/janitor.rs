@@ -1,0 +1,578 @@
+//! The janitor end to end: the real binary's `watch --once` on real tables, its JSON lines and
+//! history file, and the rows read back by the independent Python reader (Python deltalake +
+//! pyarrow, not lakehealth) before and after.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use lakehealth::engine::demo::{create_sensor_table, seed_small_files};
+use serde_json::Value;
+
+use crate::common::*;
+
+/// A sensor table in a temp dir with `files` small files in each of `partitions`.
+fn table(partitions: &[(&str, u32)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let l = loc(dir.path());
+    rt.block_on(async {
+        create_sensor_table(&l).await.unwrap();
+        for (p, files) in partitions {
+            seed_small_files(&l, &[p.to_string()], *files, 50)
+                .await
+                .unwrap();
+        }
+    });
+    dir
+}
+
+fn path(d: &Path) -> &str {
+    d.to_str().unwrap()
+}
+
+/// `lakehealth watch TABLE --once --history HISTORY ...` without a config file.
+fn watch_cmd(table: &Path, history: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
+    c.args(["watch", path(table), "--once", "--history", path(history)])
+        .args(extra)
+        .arg("--log-file")
+        .arg(history.with_extension("log"))
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .stdin(Stdio::null());
+    c
+}
+
+fn watch(table: &Path, history: &Path, extra: &[&str]) -> Output {
+    watch_cmd(table, history, extra).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json_lines(s: &str) -> Vec<Value> {
+    s.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect()
+}
+
+fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["type"] == t).collect()
+}
+
+/// The line of `type` for partition `ingestion_date = date`.
+fn for_partition<'a>(lines: &'a [Value], t: &str, date: &str) -> Vec<&'a Value> {
+    of_type(lines, t)
+        .into_iter()
+        .filter(|l| l["partition"] == serde_json::json!({ "ingestion_date": date }))
+        .collect()
+}
+
+fn one<'a>(v: Vec<&'a Value>, what: &str) -> &'a Value {
+    assert_eq!(v.len(), 1, "exactly one {what}: {v:#?}");
+    v[0]
+}
+
+/// Versions of the OPTIMIZE commits in the table's JSON log.
+fn optimize_versions(table: &Path) -> Vec<u64> {
+    let mut v: Vec<u64> = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let version = name.strip_suffix(".json")?.parse::<u64>().ok()?;
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            text.contains("\"operation\":\"OPTIMIZE\"")
+                .then_some(version)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn watch_once_with_the_default_policy_compacts_a_partition_of_50_small_files_and_says_why() {
+    let t = table(&[("2026-11-01", 60), ("2026-11-02", 10)]);
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("history.jsonl");
+    let before = read_back(path(t.path()), None);
+    assert_eq!(before.files, 70);
+
+    let o = watch(t.path(), &history, &["--json"]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("built-in default"), "says which policy: {err}");
+    let lines = json_lines(&out);
+
+    // The first line is the policy, and says it is the default.
+    assert_eq!(lines[0]["type"], "policy");
+    assert_eq!(lines[0]["policy"]["source"], "built-in default");
+    assert_eq!(lines[0]["policy"]["preset"], "default");
+
+    let due = one(for_partition(&lines, "decision", "2026-11-01"), "decision");
+    assert_eq!(due["decision"], "due");
+    assert_eq!(due["reason"], "due: 60 small files >= 50 (default)");
+    assert_eq!(due["rule"], "default");
+    assert_eq!(due["table"], path(t.path()));
+    let not_due = one(for_partition(&lines, "decision", "2026-11-02"), "decision");
+    assert_eq!(not_due["decision"], "not_due");
+    assert_eq!(not_due["reason"], "not due: 10 small files < 50");
+
+    let r = one(for_partition(&lines, "result", "2026-11-01"), "result");
+    assert_eq!(r["outcome"], "compacted", "{r:#}");
+    assert_eq!(r["number_of_compacted_files"], 60);
+    assert_eq!(r["number_of_output_files"], 1);
+    assert!(r["amount_of_data_compacted_bytes"].as_u64().unwrap() > 0);
+    assert!(r["amount_of_output_data_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(r["versions"].as_array().unwrap().len(), 1);
+    assert!(r["duration_ms"].is_u64());
+    assert_eq!(r["conflicts"], serde_json::json!([]));
+    assert_eq!(r["errors"], serde_json::json!([]));
+    assert!(for_partition(&lines, "result", "2026-11-02").is_empty());
+    assert_eq!(
+        r["versions"].as_array().unwrap()[0].as_u64(),
+        optimize_versions(t.path()).first().copied()
+    );
+
+    // The history file holds exactly the lines printed.
+    let hist = json_lines(&std::fs::read_to_string(&history).unwrap());
+    assert_eq!(hist, lines);
+
+    // Every row once, none lost, none twice.
+    let after = read_back(path(t.path()), None);
+    assert_eq!(after.files, 11);
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.distinct_ids, before.distinct_ids);
+    assert_eq!(after.reading_sum, before.reading_sum);
+
+    // Compacted means not due any more: the next run leaves it alone and says why.
+    let o = watch(t.path(), &history, &["--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let lines = json_lines(&text(&o.stdout));
+    let again = one(for_partition(&lines, "decision", "2026-11-01"), "decision");
+    assert_eq!(again["reason"], "not due: 1 small file < 50");
+    assert!(of_type(&lines, "result").is_empty());
+}
+
+#[test]
+fn watch_once_on_a_healthy_table_prints_not_due_lines_with_reasons() {
+    let t = table(&[("2026-11-01", 5), ("2026-11-02", 3), ("2026-11-03", 1)]);
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("h.jsonl");
+    let log_before = std::fs::read_dir(t.path().join("_delta_log"))
+        .unwrap()
+        .count();
+    let before = read_back(path(t.path()), None);
+
+    // For humans (no --json): one line per partition on stdout.
+    let o = watch(t.path(), &history, &[]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    for (date, reason) in [
+        ("2026-11-01", "not due: 5 small files < 50"),
+        ("2026-11-02", "not due: 3 small files < 50"),
+        ("2026-11-03", "not due: 1 small file < 50"),
+    ] {
+        let line = format!("{} ingestion_date={date}: {reason}", path(t.path()));
+        assert!(out.lines().any(|l| l == line), "{line:?} in:\n{out}");
+    }
+    assert!(err.contains("0 due, 3 not due"), "{err}");
+    // The history has them as JSON anyway.
+    let hist = json_lines(&std::fs::read_to_string(&history).unwrap());
+    assert_eq!(of_type(&hist, "decision").len(), 3);
+    assert!(
+        of_type(&hist, "decision")
+            .iter()
+            .all(|d| d["decision"] == "not_due")
+    );
+    // Nothing was written to the table.
+    let log_after = std::fs::read_dir(t.path().join("_delta_log"))
+        .unwrap()
+        .count();
+    assert_eq!(log_after, log_before);
+    assert_eq!(read_back(path(t.path()), None).paths, before.paths);
+}
+
+#[test]
+fn two_watch_once_processes_on_one_table_lose_and_duplicate_no_row() {
+    let dates = ["2026-10-01", "2026-10-02", "2026-10-03", "2026-10-04"];
+    let t = table(&dates.map(|d| (d, 70)));
+    let logs = tempfile::tempdir().unwrap();
+    // Both append to one history file, as two janitors of one machine would.
+    let history = logs.path().join("shared.jsonl");
+    let before = read_back(path(t.path()), None);
+    let mut conflicts = 0;
+    let mut results = Vec::new();
+    for round in 0..3 {
+        if round > 0 {
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            let l = loc(t.path());
+            let parts: Vec<String> = dates.iter().map(|d| d.to_string()).collect();
+            rt.block_on(seed_small_files(&l, &parts, 60, 50)).unwrap();
+        }
+        let expected = read_back(path(t.path()), None);
+        let spawn = |name: &str| {
+            watch_cmd(t.path(), &history, &["--json"])
+                .stdout(
+                    std::fs::File::create(logs.path().join(format!("{round}-{name}.out"))).unwrap(),
+                )
+                .stderr(
+                    std::fs::File::create(logs.path().join(format!("{round}-{name}.err"))).unwrap(),
+                )
+                .spawn()
+                .unwrap()
+        };
+        let (mut a, mut b) = (spawn("a"), spawn("b"));
+        let (sa, sb) = (a.wait().unwrap(), b.wait().unwrap());
+        let read = |n: &str, ext: &str| {
+            std::fs::read_to_string(logs.path().join(format!("{round}-{n}.{ext}"))).unwrap()
+        };
+        assert!(sa.success(), "round {round} a: {}", read("a", "err"));
+        assert!(sb.success(), "round {round} b: {}", read("b", "err"));
+        let after = read_back(path(t.path()), None);
+        assert_eq!(
+            after.rows, expected.rows,
+            "round {round}: rows lost or duplicated"
+        );
+        assert_eq!(after.distinct_ids, expected.distinct_ids, "round {round}");
+        assert_eq!(after.reading_sum, expected.reading_sum, "round {round}");
+        for n in ["a", "b"] {
+            let lines = json_lines(&read(n, "out"));
+            for r in of_type(&lines, "result") {
+                let outcome = r["outcome"].as_str().unwrap();
+                assert!(
+                    ["compacted", "conflict", "nothing_to_compact"].contains(&outcome),
+                    "round {round} {n}: {r:#}"
+                );
+                // A job that committed nothing lost its files to the other: the line says so,
+                // or it planned after the other's commit and found nothing left.
+                if outcome == "conflict" {
+                    assert!(!r["conflicts"].as_array().unwrap().is_empty(), "{r:#}");
+                }
+                conflicts += r["conflicts"].as_array().unwrap().len();
+                results.push(r.clone());
+            }
+        }
+        assert_eq!(
+            after.files, 4,
+            "round {round}: every partition compacted by one of them"
+        );
+    }
+    // The JSON lines account for every OPTIMIZE commit, each claimed by exactly one process.
+    let mut claimed: Vec<u64> = results
+        .iter()
+        .flat_map(|r| {
+            r["versions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+        })
+        .collect();
+    claimed.sort();
+    assert_eq!(claimed, optimize_versions(t.path()));
+    // The shared history is whole lines of JSON from both processes.
+    let hist = json_lines(&std::fs::read_to_string(&history).unwrap());
+    assert_eq!(of_type(&hist, "policy").len(), 6);
+    let after = read_back(path(t.path()), None);
+    assert_eq!(after.rows, before.rows + 2 * 4 * 60 * 50);
+    eprintln!("{} results, {conflicts} conflicts reported", results.len());
+}
+
+#[test]
+fn a_policy_file_selects_partitions_by_date_macros_and_waits_out_a_quiet_period() {
+    let today = chrono::Utc::now().date_naive();
+    let old = today - chrono::Days::new(5);
+    let (today_s, old_s) = (today.to_string(), old.to_string());
+    let t = table(&[(&today_s, 8), (&old_s, 8)]);
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("h.jsonl");
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "preset = \"databricks-auto-compaction\"\nmin_small_files = 5\n\
+         partitions = \"ingestion_date >= today - 1d\"\nquiet_period = \"1h\"\n",
+    )
+    .unwrap();
+    let o = watch(t.path(), &history, &["--json", "--policy", path(&policy)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let lines = json_lines(&text(&o.stdout));
+    assert_eq!(lines[0]["policy"]["source"], path(&policy));
+    let fresh = one(for_partition(&lines, "decision", &today_s), "decision");
+    assert_eq!(fresh["decision"], "skipped");
+    let reason = fresh["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("skipped: written ") && reason.contains("ago, quiet period 60 min"),
+        "{reason}"
+    );
+    let outside = one(for_partition(&lines, "decision", &old_s), "decision");
+    assert_eq!(outside["decision"], "skipped");
+    let yesterday = today - chrono::Days::new(1);
+    assert_eq!(
+        outside["reason"],
+        format!("skipped: outside partitions (ingestion_date >= '{yesterday}')")
+    );
+    assert!(of_type(&lines, "result").is_empty());
+
+    // Without the quiet period the fresh partition is compacted, the old one still left alone.
+    std::fs::write(
+        &policy,
+        "preset = \"databricks-auto-compaction\"\nmin_small_files = 5\n\
+         partitions = \"ingestion_date >= today - 1d\"\n",
+    )
+    .unwrap();
+    let o = watch(t.path(), &history, &["--json", "--policy", path(&policy)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let lines = json_lines(&text(&o.stdout));
+    assert_eq!(
+        one(for_partition(&lines, "decision", &today_s), "decision")["reason"],
+        "due: 8 small files >= 5 (databricks-auto-compaction)"
+    );
+    assert_eq!(
+        one(for_partition(&lines, "result", &today_s), "result")["outcome"],
+        "compacted"
+    );
+    assert!(for_partition(&lines, "result", &old_s).is_empty());
+}
+
+#[test]
+fn a_bad_policy_file_is_refused_naming_the_key_and_line() {
+    let t = table(&[("2026-11-01", 2)]);
+    let logs = tempfile::tempdir().unwrap();
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "preset = \"glue\"\ninterval = \"5s\"\nmax_job = 2\n",
+    )
+    .unwrap();
+    let o = watch(
+        t.path(),
+        &logs.path().join("h.jsonl"),
+        &["--policy", path(&policy)],
+    );
+    let err = text(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("max_job") && err.contains("line 3"), "{err}");
+    assert!(err.contains(path(&policy)), "names the file: {err}");
+}
+
+#[test]
+fn failing_jobs_back_off_then_suspend_across_runs_and_resume_tries_again() {
+    let t = table(&[("2026-11-01", 6)]);
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("h.jsonl");
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "min_small_files = 5\nmax_failures = 2\nbackoff_base = \"2s\"\n",
+    )
+    .unwrap();
+    // A data file the log still lists is gone: every compaction of the partition fails.
+    let part = t.path().join("ingestion_date=2026-11-01");
+    let victim = std::fs::read_dir(&part)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        .unwrap()
+        .path();
+    std::fs::remove_file(&victim).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--json", "--policy", path(&policy)];
+        args.extend_from_slice(extra);
+        let o = watch(t.path(), &history, &args);
+        (
+            o.status.success(),
+            json_lines(&text(&o.stdout)),
+            text(&o.stderr),
+        )
+    };
+    let decision =
+        |lines: &[Value]| one(for_partition(lines, "decision", "2026-11-01"), "decision").clone();
+
+    // 1: due, the job fails, the table is backing off; --once exits non-zero.
+    let (ok, lines, err) = run(&[]);
+    assert!(!ok, "a failed job fails --once: {err}");
+    assert_eq!(decision(&lines)["decision"], "due");
+    let r = one(for_partition(&lines, "result", "2026-11-01"), "result");
+    assert_eq!(r["outcome"], "failed");
+    assert!(!r["errors"].as_array().unwrap().is_empty());
+    let s = one(of_type(&lines, "schedule"), "schedule line");
+    assert_eq!(s["failures"], 1);
+
+    // 2: right after, the next run (a new process) backs off and says until when.
+    let (ok, lines, _) = run(&[]);
+    assert!(ok);
+    let d = decision(&lines);
+    assert_eq!(d["decision"], "backing_off");
+    let reason = d["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("backing off: 1 failure in a row, next try in "),
+        "{reason}"
+    );
+    assert!(
+        of_type(&lines, "result").is_empty(),
+        "no job while backing off"
+    );
+
+    // 3: after the back-off it tries again, fails again: suspended (max_failures = 2).
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let (ok, lines, _) = run(&[]);
+    assert!(!ok);
+    assert_eq!(
+        one(for_partition(&lines, "result", "2026-11-01"), "result")["outcome"],
+        "failed"
+    );
+    let (_, lines, _) = run(&[]);
+    let d = decision(&lines);
+    assert_eq!(d["decision"], "suspended");
+    let reason = d["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("suspended: 2 failures in a row (last: "),
+        "{reason}"
+    );
+
+    // --resume forgets the failures: the job runs (and fails) again.
+    let (_, lines, _) = run(&["--resume"]);
+    assert_eq!(decision(&lines)["decision"], "due");
+    assert_eq!(
+        one(for_partition(&lines, "result", "2026-11-01"), "result")["outcome"],
+        "failed"
+    );
+}
+
+/// Sends SIGTERM to a child.
+fn terminate(c: &std::process::Child) {
+    let s = Command::new("kill")
+        .args(["-TERM", &c.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(s.success());
+}
+
+#[test]
+fn watch_beside_a_streaming_writer_keeps_small_files_bounded_and_every_row_once_until_sigterm() {
+    let t = table(&[]);
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("h.jsonl");
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(&policy, "min_small_files = 20\ninterval = \"1s\"\n").unwrap();
+    let file = |n: &str| std::fs::File::create(logs.path().join(n)).unwrap();
+    let read = |n: &str| std::fs::read_to_string(logs.path().join(n)).unwrap();
+
+    let mut janitor = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
+    janitor
+        .args(["watch", path(t.path()), "--json", "--policy", path(&policy)])
+        .args([
+            "--history",
+            path(&history),
+            "--log-file",
+            path(&logs.path().join("w.log")),
+        ])
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .stdin(Stdio::null())
+        .stdout(file("w.out"))
+        .stderr(file("w.err"));
+    let mut janitor = janitor.spawn().unwrap();
+    let stream = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .args([
+            "stream",
+            path(t.path()),
+            "--interval",
+            "30ms",
+            "--rows",
+            "40",
+        ])
+        .args(["--batches", "150", "--query-id", "janitor-test"])
+        .arg("--log-file")
+        .arg(logs.path().join("s.log"))
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .stdin(Stdio::null())
+        .stdout(file("s.out"))
+        .stderr(file("s.err"))
+        .status()
+        .unwrap();
+    assert!(
+        stream.success(),
+        "the writer never fails beside the janitor: {}",
+        read("s.err")
+    );
+    // Two more cycles after the last append, then stop.
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    terminate(&janitor);
+    let status = janitor.wait().unwrap();
+    let (out, err) = (read("w.out"), read("w.err"));
+    assert!(status.success(), "SIGTERM stops it cleanly: {err}");
+    assert!(
+        err.contains("SIGTERM: stopping") && err.contains("stopped: "),
+        "{err}"
+    );
+    let lines = json_lines(&out);
+    assert_eq!(
+        lines.last().unwrap()["type"],
+        "stopped",
+        "the last line says what it stopped"
+    );
+
+    // Every appended row exactly once.
+    let batches = json_lines(&read("s.out"));
+    assert_eq!(batches.len(), 150);
+    let rows: u64 = batches.iter().map(|b| b["rows"].as_u64().unwrap()).sum();
+    let sum: i64 = batches
+        .iter()
+        .map(|b| b["reading_sum"].as_i64().unwrap())
+        .sum();
+    let back = read_back(path(t.path()), None);
+    assert_eq!(back.rows, rows);
+    assert_eq!(back.distinct_ids, rows);
+    assert_eq!(back.reading_sum, sum);
+
+    // The JSON lines account for every commit the janitor made, and it made some.
+    let results = of_type(&lines, "result");
+    let mut claimed: Vec<u64> = results
+        .iter()
+        .flat_map(|r| {
+            r["versions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+        })
+        .collect();
+    claimed.sort();
+    assert!(
+        !claimed.is_empty(),
+        "the janitor compacted while the writer appended: {out}"
+    );
+    assert_eq!(claimed, optimize_versions(t.path()));
+    assert!(
+        results.iter().all(|r| r["outcome"] != "failed"),
+        "{results:#?}"
+    );
+
+    // Small files stay bounded by the policy: once the writer stopped, a cycle left every
+    // partition below the threshold; while it wrote, a partition never got far past it.
+    let decisions = of_type(&lines, "decision");
+    let max_seen = decisions
+        .iter()
+        .map(|d| d["small_files"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let last_cycle = decisions.last().unwrap()["ts"].clone();
+    for d in decisions.iter().filter(|d| d["ts"] == last_cycle) {
+        assert!(d["small_files"].as_u64().unwrap() < 20, "{d:#}");
+    }
+    assert!(
+        max_seen < 20 + 100,
+        "small files per partition peaked at {max_seen}"
+    );
+    eprintln!(
+        "{} janitor commits beside {} appends; small files per partition peaked at {max_seen}",
+        claimed.len(),
+        batches.len()
+    );
+}

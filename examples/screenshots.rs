@@ -3,110 +3,90 @@
 //!
 //!   screenshots OUT_DIR
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use lakehealth::engine::compact::events::JobEvent;
-use lakehealth::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isolated};
-use lakehealth::engine::compact::locks::PartitionLocks;
-use tokio_util::sync::CancellationToken;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use lakehealth::engine::compact::events::JobEvent;
 use lakehealth::engine::demo::{DemoShape, ensure_demo_table};
 use lakehealth::engine::location::Location;
-use lakehealth::engine::open::{OpenOptions, open};
-use lakehealth::tui::action::{Action, Effect};
+use lakehealth::engine::open::OpenOptions;
+use lakehealth::tui::action::{Action, Effect, TaskProgress};
 use lakehealth::tui::app::App;
+use lakehealth::tui::loader::Loader;
 use lakehealth::tui::{key_to_action, view};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
+use tokio::sync::mpsc;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 const W: u16 = 150;
 const H: u16 = 42;
 
-fn opts() -> OpenOptions {
-    OpenOptions::default()
+/// The app fed by the TUI's own effect runner, as the event loop feeds it.
+struct Driven {
+    app: App,
+    loader: Loader,
+    rx: mpsc::UnboundedReceiver<Action>,
 }
 
-/// Fulfils effects like the TUI's loader, synchronously: loads, real plans and real jobs.
-async fn settle(app: &mut App, effects: Vec<Effect>, jobs: &mut HashMap<u64, PreparedJob>) {
-    let mut q = effects;
-    while let Some(e) = q.pop() {
-        match e {
-            Effect::Load { id, uri } => {
-                let result = match Location::parse(&uri) {
-                    Ok(l) => open(&l, &opts(), &|_| {}).await.map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
-                };
-                q.extend(app.update(Action::Loaded { load: id, result }));
-            }
-            Effect::PlanCompaction {
-                id,
-                uri,
-                partitions,
-            } => {
-                let req = CompactRequest::for_partitions(partitions, Default::default());
-                let result = match Location::parse(&uri) {
-                    Ok(l) => prepare(&l, &req, opts().thresholds, 1.0)
-                        .await
-                        .map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
-                };
-                let result = result.map(|job| {
-                    let plan = Box::new(job.plan.clone());
-                    jobs.insert(id, job);
-                    plan
-                });
-                q.extend(app.update(Action::PlanReady { id, result }));
-            }
-            Effect::StartJob { id } => {
-                let Some(job) = jobs.remove(&id) else {
-                    continue;
-                };
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                let _ = run_isolated(
-                    job,
-                    Arc::new(PartitionLocks::default()),
-                    CancellationToken::new(),
-                    tx,
-                )
-                .await;
-                let mut events = Vec::new();
-                while let Ok(ev) = rx.try_recv() {
-                    events.push(ev);
-                }
-                // Stop short of the end so the panel shows a job in flight with commits landed.
-                let keep = events
-                    .iter()
-                    .rposition(|e| matches!(e, JobEvent::Committed(_)))
-                    .unwrap_or(0);
-                for ev in events.into_iter().take(keep + 1) {
-                    // Real spacing between progress samples, so the throughput sparkline fills.
-                    if matches!(ev, JobEvent::Progress(_)) {
-                        std::thread::sleep(Duration::from_millis(210));
-                    }
-                    let more = app.update(Action::Job { job: id, event: ev });
-                    q.extend(more);
-                }
-            }
-            _ => {}
+impl Driven {
+    fn new(uri: String) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut d = Driven {
+            app: App::new(uri, Duration::ZERO, (W, H)),
+            loader: Loader::new(OpenOptions::default(), tx),
+            rx,
+        };
+        let e = d.app.start();
+        d.run(e);
+        d
+    }
+
+    fn run(&mut self, effects: Vec<Effect>) {
+        for e in effects {
+            self.loader.run(e);
         }
     }
-}
 
-async fn keys(app: &mut App, codes: &[KeyCode], jobs: &mut HashMap<u64, PreparedJob>) {
-    for &c in codes {
-        if let Some(a) = key_to_action(app, KeyEvent::new(c, KeyModifiers::NONE)) {
-            let e = app.update(a);
-            settle(app, e, jobs).await;
+    fn update(&mut self, a: Action) {
+        let e = self.app.update(a);
+        self.run(e);
+    }
+
+    /// Feeds the runner's reports to the app until `done` holds.
+    async fn until(&mut self, done: impl Fn(&App, Option<&Action>) -> bool) -> Res<()> {
+        while !done(&self.app, None) {
+            let a = tokio::time::timeout(Duration::from_secs(300), self.rx.recv())
+                .await?
+                .ok_or("the loader stopped")?;
+            let stop = done(&self.app, Some(&a));
+            self.update(a);
+            if stop {
+                break;
+            }
         }
+        Ok(())
+    }
+
+    /// Until no load runs and no preview is being planned.
+    async fn settle(&mut self) -> Res<()> {
+        self.until(|a, _| a.loading.is_none() && a.plan().is_none_or(|p| p.result.is_some()))
+            .await
+    }
+
+    async fn keys(&mut self, codes: &[KeyCode]) -> Res<()> {
+        for &c in codes {
+            if let Some(a) = key_to_action(&self.app, KeyEvent::new(c, KeyModifiers::NONE)) {
+                self.update(a);
+            }
+            self.settle().await?;
+        }
+        Ok(())
     }
 }
 
@@ -232,42 +212,48 @@ async fn run(out: &Path) -> Res<()> {
     )
     .await?;
 
-    let jobs = &mut HashMap::new();
-    let mut app = App::new(demo.display(), Duration::ZERO, (W, H));
-    let e = app.start();
-    settle(&mut app, e, jobs).await;
-    shot(&app, out, "table")?;
-    keys(&mut app, &[KeyCode::Char('G'), KeyCode::Char('k')], jobs).await;
-    shot(&app, out, "table-healthy-partition")?;
-    keys(&mut app, &[KeyCode::Char('?')], jobs).await;
-    shot(&app, out, "help")?;
-    keys(
-        &mut app,
-        &[
-            KeyCode::Esc,
-            KeyCode::Char('g'),
-            KeyCode::Char(' '),
-            KeyCode::Char(' '),
-            KeyCode::Char('c'),
-        ],
-        jobs,
-    )
-    .await;
-    shot(&app, out, "plan")?;
-    keys(&mut app, &[KeyCode::Enter], jobs).await;
-    shot(&app, out, "jobs")?;
+    let mut d = Driven::new(demo.display());
+    d.settle().await?;
+    shot(&d.app, out, "table")?;
+    d.keys(&[KeyCode::Char('G'), KeyCode::Char('k')]).await?;
+    shot(&d.app, out, "table-healthy-partition")?;
+    d.keys(&[KeyCode::Char('?')]).await?;
+    shot(&d.app, out, "help")?;
+    d.keys(&[
+        KeyCode::Esc,
+        KeyCode::Char('g'),
+        KeyCode::Char(' '),
+        KeyCode::Char(' '),
+        KeyCode::Char('c'),
+    ])
+    .await?;
+    shot(&d.app, out, "plan")?;
+    // The job runs for real; the shot is taken once its first commit landed and the table
+    // reloaded, with the second partition still in flight.
+    d.keys(&[KeyCode::Enter]).await?;
+    d.until(|_, a| match a {
+        Some(Action::Progress {
+            progress: TaskProgress::Job(ev),
+            ..
+        }) => matches!(**ev, JobEvent::Committed(_)),
+        _ => false,
+    })
+    .await?;
+    d.settle().await?;
+    shot(&d.app, out, "jobs")?;
+    d.until(|a, _| a.jobs.iter().all(|j| !j.status().is_active()))
+        .await?;
+    d.loader.wait_jobs(Duration::from_secs(60)).await;
 
     let root = Location::parse(&lake.path().to_string_lossy())?;
-    let mut app = App::new(root.display(), Duration::ZERO, (W, H));
-    let e = app.start();
-    settle(&mut app, e, jobs).await;
-    shot(&app, out, "tables")?;
+    let mut d = Driven::new(root.display());
+    d.settle().await?;
+    shot(&d.app, out, "tables")?;
 
     let empty = tempfile::tempdir()?;
-    let mut app = App::new(empty.path().display().to_string(), Duration::ZERO, (W, H));
-    let e = app.start();
-    settle(&mut app, e, jobs).await;
-    shot(&app, out, "error")?;
+    let mut d = Driven::new(empty.path().display().to_string());
+    d.settle().await?;
+    shot(&d.app, out, "error")?;
     Ok(())
 }
 

@@ -30,26 +30,37 @@ pub enum Command {
     Compact,
     /// Cancel the newest running job (asks first).
     CancelJob,
+    /// Yes, in the modal on top (start the job, cancel the job, keep the filter).
     Confirm,
+    /// Close the modal on top without doing anything (or clearing the filter).
     Dismiss,
+    /// Delete the last character of the filter being typed.
+    Erase,
+}
+
+/// What a background task reports while it runs. Loads and compaction jobs both report through
+/// `Action::Progress`; a job's last report is always `JobEvent::Finished`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskProgress {
+    Load(LoadProgress),
+    /// Boxed: a final event carries the whole summary.
+    Job(Box<JobEvent>),
 }
 
 #[derive(Debug)]
 pub enum Action {
     Command(Command),
-    /// Typing into the filter box.
+    /// A character typed into the filter.
     FilterInput(char),
-    FilterBackspace,
-    FilterDone,
-    FilterCancel,
     Tick,
     Resize {
         width: u16,
         height: u16,
     },
+    /// Progress of the background task started by the effect with this id.
     Progress {
-        load: u64,
-        progress: LoadProgress,
+        task: u64,
+        progress: TaskProgress,
     },
     Loaded {
         load: u64,
@@ -59,16 +70,13 @@ pub enum Action {
         id: u64,
         result: Result<Box<CompactionPlan>, String>,
     },
-    Job {
-        job: u64,
-        event: JobEvent,
-    },
 }
 
 /// Work the event loop must start on the app's behalf.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
-    /// Load the location (a table or a root); results come back as `Action::Loaded { load: id }`.
+    /// Load the location (a table or a root); progress comes back as `Action::Progress` and the
+    /// result as `Action::Loaded`, both with this id.
     Load {
         id: u64,
         uri: String,
@@ -83,7 +91,7 @@ pub enum Effect {
         uri: String,
         partitions: Vec<PartitionValues>,
     },
-    /// Run the plan `id` previewed; its events come back as `Action::Job { job: id }`.
+    /// Run the plan `id` previewed; its events come back as `Action::Progress { task: id }`.
     StartJob {
         id: u64,
     },

@@ -1,102 +1,23 @@
 //! TUI state and the single place it changes: `App::update(Action) -> Vec<Effect>`.
+//!
+//! A key reaches exactly one handler: the error if one is shown, else the open modal, else the
+//! screen (see `App::context`, which the keymap also uses).
 
 use std::time::{Duration, Instant};
 
-use super::action::{Action, Command, Effect};
-use super::jobs::{JobStatus, JobView};
+use super::action::{Action, Command, Effect, TaskProgress};
+use super::clock::Clock;
+use super::jobs::JobView;
 use super::keymap::Context;
 use super::layout;
+use super::list::{ListOp, Move, Sort, SortedList};
+use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
-use crate::engine::stats::file_sizes::SizeStats;
-use crate::engine::stats::table_report::{PartitionValues, TableReport};
+use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortKey {
-    /// Health score, worst first by default.
-    Health,
-    Excess,
-    SmallShare,
-    Bytes,
-    Files,
-    Name,
-}
-
-impl SortKey {
-    pub fn next(self) -> Self {
-        match self {
-            SortKey::Excess => SortKey::SmallShare,
-            SortKey::SmallShare => SortKey::Bytes,
-            SortKey::Bytes => SortKey::Files,
-            SortKey::Files => SortKey::Name,
-            SortKey::Name => SortKey::Health,
-            SortKey::Health => SortKey::Excess,
-        }
-    }
-    pub fn label(self) -> &'static str {
-        match self {
-            SortKey::Excess => "excess files",
-            SortKey::SmallShare => "small share",
-            SortKey::Bytes => "bytes",
-            SortKey::Files => "files",
-            SortKey::Name => "name",
-            SortKey::Health => "health",
-        }
-    }
-    /// Names read best ascending, numbers worst-first.
-    fn default_desc(self) -> bool {
-        !matches!(self, SortKey::Name | SortKey::Health)
-    }
-}
-
-/// A scrollable, sortable, filterable list of row indices.
-#[derive(Debug, Clone, Default)]
-pub struct ListState {
-    /// Indices into the underlying rows, in display order (after filter and sort).
-    pub view: Vec<usize>,
-    pub selected: usize,
-    pub offset: usize,
-    pub filter: String,
-}
-
-impl ListState {
-    fn clamp(&mut self, height: usize) {
-        let n = self.view.len();
-        if n == 0 {
-            self.selected = 0;
-            self.offset = 0;
-            return;
-        }
-        self.selected = self.selected.min(n - 1);
-        let h = height.max(1);
-        if self.selected < self.offset {
-            self.offset = self.selected;
-        } else if self.selected >= self.offset + h {
-            self.offset = self.selected + 1 - h;
-        }
-        self.offset = self.offset.min(n.saturating_sub(h));
-    }
-
-    fn step(&mut self, cmd: Command, height: usize) {
-        let n = self.view.len();
-        let page = height.max(1);
-        match cmd {
-            Command::Up => self.selected = self.selected.saturating_sub(1),
-            Command::Down => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
-            Command::PageUp => self.selected = self.selected.saturating_sub(page),
-            Command::PageDown => self.selected = (self.selected + page).min(n.saturating_sub(1)),
-            Command::Top => self.selected = 0,
-            Command::Bottom => self.selected = n.saturating_sub(1),
-            _ => {}
-        }
-        self.clamp(height);
-    }
-
-    pub fn selected_index(&self) -> Option<usize> {
-        self.view.get(self.selected).copied()
-    }
-}
+pub use super::list::SortKey;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Screen {
@@ -112,6 +33,8 @@ pub struct Loading {
     pub started: Instant,
     /// A reload of what is shown (keeps showing it) rather than a new screen.
     pub refresh: bool,
+    /// A commit landed after this load began: load again when it ends.
+    pub stale: bool,
 }
 
 /// Marked partitions, in the order they were marked. Identity is the typed values: NULL and the
@@ -159,22 +82,88 @@ pub struct PlanDialog {
     pub result: Option<Result<Box<CompactionPlan>, String>>,
 }
 
+/// A dialog over the screen that takes the keys.
+#[derive(Debug)]
+pub enum Modal {
+    /// The key list; any key closes it.
+    Help,
+    /// Typing the filter of the list on screen (applied as it is typed; the list holds it).
+    Filter,
+    Plan(PlanDialog),
+    /// Asking whether to cancel this job.
+    ConfirmCancel {
+        job: u64,
+    },
+}
+
+/// What covers the screen: at most one modal, and over it at most one error (errors come from
+/// background loads, so one can arrive while a modal is open). The top one takes the keys.
+#[derive(Debug, Default)]
+pub struct Modals {
+    modal: Option<Modal>,
+    error: Option<String>,
+}
+
+impl Modals {
+    pub fn modal(&self) -> Option<&Modal> {
+        self.modal.as_ref()
+    }
+
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    pub fn plan(&self) -> Option<&PlanDialog> {
+        match &self.modal {
+            Some(Modal::Plan(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The context of the top layer, None when the screen has the keys.
+    pub fn context(&self) -> Option<Context> {
+        if self.error.is_some() {
+            return Some(Context::Error);
+        }
+        self.modal.as_ref().map(|m| match m {
+            Modal::Help => Context::Help,
+            Modal::Filter => Context::Filter,
+            Modal::Plan(_) | Modal::ConfirmCancel { .. } => Context::Dialog,
+        })
+    }
+
+    /// Opens `m` unless a modal is open (only the screen's keys open modals, so none is).
+    fn open(&mut self, m: Modal) {
+        if self.modal.is_none() {
+            self.modal = Some(m);
+        }
+    }
+
+    fn close(&mut self) -> Option<Modal> {
+        self.modal.take()
+    }
+
+    fn show_error(&mut self, e: String) {
+        self.error = Some(e);
+    }
+
+    fn clear_error(&mut self) {
+        self.error = None;
+    }
+}
+
 pub struct App {
     /// What the user opened (a table or a root).
     pub uri: String,
     pub screen: Screen,
     pub root: Option<RootReport>,
-    pub tables: ListState,
+    /// The root's tables, ranked by health, worst first, until sorted otherwise.
+    pub tables: SortedList<TableReport>,
     pub table: Option<TableReport>,
-    pub partitions: ListState,
-    pub sort: SortKey,
-    pub sort_desc: bool,
+    pub partitions: SortedList<PartitionReport>,
     pub table_histogram: bool,
     pub loading: Option<Loading>,
-    pub error: Option<String>,
-    pub show_help: bool,
-    /// Some while the user types a filter.
-    pub filter_input: Option<String>,
+    pub modals: Modals,
     pub should_quit: bool,
     pub size: (u16, u16),
     pub spinner: usize,
@@ -182,11 +171,21 @@ pub struct App {
     pub last_loaded: Option<Instant>,
     /// Partitions marked for compaction (of the table shown), by their typed values.
     pub marks: Marks,
-    pub plan: Option<PlanDialog>,
     pub jobs: Vec<JobView>,
-    /// Asking whether to cancel this job.
-    pub confirm_cancel: Option<u64>,
-    next_load: u64,
+    pub clock: Clock,
+    next_id: u64,
+}
+
+fn as_move(c: Command) -> Option<Move> {
+    Some(match c {
+        Command::Up => Move::Up,
+        Command::Down => Move::Down,
+        Command::PageUp => Move::PageUp,
+        Command::PageDown => Move::PageDown,
+        Command::Top => Move::Top,
+        Command::Bottom => Move::Bottom,
+        _ => return None,
+    })
 }
 
 impl App {
@@ -195,26 +194,21 @@ impl App {
             uri,
             screen: Screen::Table,
             root: None,
-            tables: ListState::default(),
+            tables: SortedList::new(Sort::by(SortKey::Health)),
             table: None,
-            partitions: ListState::default(),
-            sort: SortKey::Excess,
-            sort_desc: true,
+            partitions: SortedList::new(Sort::by(SortKey::Excess)),
             table_histogram: false,
             loading: None,
-            error: None,
-            show_help: false,
-            filter_input: None,
+            modals: Modals::default(),
             should_quit: false,
             size,
             spinner: 0,
             refresh_every,
             last_loaded: None,
             marks: Marks::default(),
-            plan: None,
             jobs: Vec::new(),
-            confirm_cancel: None,
-            next_load: 1,
+            clock: Clock::System,
+            next_id: 1,
         }
     }
 
@@ -224,13 +218,208 @@ impl App {
         self.load(uri, false)
     }
 
+    /// Who takes the keys: the error, the modal, or the screen.
     pub fn context(&self) -> Context {
-        if self.plan.is_some() || self.confirm_cancel.is_some() {
-            return Context::Dialog;
-        }
-        match self.screen {
+        self.modals.context().unwrap_or(match self.screen {
             Screen::Tables => Context::Tables,
             Screen::Table => Context::Table,
+        })
+    }
+
+    /// The error shown, if any.
+    pub fn error(&self) -> Option<&str> {
+        self.modals.error()
+    }
+
+    /// The compaction preview, when open.
+    pub fn plan(&self) -> Option<&PlanDialog> {
+        self.modals.plan()
+    }
+
+    /// Whether `c` would do something now (the hint bar shows only those).
+    pub fn can(&self, c: Command) -> bool {
+        match c {
+            Command::CancelJob => self.jobs.iter().any(|j| j.status().is_active()),
+            Command::Back => {
+                !self.active_filter().is_empty()
+                    || (self.screen == Screen::Table && self.root.is_some())
+            }
+            Command::Enter => !self.tables.is_empty(),
+            Command::Confirm => match self.modals.modal() {
+                Some(Modal::Plan(p)) => matches!(&p.result, Some(Ok(plan)) if plan.bins > 0),
+                _ => true,
+            },
+            Command::ToggleMark | Command::Compact => self.selected_partition().is_some(),
+            _ => true,
+        }
+    }
+
+    pub fn selected_partition(&self) -> Option<&PartitionReport> {
+        self.partitions.selected(&self.table.as_ref()?.partitions)
+    }
+
+    /// The filter of the list on screen.
+    pub fn active_filter(&self) -> &str {
+        match self.screen {
+            Screen::Tables => self.tables.filter(),
+            Screen::Table => self.partitions.filter(),
+        }
+    }
+
+    pub fn update(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Command(c) => self.command(c),
+            Action::FilterInput(ch) => {
+                self.type_filter(ch);
+                vec![]
+            }
+            Action::Tick => {
+                self.spinner = self.spinner.wrapping_add(1);
+                self.maybe_auto_refresh()
+            }
+            Action::Resize { width, height } => {
+                self.size = (width, height);
+                self.on_list(ListOp::Fit);
+                vec![]
+            }
+            Action::Progress { task, progress } => match progress {
+                TaskProgress::Load(p) => {
+                    if let Some(l) = self.loading.as_mut().filter(|l| l.id == task) {
+                        l.progress = Some(p);
+                    }
+                    vec![]
+                }
+                TaskProgress::Job(ev) => self.job_event(task, *ev),
+            },
+            Action::Loaded { load, result } => self.loaded(load, result),
+            Action::PlanReady { id, result } => self.plan_ready(id, result),
+        }
+    }
+
+    fn command(&mut self, c: Command) -> Vec<Effect> {
+        if c == Command::Quit {
+            return self.quit();
+        }
+        match self.context() {
+            Context::Error => self.error_command(c),
+            Context::Help => {
+                // Any key closes the help (the keymap sends Dismiss for every other key).
+                self.modals.close();
+                vec![]
+            }
+            Context::Filter => {
+                self.filter_command(c);
+                vec![]
+            }
+            Context::Dialog => self.dialog_command(c),
+            Context::Tables | Context::Table | Context::Global => self.screen_command(c),
+        }
+    }
+
+    fn quit(&mut self) -> Vec<Effect> {
+        self.should_quit = true;
+        let mut effects: Vec<Effect> = self
+            .jobs
+            .iter_mut()
+            .filter_map(|j| j.request_cancel().then_some(Effect::CancelJob { id: j.id }))
+            .collect();
+        if let Some(l) = self.loading.take() {
+            effects.push(Effect::CancelLoad { id: l.id });
+        }
+        effects
+    }
+
+    fn error_command(&mut self, c: Command) -> Vec<Effect> {
+        match c {
+            Command::Dismiss => {
+                self.modals.clear_error();
+                vec![]
+            }
+            Command::Refresh => self.refresh(),
+            _ => vec![],
+        }
+    }
+
+    fn filter_command(&mut self, c: Command) {
+        match c {
+            Command::Confirm => {
+                self.modals.close();
+            }
+            Command::Dismiss => {
+                self.modals.close();
+                self.on_list(ListOp::SetFilter(String::new()));
+            }
+            Command::Erase => {
+                let mut f = self.active_filter().to_string();
+                f.pop();
+                self.on_list(ListOp::SetFilter(f));
+            }
+            _ => {}
+        }
+    }
+
+    fn type_filter(&mut self, ch: char) {
+        if self.context() == Context::Filter {
+            let f = format!("{}{ch}", self.active_filter());
+            self.on_list(ListOp::SetFilter(f));
+        }
+    }
+
+    fn dialog_command(&mut self, c: Command) -> Vec<Effect> {
+        match (self.modals.modal(), c) {
+            (Some(Modal::ConfirmCancel { job }), Command::Confirm) => {
+                let job = *job;
+                self.modals.close();
+                self.cancel_job(job)
+            }
+            (Some(Modal::Plan(_)), Command::Confirm) => self.start_job(),
+            (Some(Modal::Plan(p)), Command::Dismiss) => {
+                let id = p.id;
+                self.modals.close();
+                vec![Effect::DiscardPlan { id }]
+            }
+            (Some(Modal::ConfirmCancel { .. }), Command::Dismiss) => {
+                self.modals.close();
+                vec![]
+            }
+            _ => vec![],
+        }
+    }
+
+    fn screen_command(&mut self, c: Command) -> Vec<Effect> {
+        if let Some(m) = as_move(c) {
+            self.on_list(ListOp::Move(m));
+            return vec![];
+        }
+        match c {
+            Command::Refresh => return self.refresh(),
+            Command::Compact => return self.preview_compaction(),
+            Command::Enter => self.open_selected_table(),
+            Command::Back => self.back(),
+            Command::CycleSort => self.on_list(ListOp::CycleSort),
+            Command::ReverseSort => self.on_list(ListOp::ReverseSort),
+            Command::Filter => self.modals.open(Modal::Filter),
+            Command::Help => self.modals.open(Modal::Help),
+            Command::ToggleTableHistogram => self.table_histogram = !self.table_histogram,
+            Command::ToggleMark => self.toggle_mark(),
+            Command::CancelJob => self.ask_cancel(),
+            _ => {}
+        }
+        vec![]
+    }
+
+    /// Applies `op` to the list on screen, over its rows.
+    fn on_list(&mut self, op: ListOp) {
+        let h = self.list_height();
+        match self.screen {
+            Screen::Tables => {
+                let rows = self.root.as_ref().map_or(&[][..], |r| &r.tables[..]);
+                self.tables.apply(op, rows, h);
+            }
+            Screen::Table => {
+                let rows = self.table.as_ref().map_or(&[][..], |t| &t.partitions[..]);
+                self.partitions.apply(op, rows, h);
+            }
         }
     }
 
@@ -242,8 +431,8 @@ impl App {
     }
 
     fn next_id(&mut self) -> u64 {
-        let id = self.next_load;
-        self.next_load += 1;
+        let id = self.next_id;
+        self.next_id += 1;
         id
     }
 
@@ -257,105 +446,32 @@ impl App {
             id,
             uri: uri.clone(),
             progress: None,
-            started: Instant::now(),
+            started: self.clock.now(),
             refresh,
+            stale: false,
         });
         effects.push(Effect::Load { id, uri });
         effects
     }
 
-    pub fn update(&mut self, action: Action) -> Vec<Effect> {
-        match action {
-            Action::Command(c) => return self.command(c),
-            Action::FilterInput(ch) => {
-                if let Some(f) = &mut self.filter_input {
-                    f.push(ch);
-                    let f = f.clone();
-                    self.apply_filter(f);
-                }
-            }
-            Action::FilterBackspace => {
-                if let Some(f) = &mut self.filter_input {
-                    f.pop();
-                    let f = f.clone();
-                    self.apply_filter(f);
-                }
-            }
-            Action::FilterDone => self.filter_input = None,
-            Action::FilterCancel => {
-                self.filter_input = None;
-                self.apply_filter(String::new());
-            }
-            Action::Tick => {
-                self.spinner = self.spinner.wrapping_add(1);
-                return self.maybe_auto_refresh();
-            }
-            Action::Resize { width, height } => {
-                self.size = (width, height);
-                let h = self.list_height();
-                self.active_list().clamp(h);
-            }
-            Action::Progress { load, progress } => {
-                if let Some(l) = self.loading.as_mut().filter(|l| l.id == load) {
-                    l.progress = Some(progress);
-                }
-            }
-            Action::PlanReady { id, result } => match &mut self.plan {
-                Some(p) if p.id == id => p.result = Some(result),
-                _ => return vec![Effect::DiscardPlan { id }],
-            },
-            Action::Job { job, event } => {
-                let now = Instant::now();
-                let landed = self
-                    .jobs
-                    .iter_mut()
-                    .find(|j| j.id == job)
-                    .is_some_and(|j| j.apply(event, now));
-                // A commit changed the table: reload it so counts and histograms follow.
-                let shown = self.table.as_ref().map(|t| t.uri.clone());
-                let job_uri = self
-                    .jobs
-                    .iter()
-                    .find(|j| j.id == job)
-                    .map(|j| j.table_uri.clone());
-                if landed
-                    && shown.is_some()
-                    && shown == job_uri
-                    && self.loading.is_none()
-                    && let Some(uri) = shown
-                {
-                    return self.load(uri, true);
-                }
-            }
-            Action::Loaded { load, result } => {
-                if self.loading.as_ref().is_none_or(|l| l.id != load) {
-                    return vec![]; // a superseded load
-                }
-                self.loading = None;
-                self.last_loaded = Some(Instant::now());
-                match result {
-                    Ok(Opened::Table(t)) => {
-                        self.error = None;
-                        self.set_table(*t);
-                    }
-                    Ok(Opened::Root(r)) => {
-                        self.error = None;
-                        self.set_root(r);
-                    }
-                    Err(e) => self.error = Some(e),
-                }
-            }
-        }
-        vec![]
+    fn refresh(&mut self) -> Vec<Effect> {
+        self.modals.clear_error();
+        let uri = match (&self.screen, &self.table) {
+            (Screen::Table, Some(t)) => t.uri.clone(),
+            _ => self.uri.clone(),
+        };
+        let refresh = self.table.is_some() || self.root.is_some();
+        self.load(uri, refresh)
     }
 
     fn maybe_auto_refresh(&mut self) -> Vec<Effect> {
-        if self.refresh_every.is_zero() || self.loading.is_some() || self.error.is_some() {
+        if self.refresh_every.is_zero() || self.loading.is_some() || self.error().is_some() {
             return vec![];
         }
+        let now = self.clock.now();
         let due = self
             .last_loaded
-            .is_some_and(|t| t.elapsed() >= self.refresh_every);
+            .is_some_and(|t| now.duration_since(t) >= self.refresh_every);
         match (&self.screen, &self.table) {
             (Screen::Table, Some(t)) if due => {
                 let uri = t.uri.clone();
@@ -365,379 +481,218 @@ impl App {
         }
     }
 
-    fn active_list(&mut self) -> &mut ListState {
-        match self.screen {
-            Screen::Tables => &mut self.tables,
-            Screen::Table => &mut self.partitions,
-        }
-    }
-
-    fn dialog_command(&mut self, c: Command) -> Vec<Effect> {
-        if let Some(job) = self.confirm_cancel {
-            match c {
-                Command::Confirm => {
-                    self.confirm_cancel = None;
-                    if let Some(j) = self
-                        .jobs
-                        .iter_mut()
-                        .find(|j| j.id == job && j.status.is_active())
-                    {
-                        j.status = JobStatus::Cancelling;
-                        return vec![Effect::CancelJob { id: job }];
-                    }
-                }
-                Command::Dismiss => self.confirm_cancel = None,
-                _ => {}
-            }
+    fn loaded(&mut self, load: u64, result: Result<Opened, String>) -> Vec<Effect> {
+        // A superseded load's result is dropped.
+        let Some(done) = self.loading.take_if(|l| l.id == load) else {
             return vec![];
+        };
+        self.last_loaded = Some(self.clock.now());
+        match result {
+            Ok(Opened::Table(t)) => {
+                self.modals.clear_error();
+                self.set_table(*t);
+            }
+            Ok(Opened::Root(r)) => {
+                self.modals.clear_error();
+                self.set_root(r);
+            }
+            Err(e) => self.modals.show_error(e),
         }
-        let Some(p) = &self.plan else { return vec![] };
-        match c {
-            Command::Confirm => {
-                let startable = matches!(&p.result, Some(Ok(plan)) if plan.bins > 0);
-                if !startable {
-                    return vec![];
-                }
-                let Some(PlanDialog {
-                    id,
-                    table_uri,
-                    result: Some(Ok(plan)),
-                    ..
-                }) = self.plan.take()
-                else {
-                    return vec![];
-                };
-                self.jobs.push(JobView::new(id, table_uri, &plan));
-                self.marks.clear();
-                vec![Effect::StartJob { id }]
-            }
-            Command::Dismiss => {
-                let id = p.id;
-                self.plan = None;
-                vec![Effect::DiscardPlan { id }]
-            }
-            _ => vec![],
-        }
-    }
-
-    fn command(&mut self, c: Command) -> Vec<Effect> {
-        if c != Command::Quit && (self.plan.is_some() || self.confirm_cancel.is_some()) {
-            return self.dialog_command(c);
-        }
-        if self.show_help && c != Command::Quit {
-            // Any key closes the help screen.
-            self.show_help = false;
-            return vec![];
-        }
-        match c {
-            Command::Quit => {
-                self.should_quit = true;
-                let mut effects: Vec<Effect> = self
-                    .jobs
-                    .iter()
-                    .filter(|j| j.status.is_active())
-                    .map(|j| Effect::CancelJob { id: j.id })
-                    .collect();
-                if let Some(l) = self.loading.take() {
-                    effects.push(Effect::CancelLoad { id: l.id });
-                }
-                return effects;
-            }
-            Command::Help => self.show_help = true,
-            Command::Up
-            | Command::Down
-            | Command::PageUp
-            | Command::PageDown
-            | Command::Top
-            | Command::Bottom => {
-                let h = self.list_height();
-                self.active_list().step(c, h);
-            }
-            Command::Enter => {
-                if self.screen == Screen::Tables {
-                    let picked = self
-                        .tables
-                        .selected_index()
-                        .and_then(|i| self.root.as_ref().and_then(|r| r.tables.get(i)))
-                        .cloned();
-                    if let Some(t) = picked {
-                        self.screen = Screen::Table;
-                        self.set_table(t);
-                    }
-                }
-            }
-            Command::Back => {
-                if self.error.is_some() {
-                    self.error = None;
-                } else if !self.partitions.filter.is_empty() {
-                    self.apply_filter(String::new());
-                } else if self.screen == Screen::Table && self.root.is_some() {
-                    self.screen = Screen::Tables;
-                    self.table = None;
-                }
-            }
-            Command::Refresh => {
-                self.error = None;
-                let uri = match (&self.screen, &self.table) {
-                    (Screen::Table, Some(t)) => t.uri.clone(),
-                    _ => self.uri.clone(),
-                };
-                let refresh = self.table.is_some() || self.root.is_some();
-                return self.load(uri, refresh);
-            }
-            Command::CycleSort => {
-                self.sort = self.sort.next();
-                self.sort_desc = self.sort.default_desc();
-                self.resort();
-            }
-            Command::ReverseSort => {
-                self.sort_desc = !self.sort_desc;
-                self.resort();
-            }
-            Command::Filter => {
-                let current = self.active_list().filter.clone();
-                self.filter_input = Some(current);
-            }
-            Command::ToggleTableHistogram => self.table_histogram = !self.table_histogram,
-            Command::ToggleMark => {
-                if let Some(values) = self.selected_partition().map(|p| p.values.clone()) {
-                    self.marks.toggle(values);
-                    let h = self.list_height();
-                    self.partitions.step(Command::Down, h);
-                }
-            }
-            Command::Compact => {
-                let Some(t) = &self.table else { return vec![] };
-                let uri = t.uri.clone();
-                let partitions: Vec<PartitionValues> = if self.marks.is_empty() {
-                    self.selected_partition()
-                        .map(|p| p.values.clone())
-                        .into_iter()
-                        .collect()
-                } else {
-                    self.marks.iter().cloned().collect()
-                };
-                if partitions.is_empty() {
-                    return vec![];
-                }
-                let id = self.next_id();
-                self.plan = Some(PlanDialog {
-                    id,
-                    table_uri: uri.clone(),
-                    partitions: partitions.clone(),
-                    result: None,
-                });
-                return vec![Effect::PlanCompaction {
-                    id,
-                    uri,
-                    partitions,
-                }];
-            }
-            Command::CancelJob => {
-                if let Some(j) = self.jobs.iter().rev().find(|j| j.status.is_active()) {
-                    self.confirm_cancel = Some(j.id);
-                }
-            }
-            Command::Confirm | Command::Dismiss => {}
+        if done.stale {
+            return self.reload_table();
         }
         vec![]
     }
 
+    /// Loads the table shown again (a commit changed it), or marks the running load stale.
+    fn reload_table(&mut self) -> Vec<Effect> {
+        let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
+            return vec![];
+        };
+        match &mut self.loading {
+            Some(l) => {
+                l.stale = true;
+                vec![]
+            }
+            None => self.load(uri, true),
+        }
+    }
+
     fn set_root(&mut self, r: RootReport) {
         let keep = self
-            .tables
-            .selected_index()
-            .and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
-        if self.root.is_none() && self.table.is_none() {
-            // A root's tables are ranked by health, worst first.
-            self.sort = SortKey::Health;
-            self.sort_desc = false;
-        }
+            .root
+            .as_ref()
+            .and_then(|old| self.tables.selected_id(&old.tables));
+        let fresh = self
+            .table
+            .as_ref()
+            .and_then(|t| r.tables.iter().find(|x| x.uri == t.uri))
+            .cloned();
+        let h = layout::tables_rows(self.size);
+        self.tables.rebuild(&r.tables, keep.as_ref(), h);
         self.root = Some(r);
         if self.table.is_none() {
             self.screen = Screen::Tables;
-        } else if let Some(t) = &self.table {
+        } else if let Some(f) = fresh {
             // A refresh of the root while a table is shown: keep the table in sync.
-            let fresh = self
-                .root
-                .as_ref()
-                .and_then(|r| r.tables.iter().find(|x| x.uri == t.uri))
-                .cloned();
-            if let Some(f) = fresh {
-                self.set_table(f);
-            }
+            self.set_table(f);
         }
-        self.rebuild_tables(keep);
     }
 
     fn set_table(&mut self, t: TableReport) {
-        if self.table.as_ref().is_some_and(|old| old.uri != t.uri) {
+        let same = self.table.as_ref().filter(|old| old.uri == t.uri);
+        if same.is_none() {
             self.marks.clear();
         }
-        let keep = self.selected_partition().map(|p| p.values.clone());
-        self.table = Some(t);
-        self.rebuild_partitions(keep);
-    }
-
-    pub fn selected_partition(
-        &self,
-    ) -> Option<&crate::engine::stats::table_report::PartitionReport> {
-        let t = self.table.as_ref()?;
-        self.partitions
-            .selected_index()
-            .and_then(|i| t.partitions.get(i))
-    }
-
-    fn apply_filter(&mut self, f: String) {
-        match self.screen {
-            Screen::Tables => {
-                let keep = self
-                    .tables
-                    .selected_index()
-                    .and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
-                self.tables.filter = f;
-                self.rebuild_tables(keep);
-            }
-            Screen::Table => {
-                let keep = self.selected_partition().map(|p| p.values.clone());
-                self.partitions.filter = f;
-                self.rebuild_partitions(keep);
-            }
-        }
-    }
-
-    fn resort(&mut self) {
-        match self.screen {
-            Screen::Tables => {
-                let keep = self
-                    .tables
-                    .selected_index()
-                    .and_then(|i| self.root.as_ref()?.tables.get(i).map(|t| t.uri.clone()));
-                self.rebuild_tables(keep);
-            }
-            Screen::Table => {
-                let keep = self.selected_partition().map(|p| p.values.clone());
-                self.rebuild_partitions(keep);
-            }
-        }
-    }
-
-    fn rebuild_partitions(&mut self, keep: Option<PartitionValues>) {
-        let Some(t) = &self.table else {
-            self.partitions.view.clear();
-            return;
-        };
-        let labels: Vec<String> = t.partitions.iter().map(|p| p.values.label()).collect();
-        let stats: Vec<&SizeStats> = t.partitions.iter().map(|p| &p.stats).collect();
-        let view = filter_and_sort(
-            &labels,
-            &stats,
-            &self.partitions.filter,
-            self.sort,
-            self.sort_desc,
-        );
-        // By typed values: NULL and the string "null" have the same label.
-        let selected = keep
-            .and_then(|k| view.iter().position(|&i| t.partitions[i].values == k))
-            .unwrap_or(0);
-        self.partitions.view = view;
-        self.partitions.selected = selected;
+        let keep = same.and_then(|old| self.partitions.selected_id(&old.partitions));
         let h = layout::partition_rows(self.size, !self.marks.is_empty());
-        self.partitions.clamp(h);
+        self.partitions.rebuild(&t.partitions, keep.as_ref(), h);
+        self.table = Some(t);
     }
 
-    fn rebuild_tables(&mut self, keep: Option<String>) {
-        let Some(r) = &self.root else {
-            self.tables.view.clear();
-            return;
+    fn open_selected_table(&mut self) {
+        let picked = self
+            .root
+            .as_ref()
+            .and_then(|r| self.tables.selected(&r.tables))
+            .cloned();
+        if let Some(t) = picked {
+            self.screen = Screen::Table;
+            self.set_table(t);
+        }
+    }
+
+    /// Clears the filter, else goes back from a table to its root's list.
+    fn back(&mut self) {
+        if !self.active_filter().is_empty() {
+            self.on_list(ListOp::SetFilter(String::new()));
+        } else if self.screen == Screen::Table && self.root.is_some() {
+            self.screen = Screen::Tables;
+            self.table = None;
+            // Marks belong to the table left; another table may have partitions of those values.
+            self.marks.clear();
+        }
+    }
+
+    fn toggle_mark(&mut self) {
+        if let Some(values) = self.selected_partition().map(|p| p.values.clone()) {
+            self.marks.toggle(values);
+            self.on_list(ListOp::Move(Move::Down));
+        }
+    }
+
+    fn preview_compaction(&mut self) -> Vec<Effect> {
+        let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
+            return vec![];
         };
-        let names: Vec<String> = r.tables.iter().map(|t| t.name.clone()).collect();
-        let stats: Vec<&SizeStats> = r.tables.iter().map(|t| &t.stats).collect();
-        let view = filter_and_sort(
-            &names,
-            &stats,
-            &self.tables.filter,
-            self.sort,
-            self.sort_desc,
+        let partitions: Vec<PartitionValues> = if self.marks.is_empty() {
+            self.selected_partition()
+                .map(|p| p.values.clone())
+                .into_iter()
+                .collect()
+        } else {
+            self.marks.iter().cloned().collect()
+        };
+        if partitions.is_empty() {
+            return vec![];
+        }
+        let id = self.next_id();
+        self.modals.open(Modal::Plan(PlanDialog {
+            id,
+            table_uri: uri.clone(),
+            partitions: partitions.clone(),
+            result: None,
+        }));
+        vec![Effect::PlanCompaction {
+            id,
+            uri,
+            partitions,
+        }]
+    }
+
+    fn plan_ready(&mut self, id: u64, result: Result<Box<CompactionPlan>, String>) -> Vec<Effect> {
+        match &mut self.modals.modal {
+            Some(Modal::Plan(p)) if p.id == id => {
+                p.result = Some(result);
+                vec![]
+            }
+            // The preview was closed meanwhile.
+            _ => vec![Effect::DiscardPlan { id }],
+        }
+    }
+
+    /// Starts the previewed plan, if it has anything to do.
+    fn start_job(&mut self) -> Vec<Effect> {
+        let startable = matches!(
+            self.modals.plan(),
+            Some(PlanDialog { result: Some(Ok(p)), .. }) if p.bins > 0
         );
-        let selected = keep
-            .and_then(|k| view.iter().position(|&i| r.tables[i].uri == k))
-            .unwrap_or(0);
-        self.tables.view = view;
-        self.tables.selected = selected;
-        let h = layout::tables_rows(self.size);
-        self.tables.clamp(h);
-    }
-}
-
-/// Indices of the rows whose name contains `filter` (case-insensitive), ordered by `key` and
-/// then by name. Shared by the tables list and the partitions table.
-fn filter_and_sort(
-    names: &[String],
-    stats: &[&SizeStats],
-    filter: &str,
-    key: SortKey,
-    desc: bool,
-) -> Vec<usize> {
-    let needle = filter.to_lowercase();
-    let mut view: Vec<usize> = (0..names.len())
-        .filter(|&i| needle.is_empty() || names[i].to_lowercase().contains(&needle))
-        .collect();
-    view.sort_by(|&a, &b| {
-        let (sa, sb) = (stats[a], stats[b]);
-        let ord = match key {
-            SortKey::Excess => sa.excess_files.cmp(&sb.excess_files),
-            SortKey::SmallShare => sa.small_share().total_cmp(&sb.small_share()),
-            SortKey::Bytes => sa.bytes.cmp(&sb.bytes),
-            SortKey::Files => sa.files.cmp(&sb.files),
-            SortKey::Name => names[a].cmp(&names[b]),
-            SortKey::Health => sa.health_score.cmp(&sb.health_score),
+        if !startable {
+            return vec![];
+        }
+        let Some(Modal::Plan(PlanDialog {
+            id,
+            table_uri,
+            result: Some(Ok(plan)),
+            ..
+        })) = self.modals.close()
+        else {
+            return vec![];
         };
-        let ord = if desc { ord.reverse() } else { ord };
-        ord.then_with(|| names[a].cmp(&names[b]))
-    });
-    view
+        self.jobs.push(JobView::new(id, table_uri, &plan));
+        self.marks.clear();
+        // The marks pane closed: more partition rows fit.
+        self.on_list(ListOp::Fit);
+        vec![Effect::StartJob { id }]
+    }
+
+    /// Asks before cancelling the newest active job.
+    fn ask_cancel(&mut self) {
+        if let Some(j) = self.jobs.iter().rev().find(|j| j.status().is_active()) {
+            let job = j.id;
+            self.modals.open(Modal::ConfirmCancel { job });
+        }
+    }
+
+    fn cancel_job(&mut self, job: u64) -> Vec<Effect> {
+        match self.jobs.iter_mut().find(|j| j.id == job) {
+            Some(j) => {
+                if j.request_cancel() {
+                    vec![Effect::CancelJob { id: job }]
+                } else {
+                    vec![]
+                }
+            }
+            None => vec![],
+        }
+    }
+
+    fn job_event(&mut self, job: u64, event: JobEvent) -> Vec<Effect> {
+        let now = self.clock.now();
+        let Some(j) = self.jobs.iter_mut().find(|j| j.id == job) else {
+            return vec![];
+        };
+        let landed = j.apply(event, now);
+        let uri = j.table_uri.clone();
+        // A commit changed the table: reload it so counts and histograms follow.
+        if landed && self.table.as_ref().is_some_and(|t| t.uri == uri) {
+            return self.reload_table();
+        }
+        vec![]
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn list_scrolls_to_keep_selection_visible() {
-        let mut l = ListState {
-            view: (0..100).collect(),
-            ..Default::default()
-        };
-        l.step(Command::PageDown, 10);
-        assert_eq!((l.selected, l.offset), (10, 1));
-        l.step(Command::Bottom, 10);
-        assert_eq!((l.selected, l.offset), (99, 90));
-        l.step(Command::Up, 10);
-        assert_eq!((l.selected, l.offset), (98, 90));
-        l.step(Command::Top, 10);
-        assert_eq!((l.selected, l.offset), (0, 0));
-        l.step(Command::Up, 10);
-        assert_eq!(l.selected, 0);
+    fn app() -> App {
+        App::new("x".into(), Duration::ZERO, (120, 40))
     }
 
     #[test]
-    fn empty_list_never_panics() {
-        let mut l = ListState::default();
-        for c in [
-            Command::Down,
-            Command::Up,
-            Command::Bottom,
-            Command::PageDown,
-        ] {
-            l.step(c, 10);
-        }
-        assert_eq!((l.selected, l.offset), (0, 0));
-    }
-
-    #[test]
-    fn stale_loads_are_ignored() {
-        let mut app = App::new("x".into(), Duration::ZERO, (120, 40));
+    fn a_superseded_load_shows_nothing() {
+        let mut app = app();
         let first = app.start();
         let refresh = app.update(Action::Command(Command::Refresh));
         assert!(matches!(first[0], Effect::Load { id: 1, .. }));
@@ -747,13 +702,73 @@ mod tests {
             result: Err("old".into()),
         });
         assert!(
-            app.error.is_none(),
+            app.error().is_none(),
             "a superseded load must not show its error"
         );
         app.update(Action::Loaded {
             load: 2,
             result: Err("new".into()),
         });
-        assert_eq!(app.error.as_deref(), Some("new"));
+        assert_eq!(app.error(), Some("new"));
+    }
+
+    #[test]
+    fn an_error_takes_the_keys_until_dismissed_even_over_a_modal() {
+        let mut app = app();
+        let e = app.start();
+        let Effect::Load { id, .. } = e[0].clone() else {
+            panic!("{e:?}")
+        };
+        app.update(Action::Command(Command::Help));
+        assert_eq!(app.context(), Context::Help);
+        app.update(Action::Loaded {
+            load: id,
+            result: Err("gone".into()),
+        });
+        assert_eq!(app.context(), Context::Error);
+        // Keys of the screen or the help do nothing while the error is up.
+        app.update(Action::Command(Command::Down));
+        assert_eq!(app.context(), Context::Error);
+        app.update(Action::Command(Command::Dismiss));
+        assert_eq!(app.context(), Context::Help, "the modal below is back");
+        app.update(Action::Command(Command::Dismiss));
+        assert_eq!(app.context(), Context::Table);
+    }
+
+    #[test]
+    fn retry_from_an_error_closes_it_and_loads_again() {
+        let mut app = app();
+        app.start();
+        app.update(Action::Loaded {
+            load: 1,
+            result: Err("gone".into()),
+        });
+        let e = app.update(Action::Command(Command::Refresh));
+        assert!(app.error().is_none());
+        assert!(
+            matches!(e.as_slice(), [Effect::Load { id: 2, .. }]),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn typing_a_filter_applies_it_and_esc_clears_it() {
+        let mut app = app();
+        app.update(Action::Command(Command::Filter));
+        assert_eq!(app.context(), Context::Filter);
+        for ch in "ab".chars() {
+            app.update(Action::FilterInput(ch));
+        }
+        app.update(Action::Command(Command::Erase));
+        assert_eq!(app.active_filter(), "a");
+        app.update(Action::Command(Command::Confirm));
+        assert_eq!(app.context(), Context::Table);
+        assert_eq!(app.active_filter(), "a", "Enter keeps the filter");
+        // Typing outside the filter input does nothing.
+        app.update(Action::FilterInput('z'));
+        assert_eq!(app.active_filter(), "a");
+        app.update(Action::Command(Command::Filter));
+        app.update(Action::Command(Command::Dismiss));
+        assert_eq!(app.active_filter(), "");
     }
 }

@@ -1,19 +1,28 @@
 //! What the jobs panel shows for each compaction job, folded from the engine's `JobEvent`s.
+//!
+//! A job's status is not stored: it is derived from the facts its events (and the user's cancel)
+//! established, so it cannot disagree with them. The engine sends exactly one
+//! `JobEvent::Finished` per job, whatever happens (cancelled while waiting for a partition lock,
+//! a failed replan, a runtime that could not start), so every job reaches a final status.
 
 use std::time::{Duration, Instant};
 
-use crate::engine::compact::events::{CommitRecord, ConflictRecord, JobEvent, Progress};
+use crate::engine::compact::events::{
+    CommitRecord, ConflictRecord, JobEvent, JobSummary, Progress,
+};
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::stats::table_report::PartitionValues;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobStatus {
+    /// Waiting for its partitions (another job holds them) or for its thread to start.
     Queued,
     Running,
-    Done,
+    /// The user asked to cancel; the job stops before its next commit.
     Cancelling,
-    Cancelled,
+    Done,
     Failed,
+    Cancelled,
 }
 
 impl JobStatus {
@@ -41,10 +50,8 @@ pub struct JobView {
     pub id: u64,
     pub table_uri: String,
     pub partitions: Vec<String>,
-    pub status: JobStatus,
-    pub plan_files: u64,
-    pub plan_bytes: u64,
-    pub plan_bins: u64,
+    /// The newest counters; the totals are the plan's until the first progress event, and follow
+    /// a replan.
     pub progress: Progress,
     /// Bytes read per second, one sample per progress event (newest last), for the sparkline.
     pub throughput: Vec<u64>,
@@ -53,8 +60,12 @@ pub struct JobView {
     pub conflicts: Vec<ConflictRecord>,
     pub errors: Vec<String>,
     pub orphaned: usize,
+    /// When the `Started` event came (the job held its partitions and began).
     pub started: Option<Instant>,
-    pub finished: Option<Instant>,
+    /// When the `Finished` event came, and its summary.
+    pub finished: Option<(Instant, JobSummary)>,
+    /// The user confirmed a cancel.
+    pub cancel_requested: bool,
     last_sample: Option<(Instant, u64)>,
 }
 
@@ -70,10 +81,6 @@ impl JobView {
             id,
             table_uri,
             partitions: plan.partitions.iter().map(|p| p.values.label()).collect(),
-            status: JobStatus::Queued,
-            plan_files: plan.files_in,
-            plan_bytes: plan.bytes_in,
-            plan_bins: plan.bins,
             progress: Progress {
                 bins_total: plan.bins,
                 files_total: plan.files_in,
@@ -87,34 +94,39 @@ impl JobView {
             orphaned: 0,
             started: None,
             finished: None,
+            cancel_requested: false,
             last_sample: None,
         }
+    }
+
+    pub fn status(&self) -> JobStatus {
+        match &self.finished {
+            Some((_, s)) if s.cancelled => JobStatus::Cancelled,
+            Some((_, s)) if !s.errors.is_empty() => JobStatus::Failed,
+            Some(_) => JobStatus::Done,
+            None if self.cancel_requested => JobStatus::Cancelling,
+            None if self.started.is_some() => JobStatus::Running,
+            None => JobStatus::Queued,
+        }
+    }
+
+    /// Records the user's cancel; false when the job already ended (nothing to cancel).
+    pub fn request_cancel(&mut self) -> bool {
+        if self.finished.is_some() {
+            return false;
+        }
+        self.cancel_requested = true;
+        true
     }
 
     /// Folds one event in; returns true when a commit landed (the table view should reload).
     pub fn apply(&mut self, ev: JobEvent, now: Instant) -> bool {
         match ev {
             JobEvent::Started { .. } => {
-                if self.status == JobStatus::Queued {
-                    self.status = JobStatus::Running;
-                }
                 self.started = Some(now);
-                self.last_sample = Some((now, 0));
+                self.last_sample = Some((now, self.progress.bytes_read));
             }
-            JobEvent::Progress(p) => {
-                if let Some((t, b)) = self.last_sample {
-                    let dt = now.duration_since(t).as_secs_f64();
-                    if dt >= 0.2 {
-                        let rate = (p.bytes_read.saturating_sub(b) as f64 / dt) as u64;
-                        self.throughput.push(rate);
-                        if self.throughput.len() > SAMPLES {
-                            self.throughput.remove(0);
-                        }
-                        self.last_sample = Some((now, p.bytes_read));
-                    }
-                }
-                self.progress = p;
-            }
+            JobEvent::Progress(p) => self.sample(p, now),
             JobEvent::Committed(c) => {
                 self.commits.push(c);
                 return true;
@@ -138,66 +150,195 @@ impl JobView {
                 kept_files.len()
             )),
             JobEvent::Conflict(c) => {
-                self.plan_bins += c.replanned_bins;
+                self.progress.bins_total += c.replanned_bins;
                 self.conflicts.push(c);
             }
             JobEvent::BinFailed { partition, error } => {
                 self.errors.push(format!("{}: {error}", partition.label()))
             }
-            JobEvent::Cancelled { orphaned_files } => {
-                self.orphaned += orphaned_files.len();
-                self.status = JobStatus::Cancelled;
-            }
+            JobEvent::Cancelled { orphaned_files } => self.orphaned += orphaned_files.len(),
             JobEvent::Replanned { bins, files, bytes } => {
-                self.plan_bins = bins;
-                self.plan_files = files;
-                self.plan_bytes = bytes;
+                self.progress.bins_total = bins;
+                self.progress.files_total = files;
+                self.progress.bytes_total = bytes;
             }
             JobEvent::BinFinished { .. } => {}
-            JobEvent::Finished(s) => {
-                self.finished = Some(now);
-                self.status = if s.cancelled {
-                    JobStatus::Cancelled
-                } else if !s.errors.is_empty() {
-                    JobStatus::Failed
-                } else {
-                    JobStatus::Done
-                };
-                if self.errors.is_empty() {
-                    self.errors = s.errors;
-                }
-            }
+            JobEvent::Finished(s) => self.finish(s, now),
         }
         false
     }
 
-    /// Average read throughput since the job started.
-    pub fn bytes_per_second(&self, now: Instant) -> f64 {
-        let end = self.finished.unwrap_or(now);
-        match self.started {
-            Some(s) => {
-                self.progress.bytes_read as f64 / end.duration_since(s).as_secs_f64().max(0.001)
+    fn sample(&mut self, p: Progress, now: Instant) {
+        if let Some((t, b)) = self.last_sample {
+            let dt = now.duration_since(t).as_secs_f64();
+            if dt >= 0.2 {
+                let rate = (p.bytes_read.saturating_sub(b) as f64 / dt) as u64;
+                self.throughput.push(rate);
+                if self.throughput.len() > SAMPLES {
+                    self.throughput.remove(0);
+                }
+                self.last_sample = Some((now, p.bytes_read));
             }
-            None => 0.0,
+        }
+        self.progress = p;
+    }
+
+    fn finish(&mut self, s: JobSummary, now: Instant) {
+        // The engine sends one final event; should another come, the first one stands.
+        if self.finished.is_some() {
+            return;
+        }
+        if self.errors.is_empty() {
+            self.errors = s.errors.clone();
+        }
+        self.finished = Some((now, s));
+    }
+
+    /// Average read throughput since the job started; None before any time passed.
+    pub fn bytes_per_second(&self, now: Instant) -> Option<f64> {
+        let end = self.finished.as_ref().map_or(now, |(t, _)| *t);
+        let secs = end.duration_since(self.started?).as_secs_f64();
+        (secs > 0.0).then(|| self.progress.bytes_read as f64 / secs)
+    }
+
+    /// Share of the work done, 0.0–1.0: input files read out of the files to read. Both count
+    /// each input file once, so this cannot pass 100 %. Bytes cannot be the measure: the store
+    /// counts every byte fetched (Parquet footers read twice, outputs read back for the content
+    /// check), which exceeds the plan's input bytes.
+    pub fn ratio(&self) -> f64 {
+        let total = self.progress.files_total;
+        if total == 0 {
+            return if self.finished.is_some() { 1.0 } else { 0.0 };
+        }
+        (self.progress.files_read as f64 / total as f64).clamp(0.0, 1.0)
+    }
+
+    /// Time left at the pace so far (by the share of files read).
+    pub fn eta(&self, now: Instant) -> Option<Duration> {
+        if !self.status().is_active() {
+            return None;
+        }
+        let r = self.ratio();
+        let elapsed = now.duration_since(self.started?).as_secs_f64();
+        (r > 0.0).then(|| Duration::from_secs_f64(elapsed * (1.0 - r) / r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(files: u64, bytes: u64) -> CompactionPlan {
+        CompactionPlan {
+            table_version: 1,
+            target_file_size: 1,
+            min_file_size: 1,
+            compression_ratio: 1.0,
+            partitions: vec![],
+            files_in: files,
+            bytes_in: bytes,
+            predicted_files_out: 1,
+            bins: 1,
+            skipped_deletion_vector_files: 0,
         }
     }
 
-    pub fn eta(&self, now: Instant) -> Option<Duration> {
-        if !self.status.is_active() {
-            return None;
-        }
-        let rate = self.bytes_per_second(now);
-        (rate > 0.0).then(|| {
-            Duration::from_secs_f64(
-                self.plan_bytes.saturating_sub(self.progress.bytes_read) as f64 / rate,
-            )
+    fn progress(files_read: u64, bytes_read: u64) -> JobEvent {
+        JobEvent::Progress(Progress {
+            bytes_read,
+            files_read,
+            bins_total: 1,
+            files_total: 12,
+            bytes_total: 100,
+            ..Progress::default()
         })
     }
 
-    pub fn ratio(&self) -> f64 {
-        if self.plan_bytes == 0 {
-            return 1.0;
-        }
-        (self.progress.bytes_read as f64 / self.plan_bytes as f64).clamp(0.0, 1.0)
+    #[test]
+    fn the_status_follows_the_events_and_the_users_cancel() {
+        let now = Instant::now();
+        let mut j = JobView::new(1, "t".into(), &plan(12, 100));
+        assert_eq!(j.status(), JobStatus::Queued);
+        j.apply(
+            JobEvent::Started {
+                bins: 1,
+                files: 12,
+                bytes: 100,
+            },
+            now,
+        );
+        assert_eq!(j.status(), JobStatus::Running);
+        assert!(j.request_cancel());
+        assert_eq!(j.status(), JobStatus::Cancelling);
+        j.apply(
+            JobEvent::Finished(JobSummary {
+                cancelled: true,
+                ..Default::default()
+            }),
+            now,
+        );
+        assert_eq!(j.status(), JobStatus::Cancelled);
+        assert!(!j.request_cancel(), "an ended job cannot be cancelled");
+        assert_eq!(j.status(), JobStatus::Cancelled);
+    }
+
+    #[test]
+    fn a_job_cancelled_before_it_started_ends_cancelled() {
+        let mut j = JobView::new(1, "t".into(), &plan(12, 100));
+        j.request_cancel();
+        assert_eq!(j.status(), JobStatus::Cancelling);
+        j.apply(
+            JobEvent::Cancelled {
+                orphaned_files: vec![],
+            },
+            Instant::now(),
+        );
+        assert_eq!(
+            j.status(),
+            JobStatus::Cancelling,
+            "only Finished ends a job"
+        );
+        j.apply(
+            JobEvent::Finished(JobSummary {
+                cancelled: true,
+                ..Default::default()
+            }),
+            Instant::now(),
+        );
+        assert_eq!(j.status(), JobStatus::Cancelled);
+    }
+
+    #[test]
+    fn a_final_event_with_errors_is_failed_and_a_second_final_event_changes_nothing() {
+        let mut j = JobView::new(1, "t".into(), &plan(12, 100));
+        j.apply(
+            JobEvent::Finished(JobSummary {
+                errors: vec!["replan: log unreadable".into()],
+                ..Default::default()
+            }),
+            Instant::now(),
+        );
+        assert_eq!(j.status(), JobStatus::Failed);
+        assert_eq!(j.errors, vec!["replan: log unreadable".to_string()]);
+        j.apply(JobEvent::Finished(JobSummary::default()), Instant::now());
+        assert_eq!(j.status(), JobStatus::Failed);
+    }
+
+    #[test]
+    fn the_gauge_counts_files_read_and_never_passes_full() {
+        let mut j = JobView::new(1, "t".into(), &plan(12, 100));
+        j.apply(progress(6, 130), Instant::now());
+        assert_eq!(j.ratio(), 0.5, "113 MiB of 111 MiB read is not 100 %");
+        j.apply(progress(12, 260), Instant::now());
+        assert_eq!(j.ratio(), 1.0);
+        j.apply(
+            JobEvent::Replanned {
+                bins: 2,
+                files: 24,
+                bytes: 200,
+            },
+            Instant::now(),
+        );
+        assert_eq!(j.ratio(), 0.5, "a replan's totals are the new denominator");
     }
 }

@@ -4,14 +4,20 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Command;
 
-/// Where a binding applies.
+/// Where a binding applies: the screen shown, or the modal on top of it (which takes the keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Context {
+    /// Both screens (the tables list and the table view).
     Global,
     Tables,
     Table,
-    /// A dialog (plan preview, confirmation) is open.
+    /// The plan preview or the cancel confirmation.
     Dialog,
+    /// Typing a filter: letters are text.
+    Filter,
+    Error,
+    /// The help screen: any key closes it.
+    Help,
 }
 
 impl Context {
@@ -21,6 +27,29 @@ impl Context {
             Context::Tables => "Tables list",
             Context::Table => "Table view",
             Context::Dialog => "Dialogs",
+            Context::Filter => "Filter input",
+            Context::Error => "Error",
+            Context::Help => "Help",
+        }
+    }
+
+    /// Contexts in the order the help screen and the README list them.
+    pub const ALL: [Context; 7] = [
+        Context::Global,
+        Context::Tables,
+        Context::Table,
+        Context::Dialog,
+        Context::Filter,
+        Context::Error,
+        Context::Help,
+    ];
+
+    /// What the hint bar says before the keys (for contexts where not every key is bound).
+    fn hint_prefix(self) -> Option<&'static str> {
+        match self {
+            Context::Filter => Some("type to filter"),
+            Context::Help => Some("any key closes this help"),
+            _ => None,
         }
     }
 }
@@ -83,178 +112,292 @@ pub struct Binding {
     pub command: Command,
     pub context: Context,
     pub help: &'static str,
+    /// The word the hint bar shows after the first key (None: not in the bar). Consecutive
+    /// bindings with the same hint share one entry ("j/k move").
+    pub hint: Option<&'static str>,
 }
 
 use Command as C;
-use Context::{Dialog as D, Global as G, Table as T, Tables as L};
+use Context::{Dialog as D, Error as E, Filter as F, Global as G, Table as T, Tables as L};
+
+const fn bind(
+    keys: &'static [Key],
+    command: Command,
+    context: Context,
+    help: &'static str,
+    hint: Option<&'static str>,
+) -> Binding {
+    Binding {
+        keys,
+        command,
+        context,
+        help,
+        hint,
+    }
+}
 
 pub static BINDINGS: &[Binding] = &[
-    Binding {
-        keys: &[k(KeyCode::Char('q')), ctrl('c')],
-        command: C::Quit,
-        context: G,
-        help: "quit",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('?'))],
-        command: C::Help,
-        context: G,
-        help: "show / hide this help",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('k')), k(KeyCode::Up)],
-        command: C::Up,
-        context: G,
-        help: "move up",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('j')), k(KeyCode::Down)],
-        command: C::Down,
-        context: G,
-        help: "move down",
-    },
-    Binding {
-        keys: &[ctrl('u'), k(KeyCode::PageUp)],
-        command: C::PageUp,
-        context: G,
-        help: "page up",
-    },
-    Binding {
-        keys: &[ctrl('d'), k(KeyCode::PageDown)],
-        command: C::PageDown,
-        context: G,
-        help: "page down",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('g')), k(KeyCode::Home)],
-        command: C::Top,
-        context: G,
-        help: "first row",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('G')), k(KeyCode::End)],
-        command: C::Bottom,
-        context: G,
-        help: "last row",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('r'))],
-        command: C::Refresh,
-        context: G,
-        help: "reload from the log",
-    },
-    Binding {
-        keys: &[k(KeyCode::Enter), k(KeyCode::Char('l')), k(KeyCode::Right)],
-        command: C::Enter,
-        context: L,
-        help: "open the selected table",
-    },
-    Binding {
-        keys: &[
+    bind(
+        &[k(KeyCode::Char('j')), k(KeyCode::Down)],
+        C::Down,
+        G,
+        "move down",
+        Some("move"),
+    ),
+    bind(
+        &[k(KeyCode::Char('k')), k(KeyCode::Up)],
+        C::Up,
+        G,
+        "move up",
+        Some("move"),
+    ),
+    bind(
+        &[ctrl('u'), k(KeyCode::PageUp)],
+        C::PageUp,
+        G,
+        "page up",
+        None,
+    ),
+    bind(
+        &[ctrl('d'), k(KeyCode::PageDown)],
+        C::PageDown,
+        G,
+        "page down",
+        None,
+    ),
+    bind(
+        &[k(KeyCode::Char('g')), k(KeyCode::Home)],
+        C::Top,
+        G,
+        "first row",
+        None,
+    ),
+    bind(
+        &[k(KeyCode::Char('G')), k(KeyCode::End)],
+        C::Bottom,
+        G,
+        "last row",
+        None,
+    ),
+    bind(
+        &[k(KeyCode::Char('s'))],
+        C::CycleSort,
+        G,
+        "sort by next column (excess, small share, bytes, files, name, health)",
+        Some("sort"),
+    ),
+    bind(
+        &[k(KeyCode::Char('S'))],
+        C::ReverseSort,
+        G,
+        "reverse the sort order",
+        None,
+    ),
+    bind(
+        &[k(KeyCode::Char('/'))],
+        C::Filter,
+        G,
+        "filter rows by name",
+        Some("filter"),
+    ),
+    bind(
+        &[k(KeyCode::Char('r'))],
+        C::Refresh,
+        G,
+        "reload from the log",
+        Some("reload"),
+    ),
+    bind(
+        &[
             k(KeyCode::Esc),
             k(KeyCode::Backspace),
             k(KeyCode::Char('h')),
             k(KeyCode::Left),
         ],
-        command: C::Back,
-        context: T,
-        help: "back to the tables list / clear filter",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('s'))],
-        command: C::CycleSort,
-        context: G,
-        help: "sort by next column (excess, small share, bytes, files, name, health)",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('S'))],
-        command: C::ReverseSort,
-        context: G,
-        help: "reverse the sort order",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('/'))],
-        command: C::Filter,
-        context: G,
-        help: "filter rows by name (Enter keeps, Esc clears)",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('t'))],
-        command: C::ToggleTableHistogram,
-        context: T,
-        help: "histogram of the whole table / of the selected partition",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char(' '))],
-        command: C::ToggleMark,
-        context: T,
-        help: "mark / unmark the partition for compaction",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('c'))],
-        command: C::Compact,
-        context: T,
-        help: "preview a compaction of the marked (or selected) partitions",
-    },
-    Binding {
-        keys: &[k(KeyCode::Char('x'))],
-        command: C::CancelJob,
-        context: T,
-        help: "cancel the running compaction job (asks first)",
-    },
-    Binding {
-        keys: &[k(KeyCode::Enter), k(KeyCode::Char('y'))],
-        command: C::Confirm,
-        context: D,
-        help: "confirm: start the job / cancel the job",
-    },
-    Binding {
-        keys: &[k(KeyCode::Esc), k(KeyCode::Char('n'))],
-        command: C::Dismiss,
-        context: D,
-        help: "close the dialog without doing anything",
-    },
+        C::Back,
+        G,
+        "clear the filter, else back to the tables list",
+        Some("back"),
+    ),
+    bind(
+        &[k(KeyCode::Char('?'))],
+        C::Help,
+        G,
+        "show this help",
+        Some("help"),
+    ),
+    bind(
+        &[k(KeyCode::Char('q')), ctrl('c')],
+        C::Quit,
+        G,
+        "quit (in dialogs too; Ctrl-c while typing a filter)",
+        Some("quit"),
+    ),
+    bind(
+        &[k(KeyCode::Enter), k(KeyCode::Char('l')), k(KeyCode::Right)],
+        C::Enter,
+        L,
+        "open the selected table",
+        Some("open"),
+    ),
+    bind(
+        &[k(KeyCode::Char(' '))],
+        C::ToggleMark,
+        T,
+        "mark / unmark the partition for compaction",
+        Some("mark"),
+    ),
+    bind(
+        &[k(KeyCode::Char('c'))],
+        C::Compact,
+        T,
+        "preview a compaction of the marked (or selected) partitions",
+        Some("compact"),
+    ),
+    bind(
+        &[k(KeyCode::Char('x'))],
+        C::CancelJob,
+        T,
+        "cancel the running compaction job (asks first)",
+        Some("cancel job"),
+    ),
+    bind(
+        &[k(KeyCode::Char('t'))],
+        C::ToggleTableHistogram,
+        T,
+        "histogram of the whole table / of the selected partition",
+        Some("histogram"),
+    ),
+    bind(
+        &[k(KeyCode::Enter), k(KeyCode::Char('y'))],
+        C::Confirm,
+        D,
+        "confirm: start the job / cancel the job",
+        Some("confirm"),
+    ),
+    bind(
+        &[k(KeyCode::Esc), k(KeyCode::Char('n'))],
+        C::Dismiss,
+        D,
+        "close the dialog without doing anything",
+        Some("close"),
+    ),
+    bind(
+        &[k(KeyCode::Enter)],
+        C::Confirm,
+        F,
+        "keep the filter",
+        Some("keep"),
+    ),
+    bind(
+        &[k(KeyCode::Esc)],
+        C::Dismiss,
+        F,
+        "clear the filter",
+        Some("clear"),
+    ),
+    bind(
+        &[k(KeyCode::Backspace)],
+        C::Erase,
+        F,
+        "delete the last character",
+        None,
+    ),
+    bind(
+        &[k(KeyCode::Esc), k(KeyCode::Enter)],
+        C::Dismiss,
+        E,
+        "close the error",
+        Some("dismiss"),
+    ),
+    bind(
+        &[k(KeyCode::Char('r'))],
+        C::Refresh,
+        E,
+        "close the error and reload",
+        Some("retry"),
+    ),
 ];
 
-/// The command bound to `ev` in `ctx` (context-specific bindings first, then global ones).
-pub fn command_for(ev: &KeyEvent, ctx: Context) -> Option<Command> {
-    if ctx == Context::Dialog {
-        // Dialogs take their own keys, and quitting, nothing else.
-        return BINDINGS
-            .iter()
-            .filter(|b| b.context == Context::Dialog || b.command == Command::Quit)
-            .find(|b| b.keys.iter().any(|key| key.matches(ev)))
-            .map(|b| b.command);
-    }
-    BINDINGS
-        .iter()
-        .filter(|b| b.context == ctx)
-        .chain(BINDINGS.iter().filter(|b| b.context == Context::Global))
-        .find(|b| b.keys.iter().any(|key| key.matches(ev)))
-        .map(|b| b.command)
+/// The bindings that apply in `ctx`, in the order they are looked up and shown: the context's
+/// own, then the screens' shared ones; a modal adds only quitting to its own.
+fn in_context(ctx: Context) -> impl Iterator<Item = &'static Binding> {
+    let own = BINDINGS.iter().filter(move |b| b.context == ctx);
+    let shared = BINDINGS.iter().filter(move |b| match ctx {
+        Context::Tables | Context::Table => b.context == Context::Global,
+        Context::Global => false,
+        Context::Dialog | Context::Filter | Context::Error | Context::Help => {
+            b.context == Context::Global && b.command == Command::Quit
+        }
+    });
+    own.chain(shared)
 }
 
-/// Help lines grouped by context: (context title, [(keys, help)]).
-pub fn help_sections() -> Vec<(&'static str, Vec<(String, &'static str)>)> {
-    [
-        Context::Global,
-        Context::Tables,
-        Context::Table,
-        Context::Dialog,
-    ]
-    .into_iter()
-    .map(|ctx| {
-        let rows = BINDINGS
-            .iter()
-            .filter(|b| b.context == ctx)
-            .map(|b| {
-                let keys: Vec<String> = b.keys.iter().map(Key::label).collect();
-                (keys.join(" / "), b.help)
-            })
-            .collect();
-        (ctx.title(), rows)
+/// The keys of `b` that work in `ctx`: while typing a filter a plain letter is text, so of the
+/// shared bindings only the Ctrl keys apply.
+fn keys_in(b: &'static Binding, ctx: Context) -> impl Iterator<Item = &'static Key> {
+    b.keys.iter().filter(move |key| {
+        ctx != Context::Filter
+            || b.context == Context::Filter
+            || key.mods.contains(KeyModifiers::CONTROL)
     })
-    .collect()
+}
+
+/// The command bound to `ev` in `ctx`.
+pub fn command_for(ev: &KeyEvent, ctx: Context) -> Option<Command> {
+    let bound = in_context(ctx)
+        .find(|b| keys_in(b, ctx).any(|key| key.matches(ev)))
+        .map(|b| b.command);
+    match (bound, ctx) {
+        // "Any key closes this help": every key that does not quit.
+        (None, Context::Help) => Some(Command::Dismiss),
+        (c, _) => c,
+    }
+}
+
+/// The hint bar of `ctx`: its bound keys with a hint, for the commands `available` allows, e.g.
+/// "Space mark · c compact · j/k move · q quit".
+pub fn hint_line(ctx: Context, available: impl Fn(Command) -> bool) -> String {
+    let mut entries: Vec<(Vec<String>, &'static str)> = Vec::new();
+    for b in in_context(ctx).filter(|b| available(b.command)) {
+        let (Some(hint), Some(key)) = (b.hint, keys_in(b, ctx).next()) else {
+            continue;
+        };
+        match entries.last_mut() {
+            Some((keys, h)) if *h == hint => keys.push(key.label()),
+            _ => entries.push((vec![key.label()], hint)),
+        }
+    }
+    ctx.hint_prefix()
+        .into_iter()
+        .map(str::to_string)
+        .chain(
+            entries
+                .into_iter()
+                .map(|(keys, hint)| format!("{} {hint}", keys.join("/"))),
+        )
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// Help lines grouped by context: (context title, [(keys, help)]); contexts without bindings of
+/// their own are left out.
+pub fn help_sections() -> Vec<(&'static str, Vec<(String, &'static str)>)> {
+    Context::ALL
+        .into_iter()
+        .map(|ctx| {
+            let rows: Vec<(String, &'static str)> = BINDINGS
+                .iter()
+                .filter(|b| b.context == ctx)
+                .map(|b| {
+                    let keys: Vec<String> = b.keys.iter().map(Key::label).collect();
+                    (keys.join(" / "), b.help)
+                })
+                .collect();
+            (ctx.title(), rows)
+        })
+        .filter(|(_, rows)| !rows.is_empty())
+        .collect()
 }
 
 /// The key table of the README (kept in sync by a test), from the same data as `?`.
@@ -347,17 +490,9 @@ mod tests {
 
     #[test]
     fn no_key_is_bound_twice_in_one_context() {
-        for ctx in [Context::Tables, Context::Table, Context::Dialog] {
+        for ctx in Context::ALL {
             let mut seen = Vec::new();
-            let global = if ctx == Context::Dialog {
-                Context::Dialog
-            } else {
-                Context::Global
-            };
-            for b in BINDINGS
-                .iter()
-                .filter(|b| b.context == ctx || b.context == global)
-            {
+            for b in in_context(ctx) {
                 for key in b.keys {
                     assert!(
                         !seen.contains(key),
@@ -368,6 +503,90 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn any_key_closes_the_help_except_the_quit_keys() {
+        for code in [
+            KeyCode::Char('z'),
+            KeyCode::Char('?'),
+            KeyCode::Esc,
+            KeyCode::F(5),
+            KeyCode::Tab,
+        ] {
+            assert_eq!(
+                command_for(&key(code), Context::Help),
+                Some(Command::Dismiss)
+            );
+        }
+        assert_eq!(
+            command_for(&key(KeyCode::Char('q')), Context::Help),
+            Some(Command::Quit)
+        );
+    }
+
+    #[test]
+    fn while_typing_a_filter_letters_are_text_and_only_ctrl_c_quits() {
+        for c in ['q', 'j', 's', 'r', '?'] {
+            assert_eq!(command_for(&key(KeyCode::Char(c)), Context::Filter), None);
+        }
+        assert_eq!(
+            command_for(
+                &KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+                Context::Filter
+            ),
+            Some(Command::Quit)
+        );
+        assert_eq!(
+            command_for(&key(KeyCode::Backspace), Context::Filter),
+            Some(Command::Erase)
+        );
+    }
+
+    #[test]
+    fn esc_closes_an_error_and_modals_take_only_their_keys_and_quit() {
+        assert_eq!(
+            command_for(&key(KeyCode::Esc), Context::Error),
+            Some(Command::Dismiss)
+        );
+        assert_eq!(
+            command_for(&key(KeyCode::Char('r')), Context::Error),
+            Some(Command::Refresh)
+        );
+        assert_eq!(command_for(&key(KeyCode::Char('j')), Context::Error), None);
+        assert_eq!(command_for(&key(KeyCode::Char('s')), Context::Dialog), None);
+        assert_eq!(
+            command_for(&key(KeyCode::Char('q')), Context::Dialog),
+            Some(Command::Quit)
+        );
+    }
+
+    #[test]
+    fn the_hint_bar_lists_the_contexts_own_keys_first_then_the_shared_ones() {
+        let table = hint_line(Context::Table, |_| true);
+        assert!(
+            table.starts_with("Space mark · c compact · x cancel job · t histogram · j/k move"),
+            "{table}"
+        );
+        assert!(table.ends_with("Esc back · ? help · q quit"), "{table}");
+        assert!(!table.contains("open"), "{table}");
+        let tables = hint_line(Context::Tables, |c| c != Command::Back);
+        assert_eq!(
+            tables,
+            "Enter open · j/k move · s sort · / filter · r reload · ? help · q quit"
+        );
+        assert_eq!(
+            hint_line(Context::Filter, |_| true),
+            "type to filter · Enter keep · Esc clear · Ctrl-c quit"
+        );
+        assert_eq!(
+            hint_line(Context::Help, |_| true),
+            "any key closes this help · q quit"
+        );
+        assert_eq!(
+            hint_line(Context::Error, |_| true),
+            "Esc dismiss · r retry · q quit"
+        );
     }
 
     #[test]

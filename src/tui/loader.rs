@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::action::{Action, Effect};
+use super::action::{Action, Effect, TaskProgress};
+use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
@@ -29,6 +30,16 @@ pub struct Loader {
 
 impl Loader {
     pub fn new(opts: OpenOptions, tx: mpsc::UnboundedSender<Action>) -> Self {
+        Self::with_locks(opts, tx, Arc::new(PartitionLocks::default()))
+    }
+
+    /// A loader whose jobs take `locks`: shared with whatever else compacts in this process, so
+    /// no two jobs rewrite one partition at once.
+    pub fn with_locks(
+        opts: OpenOptions,
+        tx: mpsc::UnboundedSender<Action>,
+        locks: Arc<PartitionLocks>,
+    ) -> Self {
         Self {
             opts,
             tx,
@@ -36,7 +47,7 @@ impl Loader {
             prepared: Arc::new(Mutex::new(HashMap::new())),
             jobs: HashMap::new(),
             job_tasks: Vec::new(),
-            locks: Arc::new(PartitionLocks::default()),
+            locks,
         }
     }
 
@@ -77,8 +88,8 @@ impl Loader {
             let progress_tx = tx.clone();
             let progress = move |p: crate::engine::progress::LoadProgress| {
                 let _ = progress_tx.send(Action::Progress {
-                    load: id,
-                    progress: p,
+                    task: id,
+                    progress: TaskProgress::Load(p),
                 });
             };
             let work = async {
@@ -127,32 +138,35 @@ impl Loader {
 
     fn start(&mut self, id: u64) {
         let job = self.prepared.lock().ok().and_then(|mut p| p.remove(&id));
-        let Some(job) = job else { return };
+        let Some(job) = job else {
+            // No runner will report on this job: end it here, once, so it is not left queued.
+            let summary = JobSummary {
+                errors: vec!["the previewed plan is gone; preview the compaction again".into()],
+                ..Default::default()
+            };
+            let progress = TaskProgress::Job(Box::new(JobEvent::Finished(summary)));
+            let _ = self.tx.send(Action::Progress { task: id, progress });
+            return;
+        };
         let cancel = CancellationToken::new();
         self.jobs.insert(id, cancel.clone());
         let tx = self.tx.clone();
         let locks = self.locks.clone();
         let (etx, mut erx) = mpsc::unbounded_channel();
-        let fwd = tx.clone();
         tokio::spawn(async move {
             while let Some(event) = erx.recv().await {
-                if fwd.send(Action::Job { job: id, event }).is_err() {
+                let progress = TaskProgress::Job(Box::new(event));
+                if tx.send(Action::Progress { task: id, progress }).is_err() {
                     break;
                 }
             }
         });
         self.job_tasks.retain(|t| !t.is_finished());
         self.job_tasks.push(tokio::spawn(async move {
-            if let Err(e) = run_isolated(job, locks, cancel, etx).await {
-                let summary = crate::engine::compact::events::JobSummary {
-                    errors: vec![e.to_string()],
-                    ..Default::default()
-                };
-                let _ = tx.send(Action::Job {
-                    job: id,
-                    event: crate::engine::compact::events::JobEvent::Finished(summary),
-                });
-            }
+            // The runner sends the job's one `Finished` event on every path (a job cancelled
+            // while it waits for a lock, a failed replan, a runtime that cannot start), so
+            // nothing is added here: a second final event would contradict the first.
+            let _ = run_isolated(job, locks, cancel, etx).await;
         }));
     }
 

@@ -4,9 +4,11 @@
 
 pub mod action;
 pub mod app;
+pub mod clock;
 pub mod jobs;
 pub mod keymap;
 pub mod layout;
+pub mod list;
 pub mod loader;
 pub mod terminal;
 pub mod view;
@@ -14,7 +16,7 @@ pub mod view;
 use std::time::Duration;
 
 use anyhow::Result;
-use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind};
+use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
@@ -22,26 +24,23 @@ use crate::engine::location::Location;
 use crate::engine::open::OpenOptions;
 use action::{Action, Command};
 use app::App;
+use keymap::Context;
 
-/// Maps a key to an action, given the app's mode (typing a filter, or normal).
+/// Maps a key to an action for whoever has the keys (see `App::context`): a bound command, or,
+/// while a filter is typed, the character.
 pub fn key_to_action(app: &App, key: KeyEvent) -> Option<Action> {
-    if app.filter_input.is_some() {
-        return match key.code {
-            KeyCode::Enter => Some(Action::FilterDone),
-            KeyCode::Esc => Some(Action::FilterCancel),
-            KeyCode::Backspace => Some(Action::FilterBackspace),
-            KeyCode::Char('c')
-                if key
-                    .modifiers
-                    .contains(crossterm::event::KeyModifiers::CONTROL) =>
-            {
-                Some(Action::Command(Command::Quit))
-            }
-            KeyCode::Char(c) => Some(Action::FilterInput(c)),
-            _ => None,
-        };
+    let ctx = app.context();
+    if let Some(c) = keymap::command_for(&key, ctx) {
+        return Some(Action::Command(c));
     }
-    keymap::command_for(&key, app.context()).map(Action::Command)
+    match key.code {
+        KeyCode::Char(c)
+            if ctx == Context::Filter && !key.modifiers.contains(KeyModifiers::CONTROL) =>
+        {
+            Some(Action::FilterInput(c))
+        }
+        _ => None,
+    }
 }
 
 pub async fn run(loc: Location, opts: OpenOptions, refresh: Duration) -> Result<()> {

@@ -332,7 +332,7 @@ async fn the_table_view_shows_duplicated_rows_in_a_red_panel() {
             effects.extend(app.update(Action::Loaded { load: id, result }));
         }
     }
-    assert!(app.error.is_none(), "{:?}", app.error);
+    assert!(app.error().is_none(), "{:?}", app.error());
     let screen = render(&app, w, h);
     assert!(screen.contains("Findings (1)"), "{screen}");
     assert!(

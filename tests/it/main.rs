@@ -13,6 +13,8 @@ mod race;
 mod replay;
 mod stream;
 mod tui;
+mod tui_driver;
 mod tui_jobs;
 mod tui_real;
+mod tui_snapshots;
 mod values;

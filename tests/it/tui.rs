@@ -1,68 +1,33 @@
-//! Render tests on ratatui's TestBackend and key-sequence journeys through the real event
-//! handling (key → keymap → Action → App::update → Effect → engine → Action::Loaded).
+//! Key-sequence journeys through the real event handling (key → keymap → Action → App::update →
+//! Effect → the real loader → Action::Loaded), checked on the rendered screen.
 
-use std::time::Duration;
-
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use lakehealth::engine::location::Location;
-use lakehealth::engine::open::open;
+use crossterm::event::{KeyCode, KeyModifiers};
+use lakehealth::engine::open::Opened;
 use lakehealth::tui::action::{Action, Effect};
 use lakehealth::tui::app::{App, Screen, SortKey};
-use lakehealth::tui::key_to_action;
+use lakehealth::tui::keymap::Context;
 
 use crate::common::*;
+use crate::tui_driver::Driven;
 
-const W: u16 = 160;
-const H: u16 = 45;
+const SIZE: (u16, u16) = (160, 45);
 
-/// Fulfils effects the way the event loop does, but synchronously.
-async fn run_effects(app: &mut App, effects: Vec<Effect>) {
-    let mut queue = effects;
-    while let Some(e) = queue.pop() {
-        if let Effect::Load { id, uri } = e {
-            let result = match Location::parse(&uri) {
-                Ok(l) => open(&l, &opts(), &|_| {}).await.map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            queue.extend(app.update(Action::Loaded { load: id, result }));
-        }
-    }
-}
-
-async fn press(app: &mut App, code: KeyCode) {
-    press_mod(app, code, KeyModifiers::NONE).await
-}
-
-async fn press_mod(app: &mut App, code: KeyCode, mods: KeyModifiers) {
-    if let Some(a) = key_to_action(app, KeyEvent::new(code, mods)) {
-        let effects = app.update(a);
-        run_effects(app, effects).await;
-    }
-}
-
-fn render(app: &App) -> String {
-    crate::common::render(app, W, H)
-}
-
-async fn opened(path: &std::path::Path) -> App {
-    let mut app = App::new(loc(path).display(), Duration::ZERO, (W, H));
-    let e = app.start();
-    run_effects(&mut app, e).await;
-    app
+async fn opened(path: &std::path::Path) -> Driven {
+    Driven::new(loc(path).display(), SIZE).open().await
 }
 
 #[tokio::test]
 async fn table_view_shows_totals_partitions_histogram_and_commits() {
-    let app = opened(&fixture("delta-0.8.0-partitioned")).await;
-    assert!(app.error.is_none(), "{:?}", app.error);
-    let t = app.table.as_ref().unwrap();
-    let screen = render(&app);
+    let t = opened(&fixture("delta-0.8.0-partitioned")).await;
+    assert!(t.app.error().is_none(), "{:?}", t.app.error());
+    let table = t.app.table.as_ref().unwrap();
+    let screen = t.screen();
     assert!(
-        screen.contains(&format!("{} files", t.stats.files)),
+        screen.contains(&format!("{} files", table.stats.files)),
         "{screen}"
     );
     assert!(
-        screen.contains(&format!("{} partitions", t.partitions.len())),
+        screen.contains(&format!("{} partitions", table.partitions.len())),
         "{screen}"
     );
     assert!(screen.contains("Partitions"), "{screen}");
@@ -71,105 +36,142 @@ async fn table_view_shows_totals_partitions_histogram_and_commits() {
     assert!(screen.contains("year=2020/month=1/day=1"), "{screen}");
     assert!(screen.contains("WRITE"), "commit history:\n{screen}");
     assert!(
-        screen.contains(&format!("health {:>3}/100", t.stats.health_score)),
+        screen.contains(&format!("health {:>3}/100", table.stats.health_score)),
         "{screen}"
     );
 }
 
 #[tokio::test]
 async fn journey_root_drill_down_sort_filter_and_back() {
-    let mut app = opened(&fixtures_dir()).await;
-    assert_eq!(app.screen, Screen::Tables);
+    let mut t = opened(&fixtures_dir()).await;
+    assert_eq!(t.app.screen, Screen::Tables);
     // Ranked by health, worst first.
-    assert_eq!(app.sort, SortKey::Health);
-    let root = app.root.as_ref().unwrap();
-    let scores: Vec<u8> = app
+    assert_eq!(t.app.tables.sort().key, SortKey::Health);
+    let root = t.app.root.as_ref().unwrap();
+    let scores: Vec<u8> = t
+        .app
         .tables
-        .view
+        .order()
         .iter()
         .map(|&i| root.tables[i].stats.health_score)
         .collect();
     assert!(scores.windows(2).all(|w| w[0] <= w[1]), "{scores:?}");
-    let n = app.root.as_ref().unwrap().tables.len();
-    let screen = render(&app);
+    let n = root.tables.len();
+    let screen = t.screen();
     assert!(screen.contains(&format!("{n} tables")), "{screen}");
 
     // Filter the tables list down to one table and open it.
-    press(&mut app, KeyCode::Char('/')).await;
-    for c in "null-part".chars() {
-        press(&mut app, KeyCode::Char(c)).await;
-    }
-    press(&mut app, KeyCode::Enter).await;
-    assert_eq!(app.tables.view.len(), 1);
-    press(&mut app, KeyCode::Enter).await;
-    assert_eq!(app.screen, Screen::Table);
+    t.key(KeyCode::Char('/'));
+    t.type_text("null-part").await;
+    t.keys(&[KeyCode::Enter]).await;
+    assert_eq!(t.app.tables.len(), 1);
+    t.keys(&[KeyCode::Enter]).await;
+    assert_eq!(t.app.screen, Screen::Table);
     assert_eq!(
-        app.table.as_ref().unwrap().name,
+        t.app.table.as_ref().unwrap().name,
         "delta-0.8.0-null-partition"
     );
 
-    // j/k and arrows move; s cycles the sort; the histogram follows the selection.
-    press(&mut app, KeyCode::Char('s')).await;
-    assert_eq!(app.sort, SortKey::Excess);
-    press(&mut app, KeyCode::Char('s')).await;
-    assert_eq!(app.sort, SortKey::SmallShare);
-    press(&mut app, KeyCode::Char('s')).await;
-    press(&mut app, KeyCode::Char('s')).await;
-    press(&mut app, KeyCode::Char('s')).await;
-    assert_eq!(app.sort, SortKey::Name);
-    assert_eq!(app.selected_partition().unwrap().values.label(), "k=A");
-    press(&mut app, KeyCode::Char('j')).await;
-    assert_eq!(app.selected_partition().unwrap().values.label(), "k=null");
-    assert!(render(&app).contains("File sizes k=null"));
-    press(&mut app, KeyCode::Up).await;
-    assert_eq!(app.selected_partition().unwrap().values.label(), "k=A");
-    press(&mut app, KeyCode::Char('t')).await;
-    assert!(render(&app).contains("File sizes whole table"));
+    // The partitions list has its own sort (excess first); s cycles it; the histogram follows
+    // the selection.
+    assert_eq!(t.app.partitions.sort().key, SortKey::Excess);
+    t.keys(&[KeyCode::Char('s')]).await;
+    assert_eq!(t.app.partitions.sort().key, SortKey::SmallShare);
+    t.keys(&[KeyCode::Char('s'), KeyCode::Char('s'), KeyCode::Char('s')])
+        .await;
+    assert_eq!(t.app.partitions.sort().key, SortKey::Name);
+    assert_eq!(t.app.tables.sort().key, SortKey::Health, "lists sort apart");
+    assert_eq!(t.app.selected_partition().unwrap().values.label(), "k=A");
+    t.keys(&[KeyCode::Char('j')]).await;
+    assert_eq!(t.app.selected_partition().unwrap().values.label(), "k=null");
+    assert!(t.screen().contains("File sizes k=null"));
+    t.keys(&[KeyCode::Up]).await;
+    assert_eq!(t.app.selected_partition().unwrap().values.label(), "k=A");
+    t.keys(&[KeyCode::Char('t')]).await;
+    assert!(t.screen().contains("File sizes whole table"));
 
-    // Esc goes back to the list; q quits.
-    press(&mut app, KeyCode::Esc).await;
-    assert_eq!(app.screen, Screen::Tables);
-    press(&mut app, KeyCode::Char('q')).await;
-    assert!(app.should_quit);
+    // Esc goes back to the list (its filter still set), Esc again clears the filter; q quits.
+    t.keys(&[KeyCode::Esc]).await;
+    assert_eq!(t.app.screen, Screen::Tables);
+    assert_eq!(t.app.tables.len(), 1);
+    t.keys(&[KeyCode::Esc]).await;
+    assert_eq!(t.app.tables.len(), n);
+    t.keys(&[KeyCode::Char('q')]).await;
+    assert!(t.app.should_quit);
 }
 
 #[tokio::test]
-async fn help_is_generated_from_the_keymap() {
-    let mut app = opened(&fixture("delta-0.8.0-partitioned")).await;
-    press(&mut app, KeyCode::Char('?')).await;
-    let screen = render(&app);
-    for b in lakehealth::tui::keymap::BINDINGS {
-        assert!(
-            screen.contains(b.help),
-            "help lacks {:?}:\n{screen}",
-            b.help
-        );
+async fn help_is_generated_from_the_keymap_and_any_key_closes_it() {
+    let mut t = opened(&fixture("delta-0.8.0-partitioned")).await;
+    for close in [KeyCode::Char('x'), KeyCode::Char('z'), KeyCode::F(2)] {
+        t.keys(&[KeyCode::Char('?')]).await;
+        let screen = t.screen();
+        for b in lakehealth::tui::keymap::BINDINGS {
+            assert!(
+                screen.contains(b.help),
+                "help lacks {:?}:\n{screen}",
+                b.help
+            );
+        }
+        assert!(screen.contains("j / ↓"), "{screen}");
+        assert!(screen.contains("any key closes this help"), "{screen}");
+        t.keys(&[close]).await;
+        assert_eq!(t.app.context(), Context::Table, "{close:?} closes the help");
+        assert!(t.app.jobs.is_empty(), "the key did nothing else");
     }
-    assert!(screen.contains("j / ↓"), "{screen}");
-    press(&mut app, KeyCode::Char('x')).await;
-    assert!(!app.show_help);
 }
 
 #[tokio::test]
 async fn a_bad_path_shows_an_error_panel_and_the_app_keeps_running() {
     let d = tempfile::tempdir().unwrap();
-    let mut app = opened(d.path()).await;
-    let screen = render(&app);
+    let mut t = opened(d.path()).await;
+    let screen = t.screen();
     assert!(screen.contains("Error"), "{screen}");
     assert!(screen.contains("not a Delta table"), "{screen}");
-    assert!(!app.should_quit);
+    assert!(
+        screen.contains("Esc dismiss · r retry · q quit"),
+        "{screen}"
+    );
+    assert!(!t.app.should_quit);
     // r retries (still not a table), Esc dismisses.
-    press(&mut app, KeyCode::Char('r')).await;
-    assert!(app.error.is_some());
-    press(&mut app, KeyCode::Esc).await;
-    assert!(app.error.is_none());
-    press_mod(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL).await;
-    assert!(app.should_quit);
+    t.keys(&[KeyCode::Char('r')]).await;
+    assert!(t.app.error().is_some());
+    t.keys(&[KeyCode::Esc]).await;
+    assert!(t.app.error().is_none());
+    t.key_mod(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert!(t.app.should_quit);
+}
+
+#[tokio::test]
+async fn esc_closes_an_error_over_the_tables_list() {
+    let d = tempfile::tempdir().unwrap();
+    for name in ["delta-0.8.0-partitioned", "delta-0.8.0-null-partition"] {
+        copy_dir(&fixture(name), &d.path().join(name));
+    }
+    let mut t = opened(d.path()).await;
+    assert_eq!(t.app.screen, Screen::Tables);
+    // The root goes away; the reload fails over the list still shown.
+    std::fs::remove_dir_all(d.path().join("delta-0.8.0-partitioned")).unwrap();
+    std::fs::remove_dir_all(d.path().join("delta-0.8.0-null-partition")).unwrap();
+    t.keys(&[KeyCode::Char('r')]).await;
+    assert!(t.app.error().is_some(), "{}", t.screen());
+    assert_eq!(t.app.context(), Context::Error);
+    let screen = t.screen();
+    assert!(
+        screen.contains("Tables "),
+        "the list stays below:\n{screen}"
+    );
+    // j does nothing while the error is up; Esc closes it.
+    t.keys(&[KeyCode::Char('j')]).await;
+    assert_eq!(t.app.tables.selected_position(), 0);
+    t.keys(&[KeyCode::Esc]).await;
+    assert!(t.app.error().is_none());
+    assert_eq!(t.app.context(), Context::Tables);
+    assert_eq!(t.app.root.as_ref().unwrap().tables.len(), 2);
 }
 
 #[tokio::test]
 async fn hundred_thousand_partitions_render_only_the_visible_rows() {
-    use lakehealth::engine::open::Opened;
     let base = lakehealth::engine::open::load_table(
         &loc(&fixture("delta-0.8.0-partitioned")),
         &opts(),
@@ -187,28 +189,30 @@ async fn hundred_thousand_partitions_render_only_the_visible_rows() {
             p
         })
         .collect();
-    let mut app = App::new("big".into(), Duration::ZERO, (W, H));
+    let mut app = App::new("big".into(), std::time::Duration::ZERO, SIZE);
     let e = app.start();
     let Effect::Load { id, .. } = e[0].clone() else {
-        panic!()
+        panic!("{e:?}")
     };
     app.update(Action::Loaded {
         load: id,
         result: Ok(Opened::Table(Box::new(big))),
     });
+    let mut t = Driven::new("big".into(), SIZE);
+    t.app = app;
     // Sorted by excess, descending: the last partition first.
     assert_eq!(
-        app.selected_partition().unwrap().values.label(),
+        t.app.selected_partition().unwrap().values.label(),
         "id=099999"
     );
-    press(&mut app, KeyCode::Char('G')).await;
+    t.key(KeyCode::Char('G'));
     assert_eq!(
-        app.selected_partition().unwrap().values.label(),
+        t.app.selected_partition().unwrap().values.label(),
         "id=000000"
     );
-    let screen = render(&app);
+    let screen = t.screen();
     assert!(screen.contains("id=000000"), "{screen}");
     assert!(screen.contains("100000/100000"), "{screen}");
-    press_mod(&mut app, KeyCode::Char('u'), KeyModifiers::CONTROL).await;
-    assert!(app.partitions.selected < 99_999);
+    t.key_mod(KeyCode::Char('u'), KeyModifiers::CONTROL);
+    assert!(t.app.partitions.selected_position() < 99_999);
 }

@@ -1,97 +1,58 @@
-//! The compaction flow through the real key handling: mark, preview (plan dialog rendered from a
-//! real plan), start, jobs panel driven by recorded progress events, cancel with confirmation.
+//! The compaction flow through the real key handling and the real runner: mark, preview (a real
+//! plan), start (a real job on its own runtime), watch it end; a cancel while a job waits for a
+//! partition lock, and a job whose replan fails: every job ends with a final status on screen.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use lakehealth::engine::compact::events::{CommitRecord, JobEvent, JobSummary, Progress};
-use lakehealth::engine::compact::job::{CompactRequest, prepare};
+use lakehealth::engine::compact::locks::{PartitionLocks, key};
 use lakehealth::engine::demo::{create_sensor_table, seed_small_files};
-use lakehealth::engine::location::Location;
-use lakehealth::engine::open::open;
-use lakehealth::engine::size::KIB;
-use lakehealth::engine::stats::file_sizes::Thresholds;
-use lakehealth::tui::action::{Action, Effect};
+use lakehealth::tui::action::Effect;
 use lakehealth::tui::app::App;
 use lakehealth::tui::jobs::JobStatus;
 use lakehealth::tui::key_to_action;
+use lakehealth::tui::keymap::Context;
 
 use crate::common::*;
+use crate::tui_driver::Driven;
 
-const W: u16 = 170;
-const H: u16 = 50;
+const SIZE: (u16, u16) = (170, 50);
 
-fn render(app: &App) -> String {
-    crate::common::render(app, W, H)
+/// A sensor table with two partitions of `files` small files each.
+async fn small_file_table(dir: &std::path::Path, files: u32) {
+    let l = loc(dir);
+    create_sensor_table(&l).await.unwrap();
+    seed_small_files(&l, &["2026-11-01".into(), "2026-11-02".into()], files, 300)
+        .await
+        .unwrap();
 }
 
-fn thresholds() -> Thresholds {
-    Thresholds {
-        target_file_size: 64 * KIB,
-        small_file_size: 64 * KIB,
-        max_file_size: 1024 * KIB,
-    }
-}
-
-/// Handles effects like the event loop does; planning runs the real engine, jobs are not started
-/// (their events are fed by the test).
-async fn settle(app: &mut App, effects: Vec<Effect>, started: &mut Vec<u64>) {
-    let mut q = effects;
-    while let Some(e) = q.pop() {
-        match e {
-            Effect::Load { id, uri } => {
-                let mut o = opts();
-                o.thresholds = thresholds();
-                let l = Location::parse(&uri).unwrap();
-                let result = open(&l, &o, &|_| {}).await.map_err(|e| e.to_string());
-                q.extend(app.update(Action::Loaded { load: id, result }));
-            }
-            Effect::PlanCompaction {
-                id,
-                uri,
-                partitions,
-            } => {
-                let req = CompactRequest::for_partitions(partitions, HashMap::new());
-                let l = Location::parse(&uri).unwrap();
-                let result = prepare(&l, &req, thresholds(), 1.0)
-                    .await
-                    .map(|j| Box::new(j.plan))
-                    .map_err(|e| e.to_string());
-                q.extend(app.update(Action::PlanReady { id, result }));
-            }
-            Effect::StartJob { id } => started.push(id),
-            _ => {}
-        }
-    }
-}
-
-async fn press(app: &mut App, code: KeyCode, started: &mut Vec<u64>) {
-    if let Some(a) = key_to_action(app, KeyEvent::new(code, KeyModifiers::NONE)) {
-        let e = app.update(a);
-        settle(app, e, started).await;
-    }
+/// Marks the selected partition and opens the preview of its compaction (a real plan).
+async fn mark_and_preview(t: &mut Driven) {
+    t.keys(&[KeyCode::Char(' '), KeyCode::Char('c')]).await;
+    assert!(
+        matches!(
+            t.app.plan().and_then(|p| p.result.as_ref()),
+            Some(Ok(p)) if p.bins > 0
+        ),
+        "{}",
+        t.screen()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mark_preview_start_watch_and_cancel() {
+async fn mark_preview_and_run_a_real_job_to_done_then_the_table_reloads() {
     let d = tempfile::tempdir().unwrap();
-    let l = loc(d.path());
-    create_sensor_table(&l).await.unwrap();
-    seed_small_files(&l, &["2026-11-01".into(), "2026-11-02".into()], 12, 300)
-        .await
-        .unwrap();
-    let mut started = Vec::new();
-    let mut app = App::new(l.display(), Duration::ZERO, (W, H));
-    let e = app.start();
-    settle(&mut app, e, &mut started).await;
-    assert_eq!(app.table.as_ref().unwrap().stats.files, 24);
+    small_file_table(d.path(), 12).await;
+    let mut t = Driven::new(loc(d.path()).display(), SIZE).open().await;
+    assert_eq!(t.app.table.as_ref().unwrap().stats.files, 24);
 
     // Space marks the selected partition (and moves down); the marks pane lists it.
-    press(&mut app, KeyCode::Char(' '), &mut started).await;
-    assert_eq!(app.marks.len(), 1);
-    let marked = app.marks.iter().next().unwrap().clone();
-    let screen = render(&app);
+    t.keys(&[KeyCode::Char(' ')]).await;
+    assert_eq!(t.app.marks.len(), 1);
+    let marked = t.app.marks.iter().next().unwrap().clone();
+    let screen = t.screen();
     assert!(screen.contains("Marked (1)"), "{screen}");
     assert!(
         screen.contains(&format!("● {}", marked.label())),
@@ -99,15 +60,15 @@ async fn mark_preview_start_watch_and_cancel() {
     );
 
     // c previews a real plan of the marked partition.
-    press(&mut app, KeyCode::Char('c'), &mut started).await;
-    let plan = match &app.plan.as_ref().unwrap().result {
+    t.keys(&[KeyCode::Char('c')]).await;
+    let plan = match &t.app.plan().unwrap().result {
         Some(Ok(p)) => p.clone(),
         other => panic!("no plan: {other:?}"),
     };
     assert_eq!(plan.files_in, 12);
     assert_eq!(plan.partitions.len(), 1);
     assert_eq!(plan.partitions[0].values, marked);
-    let screen = render(&app);
+    let screen = t.screen();
     assert!(screen.contains("Compaction preview"), "{screen}");
     assert!(
         screen.contains(&format!("12 → ~{}", plan.predicted_files_out)),
@@ -115,92 +76,118 @@ async fn mark_preview_start_watch_and_cancel() {
     );
     assert!(screen.contains("Enter / y start"), "{screen}");
 
-    // Enter starts it; the dialog closes, marks clear, a job is queued.
-    press(&mut app, KeyCode::Enter, &mut started).await;
-    assert!(app.plan.is_none());
-    assert!(app.marks.is_empty());
-    assert_eq!(started.len(), 1);
-    let job = started[0];
-    assert_eq!(app.jobs[0].status, JobStatus::Queued);
+    // Enter starts it: the dialog closes, the marks clear, the job runs to its end.
+    t.key(KeyCode::Enter);
+    assert!(t.app.plan().is_none());
+    assert!(t.app.marks.is_empty());
+    assert_eq!(t.app.jobs.len(), 1);
+    t.jobs_done().await;
+    let job = &t.app.jobs[0];
+    assert_eq!(job.status(), JobStatus::Done, "{:?}", job.errors);
+    assert_eq!(t.finished_events(), 1, "exactly one final event");
+    assert_eq!(job.commits.len(), 1);
+    let c = &job.commits[0];
+    assert_eq!(c.files_removed, 12);
+    assert_eq!(c.partitions, vec![marked.clone()]);
+    assert_eq!(job.progress.files_read, 12);
+    assert_eq!(job.ratio(), 1.0);
 
-    // Recorded events drive the panel.
-    let events = vec![
-        JobEvent::Started {
-            bins: 1,
-            files: 12,
-            bytes: plan.bytes_in,
-        },
-        JobEvent::Progress(Progress {
-            bytes_read: plan.bytes_in / 2,
-            bytes_written: 1000,
-            files_read: 6,
-            rows: 1800,
-            bins_done: 0,
-            bins_total: 1,
-            files_total: 12,
-            bytes_total: plan.bytes_in,
-        }),
-    ];
-    for ev in events {
-        let e = app.update(Action::Job { job, event: ev });
-        settle(&mut app, e, &mut started).await;
-    }
-    let screen = render(&app);
-    assert!(screen.contains("running"), "{screen}");
-    assert!(screen.contains("files 6/12"), "{screen}");
-    assert!(screen.contains("rows 1.8k"), "{screen}");
-
-    // x asks first; n keeps it running.
-    press(&mut app, KeyCode::Char('x'), &mut started).await;
-    assert_eq!(app.confirm_cancel, Some(job));
-    assert!(render(&app).contains("Cancel job #"));
-    press(&mut app, KeyCode::Char('n'), &mut started).await;
-    assert_eq!(app.confirm_cancel, None);
-    assert_eq!(app.jobs[0].status, JobStatus::Running);
-
-    // A commit lands: it is listed, and the table reloads.
-    let rec = CommitRecord {
-        version: 77,
-        files_removed: 12,
-        files_added: 1,
-        bytes_removed: plan.bytes_in,
-        bytes_added: 5000,
-        rows: 3600,
-        retries: 2,
-        partitions: vec![marked.clone()],
-        fingerprint: Default::default(),
-    };
-    let e = app.update(Action::Job {
-        job,
-        event: JobEvent::Committed(rec.clone()),
-    });
-    assert!(
-        e.iter().any(|e| matches!(e, Effect::Load { .. })),
-        "a commit reloads the table"
-    );
-    app.update(Action::Job {
-        job,
-        event: JobEvent::Finished(JobSummary {
-            commits: vec![rec],
-            files_removed: 12,
-            files_added: 1,
-            ..Default::default()
-        }),
-    });
-    let screen = render(&app);
-    assert!(screen.contains("v77"), "{screen}");
-    assert!(screen.contains("-12 +1 files"), "{screen}");
-    assert!(screen.contains("(2 retries)"), "{screen}");
+    // The commit reloaded the table: the partition's 12 files are now `files_added`.
+    let table = t.app.table.as_ref().unwrap();
+    assert_eq!(table.version, c.version);
+    assert_eq!(table.stats.files, 12 + c.files_added);
+    let screen = t.screen();
     assert!(screen.contains("done"), "{screen}");
+    assert!(screen.contains("files 12/12"), "{screen}");
+    assert!(
+        screen.contains(&format!("v{} -12 +{} files", c.version, c.files_added)),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("OPTIMIZE"),
+        "the commits panel lists it:\n{screen}"
+    );
 
-    // x on a finished job does nothing; y on a dialog that is not open does nothing.
-    press(&mut app, KeyCode::Char('x'), &mut started).await;
-    assert_eq!(app.confirm_cancel, None);
+    // x with no running job opens nothing.
+    t.keys(&[KeyCode::Char('x')]).await;
+    assert_eq!(t.app.context(), Context::Table);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancel_confirmation_sends_the_cancel() {
-    let mut app = App::new("t".into(), Duration::ZERO, (W, H));
+async fn a_job_cancelled_while_it_waits_for_a_partition_lock_ends_cancelled() {
+    let d = tempfile::tempdir().unwrap();
+    small_file_table(d.path(), 4).await;
+    let locks = Arc::new(PartitionLocks::default());
+    let mut t = Driven::with(loc(d.path()).display(), SIZE, opts(), locks.clone())
+        .open()
+        .await;
+    let selected = t.app.selected_partition().unwrap().values.clone();
+    // Another job of this process holds the partition.
+    let held = locks
+        .try_acquire(&[key(&loc(d.path()).display(), &selected)])
+        .expect("the partition is free");
+    mark_and_preview(&mut t).await;
+    t.key(KeyCode::Enter);
+    // It waits: no event comes while the lock is held.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(t.app.jobs[0].status(), JobStatus::Queued);
+    assert!(t.screen().contains("queued"), "{}", t.screen());
+
+    // x asks first; n keeps it.
+    t.key(KeyCode::Char('x'));
+    assert_eq!(t.app.context(), Context::Dialog);
+    assert!(t.screen().contains("Cancel job #"), "{}", t.screen());
+    t.key(KeyCode::Char('n'));
+    assert_eq!(t.app.context(), Context::Table);
+    assert_eq!(t.app.jobs[0].status(), JobStatus::Queued);
+
+    // x, y cancels it while it still waits for the lock.
+    t.key(KeyCode::Char('x'));
+    t.key(KeyCode::Char('y'));
+    assert_eq!(t.app.jobs[0].status(), JobStatus::Cancelling);
+    t.jobs_done().await;
+    let job = &t.app.jobs[0];
+    assert_eq!(job.status(), JobStatus::Cancelled, "{:?}", job.errors);
+    assert_eq!(t.finished_events(), 1, "exactly one final event");
+    assert!(job.commits.is_empty());
+    assert!(t.screen().contains("cancelled"), "{}", t.screen());
+    assert_eq!(t.app.table.as_ref().unwrap().stats.files, 8);
+    drop(held);
+    assert!(!locks.is_held(&key(&loc(d.path()).display(), &selected)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_replan_fails_ends_failed_with_the_error_on_screen() {
+    let d = tempfile::tempdir().unwrap();
+    small_file_table(d.path(), 4).await;
+    let mut t = Driven::new(loc(d.path()).display(), SIZE).open().await;
+    mark_and_preview(&mut t).await;
+    // The log moves on with a commit that cannot be read: the job's re-read before it runs
+    // (its replan) fails.
+    let version = t.app.table.as_ref().unwrap().version;
+    let bad = d
+        .path()
+        .join("_delta_log")
+        .join(format!("{:020}.json", version + 1));
+    std::fs::write(&bad, "this is not a commit\n").unwrap();
+    t.key(KeyCode::Enter);
+    t.jobs_done().await;
+    let job = &t.app.jobs[0];
+    assert_eq!(job.status(), JobStatus::Failed, "{:?}", t.job_events);
+    assert_eq!(t.finished_events(), 1, "exactly one final event");
+    assert!(job.commits.is_empty());
+    assert!(!job.errors.is_empty());
+    let screen = t.screen();
+    assert!(screen.contains("failed"), "{screen}");
+    assert!(
+        screen.contains(&format!(" ! {}", &job.errors[0][..20])),
+        "the error is shown:\n{screen}"
+    );
+}
+
+#[tokio::test]
+async fn confirming_a_cancel_sends_it_and_marks_the_job_cancelling() {
+    let mut app = App::new("t".into(), Duration::ZERO, SIZE);
     let plan = lakehealth::engine::compact::plan::CompactionPlan {
         table_version: 1,
         target_file_size: 1,
@@ -215,10 +202,12 @@ async fn cancel_confirmation_sends_the_cancel() {
     };
     app.jobs
         .push(lakehealth::tui::jobs::JobView::new(9, "t".into(), &plan));
-    let a = key_to_action(&app, KeyEvent::new(KeyCode::Char('x'), KeyModifiers::NONE)).unwrap();
-    app.update(a);
-    let a = key_to_action(&app, KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE)).unwrap();
-    let e = app.update(a);
+    let press = |app: &mut App, c: char| {
+        let a = key_to_action(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)).unwrap();
+        app.update(a)
+    };
+    press(&mut app, 'x');
+    let e = press(&mut app, 'y');
     assert_eq!(e, vec![Effect::CancelJob { id: 9 }]);
-    assert_eq!(app.jobs[0].status, JobStatus::Cancelling);
+    assert_eq!(app.jobs[0].status(), JobStatus::Cancelling);
 }

@@ -6,12 +6,11 @@ use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Row, Table};
 
 use super::{ago, style};
-use crate::engine::open::now_ms;
 use crate::engine::size::format_bytes;
 use crate::engine::stats::table_report::TableReport;
 
-pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
-    let now = now_ms();
+/// `now` is the app clock's wall time, for the "ago" column.
+pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64) {
     let rows: Vec<Row> = t
         .commits
         .iter()
@@ -52,8 +51,9 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
             rows,
             [
                 Constraint::Length(8),
-                Constraint::Length(8),
-                Constraint::Length(17),
+                // "1022d ago"
+                Constraint::Length(10),
+                Constraint::Length(16),
                 Constraint::Length(11),
                 Constraint::Length(10),
                 Constraint::Min(0),

@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline};
 
 use super::style;
+use crate::engine::compact::events::CommitRecord;
 use crate::engine::size::{format_bytes, format_count};
 use crate::tui::app::App;
 use crate::tui::jobs::{JobStatus, JobView};
@@ -28,67 +29,59 @@ pub fn summary_line(j: &JobView, now: Instant) -> String {
     let eta = j
         .eta(now)
         .map_or("-".into(), |d| format!("{}s", d.as_secs()));
+    let rate = j
+        .bytes_per_second(now)
+        .map_or("-".into(), |r| format_bytes(r as u64));
     format!(
-        "bins {}/{}  files {}/{}  rows {}  {}/s  ETA {eta}",
+        "bins {}/{}  rows {}  {rate}/s  ETA {eta}",
         p.bins_done,
-        j.plan_bins,
-        format_count(p.files_read),
-        format_count(j.plan_files),
+        p.bins_total,
         format_count(p.rows),
-        format_bytes(j.bytes_per_second(now) as u64),
     )
 }
 
-fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
-    let [head, gauge, stats, spark, commits] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Length(2),
-    ])
-    .areas(area);
-    let parts = match j.partitions.len() {
-        1 => j.partitions[0].clone(),
-        n => format!("{} (+{} more)", j.partitions[0], n - 1),
+/// "#3 running   day=1 (+2 more)  commits 4  1 orphaned"
+fn head_line(j: &JobView) -> Line<'static> {
+    let parts = match j.partitions.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
     };
-    f.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(
-                format!(" #{} {:<10}", j.id, j.status.label()),
-                status_style(j.status),
-            ),
-            Span::raw(format!(" {parts}  commits {}", j.commits.len())),
-            Span::styled(
-                if j.orphaned > 0 {
-                    format!("  {} orphaned", j.orphaned)
-                } else {
-                    String::new()
-                },
-                style::score(0),
-            ),
-        ])),
-        head,
-    );
-    f.render_widget(
-        Gauge::default()
-            .gauge_style(status_style(j.status))
-            .ratio(j.ratio())
-            .label(format!(
-                "{} / {} read · {} written",
-                format_bytes(j.progress.bytes_read),
-                format_bytes(j.plan_bytes),
-                format_bytes(j.progress.bytes_written)
-            )),
-        gauge,
-    );
-    f.render_widget(Paragraph::new(format!(" {}", summary_line(j, now))), stats);
-    f.render_widget(
-        Sparkline::default()
-            .data(j.throughput.iter().copied())
-            .style(Style::default().fg(Color::Cyan)),
-        spark,
-    );
+    let status = j.status();
+    Line::from(vec![
+        Span::styled(
+            format!(" #{} {:<10}", j.id, status.label()),
+            status_style(status),
+        ),
+        Span::raw(format!(" {parts}  commits {}", j.commits.len())),
+        Span::styled(
+            if j.orphaned > 0 {
+                format!("  {} orphaned", j.orphaned)
+            } else {
+                String::new()
+            },
+            style::score(0),
+        ),
+    ])
+}
+
+/// The gauge: files read of the files to read (see `JobView::ratio`), with the bytes moved.
+fn gauge(j: &JobView) -> Gauge<'static> {
+    let p = &j.progress;
+    Gauge::default()
+        .gauge_style(status_style(j.status()))
+        .ratio(j.ratio())
+        .label(format!(
+            "files {}/{} · {} read · {} written",
+            format_count(p.files_read),
+            format_count(p.files_total),
+            format_bytes(p.bytes_read),
+            format_bytes(p.bytes_written)
+        ))
+}
+
+/// The newest error, else the newest conflict, then the newest commits: two lines.
+fn event_lines(j: &JobView) -> Vec<Line<'static>> {
     let mut lines: Vec<Line> = j
         .errors
         .iter()
@@ -115,43 +108,69 @@ fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
         )));
     }
     for c in j.commits.iter().rev().take(2 - lines.len()) {
-        lines.push(Line::from(format!(
-            " v{} -{} +{} files {} → {}{} · {}",
-            c.version,
-            c.files_removed,
-            c.files_added,
-            format_bytes(c.bytes_removed),
-            format_bytes(c.bytes_added),
-            if c.retries > 0 {
-                format!(" ({} retries)", c.retries)
-            } else {
-                String::new()
-            },
-            c.partitions
-                .iter()
-                .map(|p| p.label())
-                .collect::<Vec<_>>()
-                .join(","),
-        )));
+        lines.push(Line::from(commit_text(c)));
     }
-    f.render_widget(Paragraph::new(lines), commits);
+    lines
+}
+
+fn commit_text(c: &CommitRecord) -> String {
+    format!(
+        " v{} -{} +{} files {} → {}{} · {}",
+        c.version,
+        c.files_removed,
+        c.files_added,
+        format_bytes(c.bytes_removed),
+        format_bytes(c.bytes_added),
+        if c.retries > 0 {
+            format!(" ({} retries)", c.retries)
+        } else {
+            String::new()
+        },
+        c.partitions
+            .iter()
+            .map(|p| p.label())
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
+
+fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
+    let [head, gauge_area, stats, spark, events] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(2),
+    ])
+    .areas(area);
+    f.render_widget(Paragraph::new(head_line(j)), head);
+    f.render_widget(gauge(j), gauge_area);
+    f.render_widget(Paragraph::new(format!(" {}", summary_line(j, now))), stats);
+    f.render_widget(
+        Sparkline::default()
+            .data(j.throughput.iter().copied())
+            .style(Style::default().fg(Color::Cyan)),
+        spark,
+    );
+    f.render_widget(Paragraph::new(event_lines(j)), events);
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     if area.height == 0 {
         return;
     }
-    let active = app.jobs.iter().filter(|j| j.status.is_active()).count();
+    let active = app.jobs.iter().filter(|j| j.status().is_active()).count();
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
         format!(
-            " Jobs ({active} active, {} total) · x cancel ",
-            app.jobs.len()
+            " Jobs ({active} active, {} total){} ",
+            app.jobs.len(),
+            if active > 0 { " · x cancel" } else { "" }
         ),
         style::title(),
     ));
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let now = Instant::now();
+    let now = app.clock.now();
     let mut y = inner.y;
     for j in app.jobs.iter().rev() {
         if y + 6 > inner.y + inner.height {

@@ -15,8 +15,9 @@ mod writers;
 
 use ratatui::Frame;
 
-use super::app::{App, Screen};
+use super::app::{App, Modal, Screen};
 use super::layout;
+use super::list::{ListRow, SortedList};
 
 pub fn draw(f: &mut Frame, app: &App) {
     let area = f.area();
@@ -29,15 +30,16 @@ pub fn draw(f: &mut Frame, app: &App) {
                 !app.marks.is_empty(),
                 app.jobs.len(),
             );
+            let now_ms = app.clock.wall_ms();
             header::draw(f, a.header, t);
             partitions::draw(f, a.partitions, app, t);
             jobs::draw_marks(f, a.marks, app);
             histogram::draw_panel(f, a.histogram, app, t);
             jobs::draw(f, a.jobs, app);
-            writers::draw(f, a.writers, t);
+            writers::draw(f, a.writers, t, now_ms);
             let (found, commits) = findings::split(a.commits, t);
             findings::draw(f, found, t);
-            commits::draw(f, commits, t);
+            commits::draw(f, commits, t, now_ms);
             status::draw(f, a.status, app);
         }
         (Screen::Tables, _) if app.root.is_some() => {
@@ -49,17 +51,15 @@ pub fn draw(f: &mut Frame, app: &App) {
             overlays::draw_splash(f, area, app);
         }
     }
-    if let Some(e) = &app.error {
+    match app.modals.modal() {
+        Some(Modal::Plan(d)) => plan_dialog::draw(f, area, d),
+        Some(Modal::ConfirmCancel { job }) => plan_dialog::draw_confirm_cancel(f, area, *job),
+        Some(Modal::Help) => help::draw(f, area),
+        // Shown in the list's title and the hint bar.
+        Some(Modal::Filter) | None => {}
+    }
+    if let Some(e) = app.modals.error() {
         overlays::draw_error(f, area, e);
-    }
-    if let Some(d) = &app.plan {
-        plan_dialog::draw(f, area, d);
-    }
-    if let Some(job) = app.confirm_cancel {
-        plan_dialog::draw_confirm_cancel(f, area, job);
-    }
-    if app.show_help {
-        help::draw(f, area);
     }
 }
 
@@ -102,39 +102,29 @@ pub mod style {
     }
 }
 
-/// The slice of a list's rows that fits `height`, with each row's absolute position.
-pub fn visible(
-    list: &super::app::ListState,
-    height: usize,
-) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let end = (list.offset + height).min(list.view.len());
-    let start = list.offset.min(end);
-    list.view[start..end]
-        .iter()
-        .enumerate()
-        .map(move |(i, &idx)| (start + i, idx))
-}
-
-/// Highlights the selected row.
-pub fn mark_selected<'a>(
+/// Highlights the row at `pos` when it is the selected one.
+pub fn mark_selected<'a, R: ListRow>(
     row: ratatui::widgets::Row<'a>,
     pos: usize,
-    list: &super::app::ListState,
+    list: &SortedList<R>,
 ) -> ratatui::widgets::Row<'a> {
-    if pos == list.selected {
+    if pos == list.selected_position() {
         row.style(style::selected())
     } else {
         row
     }
 }
 
-/// "  filter: abc▏" while typing, "  filter: abc" once set, nothing otherwise.
-pub fn filter_text(app: &App, list: &super::app::ListState) -> String {
-    match (&app.filter_input, list.filter.is_empty()) {
-        (Some(f), _) => format!("  filter: {f}▏"),
-        (None, false) => format!("  filter: {}", list.filter),
+/// "  filter: abc▏" while typing, "  filter: abc" once set, nothing otherwise; then the sort.
+pub fn list_state_text<R: ListRow>(app: &App, list: &SortedList<R>) -> String {
+    let typing = matches!(app.modals.modal(), Some(Modal::Filter));
+    let filter = match (typing, list.filter().is_empty()) {
+        (true, _) => format!("  filter: {}▏", list.filter()),
+        (false, false) => format!("  filter: {}", list.filter()),
         _ => String::new(),
-    }
+    };
+    let sort = list.sort();
+    format!("sort: {} {}{filter}", sort.key.label(), sort.arrow())
 }
 
 /// "12s ago", "3m ago", "5h ago", "2d ago".

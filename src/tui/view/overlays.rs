@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Clear, Gauge, Paragraph, Wrap};
 use super::status::loading_text;
 use super::style;
 use crate::tui::app::App;
+use crate::tui::keymap::{Context, hint_line};
 use crate::tui::layout::centered;
 
 pub fn draw_splash(f: &mut Frame, area: Rect, app: &App) {
@@ -42,7 +43,10 @@ pub fn draw_error(f: &mut Frame, area: Rect, message: &str) {
     let body = vec![
         Line::from(message.to_string()),
         Line::from(""),
-        Line::from(Span::styled("Esc dismiss · r retry · q quit", style::dim())),
+        Line::from(Span::styled(
+            hint_line(Context::Error, |_| true),
+            style::dim(),
+        )),
     ];
     f.render_widget(
         Paragraph::new(body).wrap(Wrap { trim: true }).block(

@@ -13,9 +13,10 @@ use crate::tui::app::App;
 pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
     let list = &app.partitions;
     let height = area.height.saturating_sub(3) as usize;
-    let rows: Vec<Row> = super::visible(list, height)
-        .map(|(pos, idx)| {
-            let p = &t.partitions[idx];
+    let rows: Vec<Row> = list
+        .visible(height)
+        .filter_map(|(pos, idx)| Some((pos, t.partitions.get(idx)?)))
+        .map(|(pos, p)| {
             let s = &p.stats;
             let label = p.values.label();
             let mark = if app.marks.contains(&p.values) {
@@ -38,15 +39,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             super::mark_selected(row, pos, list)
         })
         .collect();
-    let arrow = if app.sort_desc { "▼" } else { "▲" };
-    let filter = super::filter_text(app, list);
     let title = Line::from(vec![
         Span::styled(" Partitions ", style::title()),
         Span::raw(format!(
-            "{}/{}  sort: {} {arrow}{filter} ",
-            list.view.len(),
+            "{}/{}  {} ",
+            list.len(),
             t.partitions.len(),
-            app.sort.label()
+            super::list_state_text(app, list)
         )),
     ]);
     let header = Row::new([

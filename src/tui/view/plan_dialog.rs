@@ -2,12 +2,13 @@
 //! histogram predicted after (small files and files in the target band, before → after).
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 
 use super::style;
+use crate::engine::compact::plan::{CompactionPlan, PartitionPlan};
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::histogram::{Band, Histogram};
 use crate::tui::app::PlanDialog;
@@ -52,88 +53,92 @@ pub fn draw(f: &mut Frame, area: Rect, d: &PlanDialog) {
             .wrap(Wrap { trim: true }),
             inner,
         ),
-        Some(Ok(p)) => {
-            let head = Line::from(format!(
-                "v{}: {} bins, {} files ({}) → ~{} files. Target {}; files ≥ {} are left alone. Each bin commits on its own (OPTIMIZE, dataChange=false).",
-                p.table_version,
-                p.bins,
-                format_count(p.files_in),
-                format_bytes(p.bytes_in),
-                format_count(p.predicted_files_out),
-                format_bytes(p.target_file_size),
-                format_bytes(p.min_file_size),
-            ));
-            let rows: Vec<Row> = p
-                .partitions
-                .iter()
-                .map(|pp| {
-                    let (sb, sa) = (
-                        band_files(&pp.histogram_before, Band::Small),
-                        band_files(&pp.predicted_histogram_after, Band::Small),
-                    );
-                    let (tb, ta) = (
-                        band_files(&pp.histogram_before, Band::Target),
-                        band_files(&pp.predicted_histogram_after, Band::Target),
-                    );
-                    Row::new(vec![
-                        Cell::from(pp.values.label()),
-                        Cell::from(pp.bins.len().to_string()),
-                        Cell::from(format!(
-                            "{} → ~{}",
-                            format_count(pp.files_in),
-                            pp.predicted_files_out
-                        )),
-                        Cell::from(format_bytes(pp.bytes_in)),
-                        Cell::from(format!(
-                            "{} → ~{}",
-                            format_count(pp.files_before),
-                            pp.predicted_files_after
-                        )),
-                        Cell::from(Span::styled(format!("{sb} → {sa}"), style::small_band())),
-                        Cell::from(Span::styled(format!("{tb} → {ta}"), style::target_band())),
-                    ])
-                })
-                .collect();
-            let table = Table::new(
-                rows,
-                [
-                    Constraint::Min(18),
-                    Constraint::Length(5),
-                    Constraint::Length(14),
-                    Constraint::Length(10),
-                    Constraint::Length(19),
-                    Constraint::Length(13),
-                    Constraint::Length(13),
-                ],
-            )
-            .header(
-                Row::new([
-                    "partition",
-                    "bins",
-                    "files in→out",
-                    "rewrite",
-                    "files before→after",
-                    "small",
-                    "in band ◀",
-                ])
-                .style(style::dim()),
-            );
-            let [h, t, foot] = ratatui::layout::Layout::vertical([
-                Constraint::Length(2),
-                Constraint::Min(2),
-                Constraint::Length(1),
-            ])
-            .areas(inner);
-            f.render_widget(Paragraph::new(head).wrap(Wrap { trim: true }), h);
-            f.render_widget(table, t);
-            let footer = if p.bins == 0 {
-                "nothing to compact: no partition has two or more files below the minimum size · Esc close".to_string()
-            } else {
-                "Enter / y start in the background · Esc / n cancel".to_string()
-            };
-            f.render_widget(Paragraph::new(Span::styled(footer, style::dim())), foot);
-        }
+        Some(Ok(p)) => draw_plan(f, inner, p),
     }
+}
+
+fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan) {
+    let head = Line::from(format!(
+        "v{}: {} bins, {} files ({}) → ~{} files. Target {}; files ≥ {} are left alone. Each bin commits on its own (OPTIMIZE, dataChange=false).",
+        p.table_version,
+        p.bins,
+        format_count(p.files_in),
+        format_bytes(p.bytes_in),
+        format_count(p.predicted_files_out),
+        format_bytes(p.target_file_size),
+        format_bytes(p.min_file_size),
+    ));
+    let [h, t, foot] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Min(2),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    f.render_widget(Paragraph::new(head).wrap(Wrap { trim: true }), h);
+    f.render_widget(partitions_table(p), t);
+    let footer = if p.bins == 0 {
+        "nothing to compact: no partition has two or more files below the minimum size · Esc close"
+    } else {
+        "Enter / y start in the background · Esc / n cancel"
+    };
+    f.render_widget(Paragraph::new(Span::styled(footer, style::dim())), foot);
+}
+
+/// Per partition: bins, files in → out, bytes to rewrite, and the predicted histogram.
+fn partitions_table(p: &CompactionPlan) -> Table<'static> {
+    let rows: Vec<Row> = p.partitions.iter().map(partition_row).collect();
+    Table::new(
+        rows,
+        [
+            Constraint::Min(18),
+            Constraint::Length(5),
+            Constraint::Length(14),
+            Constraint::Length(10),
+            Constraint::Length(19),
+            Constraint::Length(13),
+            Constraint::Length(13),
+        ],
+    )
+    .header(
+        Row::new([
+            "partition",
+            "bins",
+            "files in→out",
+            "rewrite",
+            "files before→after",
+            "small",
+            "in band ◀",
+        ])
+        .style(style::dim()),
+    )
+}
+
+fn partition_row(pp: &PartitionPlan) -> Row<'static> {
+    let (sb, sa) = (
+        band_files(&pp.histogram_before, Band::Small),
+        band_files(&pp.predicted_histogram_after, Band::Small),
+    );
+    let (tb, ta) = (
+        band_files(&pp.histogram_before, Band::Target),
+        band_files(&pp.predicted_histogram_after, Band::Target),
+    );
+    Row::new(vec![
+        Cell::from(pp.values.label()),
+        Cell::from(pp.bins.len().to_string()),
+        Cell::from(format!(
+            "{} → ~{}",
+            format_count(pp.files_in),
+            pp.predicted_files_out
+        )),
+        Cell::from(format_bytes(pp.bytes_in)),
+        Cell::from(format!(
+            "{} → ~{}",
+            format_count(pp.files_before),
+            pp.predicted_files_after
+        )),
+        Cell::from(Span::styled(format!("{sb} → {sa}"), style::small_band())),
+        Cell::from(Span::styled(format!("{tb} → {ta}"), style::target_band())),
+    ])
 }
 
 pub fn draw_confirm_cancel(f: &mut Frame, area: Rect, job: u64) {

@@ -1,4 +1,4 @@
-//! The bottom line: loading progress, or the most useful keys.
+//! The bottom line: loading progress, or the keys of whoever has them, from the keymap.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -7,6 +7,7 @@ use ratatui::widgets::Paragraph;
 
 use super::style;
 use crate::tui::app::App;
+use crate::tui::keymap::hint_line;
 
 const SPINNER: [&str; 4] = ["|", "/", "-", "\\"];
 
@@ -25,27 +26,19 @@ pub fn loading_text(app: &App) -> Option<String> {
         "{} loading {}: {what}{pct} ({:.1}s)",
         SPINNER[app.spinner % SPINNER.len()],
         l.uri,
-        l.started.elapsed().as_secs_f64()
+        app.clock.now().duration_since(l.started).as_secs_f64()
     ))
 }
 
+/// The keys that do something now, in the context that has them.
+pub fn hints(app: &App) -> String {
+    hint_line(app.context(), |c| app.can(c))
+}
+
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
-    let line = if let Some(text) = loading_text(app) {
-        Line::from(Span::styled(text, style::title()))
-    } else if app.filter_input.is_some() {
-        Line::from(" type to filter · Enter keep · Esc clear")
-    } else {
-        let back = if app.root.is_some() {
-            " · Esc back"
-        } else {
-            ""
-        };
-        Line::from(Span::styled(
-            format!(
-                " j/k move · s sort · / filter · Space mark · c compact · x cancel job · t whole-table histogram · r reload{back} · ? help · q quit"
-            ),
-            style::dim(),
-        ))
+    let line = match loading_text(app) {
+        Some(text) => Line::from(Span::styled(text, style::title())),
+        None => Line::from(Span::styled(format!(" {}", hints(app)), style::dim())),
     };
     f.render_widget(Paragraph::new(line), area);
 }

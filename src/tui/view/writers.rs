@@ -6,11 +6,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{ago, style};
-use crate::engine::open::now_ms;
 use crate::engine::stats::table_report::TableReport;
 
-pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
-    let now = now_ms();
+/// `now` is the app clock's wall time, for the "ago" column.
+pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64) {
     let mut lines: Vec<Line> = t
         .streaming_writers
         .iter()

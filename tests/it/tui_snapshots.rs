@@ -1,0 +1,214 @@
+//! Snapshots of every screen and dialog at a fixed size, rendered by the real `view::draw` from
+//! state the real runner produced (loads, plans and jobs through `tui::loader::Loader`), with the
+//! numbers that matter asserted as well. Deterministic: fixture tables copied to a temporary
+//! folder (its path is replaced by `<tmp>`), the app's clock frozen (no "ago" or elapsed time
+//! moves), nothing else that varies is shown.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::KeyCode;
+use lakehealth::engine::compact::locks::{PartitionLocks, key};
+use lakehealth::tui::app::Screen;
+use lakehealth::tui::jobs::JobStatus;
+use lakehealth::tui::keymap::Context;
+use tempfile::TempDir;
+
+use crate::common::*;
+use crate::tui_driver::Driven;
+
+const SIZE: (u16, u16) = (140, 40);
+
+/// Unpartitioned, 11 files of 442 B: something to compact.
+const SMALL_FILES: &str = "simple_table_with_checkpoint";
+const PARTITIONED: &str = "delta-0.8.0-partitioned";
+
+/// Copies of these fixtures in a new temporary folder.
+fn lake(names: &[&str]) -> TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for n in names {
+        copy_dir(&fixture(n), &d.path().join(n));
+    }
+    d
+}
+
+async fn open(path: &Path) -> Driven {
+    Driven::new(loc(path).display(), SIZE).frozen().open().await
+}
+
+/// The screen as text, the temporary folder replaced, trailing blanks trimmed.
+fn text(t: &Driven, tmp: &TempDir) -> String {
+    let root = tmp.path().to_str().unwrap();
+    t.screen()
+        .replace(root, "<tmp>")
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn snapshot_tables_list_ranks_tables_worst_first() {
+    let d = lake(&[
+        PARTITIONED,
+        "delta-0.8.0-null-partition",
+        "delta-2.2.0-partitioned-types",
+        SMALL_FILES,
+    ]);
+    let t = open(d.path()).await;
+    assert_eq!(t.app.screen, Screen::Tables);
+    let s = text(&t, &d);
+    assert!(
+        s.contains(" 4 tables  22 files  9.39 KiB  excess files 10"),
+        "{s}"
+    );
+    // The worst table (health 9) first, selected.
+    let root = t.app.root.as_ref().unwrap();
+    let first = t.app.tables.selected(&root.tables).unwrap();
+    assert_eq!(
+        (first.name.as_str(), first.stats.health_score),
+        (SMALL_FILES, 9)
+    );
+    let row = s.lines().find(|l| l.contains(SMALL_FILES)).unwrap();
+    assert!(row.contains("v10      11"), "{row}");
+    insta::assert_snapshot!("tables_list", s);
+}
+
+#[tokio::test]
+async fn snapshot_table_view_and_its_whole_table_histogram() {
+    let d = lake(&[PARTITIONED]);
+    let mut t = open(&d.path().join(PARTITIONED)).await;
+    let s = text(&t, &d);
+    assert!(s.contains("6 files"), "{s}");
+    assert!(s.contains("6 partitions"), "{s}");
+    assert!(s.contains("6/6  sort: excess files ▼"), "{s}");
+    assert!(
+        s.contains("Space mark · c compact · t histogram · j/k move"),
+        "the hint bar comes from the keymap:\n{s}"
+    );
+    insta::assert_snapshot!("table_view", s);
+
+    t.keys(&[KeyCode::Char('t')]).await;
+    let s = text(&t, &d);
+    assert!(s.contains("File sizes whole table"), "{s}");
+    assert!(s.contains("0 of 6 files in the target band"), "{s}");
+    insta::assert_snapshot!("table_view_whole_table_histogram", s);
+}
+
+#[tokio::test]
+async fn snapshot_help_lists_every_context_of_the_keymap() {
+    let d = lake(&[PARTITIONED]);
+    let mut t = open(&d.path().join(PARTITIONED)).await;
+    t.keys(&[KeyCode::Char('?')]).await;
+    let s = text(&t, &d);
+    for title in [
+        "Everywhere",
+        "Tables list",
+        "Table view",
+        "Dialogs",
+        "Filter input",
+    ] {
+        assert!(s.contains(title), "{title}:\n{s}");
+    }
+    assert!(s.contains("any key closes this help · q quit"), "{s}");
+    insta::assert_snapshot!("help", s);
+}
+
+#[tokio::test]
+async fn snapshot_filter_input_narrows_the_partitions_as_typed() {
+    let d = lake(&[PARTITIONED]);
+    let mut t = open(&d.path().join(PARTITIONED)).await;
+    t.keys(&[KeyCode::Char('/')]).await;
+    t.type_text("2021").await;
+    assert_eq!(t.app.context(), Context::Filter);
+    let s = text(&t, &d);
+    assert!(
+        s.contains("3/6  sort: excess files ▼  filter: 2021▏"),
+        "{s}"
+    );
+    assert!(s.contains("type to filter · Enter keep · Esc clear"), "{s}");
+    assert!(!s.contains("year=2020"), "{s}");
+    insta::assert_snapshot!("filter_input", s);
+}
+
+#[tokio::test]
+async fn snapshot_plan_preview_of_eleven_small_files() {
+    let d = lake(&[SMALL_FILES]);
+    let mut t = open(&d.path().join(SMALL_FILES)).await;
+    t.keys(&[KeyCode::Char('c')]).await;
+    let plan = match t.app.plan().and_then(|p| p.result.as_ref()) {
+        Some(Ok(p)) => p.clone(),
+        other => panic!("no plan: {other:?}"),
+    };
+    assert_eq!((plan.bins, plan.files_in, plan.table_version), (1, 11, 10));
+    let s = text(&t, &d);
+    assert!(
+        s.contains("v10: 1 bins, 11 files (4.75 KiB) → ~1 files"),
+        "{s}"
+    );
+    assert!(s.contains("Enter / y start in the background"), "{s}");
+    insta::assert_snapshot!("plan_preview", s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_cancel_confirmation_over_a_job_waiting_for_its_partition() {
+    let d = lake(&[SMALL_FILES]);
+    let path = d.path().join(SMALL_FILES);
+    let locks = Arc::new(PartitionLocks::default());
+    let mut t = Driven::with(loc(&path).display(), SIZE, opts(), locks.clone())
+        .frozen()
+        .open()
+        .await;
+    let values = t.app.selected_partition().unwrap().values.clone();
+    let held = locks
+        .try_acquire(&[key(&loc(&path).display(), &values)])
+        .unwrap();
+    t.keys(&[KeyCode::Char('c')]).await;
+    t.key(KeyCode::Enter);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    t.key(KeyCode::Char('x'));
+    assert_eq!(t.app.context(), Context::Dialog);
+    assert_eq!(t.app.jobs[0].status(), JobStatus::Queued);
+    let s = text(&t, &d);
+    assert!(s.contains("Cancel job #2?"), "{s}");
+    assert!(s.contains("#2 queued"), "{s}");
+    assert_eq!(t.app.jobs[0].progress.files_total, 11);
+    insta::assert_snapshot!("cancel_confirmation", s);
+    t.key(KeyCode::Char('y'));
+    t.jobs_done().await;
+    assert_eq!(t.app.jobs[0].status(), JobStatus::Cancelled);
+    drop(held);
+}
+
+#[tokio::test]
+async fn snapshot_error_over_the_splash_when_nothing_is_a_table() {
+    let d = tempfile::tempdir().unwrap();
+    let t = open(d.path()).await;
+    let s = text(&t, &d);
+    assert!(s.contains("not a Delta table"), "{s}");
+    assert!(s.contains("Esc dismiss · r retry · q quit"), "{s}");
+    insta::assert_snapshot!("error", s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_jobs_panel_with_a_finished_job_and_the_reloaded_table() {
+    let d = lake(&[SMALL_FILES]);
+    let mut t = open(&d.path().join(SMALL_FILES)).await;
+    t.keys(&[KeyCode::Char('c')]).await;
+    t.key(KeyCode::Enter);
+    t.jobs_done().await;
+    let job = &t.app.jobs[0];
+    assert_eq!(job.status(), JobStatus::Done, "{:?}", job.errors);
+    assert_eq!(t.finished_events(), 1);
+    assert_eq!(job.commits.len(), 1);
+    assert_eq!(job.commits[0].version, 11);
+    assert_eq!(job.commits[0].files_removed, 11);
+    let table = t.app.table.as_ref().unwrap();
+    assert_eq!((table.version, table.stats.files), (11, 1));
+    let s = text(&t, &d);
+    assert!(s.contains("#2 done"), "{s}");
+    assert!(s.contains("files 11/11"), "{s}");
+    assert!(s.contains("v11 -11 +1 files"), "{s}");
+    insta::assert_snapshot!("jobs_panel_finished", s);
+}

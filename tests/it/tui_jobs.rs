@@ -211,3 +211,31 @@ async fn confirming_a_cancel_sends_it_and_marks_the_job_cancelling() {
     assert_eq!(e, vec![Effect::CancelJob { id: 9 }]);
     assert_eq!(app.jobs[0].status(), JobStatus::Cancelling);
 }
+
+#[tokio::test]
+async fn a_job_whose_preview_is_gone_ends_failed_at_once_instead_of_staying_queued() {
+    use lakehealth::engine::compact::events::JobEvent;
+    use lakehealth::tui::action::{Action, TaskProgress};
+    use lakehealth::tui::loader::Loader;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut loader = Loader::new(opts(), tx);
+    // No plan was prepared under this id: no runner will ever report on it.
+    loader.run(Effect::StartJob { id: 7 });
+    let a = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("the loader reports at once")
+        .expect("the channel stays open");
+    let Action::Progress {
+        task: 7,
+        progress: TaskProgress::Job(ev),
+    } = a
+    else {
+        panic!("{a:?}")
+    };
+    assert!(
+        matches!(&*ev, JobEvent::Finished(s) if !s.errors.is_empty()),
+        "{ev:?}"
+    );
+    assert!(rx.try_recv().is_err(), "one final event, nothing else");
+}

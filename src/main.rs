@@ -20,8 +20,9 @@ fn main() -> ExitCode {
     match rt.block_on(lakehealth::cli::run::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("error: {e:#}");
+            let text = lakehealth::cli::error_text(&e);
+            tracing::error!("{text}");
+            eprintln!("error: {text}");
             ExitCode::FAILURE
         }
     }

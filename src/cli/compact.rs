@@ -9,8 +9,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::CompactArgs;
 use super::run::Settings;
-use crate::engine::compact::events::JobEvent;
-use crate::engine::compact::job::{CompactRequest, observed_ratio, prepare, run_isolated};
+use crate::engine::compact::events::{JobEvent, JobSummary, Progress};
+use crate::engine::compact::job::{
+    CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
+};
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::{CompactionPlan, Selection};
 use crate::engine::compact::selection::Predicate;
@@ -54,18 +56,158 @@ pub fn plan_text(p: &CompactionPlan) -> String {
     o
 }
 
-pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Result<()> {
+/// The selection the flags ask for, checked against the table's partition columns.
+fn selection(a: &CompactArgs, partition_columns: &[String]) -> Result<Selection> {
+    Ok(match (&a.predicate, a.partition.is_empty()) {
+        (Some(_), false) => bail!("give either --where or --partition, not both"),
+        (Some(p), true) => Selection::Predicate(Predicate::parse(p, partition_columns)?),
+        (None, false) => Selection::Labels(a.partition.clone()),
+        (None, true) => Selection::All,
+    })
+}
+
+/// Prints a job's events on stderr as they arrive: progress at most once a second, every
+/// commit, conflict and failure.
+struct ProgressPrinter {
+    start: Instant,
+    /// When progress was last printed (the start: the first line comes after a second).
+    last: Instant,
+}
+
+impl ProgressPrinter {
+    fn new() -> Self {
+        let start = Instant::now();
+        Self { start, last: start }
+    }
+
+    /// Prints every event of `rx` until the job's sender is dropped.
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<JobEvent>) {
+        while let Some(ev) = rx.recv().await {
+            if let Some(line) = self.line(&ev, Instant::now()) {
+                eprintln!("{line}");
+            }
+        }
+    }
+
+    /// The line for `ev` at `now`, if it gets one.
+    fn line(&mut self, ev: &JobEvent, now: Instant) -> Option<String> {
+        Some(match ev {
+            JobEvent::Progress(p) => {
+                if now.duration_since(self.last).as_secs_f64() < 1.0 {
+                    return None;
+                }
+                self.last = now;
+                progress_line(p, now.duration_since(self.start).as_secs_f64())
+            }
+            JobEvent::Committed(c) => format!(
+                "committed v{}: {} -{} +{} files ({} -> {}), {} rows, {} retries",
+                c.version,
+                labels(&c.partitions),
+                c.files_removed,
+                c.files_added,
+                format_bytes(c.bytes_removed),
+                format_bytes(c.bytes_added),
+                c.rows,
+                c.retries
+            ),
+            JobEvent::CommitFailed {
+                partitions, error, ..
+            } => format!("commit failed for {}: {error}", labels(partitions)),
+            JobEvent::CommitUnknown {
+                partitions,
+                error,
+                kept_files,
+            } => format!(
+                "commit outcome unknown for {}: {error}; its {} output files are kept",
+                labels(partitions),
+                kept_files.len()
+            ),
+            JobEvent::Conflict(c) => format!(
+                "conflict in {}: {}; bin not committed, outputs deleted, {} bins planned again",
+                c.partition.label(),
+                c.conflict,
+                c.replanned_bins
+            ),
+            JobEvent::BinFailed { partition, error } => format!(
+                "bin failed in {} ({}): {error}",
+                partition.label(),
+                error.kind.as_str()
+            ),
+            JobEvent::Replanned { bins, files, bytes } => format!(
+                "the table moved since the plan: planned again, {bins} bins, {files} files ({})",
+                format_bytes(*bytes)
+            ),
+            _ => return None,
+        })
+    }
+}
+
+fn progress_line(p: &Progress, secs: f64) -> String {
+    let rate = p.bytes_read as f64 / secs.max(0.001);
+    let eta = if rate > 0.0 {
+        format!(
+            "{:.0}s",
+            p.bytes_total.saturating_sub(p.bytes_read) as f64 / rate
+        )
+    } else {
+        "-".into()
+    };
+    format!(
+        "bins {}/{}  files {}/{}  read {}  written {}  rows {}  {}/s  ETA {eta}",
+        p.bins_done,
+        p.bins_total,
+        p.files_read,
+        p.files_total,
+        format_bytes(p.bytes_read),
+        format_bytes(p.bytes_written),
+        p.rows,
+        format_bytes(rate as u64),
+    )
+}
+
+fn summary_line(s: &JobSummary) -> String {
+    format!(
+        "done in {:.1}s: -{} +{} files, read {}, wrote {}, {} commits, {} conflicts, content check {:.1}s{}",
+        s.seconds,
+        s.files_removed,
+        s.files_added,
+        format_bytes(s.bytes_read),
+        format_bytes(s.bytes_written),
+        s.commits.len(),
+        s.conflicts.len(),
+        s.verify_seconds,
+        if s.cancelled { " (cancelled)" } else { "" }
+    )
+}
+
+/// The `--json` summary: the job's summary with the plan it ran.
+fn print_json(summary: &JobSummary, plan: &CompactionPlan) -> Result<()> {
+    let mut v = serde_json::to_value(summary)?;
+    v["plan"] = serde_json::to_value(plan)?;
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(())
+}
+
+/// Cancels on Ctrl-C: no further commits, uncommitted output removed.
+fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("cancelling: no further commits; uncommitted output is removed");
+            c2.cancel();
+        }
+    });
+    cancel
+}
+
+/// Plans the compaction the flags ask for (the plan is printed on stderr).
+async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<PreparedJob> {
     let loc = Location::parse(&a.uri)?;
     // Our own log reader gives the partition columns and the observed compression ratio.
     let report = load_table(&loc, &s.open, &|_| {}).await?;
-    let selection = match (&a.predicate, a.partition.is_empty()) {
-        (Some(_), false) => bail!("give either --where or --partition, not both"),
-        (Some(p), true) => Selection::Predicate(Predicate::parse(p, &report.partition_columns)?),
-        (None, false) => Selection::Labels(a.partition.clone()),
-        (None, true) => Selection::All,
-    };
     let req = CompactRequest {
-        selection,
+        selection: selection(a, &report.partition_columns)?,
         target_file_size: target,
         min_file_size: a.min_file_size.map(|m| m.0),
         parallelism: a.parallelism,
@@ -80,121 +222,37 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
     )
     .await?;
     eprint!("{}", plan_text(&job.plan));
+    Ok(job)
+}
+
+pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Result<()> {
+    let job = plan_job(&a, s, target).await?;
+    let plan = job.plan.clone();
     if a.dry_run {
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&job.plan)?);
+            println!("{}", serde_json::to_string_pretty(&plan)?);
         }
         return Ok(());
     }
-    if job.plan.bins == 0 {
+    if plan.bins == 0 {
         eprintln!("nothing to compact");
         if a.json {
-            println!(
-                "{}",
-                serde_json::json!({"files_removed": 0, "files_added": 0, "bytes_read": 0, "bytes_written": 0, "commits": []})
-            );
+            let summary = JobSummary {
+                table_version_read: plan.table_version,
+                ..Default::default()
+            };
+            print_json(&summary, &plan)?;
         }
         return Ok(());
     }
-    let plan = job.plan.clone();
-    let cancel = CancellationToken::new();
-    let c2 = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("cancelling: no further commits; uncommitted output is removed");
-            c2.cancel();
-        }
-    });
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let printer = tokio::spawn(async move {
-        let start = Instant::now();
-        let mut last = Instant::now();
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                JobEvent::Progress(p) if last.elapsed().as_secs_f64() >= 1.0 => {
-                    last = Instant::now();
-                    let secs = start.elapsed().as_secs_f64().max(0.001);
-                    let rate = p.bytes_read as f64 / secs;
-                    let eta = if rate > 0.0 {
-                        format!(
-                            "{:.0}s",
-                            p.bytes_total.saturating_sub(p.bytes_read) as f64 / rate
-                        )
-                    } else {
-                        "-".into()
-                    };
-                    eprintln!(
-                        "bins {}/{}  files {}/{}  read {}  written {}  rows {}  {}/s  ETA {eta}",
-                        p.bins_done,
-                        p.bins_total,
-                        p.files_read,
-                        p.files_total,
-                        format_bytes(p.bytes_read),
-                        format_bytes(p.bytes_written),
-                        p.rows,
-                        format_bytes(rate as u64),
-                    );
-                }
-                JobEvent::Committed(c) => eprintln!(
-                    "committed v{}: {} -{} +{} files ({} -> {}), {} rows, {} retries",
-                    c.version,
-                    labels(&c.partitions),
-                    c.files_removed,
-                    c.files_added,
-                    format_bytes(c.bytes_removed),
-                    format_bytes(c.bytes_added),
-                    c.rows,
-                    c.retries
-                ),
-                JobEvent::CommitFailed {
-                    partitions, error, ..
-                } => {
-                    eprintln!("commit failed for {}: {error}", labels(&partitions))
-                }
-                JobEvent::CommitUnknown {
-                    partitions,
-                    error,
-                    kept_files,
-                } => eprintln!(
-                    "commit outcome unknown for {}: {error}; its {} output files are kept",
-                    labels(&partitions),
-                    kept_files.len()
-                ),
-                JobEvent::Conflict(c) => eprintln!(
-                    "conflict in {}: {}; bin not committed, outputs deleted, {} bins planned again",
-                    c.partition.label(),
-                    c.conflict,
-                    c.replanned_bins
-                ),
-                JobEvent::BinFailed { partition, error } => {
-                    eprintln!("bin failed in {}: {error}", partition.label())
-                }
-                _ => {}
-            }
-        }
-    });
-    let summary = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(ProgressPrinter::new().run(rx));
+    let locks = Arc::new(PartitionLocks::default());
+    let summary = run_isolated(job, locks, cancel_on_ctrl_c(), tx).await?;
     let _ = printer.await;
-    eprintln!(
-        "done in {:.1}s: -{} +{} files, read {}, wrote {}, {} commits, {} conflicts, content check {:.1}s{}",
-        summary.seconds,
-        summary.files_removed,
-        summary.files_added,
-        format_bytes(summary.bytes_read),
-        format_bytes(summary.bytes_written),
-        summary.commits.len(),
-        summary.conflicts.len(),
-        summary.verify_seconds,
-        if summary.cancelled {
-            " (cancelled)"
-        } else {
-            ""
-        }
-    );
+    eprintln!("{}", summary_line(&summary));
     if a.json {
-        let mut v = serde_json::to_value(&summary)?;
-        v["plan"] = serde_json::to_value(&plan)?;
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        print_json(&summary, &plan)?;
     }
     if !summary.errors.is_empty() {
         bail!(
@@ -204,4 +262,44 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::compact::events::{Failure, FailureKind};
+    use crate::engine::stats::table_report::PartitionValues;
+
+    #[test]
+    fn progress_prints_at_most_once_a_second_and_failures_name_their_kind() {
+        let mut p = ProgressPrinter::new();
+        let t0 = p.start;
+        let ev = JobEvent::Progress(Progress {
+            bytes_read: 50,
+            bytes_total: 100,
+            ..Default::default()
+        });
+        assert!(p.line(&ev, t0).is_none(), "nothing in the first second");
+        let first = p.line(&ev, t0 + std::time::Duration::from_secs(1)).unwrap();
+        assert!(first.contains("ETA 1s"), "{first}");
+        assert!(
+            p.line(&ev, t0 + std::time::Duration::from_millis(1500))
+                .is_none()
+        );
+        assert!(
+            p.line(&ev, t0 + std::time::Duration::from_secs(2))
+                .is_some()
+        );
+        let failed = JobEvent::BinFailed {
+            partition: PartitionValues(vec![("d".into(), Some("1".into()))]),
+            error: Failure {
+                kind: FailureKind::Verify,
+                message: "rows differ".into(),
+            },
+        };
+        assert_eq!(
+            p.line(&failed, t0).unwrap(),
+            "bin failed in d=1 (verify): rows differ"
+        );
+    }
 }

@@ -42,9 +42,23 @@ pub fn findings_text(t: &TableReport, out: &mut String) {
 }
 
 pub fn table_text(t: &TableReport) -> String {
-    let s = &t.stats;
     let mut o = String::new();
     let _ = writeln!(o, "{}  ({})", t.name, t.uri);
+    sizes_text(t, &mut o);
+    log_text(t, &mut o);
+    findings_text(t, &mut o);
+    for w in &t.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    let _ = writeln!(o, "\nfile sizes:");
+    histogram_text(&t.stats.histogram, &mut o);
+    partitions_text(t, &mut o);
+    o
+}
+
+/// Files, bytes, health and the size distribution of the whole table.
+fn sizes_text(t: &TableReport, o: &mut String) {
+    let s = &t.stats;
     let _ = writeln!(
         o,
         "version {}  files {}  bytes {}  health {}/100",
@@ -77,6 +91,10 @@ pub fn table_text(t: &TableReport) -> String {
             ""
         }
     );
+}
+
+/// Log health, vacuum debt and streaming writers.
+fn log_text(t: &TableReport, o: &mut String) {
     let l = &t.log;
     let _ = writeln!(
         o,
@@ -118,12 +136,10 @@ pub fn table_text(t: &TableReport) -> String {
                 .map_or(String::new(), |r| format!(", {r:.1} batches/min"))
         );
     }
-    findings_text(t, &mut o);
-    for w in &t.warnings {
-        let _ = writeln!(o, "warning: {w}");
-    }
-    let _ = writeln!(o, "\nfile sizes:");
-    histogram_text(&s.histogram, &mut o);
+}
+
+/// One line per partition, most excess files first.
+fn partitions_text(t: &TableReport, o: &mut String) {
     let _ = writeln!(
         o,
         "\n{:<40} {:>8} {:>10} {:>7} {:>8} {:>6}",
@@ -143,7 +159,6 @@ pub fn table_text(t: &TableReport) -> String {
             p.stats.health_score
         );
     }
-    o
 }
 
 pub fn root_text(r: &RootReport) -> String {

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use bytes::Bytes;
 use chrono::{Duration as ChronoDuration, Utc};
-use deltalake::DeltaTable;
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
 use deltalake::kernel::{Action, Add, DataType, PrimitiveType, StructField, Transaction};
 use deltalake::protocol::{DeltaOperation, OutputMode, SaveMode};
+use deltalake::{DeltaTable, DeltaTableError};
 use futures::StreamExt;
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt};
@@ -55,24 +55,42 @@ impl Default for DemoShape {
     }
 }
 
-fn derr(e: impl std::fmt::Display) -> EngineError {
-    EngineError::Other(format!("creating the demo table: {e}"))
+fn derr(e: DeltaTableError) -> EngineError {
+    EngineError::from_delta(DEMO_TABLE, "creating the demo table", e)
+}
+
+fn encode_err(e: impl std::error::Error + Send + Sync + 'static) -> EngineError {
+    EngineError::Encode {
+        uri: DEMO_TABLE.into(),
+        what: "writing a demo file".into(),
+        source: Box::new(e),
+    }
+}
+
+fn io_err(dir: &Path, what: &str, e: std::io::Error) -> EngineError {
+    EngineError::Io {
+        uri: dir.display().to_string(),
+        what: what.into(),
+        source: e,
+    }
 }
 
 /// Creates the demo table in `dir` (or reuses an existing one); returns its location.
 pub async fn ensure_demo_table(dir: &Path, shape: DemoShape, reset: bool) -> Result<Location> {
     let table_dir = dir.join(DEMO_TABLE);
     if reset && table_dir.exists() {
-        std::fs::remove_dir_all(&table_dir).map_err(derr)?;
+        std::fs::remove_dir_all(&table_dir)
+            .map_err(|e| io_err(&table_dir, "removing the old demo table", e))?;
     }
     if table_dir.join("_delta_log").is_dir() {
         return Location::parse(&table_dir.to_string_lossy());
     }
     std::fs::create_dir_all(&table_dir).map_err(|e| {
-        EngineError::Other(format!(
-            "cannot create the demo folder {}: {e}. Pass --dir to put it elsewhere.",
-            table_dir.display()
-        ))
+        io_err(
+            &table_dir,
+            "creating the demo folder (pass --dir to put it elsewhere)",
+            e,
+        )
     })?;
     let loc = Location::parse(&table_dir.to_string_lossy())?;
     create_and_seed(&loc, shape).await.inspect_err(|_| {
@@ -148,22 +166,22 @@ fn encode(batch: &RecordBatch, big: bool) -> Result<Bytes> {
             .build()
     };
     // Partition values live in the path, not in the file.
-    let data = batch.project(&[0, 1, 2, 3, 4]).map_err(derr)?;
+    let data = batch.project(&[0, 1, 2, 3, 4]).map_err(encode_err)?;
     let mut buf = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut buf, data.schema(), Some(props)).map_err(derr)?;
-    w.write(&data).map_err(derr)?;
-    w.close().map_err(derr)?;
+    let mut w = ArrowWriter::try_new(&mut buf, data.schema(), Some(props)).map_err(encode_err)?;
+    w.write(&data).map_err(encode_err)?;
+    w.close().map_err(encode_err)?;
     Ok(Bytes::from(buf))
 }
 
 async fn write_file(store: Arc<dyn ObjectStore>, p: Planned) -> Result<Add> {
     let date = p.date.clone();
     let (bytes, rows) = tokio::task::spawn_blocking(move || {
-        let batch = sensor_batch(SEED_QUERY, p.seed, p.rows, &p.date, 0).map_err(derr)?;
+        let batch = sensor_batch(SEED_QUERY, p.seed, p.rows, &p.date, 0).map_err(encode_err)?;
         Ok::<_, EngineError>((encode(&batch, p.big)?, p.rows))
     })
     .await
-    .map_err(derr)??;
+    .map_err(encode_err)??;
     let rel = format!(
         "{PARTITION_COLUMN}={date}/part-00000-{}-c000.snappy.parquet",
         uuid::Uuid::new_v4()
@@ -172,7 +190,7 @@ async fn write_file(store: Arc<dyn ObjectStore>, p: Planned) -> Result<Add> {
     store
         .put(&ObjPath::from(rel.as_str()), bytes.into())
         .await
-        .map_err(derr)?;
+        .map_err(|e| EngineError::from_store(DEMO_TABLE, &rel, e))?;
     Ok(Add {
         path: rel,
         partition_values: [(PARTITION_COLUMN.to_string(), Some(date))].into(),
@@ -209,36 +227,17 @@ pub async fn seed_small_files(
                 seed,
             }
         });
-        let adds: Vec<Add> = futures::stream::iter(files.map(|p| write_file(store.clone(), p)))
-            .buffer_unordered(8)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect::<Result<_>>()?;
+        let adds = write_files(&store, files.collect()).await?;
         for part in adds.chunks(200) {
-            let snapshot = table.snapshot().map_err(derr)?;
-            CommitBuilder::from(CommitProperties::default())
-                .with_actions(part.iter().cloned().map(Action::Add).collect())
-                .build(
-                    Some(snapshot),
-                    table.log_store(),
-                    DeltaOperation::Write {
-                        mode: SaveMode::Append,
-                        partition_by: Some(vec![PARTITION_COLUMN.into()]),
-                        predicate: None,
-                    },
-                )
-                .await
-                .map_err(derr)?;
-            table.update_incremental(None).await.map_err(derr)?;
+            commit_adds(&mut table, part, None).await?;
         }
     }
     Ok(())
 }
 
-async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
-    let mut table = create_sensor_table(loc).await?;
-    let store = table.object_store();
+/// The demo's files, oldest day first: healthy compacted days, one mixed day, then days of
+/// streaming leftovers (today's only partly filled).
+fn seed_plan(shape: DemoShape) -> Vec<(String, Vec<Planned>)> {
     let today = Utc::now().date_naive();
     let day = |back: u32| {
         (today - ChronoDuration::days(back as i64))
@@ -252,7 +251,6 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
         seed += 1;
         seed
     };
-    // Oldest first: healthy compacted days, one mixed day, then streaming leftovers.
     let mixed_day = shape.small_days + 1;
     for d in 0..shape.healthy_days {
         let back = mixed_day + shape.healthy_days - d;
@@ -293,53 +291,73 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
             .collect();
         plan.push((day(back), files));
     }
+    plan
+}
+
+/// Writes the files (8 at a time) and returns their add actions.
+async fn write_files(store: &Arc<dyn ObjectStore>, files: Vec<Planned>) -> Result<Vec<Add>> {
+    futures::stream::iter(files.into_iter().map(|p| write_file(store.clone(), p)))
+        .buffer_unordered(8)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// Commits `adds` as a plain append (big files) or as the next micro-batch of the seed's
+/// streaming query, and brings `table` up to date.
+async fn commit_adds(table: &mut DeltaTable, adds: &[Add], batch_id: Option<i64>) -> Result<()> {
+    let actions: Vec<Action> = adds.iter().cloned().map(Action::Add).collect();
+    let (op, props) = match batch_id {
+        None => (
+            DeltaOperation::Write {
+                mode: SaveMode::Append,
+                partition_by: Some(vec![PARTITION_COLUMN.into()]),
+                predicate: None,
+            },
+            CommitProperties::default(),
+        ),
+        Some(batch_id) => {
+            let txn = Transaction::new_with_last_update(
+                SEED_QUERY,
+                batch_id,
+                Some(Utc::now().timestamp_millis()),
+            );
+            let op = DeltaOperation::StreamingUpdate {
+                output_mode: OutputMode::Append,
+                query_id: SEED_QUERY.into(),
+                epoch_id: batch_id,
+            };
+            (
+                op,
+                CommitProperties::default().with_application_transaction(txn),
+            )
+        }
+    };
+    let snapshot = table.snapshot().map_err(derr)?;
+    CommitBuilder::from(props)
+        .with_actions(actions)
+        .build(Some(snapshot), table.log_store(), op)
+        .await
+        .map_err(derr)?;
+    table.update_incremental(None).await.map_err(derr)
+}
+
+async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
+    let mut table = create_sensor_table(loc).await?;
+    let store = table.object_store();
     let mut batch_id = 0i64;
-    for (date, files) in plan {
+    for (date, files) in seed_plan(shape) {
         let big = files.first().is_some_and(|f| f.big);
-        let adds: Vec<Add> =
-            futures::stream::iter(files.into_iter().map(|p| write_file(store.clone(), p)))
-                .buffer_unordered(8)
-                .collect::<Vec<_>>()
-                .await
-                .into_iter()
-                .collect::<Result<_>>()?;
+        let adds = write_files(&store, files).await?;
         // Small files arrive as streaming commits of 200 files, like a backlog of micro-batches.
         let chunk = if big { adds.len().max(1) } else { 200 };
         for part in adds.chunks(chunk) {
-            let actions: Vec<Action> = part.iter().cloned().map(Action::Add).collect();
-            let (op, props) = if big {
-                (
-                    DeltaOperation::Write {
-                        mode: SaveMode::Append,
-                        partition_by: Some(vec![PARTITION_COLUMN.into()]),
-                        predicate: None,
-                    },
-                    CommitProperties::default(),
-                )
-            } else {
-                let txn = Transaction::new_with_last_update(
-                    SEED_QUERY,
-                    batch_id,
-                    Some(Utc::now().timestamp_millis()),
-                );
-                let op = DeltaOperation::StreamingUpdate {
-                    output_mode: OutputMode::Append,
-                    query_id: SEED_QUERY.into(),
-                    epoch_id: batch_id,
-                };
+            let streaming = (!big).then(|| {
                 batch_id += 1;
-                (
-                    op,
-                    CommitProperties::default().with_application_transaction(txn),
-                )
-            };
-            let snapshot = table.snapshot().map_err(derr)?;
-            CommitBuilder::from(props)
-                .with_actions(actions)
-                .build(Some(snapshot), table.log_store(), op)
-                .await
-                .map_err(derr)?;
-            table.update_incremental(None).await.map_err(derr)?;
+                batch_id - 1
+            });
+            commit_adds(&mut table, part, streaming).await?;
             tracing::debug!(%date, files = part.len(), "demo commit");
         }
     }

@@ -1,6 +1,19 @@
-//! Engine errors. Every variant says what went wrong and what the user can do about it.
+//! Engine errors. Every variant says what went wrong and what the user can do about it, and
+//! keeps the error it came from as its `source` (delta-rs, object store, I/O), so callers can
+//! tell failures apart by type. Messages include the source's text too: the TUI and `--json`
+//! show one line per error (the CLI prints the chain without repeating it, see `cli::error_text`).
 
+use std::error::Error as StdError;
+
+use deltalake::DeltaTableError;
+use object_store::client::{HttpError, HttpErrorKind};
+use serde::Serialize;
 use thiserror::Error;
+
+use super::properties::InvalidProperty;
+
+/// A boxed error cause, as object_store carries them.
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 
 #[derive(Debug, Error)]
 pub enum EngineError {
@@ -20,17 +33,29 @@ pub enum EngineError {
     EmptyLog { uri: String },
 
     #[error(
-        "permission denied reading {what}: {detail}. Check the file permissions or the credentials' access to this location."
+        "permission denied reading {what}: {source}. Check the file permissions or the credentials' access to this location."
     )]
-    PermissionDenied { what: String, detail: String },
+    PermissionDenied {
+        what: String,
+        #[source]
+        source: BoxError,
+    },
 
     #[error(
-        "the storage rejected the credentials for {uri}: {detail}. Check AWS_*/GOOGLE_*/AZURE_* variables or --storage-option keys."
+        "the storage rejected the credentials for {uri}: {source}. Check AWS_*/GOOGLE_*/AZURE_* variables or --storage-option keys."
     )]
-    Credentials { uri: String, detail: String },
+    Credentials {
+        uri: String,
+        #[source]
+        source: BoxError,
+    },
 
-    #[error("cannot reach {uri}: {detail}. Check the endpoint, network and region settings.")]
-    Unreachable { uri: String, detail: String },
+    #[error("cannot reach {uri}: {source}. Check the endpoint, network and region settings.")]
+    Unreachable {
+        uri: String,
+        #[source]
+        source: BoxError,
+    },
 
     #[error(
         "{uri}: commit {file} is corrupt at line {line}: {detail}. The log cannot be replayed past it; restore the file from a backup. lakehealth changed nothing."
@@ -43,12 +68,13 @@ pub enum EngineError {
     },
 
     #[error(
-        "{uri}: checkpoint {file} cannot be read: {detail}. Restore it, or delete it and _last_checkpoint so readers replay the JSON commits (only if those still exist)."
+        "{uri}: checkpoint {file} cannot be read: {source}. Restore it, or delete it and _last_checkpoint so readers replay the JSON commits (only if those still exist)."
     )]
     CorruptCheckpoint {
         uri: String,
         file: String,
-        detail: String,
+        #[source]
+        source: BoxError,
     },
 
     #[error("{uri}: the log is incomplete: {detail}")]
@@ -57,14 +83,131 @@ pub enum EngineError {
     #[error("invalid location {input:?}: {detail}")]
     InvalidUri { input: String, detail: String },
 
-    #[error("{0}")]
-    Storage(String),
+    /// A storage operation failed in a way none of the variants above explains.
+    #[error("{uri}: {what} failed: {source}")]
+    Storage {
+        uri: String,
+        what: String,
+        #[source]
+        source: object_store::Error,
+    },
 
+    /// A delta-rs operation failed in a way none of the variants above explains.
+    #[error("{uri}: {what} failed: {source}")]
+    Delta {
+        uri: String,
+        what: String,
+        #[source]
+        source: Box<DeltaTableError>,
+    },
+
+    #[error("{uri}: {what} failed: {source}")]
+    Io {
+        uri: String,
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Encoding generated rows as Arrow or Parquet failed (`demo` and `stream` write their own).
+    #[error("{uri}: {what} failed: {source}")]
+    Encode {
+        uri: String,
+        what: String,
+        #[source]
+        source: BoxError,
+    },
+
+    /// A table property lakehealth needs has a value Delta cannot parse.
+    #[error("{uri}: {source}. Fix the property (ALTER TABLE ... SET TBLPROPERTIES) or {remedy}.")]
+    InvalidProperty {
+        uri: String,
+        #[source]
+        source: InvalidProperty,
+        remedy: &'static str,
+    },
+
+    /// The table is valid, but this operation does not support it.
+    #[error("{uri}: {detail}")]
+    Unsupported { uri: String, detail: String },
+
+    /// A request that cannot be carried out as given (a bad selection or option).
     #[error("{0}")]
-    Other(String),
+    InvalidRequest(String),
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// What kind of error it was, for `--json` and the TUI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    NotFound,
+    NotATable,
+    EmptyLog,
+    PermissionDenied,
+    Credentials,
+    Unreachable,
+    CorruptCommit,
+    CorruptCheckpoint,
+    LogGap,
+    InvalidUri,
+    Storage,
+    Delta,
+    Io,
+    Encode,
+    InvalidProperty,
+    Unsupported,
+    InvalidRequest,
+}
+
+/// An access failure recognised from the types in an error's chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    PermissionDenied,
+    Credentials,
+    Unreachable,
+}
+
+/// Walks `e` and its sources for an I/O, HTTP or object-store error that says why an access
+/// failed.
+fn access_failure(e: &(dyn StdError + 'static)) -> Option<Access> {
+    use std::io::ErrorKind as Io;
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                Io::PermissionDenied => return Some(Access::PermissionDenied),
+                Io::ConnectionRefused
+                | Io::ConnectionReset
+                | Io::ConnectionAborted
+                | Io::TimedOut
+                | Io::HostUnreachable
+                | Io::NetworkUnreachable => return Some(Access::Unreachable),
+                _ => {}
+            }
+        }
+        if let Some(http) = err.downcast_ref::<HttpError>()
+            && matches!(
+                http.kind(),
+                HttpErrorKind::Connect | HttpErrorKind::Timeout | HttpErrorKind::Interrupted
+            )
+        {
+            return Some(Access::Unreachable);
+        }
+        if let Some(store) = err.downcast_ref::<object_store::Error>() {
+            match store {
+                object_store::Error::PermissionDenied { .. } => {
+                    return Some(Access::PermissionDenied);
+                }
+                object_store::Error::Unauthenticated { .. } => return Some(Access::Credentials),
+                _ => {}
+            }
+        }
+        cur = err.source();
+    }
+    None
+}
 
 impl EngineError {
     /// Turns a storage error into the most specific actionable error.
@@ -76,53 +219,172 @@ impl EngineError {
             },
             E::PermissionDenied { source, .. } => EngineError::PermissionDenied {
                 what: format!("{what} in {uri}"),
-                detail: source.to_string(),
+                source,
             },
             E::Unauthenticated { source, .. } => EngineError::Credentials {
                 uri: uri.to_string(),
-                detail: source.to_string(),
+                source,
             },
-            other => classify_message(uri, what, &other.to_string()),
+            other => match access_failure(&other) {
+                Some(access) => Self::access(uri, what, access, Box::new(other)),
+                None => EngineError::Storage {
+                    uri: uri.to_string(),
+                    what: what.to_string(),
+                    source: other,
+                },
+            },
+        }
+    }
+
+    /// Turns a delta-rs error into the most specific actionable error: a missing log is not a
+    /// table, a storage failure is classified as `from_store` does.
+    pub fn from_delta(uri: &str, what: &str, e: DeltaTableError) -> Self {
+        match e {
+            DeltaTableError::NotATable(_) => EngineError::NotATable {
+                uri: uri.to_string(),
+                depth: 0,
+            },
+            DeltaTableError::ObjectStore { source } => Self::from_store(uri, what, source),
+            other => match access_failure(&other) {
+                Some(access) => Self::access(uri, what, access, Box::new(other)),
+                None => EngineError::Delta {
+                    uri: uri.to_string(),
+                    what: what.to_string(),
+                    source: Box::new(other),
+                },
+            },
+        }
+    }
+
+    fn access(uri: &str, what: &str, access: Access, source: BoxError) -> Self {
+        match access {
+            Access::PermissionDenied => EngineError::PermissionDenied {
+                what: format!("{what} in {uri}"),
+                source,
+            },
+            Access::Credentials => EngineError::Credentials {
+                uri: uri.to_string(),
+                source,
+            },
+            Access::Unreachable => EngineError::Unreachable {
+                uri: uri.to_string(),
+                source,
+            },
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EngineError::NotFound { .. } => ErrorKind::NotFound,
+            EngineError::NotATable { .. } => ErrorKind::NotATable,
+            EngineError::EmptyLog { .. } => ErrorKind::EmptyLog,
+            EngineError::PermissionDenied { .. } => ErrorKind::PermissionDenied,
+            EngineError::Credentials { .. } => ErrorKind::Credentials,
+            EngineError::Unreachable { .. } => ErrorKind::Unreachable,
+            EngineError::CorruptCommit { .. } => ErrorKind::CorruptCommit,
+            EngineError::CorruptCheckpoint { .. } => ErrorKind::CorruptCheckpoint,
+            EngineError::LogGap { .. } => ErrorKind::LogGap,
+            EngineError::InvalidUri { .. } => ErrorKind::InvalidUri,
+            EngineError::Storage { .. } => ErrorKind::Storage,
+            EngineError::Delta { .. } => ErrorKind::Delta,
+            EngineError::Io { .. } => ErrorKind::Io,
+            EngineError::Encode { .. } => ErrorKind::Encode,
+            EngineError::InvalidProperty { .. } => ErrorKind::InvalidProperty,
+            EngineError::Unsupported { .. } => ErrorKind::Unsupported,
+            EngineError::InvalidRequest(_) => ErrorKind::InvalidRequest,
         }
     }
 }
 
-fn classify_message(uri: &str, what: &str, msg: &str) -> EngineError {
-    let lower = msg.to_ascii_lowercase();
-    let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
-    if has(&["permission denied", "os error 13"]) {
-        EngineError::PermissionDenied {
-            what: format!("{what} in {uri}"),
-            detail: msg.to_string(),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generic(source: BoxError) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "Test",
+            source,
         }
-    } else if has(&[
-        "invalidaccesskeyid",
-        "signaturedoesnotmatch",
-        "accessdenied",
-        "403 forbidden",
-        "401 unauthorized",
-        "missing credentials",
-        "no credentials",
-        "expiredtoken",
-    ]) {
-        EngineError::Credentials {
-            uri: uri.to_string(),
-            detail: msg.to_string(),
-        }
-    } else if has(&[
-        "error sending request",
-        "connection refused",
-        "dns error",
-        "timed out",
-        "connect error",
-        "nosuchbucket",
-        "tcp connect",
-    ]) {
-        EngineError::Unreachable {
-            uri: uri.to_string(),
-            detail: msg.to_string(),
-        }
-    } else {
-        EngineError::Storage(format!("{uri}: reading {what} failed: {msg}"))
+    }
+
+    #[test]
+    fn store_errors_are_classified_by_type() {
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let e = EngineError::from_store("/t", "_delta_log/", generic(Box::new(denied)));
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        assert!(e.source().is_some());
+
+        let refused = HttpError::new(
+            HttpErrorKind::Connect,
+            std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+        );
+        let e = EngineError::from_store("s3://b/t", "_delta_log/", generic(Box::new(refused)));
+        assert_eq!(e.kind(), ErrorKind::Unreachable, "{e}");
+        assert!(e.to_string().starts_with("cannot reach s3://b/t"), "{e}");
+
+        let e = EngineError::from_store(
+            "s3://b/t",
+            "_delta_log/",
+            object_store::Error::Unauthenticated {
+                path: "t".into(),
+                source: "InvalidAccessKeyId".into(),
+            },
+        );
+        assert_eq!(e.kind(), ErrorKind::Credentials, "{e}");
+        assert!(e.to_string().contains("InvalidAccessKeyId"), "{e}");
+
+        let e = EngineError::from_store(
+            "/t",
+            "x",
+            object_store::Error::NotFound {
+                path: "x".into(),
+                source: "gone".into(),
+            },
+        );
+        assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+
+        // Unrecognised: kept as it is, with its type.
+        let e = EngineError::from_store("/t", "x", generic("odd".into()));
+        assert!(matches!(
+            e,
+            EngineError::Storage {
+                source: object_store::Error::Generic { .. },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn delta_errors_keep_their_source() {
+        let e = EngineError::from_delta(
+            "/t",
+            "loading the table",
+            DeltaTableError::NotATable("no log".into()),
+        );
+        assert_eq!(e.kind(), ErrorKind::NotATable);
+        let e = EngineError::from_delta(
+            "/t",
+            "loading the table",
+            DeltaTableError::ObjectStore {
+                source: generic(Box::new(std::io::Error::from(
+                    std::io::ErrorKind::PermissionDenied,
+                ))),
+            },
+        );
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        let e = EngineError::from_delta("/t", "loading the table", DeltaTableError::NoSchema);
+        assert_eq!(e.kind(), ErrorKind::Delta);
+        assert!(
+            matches!(&e, EngineError::Delta { source, .. } if matches!(**source, DeltaTableError::NoSchema))
+        );
+        assert!(e.source().is_some());
+        assert!(
+            e.to_string().starts_with("/t: loading the table failed: "),
+            "{e}"
+        );
+        assert!(
+            std::mem::size_of::<EngineError>() <= 128,
+            "keep Result<_, EngineError> small"
+        );
     }
 }

@@ -64,7 +64,7 @@ impl Location {
             std::io::ErrorKind::NotFound => EngineError::NotFound { uri: input.into() },
             std::io::ErrorKind::PermissionDenied => EngineError::PermissionDenied {
                 what: input.into(),
-                detail: e.to_string(),
+                source: Box::new(e),
             },
             _ => EngineError::InvalidUri {
                 input: input.into(),
@@ -141,23 +141,11 @@ impl Location {
     }
 }
 
+/// A URL path segment as text (`%20` -> ` `); invalid UTF-8 is replaced, a stray `%` kept.
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -195,5 +183,6 @@ mod tests {
     fn decodes_names() {
         assert_eq!(percent_decode("a%20b"), "a b");
         assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("caf%C3%A9%2Fx"), "café/x");
     }
 }

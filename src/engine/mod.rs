@@ -11,6 +11,7 @@ pub mod log;
 pub mod open;
 pub mod parquet_reader;
 pub mod progress;
+pub mod properties;
 pub mod size;
 pub mod stats;
 pub mod stream;

@@ -7,7 +7,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use super::discover::discover_tables;
-use super::error::{EngineError, Result};
+use super::error::{EngineError, ErrorKind, Result};
 use super::location::Location;
 use super::log::replay::{ReplayOptions, replay};
 use super::progress::LoadProgress;
@@ -66,6 +66,8 @@ pub async fn load_table(
 #[derive(Debug, Clone, Serialize)]
 pub struct TableLoadError {
     pub uri: String,
+    /// What kind of error it was (`permission_denied`, `corrupt_checkpoint`, ...).
+    pub kind: ErrorKind,
     pub error: String,
 }
 
@@ -132,6 +134,7 @@ pub async fn load_root(
             Ok(t) => tables.push(t),
             Err(e) => errors.push(TableLoadError {
                 uri: loc.display(),
+                kind: e.kind(),
                 error: e.to_string(),
             }),
         }

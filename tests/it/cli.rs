@@ -76,10 +76,20 @@ fn bad_input_fails_with_an_actionable_message() {
                 "compact",
                 nullp.to_str().unwrap(),
                 "--where",
-                "k = 'A' OR k = 'B'",
+                "k LIKE 'A%'",
                 "--dry-run",
             ],
-            "OR is not supported",
+            "is not supported: use =, !=",
+        ),
+        (
+            vec![
+                "compact",
+                nullp.to_str().unwrap(),
+                "--where",
+                "(k = 'A' OR k IS NULL",
+                "--dry-run",
+            ],
+            "not valid SQL",
         ),
         (
             vec!["compact", mapped.path().to_str().unwrap()],

@@ -18,3 +18,4 @@ mod tui_jobs;
 mod tui_real;
 mod tui_snapshots;
 mod values;
+mod where_sql;

@@ -85,14 +85,78 @@ pub enum JobEvent {
         error: String,
         kept_files: Vec<String>,
     },
+    /// A bin did not produce outputs that may commit; `error` serialises as `kind` + `error`.
     BinFailed {
         partition: PartitionValues,
-        error: String,
+        #[serde(flatten)]
+        error: Failure,
     },
     Cancelled {
         orphaned_files: Vec<String>,
     },
     Finished(JobSummary),
+}
+
+/// What kind of failure a bin, a commit or the job had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The job or bin could not start (table schema, partition values, writer, runtime).
+    Setup,
+    /// An input file could not be read.
+    Read,
+    /// An input could not be conformed to the table schema without changing a value.
+    Conform,
+    /// Writing an output failed.
+    Write,
+    /// The outputs did not prove to hold exactly the inputs' rows.
+    Verify,
+    /// The bin's task panicked.
+    Panicked,
+    Cancelled,
+    /// The commit certainly did not land.
+    Commit,
+    /// The commit may have landed; its outputs are kept.
+    CommitUnknown,
+}
+
+impl FailureKind {
+    /// The name `--json` uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Setup => "setup",
+            FailureKind::Read => "read",
+            FailureKind::Conform => "conform",
+            FailureKind::Write => "write",
+            FailureKind::Verify => "verify",
+            FailureKind::Panicked => "panicked",
+            FailureKind::Cancelled => "cancelled",
+            FailureKind::Commit => "commit",
+            FailureKind::CommitUnknown => "commit_unknown",
+        }
+    }
+}
+
+/// A failure's kind and message. Displays as the message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Failure {
+    pub kind: FailureKind,
+    #[serde(rename = "error")]
+    pub message: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A failure in the summary, with the partitions it concerns (none for the job as a whole).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailureRecord {
+    pub partitions: Vec<PartitionValues>,
+    #[serde(flatten)]
+    pub failure: Failure,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -107,7 +171,9 @@ pub struct JobSummary {
     pub rows: u64,
     pub commits: Vec<CommitRecord>,
     pub cancelled: bool,
+    /// One line per failure (`failures` has them typed).
     pub errors: Vec<String>,
+    pub failures: Vec<FailureRecord>,
     /// Bins refused because another commit took their files.
     pub conflicts: Vec<ConflictRecord>,
     /// Files written but never committed (deleted when possible, else left for VACUUM).
@@ -117,4 +183,59 @@ pub struct JobSummary {
     /// Time spent reading outputs back to prove their content (the cost of the check).
     pub verify_seconds: f64,
     pub seconds: f64,
+}
+
+impl JobSummary {
+    /// Records a failure: typed in `failures`, and as `line` in `errors`.
+    pub fn fail(&mut self, partitions: Vec<PartitionValues>, failure: Failure, line: String) {
+        self.errors.push(line);
+        self.failures.push(FailureRecord {
+            partitions,
+            failure,
+        });
+    }
+
+    /// A summary of a job that failed as a whole before running any bin.
+    pub fn failed(kind: FailureKind, message: String) -> Self {
+        let mut s = JobSummary::default();
+        s.fail(
+            Vec::new(),
+            Failure {
+                kind,
+                message: message.clone(),
+            },
+            message,
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bin_failure_serialises_its_kind_next_to_the_message() {
+        let ev = JobEvent::BinFailed {
+            partition: PartitionValues(vec![("d".into(), Some("1".into()))]),
+            error: Failure {
+                kind: FailureKind::CommitUnknown,
+                message: "boom".into(),
+            },
+        };
+        let v = serde_json::to_value(&ev).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"event": "bin_failed", "partition": {"d": "1"},
+                               "kind": "commit_unknown", "error": "boom"})
+        );
+        assert_eq!(FailureKind::CommitUnknown.as_str(), "commit_unknown");
+        let s = JobSummary::failed(FailureKind::Setup, "no runtime".into());
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["errors"], serde_json::json!(["no runtime"]));
+        assert_eq!(
+            v["failures"],
+            serde_json::json!([{"partitions": [], "kind": "setup", "error": "no runtime"}])
+        );
+    }
 }

@@ -16,8 +16,10 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::commit::{BinActions, CommitOutcome, commit_bin};
-use super::events::{CommitRecord, ConflictRecord, JobEvent, JobSummary, Progress};
+use super::commit::{BinActions, CommitOutcome, Conflict, commit_bin};
+use super::events::{
+    CommitRecord, ConflictRecord, Failure, FailureKind, JobEvent, JobSummary, Progress,
+};
 use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
 use super::rewrite::{
     BinError, BinFailure, BinOutput, Counters, RewriteOptions, object_key, rewrite_bin,
@@ -154,9 +156,37 @@ struct Run<'a> {
     store: Arc<dyn ObjectStore>,
     replans: HashMap<PartitionValues, u32>,
     read_version: u64,
+    started: Instant,
+    /// Counter values when the job started (the store's counters are shared by a table).
+    read0: u64,
+    written0: u64,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    fn new(
+        ct: &'a CompactionTable,
+        plan: &CompactionPlan,
+        opts: &'a ExecOptions,
+        events: &'a mpsc::UnboundedSender<JobEvent>,
+    ) -> Self {
+        Run {
+            ct,
+            opts,
+            events,
+            summary: JobSummary {
+                table_version_read: plan.table_version,
+                ..Default::default()
+            },
+            table: ct.table.clone(),
+            store: ct.table.object_store(),
+            replans: HashMap::new(),
+            read_version: plan.table_version,
+            started: Instant::now(),
+            read0: ct.counters.read(),
+            written0: ct.counters.written(),
+        }
+    }
+
     fn send(&self, e: JobEvent) {
         let _ = self.events.send(e);
     }
@@ -184,7 +214,6 @@ impl Run<'_> {
 
     /// Commits a proven bin; returns bins to run for its partition after a conflict.
     async fn commit(&mut self, out: BinOutput) -> Vec<Bin> {
-        let paths = out.output_paths();
         self.summary.verify_seconds += out.verify_seconds;
         self.send(JobEvent::BinFinished {
             partition: out.partition.clone(),
@@ -205,81 +234,169 @@ impl Run<'_> {
         };
         match commit_bin(&mut self.table, &bin).await {
             CommitOutcome::Landed { version, retries } => {
-                let rec = CommitRecord {
-                    version,
-                    files_removed: out.removes.len() as u64,
-                    files_added: out.adds.len() as u64,
-                    bytes_removed: out.bytes_in,
-                    bytes_added: out.bytes_out(),
-                    rows: out.rows,
-                    retries,
-                    partitions: vec![out.partition.clone()],
-                    fingerprint: out.fingerprint,
-                };
-                self.summary.files_removed += rec.files_removed;
-                self.summary.files_added += rec.files_added;
-                self.summary.bytes_removed += rec.bytes_removed;
-                self.summary.bytes_added += rec.bytes_added;
-                self.summary.rows += rec.rows;
-                self.summary.commits.push(rec.clone());
-                self.send(JobEvent::Committed(rec));
+                self.landed(out, version, retries);
                 Vec::new()
             }
-            CommitOutcome::Conflict(conflict) => {
-                // Never referenced by the log: safe to delete.
-                let left = delete_all(&self.store, &paths).await;
-                self.summary.orphaned_files.extend(left);
-                let bins = self.replan(&out.partition);
-                let rec = ConflictRecord {
-                    partition: out.partition.clone(),
-                    conflict,
-                    replanned_bins: bins.len() as u64,
-                };
-                self.summary.conflicts.push(rec.clone());
-                self.send(JobEvent::Conflict(rec));
-                bins
-            }
+            CommitOutcome::Conflict(conflict) => self.conflicted(out, conflict).await,
             CommitOutcome::Failed(error) => {
-                let left = delete_all(&self.store, &paths).await;
-                self.summary.orphaned_files.extend(left.iter().cloned());
-                self.summary
-                    .errors
-                    .push(format!("{}: commit failed: {error}", out.partition.label()));
-                self.send(JobEvent::CommitFailed {
-                    partitions: vec![out.partition],
-                    error,
-                    orphaned_files: left,
-                });
+                self.commit_failed(out, error).await;
                 Vec::new()
             }
             CommitOutcome::Unknown(error) => {
-                self.summary.unknown_outcome_files.extend(paths.clone());
-                self.summary.errors.push(format!(
-                    "{}: commit outcome unknown, outputs kept: {error}",
-                    out.partition.label()
-                ));
-                self.send(JobEvent::CommitUnknown {
-                    partitions: vec![out.partition],
-                    error,
-                    kept_files: paths,
-                });
+                self.commit_unknown(out, error);
                 Vec::new()
             }
         }
+    }
+
+    fn landed(&mut self, out: BinOutput, version: u64, retries: u64) {
+        let rec = CommitRecord {
+            version,
+            files_removed: out.removes.len() as u64,
+            files_added: out.adds.len() as u64,
+            bytes_removed: out.bytes_in,
+            bytes_added: out.bytes_out(),
+            rows: out.rows,
+            retries,
+            partitions: vec![out.partition],
+            fingerprint: out.fingerprint,
+        };
+        self.summary.files_removed += rec.files_removed;
+        self.summary.files_added += rec.files_added;
+        self.summary.bytes_removed += rec.bytes_removed;
+        self.summary.bytes_added += rec.bytes_added;
+        self.summary.rows += rec.rows;
+        self.summary.commits.push(rec.clone());
+        self.send(JobEvent::Committed(rec));
+    }
+
+    /// Another commit took the bin's files: its outputs, never referenced by the log, are
+    /// deleted, and the partition is planned again.
+    async fn conflicted(&mut self, out: BinOutput, conflict: Conflict) -> Vec<Bin> {
+        let left = delete_all(&self.store, &out.output_paths()).await;
+        self.summary.orphaned_files.extend(left);
+        let bins = self.replan(&out.partition);
+        let rec = ConflictRecord {
+            partition: out.partition,
+            conflict,
+            replanned_bins: bins.len() as u64,
+        };
+        self.summary.conflicts.push(rec.clone());
+        self.send(JobEvent::Conflict(rec));
+        bins
+    }
+
+    /// The commit certainly did not land: its outputs are deleted.
+    async fn commit_failed(&mut self, out: BinOutput, error: String) {
+        let left = delete_all(&self.store, &out.output_paths()).await;
+        self.summary.orphaned_files.extend(left.iter().cloned());
+        self.summary.fail(
+            vec![out.partition.clone()],
+            Failure {
+                kind: FailureKind::Commit,
+                message: error.clone(),
+            },
+            format!("{}: commit failed: {error}", out.partition.label()),
+        );
+        self.send(JobEvent::CommitFailed {
+            partitions: vec![out.partition],
+            error,
+            orphaned_files: left,
+        });
+    }
+
+    /// The commit may have landed: its outputs are kept (deleting them could break it).
+    fn commit_unknown(&mut self, out: BinOutput, error: String) {
+        let paths = out.output_paths();
+        self.summary.unknown_outcome_files.extend(paths.clone());
+        self.summary.fail(
+            vec![out.partition.clone()],
+            Failure {
+                kind: FailureKind::CommitUnknown,
+                message: error.clone(),
+            },
+            format!(
+                "{}: commit outcome unknown, outputs kept: {error}",
+                out.partition.label()
+            ),
+        );
+        self.send(JobEvent::CommitUnknown {
+            partitions: vec![out.partition],
+            error,
+            kept_files: paths,
+        });
     }
 
     async fn failed(&mut self, e: BinError) {
         let left = delete_all(&self.store, &e.outputs).await;
         self.summary.orphaned_files.extend(left);
         if e.failure != BinFailure::Cancelled {
-            self.summary
-                .errors
-                .push(format!("{}: {}", e.partition.label(), e.failure));
+            let failure = e.failure.report();
+            self.summary.fail(
+                vec![e.partition.clone()],
+                failure.clone(),
+                format!("{}: {}", e.partition.label(), e.failure),
+            );
             self.send(JobEvent::BinFailed {
                 partition: e.partition,
-                error: e.failure.to_string(),
+                error: failure,
             });
         }
+    }
+
+    /// Receives finished bins and commits each, until every bin (those planned again after a
+    /// conflict included) is done; sends progress meanwhile.
+    async fn drive(
+        &mut self,
+        mut results: mpsc::Receiver<BinResult>,
+        work: &mpsc::UnboundedSender<Work>,
+        mut pending: u64,
+        totals: &mut Totals,
+        counters: &Counters,
+        cancel: &CancellationToken,
+    ) {
+        let mut ticker = tokio::time::interval(Duration::from_millis(250));
+        while pending > 0 {
+            let r = tokio::select! {
+                r = results.recv() => match r { Some(r) => r, None => break },
+                _ = ticker.tick() => {
+                    self.send(JobEvent::Progress(progress(self.ct, counters, totals)));
+                    continue;
+                }
+            };
+            pending -= 1;
+            match r {
+                Ok(out) if cancel.is_cancelled() => {
+                    let left = delete_all(&self.store, &out.output_paths()).await;
+                    self.summary.orphaned_files.extend(left);
+                }
+                Ok(out) => {
+                    let values = out.partition.clone();
+                    for b in self.commit(out).await {
+                        totals.bins += 1;
+                        totals.files += b.files.len() as u64;
+                        totals.bytes += b.bytes;
+                        pending += 1;
+                        let _ = work.send((values.clone(), b));
+                    }
+                }
+                Err(e) => self.failed(e).await,
+            }
+        }
+    }
+
+    fn finish(mut self, cancel: &CancellationToken) -> JobSummary {
+        self.summary.cancelled = cancel.is_cancelled();
+        if self.summary.cancelled {
+            self.send(JobEvent::Cancelled {
+                orphaned_files: self.summary.orphaned_files.clone(),
+            });
+        }
+        self.summary.bytes_read = self.ct.counters.read() - self.read0;
+        self.summary.bytes_written = self.ct.counters.written() - self.written0;
+        self.summary.seconds = self.started.elapsed().as_secs_f64();
+        self.send(JobEvent::Finished(self.summary.clone()));
+        self.summary
     }
 }
 
@@ -292,22 +409,7 @@ pub async fn execute(
     cancel: CancellationToken,
     events: mpsc::UnboundedSender<JobEvent>,
 ) -> JobSummary {
-    let started = Instant::now();
-    let read0 = ct.counters.read();
-    let written0 = ct.counters.written();
-    let mut run = Run {
-        ct,
-        opts,
-        events: &events,
-        summary: JobSummary {
-            table_version_read: plan.table_version,
-            ..Default::default()
-        },
-        table: ct.table.clone(),
-        store: ct.table.object_store(),
-        replans: HashMap::new(),
-        read_version: plan.table_version,
-    };
+    let mut run = Run::new(ct, plan, opts, &events);
     run.send(JobEvent::Started {
         bins: plan.bins,
         files: plan.files_in,
@@ -316,8 +418,16 @@ pub async fn execute(
     let schema = match file_schema(&ct.table) {
         Ok(s) => s,
         Err(e) => {
-            run.summary.errors.push(e);
-            return finish(run, &cancel, started, read0, written0);
+            let message = format!("reading the table schema: {e}");
+            run.summary.fail(
+                Vec::new(),
+                Failure {
+                    kind: FailureKind::Setup,
+                    message: message.clone(),
+                },
+                message,
+            );
+            return run.finish(&cancel);
         }
     };
     let counters = Arc::new(Counters::default());
@@ -334,7 +444,7 @@ pub async fn execute(
             pending += 1;
         }
     }
-    let (tx, mut rx) = mpsc::channel::<BinResult>(opts.parallelism.max(1) * 2);
+    let (tx, rx) = mpsc::channel::<BinResult>(opts.parallelism.max(1) * 2);
     // Bins run apart from the commits so a commit in progress never pauses them, and a slow bin
     // never holds back the commit of one already finished.
     let rewriters = spawn_rewriters(
@@ -346,56 +456,10 @@ pub async fn execute(
         work_rx,
         tx,
     );
-    let mut ticker = tokio::time::interval(Duration::from_millis(250));
-    while pending > 0 {
-        let r = tokio::select! {
-            r = rx.recv() => match r { Some(r) => r, None => break },
-            _ = ticker.tick() => {
-                run.send(JobEvent::Progress(progress(ct, &counters, &totals)));
-                continue;
-            }
-        };
-        pending -= 1;
-        match r {
-            Ok(out) if cancel.is_cancelled() => {
-                let left = delete_all(&run.store, &out.output_paths()).await;
-                run.summary.orphaned_files.extend(left);
-            }
-            Ok(out) => {
-                let values = out.partition.clone();
-                for b in run.commit(out).await {
-                    totals.bins += 1;
-                    totals.files += b.files.len() as u64;
-                    totals.bytes += b.bytes;
-                    pending += 1;
-                    let _ = work_tx.send((values.clone(), b));
-                }
-            }
-            Err(e) => run.failed(e).await,
-        }
-    }
+    run.drive(rx, &work_tx, pending, &mut totals, &counters, &cancel)
+        .await;
     drop(work_tx);
     let _ = rewriters.await;
     run.send(JobEvent::Progress(progress(ct, &counters, &totals)));
-    finish(run, &cancel, started, read0, written0)
-}
-
-fn finish(
-    mut run: Run<'_>,
-    cancel: &CancellationToken,
-    started: Instant,
-    read0: u64,
-    written0: u64,
-) -> JobSummary {
-    run.summary.cancelled = cancel.is_cancelled();
-    if run.summary.cancelled {
-        run.send(JobEvent::Cancelled {
-            orphaned_files: run.summary.orphaned_files.clone(),
-        });
-    }
-    run.summary.bytes_read = run.ct.counters.read() - read0;
-    run.summary.bytes_written = run.ct.counters.written() - written0;
-    run.summary.seconds = started.elapsed().as_secs_f64();
-    run.send(JobEvent::Finished(run.summary.clone()));
-    run.summary
+    run.finish(&cancel)
 }

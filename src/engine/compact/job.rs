@@ -8,7 +8,7 @@ use parquet::basic::Compression;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{JobEvent, JobSummary};
+use super::events::{FailureKind, JobEvent, JobSummary};
 use super::execute::{ExecOptions, execute};
 use super::locks::{PartitionLocks, key};
 use super::plan::{CompactionPlan, PlanOptions, Selection, plan};
@@ -65,7 +65,9 @@ impl PreparedJob {
             .table
             .update_incremental(None)
             .await
-            .map_err(|e| EngineError::Other(format!("{}: {e}", self.table.uri)))?;
+            .map_err(|e| {
+                EngineError::from_delta(&self.table.uri, "reading the latest version", e)
+            })?;
         if self.table.version() == self.plan.table_version {
             return Ok(false);
         }
@@ -113,12 +115,14 @@ pub fn prepare_table(
     thresholds: Thresholds,
     ratio: f64,
 ) -> Result<PreparedJob> {
-    let target = req
-        .target_file_size
-        .or(table.table_target_file_size())
-        .unwrap_or(thresholds.target_file_size);
+    let target = match req.target_file_size {
+        Some(t) => t,
+        None => table
+            .table_target_file_size()?
+            .unwrap_or(thresholds.target_file_size),
+    };
     if target == 0 {
-        return Err(EngineError::Other(
+        return Err(EngineError::InvalidRequest(
             "the target file size must be greater than 0".into(),
         ));
     }
@@ -141,7 +145,7 @@ pub fn prepare_table(
         .selection
         .clone()
         .resolve(&values)
-        .map_err(EngineError::Other)?;
+        .map_err(EngineError::InvalidRequest)?;
     let plan = plan(table.version(), files, &selection, &o, &t);
     let exec = ExecOptions {
         rewrite: RewriteOptions {
@@ -209,8 +213,7 @@ async fn run_locked(
         Err(e) => {
             let s = JobSummary {
                 table_version_read: job.plan.table_version,
-                errors: vec![e.to_string()],
-                ..Default::default()
+                ..JobSummary::failed(FailureKind::Read, e.to_string())
             };
             return ended_early(&events, s);
         }
@@ -241,10 +244,10 @@ pub async fn run_isolated(
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    let s = JobSummary {
-                        errors: vec![format!("cannot start the compaction runtime: {e}")],
-                        ..Default::default()
-                    };
+                    let s = JobSummary::failed(
+                        FailureKind::Setup,
+                        format!("cannot start the compaction runtime: {e}"),
+                    );
                     let _ = done_tx.send(ended_early(&thread_events, s));
                     return;
                 }
@@ -253,19 +256,19 @@ pub async fn run_isolated(
             let _ = done_tx.send(summary);
         });
     if let Err(e) = spawned {
-        let s = JobSummary {
-            errors: vec![format!("cannot start the compaction thread: {e}")],
-            ..Default::default()
-        };
+        let s = JobSummary::failed(
+            FailureKind::Setup,
+            format!("cannot start the compaction thread: {e}"),
+        );
         return Ok(ended_early(&events, s));
     }
     match done_rx.await {
         Ok(s) => Ok(s),
         Err(_) => {
-            let s = JobSummary {
-                errors: vec!["the compaction thread stopped unexpectedly".into()],
-                ..Default::default()
-            };
+            let s = JobSummary::failed(
+                FailureKind::Panicked,
+                "the compaction thread stopped unexpectedly".into(),
+            );
             Ok(ended_early(&events, s))
         }
     }

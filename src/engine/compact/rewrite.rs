@@ -27,6 +27,7 @@ use parquet::file::properties::WriterProperties;
 use tokio_util::sync::CancellationToken;
 
 use super::conform::{ConformError, conform, int96_safe_metadata};
+use super::events::{Failure, FailureKind};
 use super::fingerprint::Fingerprint;
 use super::plan::{Bin, FileRef};
 use crate::engine::parquet_reader::StoreReader;
@@ -91,6 +92,28 @@ pub enum BinFailure {
     Setup(String),
     #[error("the bin's task stopped unexpectedly: {0}")]
     Panicked(String),
+}
+
+impl BinFailure {
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            BinFailure::Cancelled => FailureKind::Cancelled,
+            BinFailure::Read { .. } => FailureKind::Read,
+            BinFailure::Conform { .. } => FailureKind::Conform,
+            BinFailure::Write(_) => FailureKind::Write,
+            BinFailure::Verify(_) => FailureKind::Verify,
+            BinFailure::Setup(_) => FailureKind::Setup,
+            BinFailure::Panicked(_) => FailureKind::Panicked,
+        }
+    }
+
+    /// The failure as events and summaries report it.
+    pub fn report(&self) -> Failure {
+        Failure {
+            kind: self.kind(),
+            message: self.to_string(),
+        }
+    }
 }
 
 /// A failed bin, with the outputs it had written (never referenced by the log).
@@ -233,11 +256,17 @@ fn removes_for(files: &[FileRef], values: &PartitionValues) -> Vec<Remove> {
         .collect()
 }
 
+/// One bin being rewritten: its writer, the outputs flushed so far, and the fingerprint of
+/// every input row conformed so far.
 struct Writing {
     writer: RecordBatchWriter,
+    /// Typed partition values every output is written under.
+    pv: IndexMap<String, Scalar>,
     adds: Vec<Add>,
     /// Shared with the caller, so outputs are known even if this task panics.
     ledger: Arc<Mutex<Vec<String>>>,
+    roll: Roller,
+    input_fp: Fingerprint,
 }
 
 impl Writing {
@@ -250,6 +279,87 @@ impl Writing {
             l.extend(flushed.iter().map(|a| a.path.clone()));
         }
         self.adds.extend(flushed);
+    }
+
+    async fn flush(&mut self) -> Result<u64, BinFailure> {
+        let flushed = self
+            .writer
+            .flush()
+            .await
+            .map_err(|e| BinFailure::Write(e.to_string()))?;
+        let bytes = flushed.iter().map(|a| a.size.max(0) as u64).sum();
+        self.record(flushed);
+        Ok(bytes)
+    }
+
+    /// Streams one input file into the writer, rolling outputs as they reach the goal.
+    async fn copy_file(
+        &mut self,
+        store: &Arc<dyn ObjectStore>,
+        f: &FileRef,
+        file_schema: &SchemaRef,
+        counters: &Counters,
+    ) -> Result<(), BinFailure> {
+        let read_err = |detail: String| BinFailure::Read {
+            path: f.path.clone(),
+            detail,
+        };
+        let path = Path::parse(&f.store_path).map_err(|e| read_err(e.to_string()))?;
+        let (mut stream, file_rows) = open_input(store.clone(), path, Some(f.size), file_schema)
+            .await
+            .map_err(read_err)?;
+        let file_rows = file_rows.max(1) as f64;
+        let mut rows_file = 0u64;
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(|e| read_err(e.to_string()))?;
+            let n = batch.num_rows() as u64;
+            let batch: RecordBatch =
+                conform(batch, file_schema).map_err(|source| BinFailure::Conform {
+                    path: f.path.clone(),
+                    source: Box::new(source),
+                })?;
+            self.input_fp
+                .add(Fingerprint::of_batch(&batch).map_err(|e| BinFailure::Verify(e.to_string()))?);
+            self.writer
+                .write_partition(batch, &self.pv, WriteMode::Default)
+                .await
+                .map_err(|e| BinFailure::Write(e.to_string()))?;
+            rows_file += n;
+            counters.rows.fetch_add(n, Ordering::Relaxed);
+            let consumed = self.roll.consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
+            if self.roll.should_roll(consumed) {
+                let out_bytes = self.flush().await?;
+                self.roll.rolled(consumed, out_bytes);
+            }
+        }
+        self.roll.consumed_done += f.size as f64;
+        counters.files_read.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads the outputs back: their fingerprint must equal the inputs'. (`&mut`: a shared
+    /// borrow held across an await would need the writer to be `Sync`.)
+    async fn prove(
+        &mut self,
+        store: &Arc<dyn ObjectStore>,
+        file_schema: &SchemaRef,
+    ) -> Result<(), BinFailure> {
+        let output_fp = fingerprint_outputs(store, &self.adds, file_schema)
+            .await
+            .map_err(BinFailure::Verify)?;
+        if output_fp == self.input_fp {
+            return Ok(());
+        }
+        Err(BinFailure::Verify(format!(
+            "read {} rows, the outputs hold {} rows with {} content",
+            self.input_fp.rows,
+            output_fp.rows,
+            if output_fp.sum == self.input_fp.sum {
+                "the same"
+            } else {
+                "different"
+            }
+        )))
     }
 }
 
@@ -279,105 +389,45 @@ pub async fn rewrite_bin(
         .with_writer_properties(props);
     let mut w = Writing {
         writer,
+        pv,
         adds: Vec::new(),
         ledger,
+        roll: Roller {
+            total_in: bin.bytes as f64,
+            consumed_done: 0.0,
+            consumed_at_flush: 0.0,
+            ratio: opts.compression_ratio.clamp(0.05, 5.0),
+            goal: opts.target_file_size as f64 * ROLL_MARGIN,
+        },
+        input_fp: Fingerprint::default(),
     };
     let store = table.object_store();
-    let mut roll = Roller {
-        total_in: bin.bytes as f64,
-        consumed_done: 0.0,
-        consumed_at_flush: 0.0,
-        ratio: opts.compression_ratio.clamp(0.05, 5.0),
-        goal: opts.target_file_size as f64 * ROLL_MARGIN,
-    };
-    let mut input_fp = Fingerprint::default();
     for f in &bin.files {
         if cancel.is_cancelled() {
             w.writer.reset();
             return Err(fail(BinFailure::Cancelled, w.outputs()));
         }
-        let read_err = |detail: String| BinFailure::Read {
-            path: f.path.clone(),
-            detail,
-        };
-        let path =
-            Path::parse(&f.store_path).map_err(|e| fail(read_err(e.to_string()), w.outputs()))?;
-        let (mut stream, file_rows) = open_input(store.clone(), path, Some(f.size), &file_schema)
-            .await
-            .map_err(|e| fail(read_err(e), w.outputs()))?;
-        let file_rows = file_rows.max(1) as f64;
-        let mut rows_file = 0u64;
-        while let Some(batch) = stream.next().await {
-            let batch = batch.map_err(|e| fail(read_err(e.to_string()), w.outputs()))?;
-            let n = batch.num_rows() as u64;
-            let batch: RecordBatch = conform(batch, &file_schema).map_err(|source| {
-                fail(
-                    BinFailure::Conform {
-                        path: f.path.clone(),
-                        source: Box::new(source),
-                    },
-                    w.outputs(),
-                )
-            })?;
-            input_fp.add(
-                Fingerprint::of_batch(&batch)
-                    .map_err(|e| fail(BinFailure::Verify(e.to_string()), w.outputs()))?,
-            );
-            w.writer
-                .write_partition(batch, &pv, WriteMode::Default)
-                .await
-                .map_err(|e| fail(BinFailure::Write(e.to_string()), w.outputs()))?;
-            rows_file += n;
-            counters.rows.fetch_add(n, Ordering::Relaxed);
-            let consumed = roll.consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
-            if roll.should_roll(consumed) {
-                let flushed = w
-                    .writer
-                    .flush()
-                    .await
-                    .map_err(|e| fail(BinFailure::Write(e.to_string()), w.outputs()))?;
-                roll.rolled(consumed, flushed.iter().map(|a| a.size.max(0) as u64).sum());
-                w.record(flushed);
-            }
+        if let Err(e) = w.copy_file(&store, f, &file_schema, &counters).await {
+            return Err(fail(e, w.outputs()));
         }
-        roll.consumed_done += f.size as f64;
-        counters.files_read.fetch_add(1, Ordering::Relaxed);
     }
-    let flushed = w
-        .writer
-        .flush()
-        .await
-        .map_err(|e| fail(BinFailure::Write(e.to_string()), w.outputs()))?;
-    w.record(flushed);
+    if let Err(e) = w.flush().await {
+        return Err(fail(e, w.outputs()));
+    }
     for a in &mut w.adds {
         a.data_change = false;
     }
     let started = Instant::now();
-    let output_fp = fingerprint_outputs(&store, &w.adds, &file_schema)
-        .await
-        .map_err(|e| fail(BinFailure::Verify(e), w.outputs()))?;
-    if output_fp != input_fp {
-        return Err(fail(
-            BinFailure::Verify(format!(
-                "read {} rows, the outputs hold {} rows with {} content",
-                input_fp.rows,
-                output_fp.rows,
-                if output_fp.sum == input_fp.sum {
-                    "the same"
-                } else {
-                    "different"
-                }
-            )),
-            w.outputs(),
-        ));
+    if let Err(e) = w.prove(&store, &file_schema).await {
+        return Err(fail(e, w.outputs()));
     }
     counters.bins_done.fetch_add(1, Ordering::Relaxed);
     Ok(BinOutput {
         partition: values.clone(),
         removes: removes_for(&bin.files, &values),
-        rows: input_fp.rows,
+        rows: w.input_fp.rows,
         bytes_in: bin.bytes,
-        fingerprint: input_fp,
+        fingerprint: w.input_fp,
         verify_seconds: started.elapsed().as_secs_f64(),
         adds: w.adds,
     })

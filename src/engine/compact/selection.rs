@@ -1,22 +1,22 @@
-//! Which partitions a compaction touches: an explicit list, or a predicate on partition columns
-//! (`ingestion_date = '2026-11-30'`, `day >= '2026-11-01' AND region IN ('eu', 'us')`, `k IS NULL`).
-//! A predicate on a non-partition column is an error: compaction rewrites whole partitions.
+//! Which partitions a compaction touches: a predicate on partition columns, in SQL
+//! (`ingestion_date = '2026-11-30'`, `day >= '2026-11-01' AND region IN ('eu', 'us')`,
+//! `k IS NULL OR (k = 'a' AND h < 3)`). The SQL is parsed by sqlparser (DataFusion's parser);
+//! this module only translates its syntax tree into partition filters. A predicate on a
+//! non-partition column is an error: compaction rewrites whole partitions.
 
 use std::cmp::Ordering;
+
+use deltalake::datafusion::sql::sqlparser::ast::{
+    BinaryOperator, Expr, Ident, UnaryOperator, Value,
+};
+use deltalake::datafusion::sql::sqlparser::dialect::GenericDialect;
+use deltalake::datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use deltalake::datafusion::sql::sqlparser::tokenizer::Token;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Literal {
     Str(String),
     Num(f64),
-}
-
-impl Literal {
-    fn text(&self) -> String {
-        match self {
-            Literal::Str(s) => s.clone(),
-            Literal::Num(n) => n.to_string(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -47,10 +47,32 @@ pub enum Op {
     Ge,
 }
 
-/// A conjunction of conditions on partition columns.
+impl Op {
+    /// The operator with its operands swapped (`1 < a` is `a > 1`).
+    fn flipped(self) -> Op {
+        match self {
+            Op::Lt => Op::Gt,
+            Op::Le => Op::Ge,
+            Op::Gt => Op::Lt,
+            Op::Ge => Op::Le,
+            o => o,
+        }
+    }
+}
+
+/// Conditions joined by AND and OR.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    Cond(Cond),
+    And(Box<Filter>, Box<Filter>),
+    Or(Box<Filter>, Box<Filter>),
+}
+
+/// A filter on partition columns, and its SQL as the parser renders it (recorded as the
+/// OPTIMIZE commit's `predicate`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predicate {
-    pub conds: Vec<Cond>,
+    pub filter: Filter,
     pub text: String,
 }
 
@@ -61,108 +83,199 @@ pub struct PredicateError {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Ident(String),
-    Str(String),
-    Num(f64),
-    Op(String),
-    LParen,
-    RParen,
-    Comma,
-}
+const SUPPORTED: &str = "use =, !=, <, <=, >, >=, [NOT] IN, IS [NOT] NULL, AND, OR and parentheses";
 
-fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
-    let mut out = Vec::new();
-    let cs: Vec<char> = s.chars().collect();
-    let mut i = 0;
-    while i < cs.len() {
-        let c = cs[i];
-        if c.is_whitespace() {
-            i += 1;
-        } else if c == '\'' {
-            let mut v = String::new();
-            i += 1;
-            loop {
-                match cs.get(i) {
-                    None => return Err("unterminated string literal".into()),
-                    Some('\'') if cs.get(i + 1) == Some(&'\'') => {
-                        v.push('\'');
-                        i += 2;
+/// Resolves names to the table's partition columns (an exact match first, then ignoring
+/// case, as Spark resolves columns).
+struct Columns<'a>(&'a [String]);
+
+impl Columns<'_> {
+    fn resolve(&self, name: &str) -> Result<String, String> {
+        self.0
+            .iter()
+            .find(|p| p.as_str() == name)
+            .or_else(|| self.0.iter().find(|p| p.eq_ignore_ascii_case(name)))
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "{name:?} is not a partition column (partition columns: {}); compaction selects whole partitions",
+                    if self.0.is_empty() {
+                        "none, the table is unpartitioned".to_string()
+                    } else {
+                        self.0.join(", ")
                     }
-                    Some('\'') => {
-                        i += 1;
-                        break;
-                    }
-                    Some(&ch) => {
-                        v.push(ch);
-                        i += 1;
-                    }
-                }
-            }
-            out.push(Tok::Str(v));
-        } else if c == '"' || c == '`' {
-            let close = c;
-            let start = i + 1;
-            let end = cs[start..]
-                .iter()
-                .position(|&x| x == close)
-                .ok_or("unterminated quoted column name")?;
-            out.push(Tok::Ident(cs[start..start + end].iter().collect()));
-            i = start + end + 1;
-        } else if c.is_ascii_digit()
-            || (c == '-' && cs.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
-        {
-            let start = i;
-            i += 1;
-            while i < cs.len() && (cs[i].is_ascii_digit() || cs[i] == '.') {
-                i += 1;
-            }
-            let t: String = cs[start..i].iter().collect();
-            out.push(Tok::Num(t.parse().map_err(|_| format!("bad number {t}"))?));
-        } else if c.is_alphabetic() || c == '_' {
-            let start = i;
-            while i < cs.len() && (cs[i].is_alphanumeric() || cs[i] == '_' || cs[i] == '.') {
-                i += 1;
-            }
-            out.push(Tok::Ident(cs[start..i].iter().collect()));
-        } else if "=<>!".contains(c) {
-            let two: String = cs[i..(i + 2).min(cs.len())].iter().collect();
-            if ["<=", ">=", "!=", "<>"].contains(&two.as_str()) {
-                out.push(Tok::Op(two));
-                i += 2;
-            } else {
-                out.push(Tok::Op(c.to_string()));
-                i += 1;
-            }
-        } else if c == '(' {
-            out.push(Tok::LParen);
-            i += 1;
-        } else if c == ')' {
-            out.push(Tok::RParen);
-            i += 1;
-        } else if c == ',' {
-            out.push(Tok::Comma);
-            i += 1;
-        } else {
-            return Err(format!("unexpected character {c:?}"));
-        }
+                )
+            })
     }
-    Ok(out)
+
+    /// The partition column `e` names, None when `e` is not a column reference.
+    fn of(&self, e: &Expr) -> Option<Result<String, String>> {
+        let name = match e {
+            Expr::Identifier(i) => i.value.clone(),
+            // `a.b` names a column whose name holds a dot.
+            Expr::CompoundIdentifier(parts) => parts
+                .iter()
+                .map(|i: &Ident| i.value.as_str())
+                .collect::<Vec<_>>()
+                .join("."),
+            Expr::Nested(inner) => return self.of(inner),
+            _ => return None,
+        };
+        Some(self.resolve(&name))
+    }
+
+    fn required(&self, e: &Expr) -> Result<String, String> {
+        self.of(e)
+            .unwrap_or_else(|| Err(format!("expected a partition column, found {e}")))
+    }
 }
 
-fn kw(t: Option<&Tok>, word: &str) -> bool {
-    matches!(t, Some(Tok::Ident(s)) if s.eq_ignore_ascii_case(word))
-}
-
-fn literal(t: Option<Tok>) -> Result<Literal, String> {
-    match t {
-        Some(Tok::Str(s)) => Ok(Literal::Str(s)),
-        Some(Tok::Num(n)) => Ok(Literal::Num(n)),
+fn literal(e: &Expr) -> Result<Literal, String> {
+    match e {
+        Expr::Nested(inner) => literal(inner),
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => Ok(Literal::Str(s.clone())),
+            Value::Number(n, _) => number(&n.to_string(), 1.0),
+            // Partition values of boolean columns are the strings "true" and "false".
+            Value::Boolean(b) => Ok(Literal::Str(b.to_string())),
+            Value::Null => {
+                Err("a comparison with NULL selects nothing: use IS NULL or IS NOT NULL".into())
+            }
+            other => Err(format!(
+                "expected a literal ('text' or a number), found {other}"
+            )),
+        },
+        Expr::UnaryOp {
+            op: op @ (UnaryOperator::Minus | UnaryOperator::Plus),
+            expr,
+        } => match expr.as_ref() {
+            Expr::Value(v) if matches!(v.value, Value::Number(..)) => {
+                let Value::Number(n, _) = &v.value else {
+                    unreachable!("matched a number above")
+                };
+                number(
+                    &n.to_string(),
+                    if *op == UnaryOperator::Minus {
+                        -1.0
+                    } else {
+                        1.0
+                    },
+                )
+            }
+            _ => Err(format!(
+                "expected a literal ('text' or a number), found {e}"
+            )),
+        },
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => Err(format!(
+            "expected a literal, found the column name {e}: text literals take single quotes ('{}')",
+            e.to_string().trim_matches(|c| c == '"' || c == '`')
+        )),
         other => Err(format!(
-            "expected a literal ('text' or a number), found {other:?}"
+            "expected a literal ('text' or a number), found {other}"
         )),
     }
+}
+
+fn number(text: &str, sign: f64) -> Result<Literal, String> {
+    text.parse::<f64>()
+        .map(|n| Literal::Num(sign * n))
+        .map_err(|_| format!("bad number {text}"))
+}
+
+fn comparison(op: &BinaryOperator) -> Option<Op> {
+    Some(match op {
+        BinaryOperator::Eq => Op::Eq,
+        BinaryOperator::NotEq => Op::Ne,
+        BinaryOperator::Lt => Op::Lt,
+        BinaryOperator::LtEq => Op::Le,
+        BinaryOperator::Gt => Op::Gt,
+        BinaryOperator::GtEq => Op::Ge,
+        _ => return None,
+    })
+}
+
+/// Translates the syntax tree into a filter, refusing what is not a partition filter.
+fn translate(e: &Expr, cols: &Columns) -> Result<Filter, String> {
+    let cond = |c: Cond| Ok(Filter::Cond(c));
+    match e {
+        Expr::Nested(inner) => translate(inner, cols),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => Ok(Filter::And(
+            Box::new(translate(left, cols)?),
+            Box::new(translate(right, cols)?),
+        )),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Or,
+            right,
+        } => Ok(Filter::Or(
+            Box::new(translate(left, cols)?),
+            Box::new(translate(right, cols)?),
+        )),
+        Expr::BinaryOp { left, op, right } => {
+            let Some(op) = comparison(op) else {
+                return Err(format!("operator {op} is not supported: {SUPPORTED}"));
+            };
+            // The column may be on either side: `'2026-11-01' <= day` is `day >= '2026-11-01'`.
+            let (column, op, value) = match (cols.of(left), cols.of(right)) {
+                (Some(c), _) => (c?, op, literal(right)?),
+                (None, Some(c)) => (c?, op.flipped(), literal(left)?),
+                (None, None) => {
+                    return Err(format!(
+                        "{e}: a comparison needs a partition column on one side"
+                    ));
+                }
+            };
+            cond(Cond::Cmp { column, op, value })
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => cond(Cond::In {
+            column: cols.required(expr)?,
+            values: list.iter().map(literal).collect::<Result<_, _>>()?,
+            negated: *negated,
+        }),
+        Expr::IsNull(expr) | Expr::IsNotNull(expr) => cond(Cond::IsNull {
+            column: cols.required(expr)?,
+            negated: matches!(e, Expr::IsNotNull(_)),
+        }),
+        Expr::UnaryOp {
+            op: UnaryOperator::Not,
+            ..
+        } => Err(format!(
+            "NOT is supported only as NOT IN and IS NOT NULL (write != for a single value); {SUPPORTED}"
+        )),
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Value(_) => Err(format!(
+            "{e} alone is not a condition: compare a partition column with a value"
+        )),
+        other => Err(format!("{other} is not supported: {SUPPORTED}")),
+    }
+}
+
+fn parse_sql(input: &str) -> Result<Expr, String> {
+    let syntax = |e: ParserError| match e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => {
+            format!("not valid SQL: {m}")
+        }
+        ParserError::RecursionLimitExceeded => "the predicate is nested too deeply".into(),
+    };
+    let mut parser = Parser::new(&GenericDialect {})
+        .try_with_sql(input)
+        .map_err(syntax)?;
+    let expr = parser.parse_expr().map_err(syntax)?;
+    let next = parser.peek_token();
+    if next.token != Token::EOF {
+        return Err(format!(
+            "unexpected {} after {expr} (join conditions with AND or OR)",
+            next.token
+        ));
+    }
+    Ok(expr)
 }
 
 impl Predicate {
@@ -172,117 +285,40 @@ impl Predicate {
             input: input.to_string(),
             reason,
         };
-        let toks = tokenize(input).map_err(err)?;
-        let mut it = toks.into_iter().peekable();
-        let mut conds = Vec::new();
-        loop {
-            let column = match it.next() {
-                Some(Tok::Ident(c)) => c,
-                other => return Err(err(format!("expected a column name, found {other:?}"))),
-            };
-            let col = partition_columns
-                .iter()
-                .find(|p| p.eq_ignore_ascii_case(&column))
-                .cloned()
-                .ok_or_else(|| {
-                    err(format!(
-                        "{column:?} is not a partition column (partition columns: {}); compaction selects whole partitions",
-                        if partition_columns.is_empty() {
-                            "none, the table is unpartitioned".to_string()
-                        } else {
-                            partition_columns.join(", ")
-                        }
-                    ))
-                })?;
-            let cond = if kw(it.peek(), "is") {
-                it.next();
-                let negated = kw(it.peek(), "not");
-                if negated {
-                    it.next();
-                }
-                if !kw(it.next().as_ref(), "null") {
-                    return Err(err("expected NULL after IS [NOT]".into()));
-                }
-                Cond::IsNull {
-                    column: col,
-                    negated,
-                }
-            } else if kw(it.peek(), "in") || kw(it.peek(), "not") {
-                let negated = kw(it.peek(), "not");
-                it.next();
-                if negated && !kw(it.next().as_ref(), "in") {
-                    return Err(err("expected IN after NOT".into()));
-                }
-                if it.next() != Some(Tok::LParen) {
-                    return Err(err("expected ( after IN".into()));
-                }
-                let mut values = Vec::new();
-                loop {
-                    values.push(literal(it.next()).map_err(err)?);
-                    match it.next() {
-                        Some(Tok::Comma) => continue,
-                        Some(Tok::RParen) => break,
-                        other => {
-                            return Err(err(format!(
-                                "expected , or ) in IN list, found {other:?}"
-                            )));
-                        }
-                    }
-                }
-                Cond::In {
-                    column: col,
-                    values,
-                    negated,
-                }
-            } else {
-                let op = match it.next() {
-                    Some(Tok::Op(o)) => match o.as_str() {
-                        "=" => Op::Eq,
-                        "!=" | "<>" => Op::Ne,
-                        "<" => Op::Lt,
-                        "<=" => Op::Le,
-                        ">" => Op::Gt,
-                        ">=" => Op::Ge,
-                        _ => return Err(err(format!("unknown operator {o}"))),
-                    },
-                    other => {
-                        return Err(err(format!(
-                            "expected an operator after {column}, found {other:?}"
-                        )));
-                    }
-                };
-                Cond::Cmp {
-                    column: col,
-                    op,
-                    value: literal(it.next()).map_err(err)?,
-                }
-            };
-            conds.push(cond);
-            match it.next() {
-                None => break,
-                Some(t) if kw(Some(&t), "and") => continue,
-                Some(t) => {
-                    return Err(err(format!(
-                        "expected AND or the end, found {t:?} (OR is not supported)"
-                    )));
-                }
-            }
-        }
+        let expr = parse_sql(input).map_err(err)?;
+        let filter = translate(&expr, &Columns(partition_columns)).map_err(err)?;
         Ok(Predicate {
-            conds,
-            text: input.trim().to_string(),
+            filter,
+            text: expr.to_string(),
         })
     }
 
-    /// Whether a partition (column → value, None for null) matches.
+    /// Whether a partition (column → value, None for null) matches. A comparison involving a
+    /// NULL value is false, as SQL's unknown is for selection (there is no NOT to invert it).
     pub fn matches(&self, values: &[(String, Option<String>)]) -> bool {
+        self.filter.matches(values)
+    }
+}
+
+impl Filter {
+    fn matches(&self, values: &[(String, Option<String>)]) -> bool {
+        match self {
+            Filter::And(a, b) => a.matches(values) && b.matches(values),
+            Filter::Or(a, b) => a.matches(values) || b.matches(values),
+            Filter::Cond(c) => c.matches(values),
+        }
+    }
+}
+
+impl Cond {
+    fn matches(&self, values: &[(String, Option<String>)]) -> bool {
         let get = |c: &str| {
             values
                 .iter()
                 .find(|(k, _)| k == c)
                 .and_then(|(_, v)| v.as_deref())
         };
-        self.conds.iter().all(|cond| match cond {
+        match self {
             Cond::IsNull { column, negated } => get(column).is_none() != *negated,
             Cond::In {
                 column,
@@ -308,7 +344,7 @@ impl Predicate {
                     Op::Ge => o != Ordering::Less,
                 },
             },
-        })
+        }
     }
 }
 
@@ -316,7 +352,7 @@ impl Predicate {
 fn compare(v: &str, l: &Literal) -> Option<Ordering> {
     match l {
         Literal::Num(n) => v.trim().parse::<f64>().ok().and_then(|x| x.partial_cmp(n)),
-        Literal::Str(_) => Some(v.cmp(l.text().as_str())),
+        Literal::Str(s) => Some(v.cmp(s.as_str())),
     }
 }
 
@@ -334,6 +370,10 @@ mod tests {
             ("region".into(), r.map(str::to_string)),
             ("hour".into(), Some(h.into())),
         ]
+    }
+
+    fn reason(input: &str) -> String {
+        Predicate::parse(input, &cols()).unwrap_err().reason
     }
 
     #[test]
@@ -358,6 +398,77 @@ mod tests {
         let p = Predicate::parse("region is not null and region not in ('eu')", &cols()).unwrap();
         assert!(p.matches(&part("d", Some("us"), "1")));
         assert!(!p.matches(&part("d", Some("eu"), "1")));
+        let p = Predicate::parse("region <> 'eu' AND hour != -1", &cols()).unwrap();
+        assert!(p.matches(&part("d", Some("us"), "1")));
+        assert!(!p.matches(&part("d", Some("eu"), "1")));
+        assert!(
+            !p.matches(&part("d", None, "1")),
+            "NULL <> 'eu' is not true"
+        );
+    }
+
+    #[test]
+    fn or_and_parentheses_group_as_sql_does() {
+        // AND binds tighter than OR.
+        let p = Predicate::parse("region = 'eu' OR region = 'us' AND hour = 1", &cols()).unwrap();
+        assert!(p.matches(&part("d", Some("eu"), "5")));
+        assert!(!p.matches(&part("d", Some("us"), "5")));
+        assert!(p.matches(&part("d", Some("us"), "1")));
+        let p = Predicate::parse("(region = 'eu' OR region = 'us') AND hour = 1", &cols()).unwrap();
+        assert!(!p.matches(&part("d", Some("eu"), "5")));
+        assert!(p.matches(&part("d", Some("eu"), "1")));
+        let p = Predicate::parse(
+            "region IS NULL OR (ingestion_date >= '2026-11-01' AND (hour < 2 OR hour > 22))",
+            &cols(),
+        )
+        .unwrap();
+        assert!(p.matches(&part("2020-01-01", None, "12")));
+        assert!(p.matches(&part("2026-11-02", Some("eu"), "23")));
+        assert!(!p.matches(&part("2026-11-02", Some("eu"), "12")));
+        assert!(!p.matches(&part("2026-10-02", Some("eu"), "23")));
+    }
+
+    #[test]
+    fn quoted_identifiers_and_literals_on_the_left() {
+        let cols = vec!["my col".to_string(), "Day".to_string(), "a.b".to_string()];
+        let p = Predicate::parse("\"my col\" = 'x' AND `Day` >= '2026-01-01'", &cols).unwrap();
+        let v = |c: &str, d: &str| {
+            vec![
+                ("my col".to_string(), Some(c.to_string())),
+                ("Day".to_string(), Some(d.to_string())),
+                ("a.b".to_string(), Some("1".to_string())),
+            ]
+        };
+        assert!(p.matches(&v("x", "2026-02-01")));
+        assert!(!p.matches(&v("y", "2026-02-01")));
+        // Names resolve ignoring case; a dotted name is one column.
+        let p = Predicate::parse("day = '2026-01-01' AND a.b = 1", &cols).unwrap();
+        assert!(p.matches(&v("x", "2026-01-01")));
+        // `'2026-01-01' < Day` is `Day > '2026-01-01'`.
+        let p = Predicate::parse("'2026-01-01' < Day", &cols).unwrap();
+        assert!(p.matches(&v("x", "2026-01-02")));
+        assert!(!p.matches(&v("x", "2026-01-01")));
+        // Quotes inside a literal.
+        let p = Predicate::parse("\"my col\" = 'it''s'", &cols).unwrap();
+        assert!(p.matches(&v("it's", "d")));
+    }
+
+    #[test]
+    fn the_text_is_the_parsed_sql() {
+        let p = Predicate::parse(
+            "ingestion_date>='2026-11-01' and (region in ('eu','us') or region is null)",
+            &cols(),
+        )
+        .unwrap();
+        assert_eq!(
+            p.text,
+            "ingestion_date >= '2026-11-01' AND (region IN ('eu', 'us') OR region IS NULL)"
+        );
+        let p = Predicate::parse("region = 'it''s'", &cols()).unwrap();
+        assert_eq!(p.text, "region = 'it''s'");
+        // The rendering parses back to the same filter.
+        let again = Predicate::parse(&p.text, &cols()).unwrap();
+        assert_eq!(again, p);
     }
 
     #[test]
@@ -367,28 +478,32 @@ mod tests {
             .to_string();
         assert!(e.contains("not a partition column"), "{e}");
         assert!(e.contains("ingestion_date, region, hour"), "{e}");
+        let e = reason("region = 'eu' OR temperature > 3");
+        assert!(
+            e.contains("\"temperature\" is not a partition column"),
+            "{e}"
+        );
+        let e = Predicate::parse("d = 1", &[]).unwrap_err().reason;
+        assert!(e.contains("unpartitioned"), "{e}");
     }
 
     #[test]
     fn syntax_errors_say_what_was_expected() {
+        assert!(reason("region = ").contains("not valid SQL"));
         assert!(
-            Predicate::parse("region = ", &cols())
-                .unwrap_err()
-                .reason
-                .contains("literal")
-        );
-        assert!(
-            Predicate::parse("region = 'eu' or hour = 1", &cols())
-                .unwrap_err()
-                .reason
-                .contains("OR")
-        );
-        assert!(
-            Predicate::parse("region = 'eu", &cols())
-                .unwrap_err()
-                .reason
+            reason("region = 'eu")
+                .to_lowercase()
                 .contains("unterminated")
         );
-        assert!(Predicate::parse("region ~ 'x'", &cols()).is_err());
+        assert!(reason("region ~ 'x'").contains("not supported"));
+        assert!(reason("region LIKE 'e%'").contains("not supported"));
+        assert!(reason("NOT region = 'eu'").contains("NOT IN"));
+        assert!(reason("region = 'eu' hour = 1").contains("AND or OR"));
+        assert!(reason("region = NULL").contains("IS NULL"));
+        assert!(reason("region = \"eu\"").contains("single quotes"));
+        assert!(reason("region = hour").contains("single quotes"));
+        assert!(reason("1 = 1").contains("partition column on one side"));
+        assert!(reason("region").contains("not a condition"));
+        assert!(reason("").contains("not valid SQL"));
     }
 }

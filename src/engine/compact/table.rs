@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use delta_kernel::table_features::ColumnMappingMode;
 use deltalake::DeltaTable;
 use deltalake::table::builder::DeltaTableBuilder;
 use object_store::ObjectStore;
@@ -13,16 +14,19 @@ use super::counting_store::{ByteCounters, CountingStore};
 use super::plan::FileRef;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
+use crate::engine::properties::TableProps;
 use crate::engine::stats::table_report::PartitionValues;
 
 pub struct CompactionTable {
     pub table: DeltaTable,
     pub counters: Arc<ByteCounters>,
     pub uri: String,
+    /// The table's properties when it was opened.
+    pub props: TableProps,
 }
 
-fn derr(uri: &str, e: impl std::fmt::Display) -> EngineError {
-    EngineError::Other(format!("{uri}: {e}"))
+fn derr(uri: &str, e: deltalake::DeltaTableError) -> EngineError {
+    EngineError::from_delta(uri, "opening the table for compaction", e)
 }
 
 /// Wraps the table's object store (tests inject failures with it).
@@ -58,31 +62,47 @@ pub async fn open_for_compaction_with(
         .with_storage_options(storage_options.clone())
         .load()
         .await
-        .map_err(|e| match e {
-            deltalake::DeltaTableError::NotATable(_) => EngineError::NotATable {
-                uri: uri.clone(),
-                depth: 0,
-            },
-            e => derr(&uri, e),
-        })?;
-    let snapshot = table.snapshot().map_err(|e| derr(&uri, e))?;
-    let mode = snapshot
-        .metadata()
-        .configuration()
-        .get("delta.columnMapping.mode")
-        .cloned()
-        .unwrap_or_default();
-    if !mode.is_empty() && mode != "none" {
-        return Err(EngineError::Other(format!(
-            "{uri}: the table uses column mapping (mode {mode}); compacting such tables is not supported by delta-rs {}, so lakehealth refuses rather than risk it",
-            "1.1"
-        )));
-    }
+        .map_err(|e| derr(&uri, e))?;
+    let props = TableProps::parse(
+        table
+            .snapshot()
+            .map_err(|e| derr(&uri, e))?
+            .metadata()
+            .configuration()
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    refuse_column_mapping(&uri, &props)?;
     Ok(CompactionTable {
         table,
         counters,
         uri,
+        props,
     })
+}
+
+/// delta-rs 1.1 cannot write column-mapped tables: refuse rather than risk it (an unknown mode
+/// too, since it may be one).
+fn refuse_column_mapping(uri: &str, props: &TableProps) -> Result<()> {
+    match props.column_mapping_mode() {
+        Ok(ColumnMappingMode::None) => Ok(()),
+        Ok(mode) => Err(EngineError::Unsupported {
+            uri: uri.to_string(),
+            detail: format!(
+                "the table uses column mapping (mode {}); compacting such tables is not supported by delta-rs 1.1, so lakehealth refuses rather than risk it",
+                if mode == ColumnMappingMode::Id {
+                    "id"
+                } else {
+                    "name"
+                }
+            ),
+        }),
+        Err(source) => Err(EngineError::InvalidProperty {
+            uri: uri.to_string(),
+            source,
+            remedy: "compact it with another engine",
+        }),
+    }
 }
 
 impl CompactionTable {
@@ -100,16 +120,15 @@ impl CompactionTable {
             .to_vec())
     }
 
-    /// `delta.targetFileSize`, when the table sets one.
-    pub fn table_target_file_size(&self) -> Option<u64> {
-        self.table
-            .snapshot()
-            .ok()?
-            .metadata()
-            .configuration()
-            .get("delta.targetFileSize")
-            .and_then(|v| v.parse().ok())
-            .filter(|&v: &u64| v > 0)
+    /// `delta.targetFileSize`, when the table sets one; an invalid value is an error naming it.
+    pub fn table_target_file_size(&self) -> Result<Option<u64>> {
+        self.props
+            .checked_target_file_size()
+            .map_err(|source| EngineError::InvalidProperty {
+                uri: self.uri.clone(),
+                source,
+                remedy: "pass --target",
+            })
     }
 
     /// Active files grouped by partition, in partition-column order.

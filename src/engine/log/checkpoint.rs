@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Int64Array, MapArray, StringArray, StructArray};
+use arrow::array::{
+    Array, ArrayRef, AsArray, Int64Array, MapArray, RecordBatch, StringArray, StructArray,
+};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use futures::StreamExt;
@@ -13,6 +15,7 @@ use object_store::path::Path;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::errors::ParquetError;
 use parquet::file::metadata::PageIndexPolicy;
 
 use crate::engine::parquet_reader::StoreReader;
@@ -42,8 +45,35 @@ pub trait CheckpointVisitor: Send {
     fn meta(&mut self) -> &mut CheckpointMeta;
 }
 
-fn builder_error(e: impl std::fmt::Display) -> String {
-    e.to_string()
+/// Why a checkpoint file could not be read: its storage failed, or it is not a checkpoint.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointReadError {
+    #[error(transparent)]
+    Store(object_store::Error),
+    #[error(transparent)]
+    Parquet(ParquetError),
+    #[error("{0}")]
+    Format(String),
+}
+
+impl From<ParquetError> for CheckpointReadError {
+    /// A storage error reaches us wrapped by the Parquet reader: unwrap it, so it is classified
+    /// as a storage failure (permissions, a vanished file) and not as a corrupt file.
+    fn from(e: ParquetError) -> Self {
+        match e {
+            ParquetError::External(inner) => match inner.downcast::<object_store::Error>() {
+                Ok(store) => CheckpointReadError::Store(*store),
+                Err(other) => CheckpointReadError::Parquet(ParquetError::External(other)),
+            },
+            e => CheckpointReadError::Parquet(e),
+        }
+    }
+}
+
+impl From<String> for CheckpointReadError {
+    fn from(e: String) -> Self {
+        CheckpointReadError::Format(e)
+    }
 }
 
 /// The leaves of `schema` under any of `wanted` (a column or a struct prefix).
@@ -74,11 +104,11 @@ pub async fn read_checkpoint_file(
     with_paths: bool,
     visitor: &mut dyn CheckpointVisitor,
     on_rows: &(dyn Fn(u64) + Send + Sync),
-) -> Result<(), String> {
+) -> Result<(), CheckpointReadError> {
     let reader = StoreReader::new(store.clone(), Path::from(path), None);
     let builder = ParquetRecordBatchStreamBuilder::new(reader)
         .await
-        .map_err(builder_error)?;
+        .map_err(CheckpointReadError::from)?;
     let mut wanted: Vec<&str> = vec![
         "add.size",
         "add.partitionValues",
@@ -102,52 +132,64 @@ pub async fn read_checkpoint_file(
         .with_projection(mask)
         .with_batch_size(64 * 1024)
         .build()
-        .map_err(builder_error)?;
+        .map_err(CheckpointReadError::from)?;
     let mut buf = String::new();
     let mut first_row = 0u64;
     while let Some(batch) = stream.next().await {
-        let batch = batch.map_err(|e| e.to_string())?;
-        if let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) {
-            read_adds(add, first_row, with_paths, visitor, &mut buf)?;
-        }
-        if let Some(rm) = batch
-            .column_by_name("remove")
-            .and_then(|c| c.as_struct_opt())
-        {
-            read_removes(rm, first_row, with_paths, visitor)?;
-        }
+        let batch = batch?;
+        visit_batch(&batch, first_row, with_paths, visitor, &mut buf)?;
         first_row += batch.num_rows() as u64;
-        let meta = visitor.meta();
-        meta.rows += batch.num_rows() as u64;
-        if let Some(txn) = batch.column_by_name("txn").and_then(|c| c.as_struct_opt()) {
-            read_txns(txn, meta)?;
-        }
-        if meta.metadata.is_none()
-            && let Some(md) = batch
-                .column_by_name("metaData")
-                .and_then(|c| c.as_struct_opt())
-        {
-            meta.metadata = read_metadata(md)?;
-        }
-        if meta.protocol.is_none()
-            && let Some(p) = batch
-                .column_by_name("protocol")
-                .and_then(|c| c.as_struct_opt())
-        {
-            meta.protocol = read_protocol(p)?;
-        }
-        if let Some(sc) = batch
-            .column_by_name("sidecar")
+        on_rows(visitor.meta().rows);
+    }
+    Ok(())
+}
+
+/// Hands one batch of checkpoint rows (numbered from `first_row`) to `visitor`.
+fn visit_batch(
+    batch: &RecordBatch,
+    first_row: u64,
+    with_paths: bool,
+    visitor: &mut dyn CheckpointVisitor,
+    buf: &mut String,
+) -> Result<(), String> {
+    if let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) {
+        read_adds(add, first_row, with_paths, visitor, buf)?;
+    }
+    if let Some(rm) = batch
+        .column_by_name("remove")
+        .and_then(|c| c.as_struct_opt())
+    {
+        read_removes(rm, first_row, with_paths, visitor)?;
+    }
+    let meta = visitor.meta();
+    meta.rows += batch.num_rows() as u64;
+    if let Some(txn) = batch.column_by_name("txn").and_then(|c| c.as_struct_opt()) {
+        read_txns(txn, meta)?;
+    }
+    if meta.metadata.is_none()
+        && let Some(md) = batch
+            .column_by_name("metaData")
             .and_then(|c| c.as_struct_opt())
-            && let Some(p) = child_str(sc, "path")?
-        {
-            for i in 0..sc.len() {
-                if sc.is_valid(i) && p.is_valid(i) {
-                    meta.sidecars.push(p.value(i).to_string());
-                }
+    {
+        meta.metadata = read_metadata(md)?;
+    }
+    if meta.protocol.is_none()
+        && let Some(p) = batch
+            .column_by_name("protocol")
+            .and_then(|c| c.as_struct_opt())
+    {
+        meta.protocol = read_protocol(p)?;
+    }
+    if let Some(sc) = batch
+        .column_by_name("sidecar")
+        .and_then(|c| c.as_struct_opt())
+        && let Some(p) = child_str(sc, "path")?
+    {
+        for i in 0..sc.len() {
+            if sc.is_valid(i) && p.is_valid(i) {
+                meta.sidecars.push(p.value(i).to_string());
             }
         }
-        on_rows(meta.rows);
     }
     Ok(())
 }
@@ -159,7 +201,7 @@ pub async fn read_checkpoint_keys(
     store: &Arc<dyn ObjectStore>,
     path: &str,
     rows: &[u64],
-) -> Result<HashMap<u64, String>, String> {
+) -> Result<HashMap<u64, String>, CheckpointReadError> {
     let mut rows: Vec<u64> = rows.to_vec();
     rows.sort_unstable();
     rows.dedup();
@@ -171,7 +213,7 @@ pub async fn read_checkpoint_keys(
     let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
     let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
         .await
-        .map_err(builder_error)?;
+        .map_err(CheckpointReadError::from)?;
     let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
     let selected: Vec<u64> = rows.into_iter().filter(|&r| r < total).collect();
     // Runs of consecutive rows, so a dense selection stays a few selectors.
@@ -198,11 +240,11 @@ pub async fn read_checkpoint_keys(
         .with_row_selection(selection)
         .with_batch_size(64 * 1024)
         .build()
-        .map_err(builder_error)?;
+        .map_err(CheckpointReadError::from)?;
     // Selected rows come back in order, so the n-th output row is the n-th selected row.
     let mut next = selected.iter();
     while let Some(batch) = stream.next().await {
-        let batch = batch.map_err(|e| e.to_string())?;
+        let batch = batch?;
         let add = batch.column_by_name("add").and_then(|c| c.as_struct_opt());
         let rm = batch
             .column_by_name("remove")
@@ -211,7 +253,9 @@ pub async fn read_checkpoint_keys(
         let rm_keys = rm.map(struct_keys).transpose()?;
         for i in 0..batch.num_rows() {
             let Some(&row) = next.next() else {
-                return Err("the reader returned more rows than were selected".into());
+                return Err(CheckpointReadError::Format(
+                    "the reader returned more rows than were selected".into(),
+                ));
             };
             let key = add_keys
                 .as_ref()

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use object_store::ObjectStore;
 
 use super::checkpoint::{
-    CheckpointMeta, CheckpointVisitor, read_checkpoint_file, read_checkpoint_keys,
+    CheckpointMeta, CheckpointReadError, CheckpointVisitor, read_checkpoint_file,
+    read_checkpoint_keys,
 };
 use super::listing::Checkpoint;
 use super::partition_key::PartitionSizes;
@@ -331,23 +332,21 @@ impl FileIndexed for SizePass {
     }
 }
 
-pub fn checkpoint_error(uri: &str, file: &str, detail: String) -> EngineError {
-    let lower = detail.to_ascii_lowercase();
-    if lower.contains("permission denied") {
-        EngineError::PermissionDenied {
-            what: format!("{file} in {uri}"),
-            detail,
+/// A checkpoint file that could not be read: a storage failure is reported as one (a file
+/// that vanished mid-read is a gap in the log), anything else means the file is corrupt.
+pub fn checkpoint_error(uri: &str, file: &str, e: CheckpointReadError) -> EngineError {
+    match e {
+        CheckpointReadError::Store(object_store::Error::NotFound { source, .. }) => {
+            EngineError::LogGap {
+                uri: uri.into(),
+                detail: format!("checkpoint file {file} disappeared while reading: {source}"),
+            }
         }
-    } else if lower.contains("not found") {
-        EngineError::LogGap {
-            uri: uri.into(),
-            detail: format!("checkpoint file {file} disappeared while reading: {detail}"),
-        }
-    } else {
-        EngineError::CorruptCheckpoint {
+        CheckpointReadError::Store(e) => EngineError::from_store(uri, file, e),
+        e => EngineError::CorruptCheckpoint {
             uri: uri.into(),
             file: file.into(),
-            detail,
-        }
+            source: Box::new(e),
+        },
     }
 }

@@ -7,9 +7,6 @@ use serde::Serialize;
 
 use crate::engine::log::state::LogState;
 
-/// Delta's default `delta.checkpointInterval`.
-pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 10;
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogHealth {
     pub version: u64,
@@ -46,15 +43,8 @@ pub fn rate_per_minute(timestamps: &[i64]) -> Option<f64> {
 }
 
 impl LogHealth {
-    pub fn from_state(s: &LogState) -> Self {
-        let interval = s
-            .metadata
-            .configuration
-            .get("delta.checkpointInterval")
-            .and_then(|v| v.as_deref())
-            .and_then(|v| v.parse().ok())
-            .filter(|&v: &u64| v > 0)
-            .unwrap_or(DEFAULT_CHECKPOINT_INTERVAL);
+    /// `interval`: the table's `delta.checkpointInterval` (or Delta's default).
+    pub fn from_state(s: &LogState, interval: u64) -> Self {
         let since = match s.checkpoint_version {
             Some(c) => s.version - c,
             None => s.version + 1,

@@ -8,9 +8,10 @@ use serde::{Serialize, Serializer};
 use super::file_sizes::{SizeStats, Thresholds};
 use super::findings::{Finding, FindingsCoverage, findings};
 use super::log_health::LogHealth;
-use super::vacuum::{DEFAULT_RETENTION_HOURS, VacuumDebt, parse_interval_hours};
+use super::vacuum::VacuumDebt;
 use super::writers::{StreamingWriter, streaming_writers};
 use crate::engine::log::state::{CommitSummary, LogState};
+use crate::engine::properties::TableProps;
 
 /// Partition values in partition-column order (NULL as None; the log reader reads `""` as NULL);
 /// serialises as a JSON object. This, not `label()`, is a partition's identity: key maps by it.
@@ -105,26 +106,30 @@ impl TableReport {
         base: Thresholds,
         now_ms: i64,
     ) -> Self {
-        let conf = &state.metadata.configuration;
-        let table_target = conf
-            .get("delta.targetFileSize")
-            .and_then(|v| v.as_deref())
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|&v| v > 0);
+        let props = TableProps::parse(
+            state
+                .metadata
+                .configuration
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str(), v.as_deref()?))),
+        );
+        let table_target = props.target_file_size();
         let thresholds = Thresholds {
             target_file_size: table_target.unwrap_or(base.target_file_size),
             ..base
         };
-        let retention = conf
-            .get("delta.deletedFileRetentionDuration")
-            .and_then(|v| v.as_deref())
-            .and_then(parse_interval_hours)
-            .unwrap_or(DEFAULT_RETENTION_HOURS);
-        let log = LogHealth::from_state(&state);
-        let vacuum = VacuumDebt::compute(&state.tombstones, retention, now_ms);
+        let retention_hours = props.deleted_file_retention().as_secs_f64() / 3600.0;
+        let log = LogHealth::from_state(&state, props.checkpoint_interval());
+        let vacuum = VacuumDebt::compute(&state.tombstones, retention_hours, now_ms);
         let writers = streaming_writers(&state);
         let (findings, findings_checked) = findings(&state);
         let mut warnings = state.warnings;
+        warnings.extend(
+            props
+                .invalid()
+                .iter()
+                .map(|p| format!("{p}; it is ignored (the default applies)")),
+        );
         if log.checkpoint_overdue {
             warnings.push(format!(
                 "{} commits since the last checkpoint (interval {}): every reader and writer replays them as JSON",

@@ -5,9 +5,6 @@ use serde::Serialize;
 
 use crate::engine::log::state::Tombstones;
 
-/// Delta's default `delta.deletedFileRetentionDuration`.
-pub const DEFAULT_RETENTION_HOURS: f64 = 7.0 * 24.0;
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VacuumDebt {
     /// Tombstones in the current log state.
@@ -19,25 +16,6 @@ pub struct VacuumDebt {
     /// Older than the retention: a VACUUM run now would delete them.
     pub vacuumable_files: u64,
     pub vacuumable_bytes: u64,
-}
-
-/// Parses Delta's interval strings: "interval 7 days", "interval 1 weeks", "168 hours".
-pub fn parse_interval_hours(s: &str) -> Option<f64> {
-    let s = s.trim().to_ascii_lowercase();
-    let s = s.strip_prefix("interval").unwrap_or(&s).trim();
-    let mut it = s.split_whitespace();
-    let n: f64 = it.next()?.parse().ok()?;
-    let unit = it.next().unwrap_or("hours");
-    let hours = match unit.trim_end_matches('s') {
-        "week" => n * 168.0,
-        "day" => n * 24.0,
-        "hour" => n,
-        "minute" => n / 60.0,
-        "second" => n / 3600.0,
-        "millisecond" => n / 3_600_000.0,
-        _ => return None,
-    };
-    Some(hours)
 }
 
 impl VacuumDebt {
@@ -70,15 +48,6 @@ impl VacuumDebt {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_delta_intervals() {
-        assert_eq!(parse_interval_hours("interval 7 days"), Some(168.0));
-        assert_eq!(parse_interval_hours("interval 1 weeks"), Some(168.0));
-        assert_eq!(parse_interval_hours("interval 2 hours"), Some(2.0));
-        assert_eq!(parse_interval_hours("interval 1 day"), Some(24.0));
-        assert_eq!(parse_interval_hours("soon"), None);
-    }
 
     #[test]
     fn splits_vacuumable_by_retention() {

@@ -50,7 +50,7 @@ pub struct BatchCommitted {
 }
 
 fn delta_err(uri: &str, e: deltalake::DeltaTableError) -> EngineError {
-    EngineError::Other(format!("{uri}: {e}"))
+    EngineError::from_delta(uri, "appending a micro-batch", e)
 }
 
 pub async fn open_delta_table(
@@ -59,13 +59,101 @@ pub async fn open_delta_table(
 ) -> Result<DeltaTable> {
     deltalake::open_table_with_storage_options(loc.url.clone(), storage_options.clone())
         .await
-        .map_err(|e| match e {
-            deltalake::DeltaTableError::NotATable(_) => EngineError::NotATable {
-                uri: loc.display(),
-                depth: 0,
+        .map_err(|e| EngineError::from_delta(&loc.display(), "opening the table", e))
+}
+
+/// Opens a sensor table for appending; returns it and the next batch id of the query (one
+/// after the last batch id the log holds for it).
+async fn resume(loc: &Location, opts: &StreamOptions) -> Result<(DeltaTable, i64)> {
+    let uri = loc.display();
+    let table = open_delta_table(loc, &opts.storage_options).await?;
+    let snapshot = table.snapshot().map_err(|e| delta_err(&uri, e))?;
+    let partition_cols = snapshot.metadata().partition_columns().to_vec();
+    if partition_cols != [super::batch::PARTITION_COLUMN.to_string()] {
+        return Err(EngineError::Unsupported {
+            uri,
+            detail: format!(
+                "the streaming writer appends sensor rows partitioned by {}; this table is partitioned by {:?}. \
+                 Point it at a table created by `lakehealth demo`.",
+                super::batch::PARTITION_COLUMN,
+                partition_cols
+            ),
+        });
+    }
+    let last = snapshot
+        .transaction_version(table.log_store().as_ref(), &opts.query_id)
+        .await
+        .map_err(|e| delta_err(&uri, e))?;
+    Ok((table, last.map_or(0, |v| v + 1)))
+}
+
+/// Writes and commits micro-batch `batch_id` (its `txn` makes the commit exactly-once), then
+/// brings `table` up to date.
+async fn append_batch(
+    table: &mut DeltaTable,
+    uri: &str,
+    opts: &StreamOptions,
+    batch_id: i64,
+) -> Result<BatchCommitted> {
+    let started = Instant::now();
+    let now = chrono::Utc::now();
+    let date = now.format("%Y-%m-%d").to_string();
+    let batch = sensor_batch(
+        &opts.query_id,
+        batch_id,
+        opts.rows,
+        &date,
+        now.timestamp_micros(),
+    )
+    .map_err(|e| EngineError::Encode {
+        uri: uri.to_string(),
+        what: "building a micro-batch".into(),
+        source: Box::new(e),
+    })?;
+    let sum = reading_sum(&batch);
+    let mut writer = RecordBatchWriter::for_table(table).map_err(|e| delta_err(uri, e))?;
+    writer.write(batch).await.map_err(|e| delta_err(uri, e))?;
+    let adds = writer.flush().await.map_err(|e| delta_err(uri, e))?;
+    let files = adds.len();
+    let txn = Transaction::new_with_last_update(
+        opts.query_id.clone(),
+        batch_id,
+        Some(now.timestamp_millis()),
+    );
+    let props = CommitProperties::default().with_application_transaction(txn);
+    let snapshot = table.snapshot().map_err(|e| delta_err(uri, e))?;
+    let finalized = CommitBuilder::from(props)
+        .with_actions(adds.into_iter().map(Action::Add).collect())
+        .build(
+            Some(snapshot),
+            table.log_store(),
+            DeltaOperation::StreamingUpdate {
+                output_mode: OutputMode::Append,
+                query_id: opts.query_id.clone(),
+                epoch_id: batch_id,
             },
-            e => delta_err(&loc.display(), e),
-        })
+        )
+        .await
+        .map_err(|e| delta_err(uri, e))?;
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    // Catch up with our own and any concurrent commits before the next batch.
+    table
+        .update_incremental(None)
+        .await
+        .map_err(|e| delta_err(uri, e))?;
+    Ok(BatchCommitted {
+        query_id: opts.query_id.clone(),
+        batch_id,
+        version: finalized.version() as u64,
+        rows: opts.rows,
+        reading_sum: sum,
+        partition: date,
+        files,
+        latency_ms,
+        committed_at_ms: chrono::Utc::now().timestamp_millis(),
+        checkpoint: finalized.metrics.new_checkpoint_created,
+        retries: finalized.metrics.num_retries as usize,
+    })
 }
 
 /// Appends micro-batches until cancelled or `max_batches` is reached; each committed batch is
@@ -77,22 +165,7 @@ pub async fn run_stream(
     events: mpsc::UnboundedSender<BatchCommitted>,
 ) -> Result<u64> {
     let uri = loc.display();
-    let mut table = open_delta_table(loc, &opts.storage_options).await?;
-    let snapshot = table.snapshot().map_err(|e| delta_err(&uri, e))?;
-    let partition_cols = snapshot.metadata().partition_columns().to_vec();
-    if partition_cols != [super::batch::PARTITION_COLUMN.to_string()] {
-        return Err(EngineError::Other(format!(
-            "{uri}: the streaming writer appends sensor rows partitioned by {}; this table is partitioned by {:?}. \
-             Point it at a table created by `lakehealth demo`.",
-            super::batch::PARTITION_COLUMN,
-            partition_cols
-        )));
-    }
-    let last = snapshot
-        .transaction_version(table.log_store().as_ref(), &opts.query_id)
-        .await
-        .map_err(|e| delta_err(&uri, e))?;
-    let mut batch_id = last.map_or(0, |v| v + 1);
+    let (mut table, mut batch_id) = resume(loc, opts).await?;
     tracing::info!(query = %opts.query_id, batch_id, "stream resuming");
     let mut committed = 0u64;
     let mut ticker = tokio::time::interval(opts.interval);
@@ -106,64 +179,7 @@ pub async fn run_stream(
             _ = cancel.cancelled() => break,
             _ = ticker.tick() => {}
         }
-        let started = Instant::now();
-        let now = chrono::Utc::now();
-        let date = now.format("%Y-%m-%d").to_string();
-        let batch = sensor_batch(
-            &opts.query_id,
-            batch_id,
-            opts.rows,
-            &date,
-            now.timestamp_micros(),
-        )
-        .map_err(|e| EngineError::Other(format!("building batch: {e}")))?;
-        let sum = reading_sum(&batch);
-        let mut writer = RecordBatchWriter::for_table(&table).map_err(|e| delta_err(&uri, e))?;
-        writer.write(batch).await.map_err(|e| delta_err(&uri, e))?;
-        let adds = writer.flush().await.map_err(|e| delta_err(&uri, e))?;
-        let files = adds.len();
-        let txn = Transaction::new_with_last_update(
-            opts.query_id.clone(),
-            batch_id,
-            Some(now.timestamp_millis()),
-        );
-        let props = CommitProperties::default().with_application_transaction(txn);
-        let snapshot = table.snapshot().map_err(|e| delta_err(&uri, e))?;
-        let finalized = CommitBuilder::from(props)
-            .with_actions(adds.into_iter().map(Action::Add).collect())
-            .build(
-                Some(snapshot),
-                table.log_store(),
-                DeltaOperation::StreamingUpdate {
-                    output_mode: OutputMode::Append,
-                    query_id: opts.query_id.clone(),
-                    epoch_id: batch_id,
-                },
-            )
-            .await
-            .map_err(|e| delta_err(&uri, e))?;
-        let version = finalized.version();
-        let retries = finalized.metrics.num_retries as usize;
-        let checkpoint = finalized.metrics.new_checkpoint_created;
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        // Catch up with our own and any concurrent commits before the next batch.
-        table
-            .update_incremental(None)
-            .await
-            .map_err(|e| delta_err(&uri, e))?;
-        let ev = BatchCommitted {
-            query_id: opts.query_id.clone(),
-            batch_id,
-            version: version as u64,
-            rows: opts.rows,
-            reading_sum: sum,
-            partition: date,
-            files,
-            latency_ms,
-            committed_at_ms: chrono::Utc::now().timestamp_millis(),
-            checkpoint,
-            retries,
-        };
+        let ev = append_batch(&mut table, &uri, opts, batch_id).await?;
         tracing::debug!(?ev, "batch committed");
         let _ = events.send(ev);
         committed += 1;

@@ -576,3 +576,75 @@ fn watch_beside_a_streaming_writer_keeps_small_files_bounded_and_every_row_once_
         batches.len()
     );
 }
+
+#[test]
+fn sigterm_during_a_cycle_starts_no_new_job_and_says_what_it_stopped() {
+    let dates = ["2026-09-01", "2026-09-02", "2026-09-03"];
+    let t = table(&dates.map(|d| (d, 60)));
+    let before = read_back(path(t.path()), None);
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("h.jsonl");
+    let out = logs.path().join("w.out");
+    let err = logs.path().join("w.err");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
+    c.args([
+        "watch",
+        path(t.path()),
+        "--json",
+        "--history",
+        path(&history),
+    ])
+    .arg("--log-file")
+    .arg(logs.path().join("w.log"))
+    .env("LAKEHEALTH_CONFIG", "/dev/null")
+    .stdin(Stdio::null())
+    .stdout(std::fs::File::create(&out).unwrap())
+    .stderr(std::fs::File::create(&err).unwrap());
+    let mut child = c.spawn().unwrap();
+    // The decisions come before the jobs: once the third due line is out, the first job is
+    // about to run (one at a time by default) and the others wait.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .matches("\"decision\":\"due\"")
+        .count()
+        < 3
+    {
+        assert!(std::time::Instant::now() < deadline, "no due lines");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    terminate(&child);
+    let status = child.wait().unwrap();
+    let (out, err) = (
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(&err).unwrap(),
+    );
+    assert!(status.success(), "{err}");
+    assert!(err.contains("SIGTERM: stopping"), "{err}");
+    let lines = json_lines(&out);
+    let stopped = lines.last().unwrap();
+    assert_eq!(stopped["type"], "stopped", "{out}");
+    let reason = stopped["reason"].as_str().unwrap();
+    assert!(reason.contains("due partition(s) not started"), "{reason}");
+    assert!(err.contains(&format!("stopped: {reason}")), "{err}");
+    // A job stopped mid-way committed whole bins or nothing; the lines account for each commit.
+    let mut claimed: Vec<u64> = of_type(&lines, "result")
+        .iter()
+        .flat_map(|r| {
+            r["versions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+        })
+        .collect();
+    claimed.sort();
+    assert_eq!(claimed, optimize_versions(t.path()));
+    assert!(
+        of_type(&lines, "result").len() < 3,
+        "no job started after the signal"
+    );
+    let after = read_back(path(t.path()), None);
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.reading_sum, before.reading_sum);
+}

@@ -244,16 +244,8 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
                 continue;
             }
         };
-        if let Some(first) = missing.first() {
-            let (version, operation, engine) =
-                find_remover(log.as_ref(), bin.read_version, latest, first).await;
-            let conflict = Conflict {
-                version,
-                operation,
-                engine,
-                missing_files: missing.len() as u64,
-                files: bin.removes.len() as u64,
-            };
+        if !missing.is_empty() {
+            let conflict = taken_by(log.as_ref(), bin, latest, &missing).await;
             return match maybe_landed {
                 // Not ours (checked above), but a write of ours may still be in flight.
                 Some(why) => CommitOutcome::Unknown(format!(
@@ -280,13 +272,46 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
         }
     }
     // Out of attempts: one last look for our commit if an attempt may have landed.
-    let Some(why) = maybe_landed else {
-        return CommitOutcome::Failed(format!(
+    match maybe_landed {
+        None => CommitOutcome::Failed(format!(
             "gave up after {MAX_ATTEMPTS} attempts: {last_error}"
-        ));
+        )),
+        Some(why) => last_look(log.as_ref(), bin, &commit_id, &why, &last_error).await,
+    }
+}
+
+/// What took a bin's files: the commit that removed the first of `missing`, when the log still
+/// has it.
+async fn taken_by(
+    log: &dyn LogStore,
+    bin: &BinActions<'_>,
+    latest: u64,
+    missing: &[String],
+) -> Conflict {
+    let (version, operation, engine) = match missing.first() {
+        Some(first) => find_remover(log, bin.read_version, latest, first).await,
+        None => (None, None, None),
     };
+    Conflict {
+        version,
+        operation,
+        engine,
+        missing_files: missing.len() as u64,
+        files: bin.removes.len() as u64,
+    }
+}
+
+/// After the last attempt, when one of them may have written the commit (`why`): landed if the
+/// log shows our commit id, else unknown (never failed: the outputs must be kept).
+async fn last_look(
+    log: &dyn LogStore,
+    bin: &BinActions<'_>,
+    commit_id: &str,
+    why: &str,
+    last_error: &str,
+) -> CommitOutcome {
     let found = match log.get_latest_version(bin.read_version).await {
-        Ok(latest) => find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await,
+        Ok(latest) => find_own_commit(log, bin.read_version, latest, commit_id).await,
         Err(e) => Err(e),
     };
     match found {

@@ -142,7 +142,10 @@ impl Selection {
         Ok(Selection::Partitions(out))
     }
 
-    /// The selection as a SQL predicate, for the OPTIMIZE commit's `predicate`.
+    /// The selection as a SQL predicate, for the OPTIMIZE commit's `predicate`: the parsed
+    /// `--where` as the SQL parser renders it, or one condition per partition. Labels have no
+    /// faithful SQL (NULL and 'null' print alike): `resolve` them first; unresolved they give
+    /// None.
     pub fn describe(&self) -> Option<String> {
         let any = |parts: Vec<String>| {
             if parts.len() == 1 {
@@ -161,7 +164,7 @@ impl Selection {
             Selection::All => None,
             Selection::Partitions(p) if p.is_empty() => None,
             Selection::Partitions(p) => any(p.iter().map(partition_sql).collect()),
-            Selection::Labels(l) => Some(l.join(" OR ")),
+            Selection::Labels(_) => None,
             Selection::Predicate(p) => Some(p.text.clone()),
         }
     }
@@ -457,5 +460,12 @@ mod tests {
             sel.describe().unwrap(),
             "(d = 'it''s' AND `my col` IS NULL) OR (d = '2')"
         );
+        let cols = vec!["d".to_string(), "my col".to_string()];
+        let p = Predicate::parse("d in ('1','2') or `my col` is null", &cols).unwrap();
+        assert_eq!(
+            Selection::Predicate(p).describe().unwrap(),
+            "d IN ('1', '2') OR `my col` IS NULL"
+        );
+        assert_eq!(Selection::Labels(vec!["d=1".into()]).describe(), None);
     }
 }

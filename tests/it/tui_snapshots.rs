@@ -183,7 +183,9 @@ async fn snapshot_cancel_confirmation_over_a_job_waiting_for_its_partition() {
 
 #[tokio::test]
 async fn snapshot_error_over_the_splash_when_nothing_is_a_table() {
-    let d = tempfile::tempdir().unwrap();
+    // The message holds the path and wraps by its length: always /tmp/.tmpXXXXXX, whatever
+    // TMPDIR says, so the snapshot does not depend on the machine.
+    let d = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
     let t = open(d.path()).await;
     let s = text(&t, &d);
     assert!(s.contains("not a Delta table"), "{s}");

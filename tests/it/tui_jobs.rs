@@ -239,3 +239,61 @@ async fn a_job_whose_preview_is_gone_ends_failed_at_once_instead_of_staying_queu
     );
     assert!(rx.try_recv().is_err(), "one final event, nothing else");
 }
+
+#[tokio::test]
+async fn a_refused_bin_shows_in_the_jobs_panel_with_who_took_its_files() {
+    use lakehealth::engine::compact::commit::Conflict;
+    use lakehealth::engine::compact::events::{ConflictRecord, JobEvent};
+    use lakehealth::engine::stats::table_report::PartitionValues;
+    use lakehealth::tui::action::{Action, TaskProgress};
+    let mut app = App::new("t".into(), Duration::ZERO, SIZE);
+    let plan = lakehealth::engine::compact::plan::CompactionPlan {
+        table_version: 1,
+        target_file_size: 1,
+        min_file_size: 1,
+        compression_ratio: 1.0,
+        partitions: vec![],
+        files_in: 10,
+        bytes_in: 100,
+        predicted_files_out: 1,
+        bins: 1,
+        skipped_deletion_vector_files: 0,
+    };
+    app.jobs
+        .push(lakehealth::tui::jobs::JobView::new(9, "t".into(), &plan));
+    let conflict = ConflictRecord {
+        partition: PartitionValues(vec![("d".into(), None)]),
+        conflict: Conflict {
+            version: Some(12),
+            operation: Some("OPTIMIZE".into()),
+            engine: Some("delta-rs.1.6.6".into()),
+            missing_files: 40,
+            files: 40,
+        },
+        replanned_bins: 0,
+    };
+    app.update(Action::Progress {
+        task: 9,
+        progress: TaskProgress::Job(Box::new(JobEvent::Conflict(conflict))),
+    });
+    assert_eq!(app.jobs[0].conflicts.len(), 1);
+    // The jobs panel alone (the table view around it needs a loaded table).
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(SIZE.0, 8)).unwrap();
+    term.draw(|f| lakehealth::tui::view::jobs::draw(f, f.area(), &app))
+        .unwrap();
+    let buf = term.backend().buffer().clone();
+    let screen: String = (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect();
+    assert!(
+        screen.contains(
+            "1 conflict: d=null: 40 of its 40 files were removed by version 12 (OPTIMIZE, delta-rs.1.6.6)"
+        ),
+        "{screen}"
+    );
+}

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Open + full statistics of a 1,000,000-file table: lakehealth vs Python deltalake, same run.
-# Usage: bench/open_1m.sh [RUNS]   (needs: pip install deltalake pyarrow)
+# Usage: bench/open_1m.sh [RUNS]   (Python deltalake + pyarrow: the test harness's venv when it
+# exists, else python3 with them installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/lakehealth/target}
 cargo build --release --example bench_open >&2
+py=${PYTHON:-$CARGO_TARGET_DIR/tmp/pyenv/bin/python}
+[ -x "$py" ] || py=python3
 bin="$CARGO_TARGET_DIR/release/examples/bench_open"
 dir=${BENCH_DIR:-$CARGO_TARGET_DIR/bench-1m}
 if [ ! -f "$dir/_delta_log/_last_checkpoint" ]; then
@@ -15,9 +18,9 @@ fi
 out=$(mktemp)
 for i in $(seq "$runs"); do
   "$bin" measure "$dir" | tee -a "$out"
-  python3 bench/open_1m.py "$dir" | tee -a "$out"
+  "$py" bench/open_1m.py "$dir" | tee -a "$out"
 done
-python3 - "$out" <<'PY'
+"$py" - "$out" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 by = {}

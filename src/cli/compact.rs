@@ -248,7 +248,7 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(ProgressPrinter::new().run(rx));
     let locks = Arc::new(PartitionLocks::default());
-    let summary = run_isolated(job, locks, cancel_on_ctrl_c(), tx).await?;
+    let summary = run_isolated(job, locks, cancel_on_ctrl_c(), tx).await;
     let _ = printer.await;
     eprintln!("{}", summary_line(&summary));
     if a.json {

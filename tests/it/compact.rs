@@ -135,9 +135,7 @@ async fn compact(
     let job = prepare(l, req, small_thresholds(), 1.0).await.unwrap();
     assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx)
-        .await
-        .unwrap();
+    let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await;
     let mut evs = Vec::new();
     while let Ok(e) = rx.try_recv() {
         evs.push(e);
@@ -292,9 +290,7 @@ async fn cancelling_midway_keeps_the_table_valid_and_complete() {
             }
         }
     });
-    let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx)
-        .await
-        .unwrap();
+    let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await;
     let _ = watcher.await;
     assert!(s.cancelled);
     assert!(!s.commits.is_empty());
@@ -345,4 +341,82 @@ async fn running_the_same_compaction_twice_does_not_churn_or_duplicate() {
     assert_eq!(after.files, mid.files);
     assert_no_row_lost(&after, &written);
     assert_eq!(after.files_per_partition.values().sum::<u64>(), after.files);
+}
+
+/// Issue 7 item 6: whatever ratio the plan assumes (1.0 here, about twice the real one), one
+/// compaction leaves every partition holding at least two targets of output with files in the
+/// target band, a partition holding less than a target as a single file, and a second run
+/// plans nothing: no churn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_nothing() {
+    use lakehealth::engine::demo::seed_small_files;
+    let target = 256 * KIB;
+    let thresholds = Thresholds {
+        target_file_size: target,
+        small_file_size: target,
+        max_file_size: 4096 * KIB,
+    };
+    let d = tempfile::tempdir().unwrap();
+    let l = loc(d.path());
+    create_sensor_table(&l).await.unwrap();
+    let big: Vec<String> = vec!["2026-11-01".into(), "2026-11-02".into(), "2026-11-03".into()];
+    seed_small_files(&l, &big, 60, 2000).await.unwrap();
+    seed_small_files(&l, &["2026-11-04".into()], 6, 100)
+        .await
+        .unwrap();
+    let uri = d.path().to_str().unwrap();
+    let before = read_back(uri, None);
+    let req = CompactRequest {
+        selection: Selection::All,
+        target_file_size: Some(target),
+        min_file_size: Some(target),
+        parallelism: 2,
+        max_bin_bytes: None,
+        storage_options: HashMap::new(),
+    };
+    let job = prepare(&l, &req, thresholds, 1.0).await.unwrap();
+    assert_eq!(job.plan.partitions.len(), 4, "{:?}", job.plan);
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let s = run_isolated(
+        job,
+        Arc::new(PartitionLocks::default()),
+        CancellationToken::new(),
+        tx,
+    )
+    .await;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.files_removed, 3 * 60 + 6);
+
+    let again = prepare(&l, &req, thresholds, 1.0).await.unwrap();
+    let files = again.table.partition_files().unwrap();
+    let mut sizes: HashMap<String, Vec<u64>> = HashMap::new();
+    for (values, fs) in &files {
+        sizes.insert(values.label(), fs.iter().map(|f| f.size).collect());
+    }
+    eprintln!("output sizes per partition: {sizes:?}");
+    for p in &big {
+        let s = &sizes[&format!("ingestion_date={p}")];
+        let total: u64 = s.iter().sum();
+        assert!(total > 2 * target, "{p}: {total} bytes of output is not > 2 x target");
+        assert!(s.len() >= 2, "{p}: {s:?}");
+        for &f in s {
+            assert!(
+                (target..=thresholds.max_file_size).contains(&f),
+                "{p}: an output of {f} bytes is outside [{target}, {}]: {s:?}",
+                thresholds.max_file_size
+            );
+        }
+    }
+    let small = &sizes["ingestion_date=2026-11-04"];
+    assert_eq!(small.len(), 1, "{small:?}");
+    assert!(small[0] < target, "{small:?}");
+    assert_eq!(again.plan.bins, 0, "a second run plans nothing: {:?}", again.plan);
+
+    let after = read_back(uri, None);
+    assert_eq!(after.files, s.files_added);
+    assert_eq!(
+        (after.rows, after.distinct_ids, after.reading_sum),
+        (before.rows, before.distinct_ids, before.reading_sum)
+    );
+    assert_eq!(after.rows, 3 * 60 * 2000 + 6 * 100);
 }

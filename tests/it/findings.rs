@@ -260,8 +260,7 @@ async fn compact_demo(l: &lakehealth::engine::location::Location) {
         CancellationToken::new(),
         tx,
     )
-    .await
-    .expect("job ran");
+    .await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     assert!(s.commits.len() > 1, "{s:?}");
 }

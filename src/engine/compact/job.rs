@@ -229,7 +229,7 @@ pub async fn run_isolated(
     locks: Arc<PartitionLocks>,
     cancel: CancellationToken,
     events: mpsc::UnboundedSender<JobEvent>,
-) -> Result<JobSummary> {
+) -> JobSummary {
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let workers = job.exec.parallelism.max(1);
     let thread_events = events.clone();
@@ -260,16 +260,16 @@ pub async fn run_isolated(
             FailureKind::Setup,
             format!("cannot start the compaction thread: {e}"),
         );
-        return Ok(ended_early(&events, s));
+        return ended_early(&events, s);
     }
     match done_rx.await {
-        Ok(s) => Ok(s),
+        Ok(s) => s,
         Err(_) => {
             let s = JobSummary::failed(
                 FailureKind::Panicked,
                 "the compaction thread stopped unexpectedly".into(),
             );
-            Ok(ended_early(&events, s))
+            ended_early(&events, s)
         }
     }
 }

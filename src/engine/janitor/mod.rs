@@ -629,13 +629,7 @@ async fn run_job(spec: JobSpec, locks: Arc<PartitionLocks>, cancel: Cancellation
             }
         }
     });
-    let summary = match run_isolated(job, locks, cancel, tx).await {
-        Ok(s) => s,
-        Err(e) => JobSummary {
-            errors: vec![e.to_string()],
-            ..Default::default()
-        },
-    };
+    let summary = run_isolated(job, locks, cancel, tx).await;
     let _ = drain.await;
     let outcome = classify(&summary);
     let text = describe(&summary, outcome);

@@ -359,7 +359,11 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
     let d = tempfile::tempdir().unwrap();
     let l = loc(d.path());
     create_sensor_table(&l).await.unwrap();
-    let big: Vec<String> = vec!["2026-11-01".into(), "2026-11-02".into(), "2026-11-03".into()];
+    let big: Vec<String> = vec![
+        "2026-11-01".into(),
+        "2026-11-02".into(),
+        "2026-11-03".into(),
+    ];
     seed_small_files(&l, &big, 60, 2000).await.unwrap();
     seed_small_files(&l, &["2026-11-04".into()], 6, 100)
         .await
@@ -397,7 +401,10 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
     for p in &big {
         let s = &sizes[&format!("ingestion_date={p}")];
         let total: u64 = s.iter().sum();
-        assert!(total > 2 * target, "{p}: {total} bytes of output is not > 2 x target");
+        assert!(
+            total > 2 * target,
+            "{p}: {total} bytes of output is not > 2 x target"
+        );
         assert!(s.len() >= 2, "{p}: {s:?}");
         for &f in s {
             assert!(
@@ -410,7 +417,11 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
     let small = &sizes["ingestion_date=2026-11-04"];
     assert_eq!(small.len(), 1, "{small:?}");
     assert!(small[0] < target, "{small:?}");
-    assert_eq!(again.plan.bins, 0, "a second run plans nothing: {:?}", again.plan);
+    assert_eq!(
+        again.plan.bins, 0,
+        "a second run plans nothing: {:?}",
+        again.plan
+    );
 
     let after = read_back(uri, None);
     assert_eq!(after.files, s.files_added);

@@ -193,15 +193,21 @@ pub fn predicted_output_sizes(input: u64, ratio: f64, target: u64) -> Vec<u64> {
     v
 }
 
-/// Packs candidates into bins of at most `max_bin_bytes`; a tail that would produce less than
-/// one target-sized output joins the previous bin.
+/// Packs candidates into bins of about `max_bin_bytes`: a bin closes only once it predicts at
+/// least two targets of output, and a tail that predicts less than that, or holds less than
+/// half a bin of input (the ratio is a prediction), joins the previous bin. So a partition is
+/// never split into bins whose outputs are each below the target when together they are not.
 fn pack(mut files: Vec<FileRef>, o: &PlanOptions) -> Vec<Bin> {
     files.sort_by(|a, b| a.path.cmp(&b.path));
+    let two_targets = 2.0 * o.target_file_size as f64;
     let mut bins: Vec<Vec<FileRef>> = Vec::new();
     let mut cur: Vec<FileRef> = Vec::new();
     let mut cur_bytes = 0;
     for f in files {
-        if !cur.is_empty() && cur_bytes + f.size > o.max_bin_bytes {
+        if !cur.is_empty()
+            && cur_bytes + f.size > o.max_bin_bytes
+            && cur_bytes as f64 * o.compression_ratio >= two_targets
+        {
             bins.push(std::mem::take(&mut cur));
             cur_bytes = 0;
         }
@@ -211,7 +217,9 @@ fn pack(mut files: Vec<FileRef>, o: &PlanOptions) -> Vec<Bin> {
     if !cur.is_empty() {
         let tail_out = cur_bytes as f64 * o.compression_ratio;
         match bins.last_mut() {
-            Some(prev) if tail_out < o.target_file_size as f64 => prev.extend(cur),
+            Some(prev) if tail_out < two_targets || cur_bytes < o.max_bin_bytes / 2 => {
+                prev.extend(cur)
+            }
             _ => bins.push(cur),
         }
     }

@@ -38,7 +38,8 @@ pub struct RewriteOptions {
     /// Output files are rolled when their encoded size reaches this.
     pub target_file_size: u64,
     pub compression: Compression,
-    /// Output/input bytes assumed until the first output of a bin is measured.
+    /// Output/input bytes of past compactions (predictions only: outputs are rolled by the
+    /// size the writer measures).
     pub compression_ratio: f64,
 }
 
@@ -208,29 +209,54 @@ async fn fingerprint_outputs(
     Ok(fp)
 }
 
+/// The largest row group an output gets, as a share of the target: closed row groups are
+/// counted at their exact compressed size, so the writer's encoded-size figure overstates a
+/// file by at most the open row group.
+const ROW_GROUPS_PER_TARGET: u64 = 4;
+
+/// A tail must be predicted at least this much above the goal before a file rolls: the
+/// prediction before a bin's first file is measured uses the writer's figure, which overstates.
+const TAIL_MARGIN: f64 = 1.25;
+
+fn row_group_bytes(target: u64) -> u64 {
+    (target / ROW_GROUPS_PER_TARGET).max(1)
+}
+
 struct Roller {
     total_in: f64,
     consumed_done: f64,
     consumed_at_flush: f64,
-    ratio: f64,
+    /// Output/input bytes measured on this bin's finished files; None until one is.
+    ratio: Option<f64>,
+    /// Row group bytes the writer closes groups at (the open one is the measure's error).
+    row_group: f64,
     goal: f64,
 }
 
 impl Roller {
-    /// Roll when the predicted output reached the goal and what remains would still make a file
-    /// of at least the goal (otherwise the remainder joins this file: no small tail file).
-    /// Sizes are predicted from input bytes consumed times the output/input ratio measured on
-    /// this bin's finished files (the writer's own estimate is pre-compression and overshoots).
-    fn should_roll(&self, consumed: f64) -> bool {
-        let cur_out = (consumed - self.consumed_at_flush) * self.ratio;
-        let remaining_out = (self.total_in - consumed).max(0.0) * self.ratio;
-        cur_out >= self.goal && remaining_out >= self.goal
+    /// Roll when the file being written is, measured, at least the goal, and what remains
+    /// would still make a file of at least the goal (otherwise the remainder joins this file:
+    /// no small tail file, and a bin of less than two files' worth of output is one file).
+    /// The file's size is the writer's encoded size (`buffer_len`: closed row groups exactly,
+    /// the open one estimated) minus one row group, a lower bound of what the file will be.
+    /// The remainder is predicted from the output/input ratio of this bin's finished files,
+    /// or before one is finished from the encoded size of the open one (an overstatement,
+    /// hence `TAIL_MARGIN`).
+    fn should_roll(&self, consumed: f64, encoded: u64) -> bool {
+        let cur_in = consumed - self.consumed_at_flush;
+        if cur_in <= 0.0 || encoded == 0 {
+            return false;
+        }
+        let cur_out = (encoded as f64 - self.row_group).max(0.0);
+        let ratio = self.ratio.unwrap_or(encoded as f64 / cur_in);
+        let remaining_out = (self.total_in - consumed).max(0.0) * ratio;
+        cur_out >= self.goal && remaining_out >= self.goal * TAIL_MARGIN
     }
 
     fn rolled(&mut self, consumed: f64, out_bytes: u64) {
         let inp = consumed - self.consumed_at_flush;
         if out_bytes > 0 && inp > 0.0 {
-            self.ratio = out_bytes as f64 / inp;
+            self.ratio = Some(out_bytes as f64 / inp);
         }
         self.consumed_at_flush = consumed;
     }
@@ -327,7 +353,10 @@ impl Writing {
             rows_file += n;
             counters.rows.fetch_add(n, Ordering::Relaxed);
             let consumed = self.roll.consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
-            if self.roll.should_roll(consumed) {
+            if self
+                .roll
+                .should_roll(consumed, self.writer.buffer_len() as u64)
+            {
                 let out_bytes = self.flush().await?;
                 self.roll.rolled(consumed, out_bytes);
             }
@@ -381,8 +410,10 @@ pub async fn rewrite_bin(
         outputs,
     };
     let pv = scalars(&table, &values).map_err(|e| fail(BinFailure::Setup(e), vec![]))?;
+    let row_group = row_group_bytes(opts.target_file_size);
     let props = WriterProperties::builder()
         .set_compression(opts.compression)
+        .set_max_row_group_bytes(Some(row_group as usize))
         .build();
     let writer = RecordBatchWriter::for_table(&table)
         .map_err(|e| fail(BinFailure::Setup(e.to_string()), vec![]))?
@@ -396,7 +427,8 @@ pub async fn rewrite_bin(
             total_in: bin.bytes as f64,
             consumed_done: 0.0,
             consumed_at_flush: 0.0,
-            ratio: opts.compression_ratio.clamp(0.05, 5.0),
+            ratio: None,
+            row_group: row_group as f64,
             goal: opts.target_file_size as f64 * ROLL_MARGIN,
         },
         input_fp: Fingerprint::default(),

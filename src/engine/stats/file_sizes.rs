@@ -1,8 +1,12 @@
 //! File-size statistics of a set of files (a partition or a whole table) and the health score.
 //!
-//! Health score (0–100) = 100 × ideal_files / max(files, ideal_files), where
-//! ideal_files = ceil(bytes / target_file_size) (at least 1 when there is any file).
-//! 100 means nothing to gain by compacting; 10 means ten times more files than needed.
+//! Health score (0–100) = 100 × ideal_files / files (100 for no file), where ideal_files is
+//! what a compaction of the small files would leave: the files at or above the small-file
+//! threshold, kept as they are, plus the small files' bytes in files of at least
+//! max(target_file_size, small_file_size), i.e. floor(small_bytes / that), at least 1 when
+//! there is a small file. So the score agrees with the histogram: it is 100 only when at most
+//! one file is small (a partition of small files is 100 only as a single file holding all its
+//! data), and 10 means ten times more files than needed.
 
 use serde::Serialize;
 
@@ -42,12 +46,17 @@ pub struct SizeStats {
     pub histogram: Histogram,
 }
 
-pub fn ideal_files(bytes: u64, files: u64, target: u64) -> u64 {
-    if files == 0 {
+/// The files a partition would have after compacting its small files into files of at least
+/// `max(target, small_threshold)` each (documented in the module header).
+pub fn ideal_files(files: u64, small_files: u64, small_bytes: u64, t: &Thresholds) -> u64 {
+    let kept = files - small_files;
+    let merged = if small_files == 0 {
         0
     } else {
-        bytes.div_ceil(target.max(1)).max(1)
-    }
+        let each = t.target_file_size.max(t.small_file_size).max(1);
+        (small_bytes / each).clamp(1, small_files)
+    };
+    kept + merged
 }
 
 pub fn health_score(files: u64, ideal: u64) -> u8 {
@@ -72,7 +81,7 @@ impl SizeStats {
             .iter()
             .filter(|&&s| s < t.small_file_size)
             .fold((0, 0), |(n, b), &s| (n + 1, b + s));
-        let ideal = ideal_files(bytes, files, t.target_file_size);
+        let ideal = ideal_files(files, small_files, small_bytes, t);
         Self {
             files,
             bytes,
@@ -146,8 +155,8 @@ mod tests {
         let s = SizeStats::from_sizes(&mut sizes, &t, &t.edges());
         assert_eq!(s.files, 1000);
         assert_eq!(s.bytes, 1000 * MIB);
-        assert_eq!(s.ideal_files, 8); // ceil(1000 MiB / 128 MiB)
-        assert_eq!(s.excess_files, 992);
+        assert_eq!(s.ideal_files, 7); // floor(1000 MiB / 128 MiB)
+        assert_eq!(s.excess_files, 993);
         assert_eq!(s.small_files, 1000);
         assert_eq!(s.small_bytes, 1000 * MIB);
         assert_eq!(s.health_score, 0); // 8/1000 = 0.8%
@@ -159,7 +168,7 @@ mod tests {
         let t = t();
         let mut sizes = vec![200 * MIB, 300 * MIB];
         let s = SizeStats::from_sizes(&mut sizes, &t, &t.edges());
-        assert_eq!(s.ideal_files, 4);
+        assert_eq!(s.ideal_files, 2);
         assert_eq!(s.excess_files, 0);
         assert_eq!(s.health_score, 100);
         assert_eq!(s.small_files, 0);
@@ -178,6 +187,31 @@ mod tests {
         assert_eq!(s.excess_files, 0);
         assert_eq!(s.health_score, 100);
         assert_eq!(s.small_files, 1);
+    }
+
+    #[test]
+    fn a_partition_of_small_files_is_not_healthy() {
+        let t = t();
+        // The measured case: two outputs of 89 and 79 MiB, where one file would do.
+        let mut sizes = vec![89 * MIB, 79 * MIB];
+        let s = SizeStats::from_sizes(&mut sizes, &t, &t.edges());
+        assert_eq!((s.ideal_files, s.excess_files, s.health_score), (1, 1, 50));
+        // Three small files that could be two in the band.
+        let mut sizes = vec![127 * MIB, 127 * MIB, 127 * MIB];
+        let s = SizeStats::from_sizes(&mut sizes, &t, &t.edges());
+        assert_eq!((s.ideal_files, s.health_score), (2, 66));
+        // A threshold above the target: outputs must reach the threshold to leave the band.
+        let t2 = Thresholds {
+            small_file_size: 256 * MIB,
+            ..t
+        };
+        let mut sizes = vec![200 * MIB, 200 * MIB];
+        let s = SizeStats::from_sizes(&mut sizes, &t2, &t2.edges());
+        assert_eq!((s.ideal_files, s.health_score), (1, 50));
+        // Big files are kept as they are; one small file beside them cannot be merged.
+        let mut sizes = vec![900 * MIB, MIB];
+        let s = SizeStats::from_sizes(&mut sizes, &t, &t.edges());
+        assert_eq!((s.ideal_files, s.health_score), (2, 100));
     }
 
     #[test]

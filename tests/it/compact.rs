@@ -345,8 +345,9 @@ async fn running_the_same_compaction_twice_does_not_churn_or_duplicate() {
 
 /// Issue 7 item 6: whatever ratio the plan assumes (1.0 here, about twice the real one), one
 /// compaction leaves every partition holding at least two targets of output with files in the
-/// target band, a partition holding less than a target as a single file, and a second run
-/// plans nothing: no churn.
+/// target band, a partition holding one to two targets of output as one file in the band, a
+/// partition holding less than a target as a single file, and a second run plans nothing: no
+/// churn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_nothing() {
     use lakehealth::engine::demo::seed_small_files;
@@ -368,6 +369,11 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
     seed_small_files(&l, &["2026-11-04".into()], 6, 100)
         .await
         .unwrap();
+    // The measured case scaled down: between one and two targets of output (about half the
+    // input), which used to become two files below the target.
+    seed_small_files(&l, &["2026-11-05".into()], 150, 100)
+        .await
+        .unwrap();
     let uri = d.path().to_str().unwrap();
     let before = read_back(uri, None);
     let req = CompactRequest {
@@ -379,7 +385,7 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
         storage_options: HashMap::new(),
     };
     let job = prepare(&l, &req, thresholds, 1.0).await.unwrap();
-    assert_eq!(job.plan.partitions.len(), 4, "{:?}", job.plan);
+    assert_eq!(job.plan.partitions.len(), 5, "{:?}", job.plan);
     let (tx, _rx) = mpsc::unbounded_channel();
     let s = run_isolated(
         job,
@@ -389,7 +395,7 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
     )
     .await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
-    assert_eq!(s.files_removed, 3 * 60 + 6);
+    assert_eq!(s.files_removed, 3 * 60 + 6 + 150);
 
     let again = prepare(&l, &req, thresholds, 1.0).await.unwrap();
     let files = again.table.partition_files().unwrap();
@@ -417,6 +423,16 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
     let small = &sizes["ingestion_date=2026-11-04"];
     assert_eq!(small.len(), 1, "{small:?}");
     assert!(small[0] < target, "{small:?}");
+    let one = &sizes["ingestion_date=2026-11-05"];
+    assert_eq!(
+        one.len(),
+        1,
+        "less than two targets of output is one file: {one:?}"
+    );
+    assert!(
+        (target..2 * target).contains(&one[0]),
+        "between one and two targets: {one:?}"
+    );
     assert_eq!(
         again.plan.bins, 0,
         "a second run plans nothing: {:?}",
@@ -429,5 +445,5 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
         (after.rows, after.distinct_ids, after.reading_sum),
         (before.rows, before.distinct_ids, before.reading_sum)
     );
-    assert_eq!(after.rows, 3 * 60 * 2000 + 6 * 100);
+    assert_eq!(after.rows, 3 * 60 * 2000 + 6 * 100 + 150 * 100);
 }

@@ -244,11 +244,12 @@ fn small() -> Thresholds {
 async fn compact_demo(l: &lakehealth::engine::location::Location) {
     let req = CompactRequest {
         selection: Selection::All,
-        target_file_size: Some(MIB),
+        // Several bins, so several OPTIMIZE commits remove files: a bin closes only at two
+        // targets of output, so the target is small beside the bin.
+        target_file_size: Some(32 * KIB),
         min_file_size: Some(MIB),
         parallelism: 2,
-        // Several bins, so several OPTIMIZE commits remove files.
-        max_bin_bytes: Some(256 * KIB),
+        max_bin_bytes: Some(128 * KIB),
         storage_options: HashMap::new(),
     };
     let job = prepare(l, &req, small(), 1.0).await.expect("plan");

@@ -188,18 +188,7 @@ async fn a_job_whose_replan_fails_ends_failed_with_the_error_on_screen() {
 #[tokio::test]
 async fn confirming_a_cancel_sends_it_and_marks_the_job_cancelling() {
     let mut app = App::new("t".into(), Duration::ZERO, SIZE);
-    let plan = lakehealth::engine::compact::plan::CompactionPlan {
-        table_version: 1,
-        target_file_size: 1,
-        min_file_size: 1,
-        compression_ratio: 1.0,
-        partitions: vec![],
-        files_in: 10,
-        bytes_in: 100,
-        predicted_files_out: 1,
-        bins: 1,
-        skipped_deletion_vector_files: 0,
-    };
+    let plan = one_bin_plan();
     app.jobs
         .push(lakehealth::tui::jobs::JobView::new(9, "t".into(), &plan));
     let press = |app: &mut App, c: char| {
@@ -247,18 +236,7 @@ async fn a_refused_bin_shows_in_the_jobs_panel_with_who_took_its_files() {
     use lakehealth::engine::stats::table_report::PartitionValues;
     use lakehealth::tui::action::{Action, TaskProgress};
     let mut app = App::new("t".into(), Duration::ZERO, SIZE);
-    let plan = lakehealth::engine::compact::plan::CompactionPlan {
-        table_version: 1,
-        target_file_size: 1,
-        min_file_size: 1,
-        compression_ratio: 1.0,
-        partitions: vec![],
-        files_in: 10,
-        bytes_in: 100,
-        predicted_files_out: 1,
-        bins: 1,
-        skipped_deletion_vector_files: 0,
-    };
+    let plan = one_bin_plan();
     app.jobs
         .push(lakehealth::tui::jobs::JobView::new(9, "t".into(), &plan));
     let conflict = ConflictRecord {
@@ -296,4 +274,20 @@ async fn a_refused_bin_shows_in_the_jobs_panel_with_who_took_its_files() {
         ),
         "{screen}"
     );
+}
+
+/// A plan of one bin, for jobs whose events the test feeds itself.
+fn one_bin_plan() -> lakehealth::engine::compact::plan::CompactionPlan {
+    lakehealth::engine::compact::plan::CompactionPlan {
+        table_version: 1,
+        target_file_size: 1,
+        min_file_size: 1,
+        compression_ratio: 1.0,
+        partitions: vec![],
+        files_in: 10,
+        bytes_in: 100,
+        predicted_files_out: 1,
+        bins: 1,
+        skipped_deletion_vector_files: 0,
+    }
 }

@@ -5,6 +5,7 @@ pub mod compact;
 pub mod demo;
 pub mod discover;
 pub mod error;
+pub mod formats;
 pub mod janitor;
 pub mod location;
 pub mod log;

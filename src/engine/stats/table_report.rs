@@ -10,6 +10,7 @@ use super::findings::{Finding, FindingsCoverage, findings};
 use super::log_health::LogHealth;
 use super::vacuum::VacuumDebt;
 use super::writers::{StreamingWriter, streaming_writers};
+use crate::engine::formats::TableFormat;
 use crate::engine::log::state::{CommitSummary, LogState};
 use crate::engine::properties::TableProps;
 
@@ -54,6 +55,8 @@ pub struct PartitionReport {
 pub struct TableReport {
     pub uri: String,
     pub name: String,
+    /// Delta, a Parquet folder, a Spark file-sink folder or Iceberg.
+    pub format: TableFormat,
     pub version: u64,
     pub partition_columns: Vec<String>,
     #[serde(flatten)]
@@ -158,6 +161,7 @@ impl TableReport {
         TableReport {
             uri,
             name,
+            format: TableFormat::Delta,
             version: state.version,
             partition_columns: columns,
             stats,

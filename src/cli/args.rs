@@ -60,6 +60,10 @@ pub struct Common {
     /// Folder levels searched for tables under a root.
     #[arg(long, global = true, value_name = "N")]
     pub depth: Option<usize>,
+    /// How often the TUI reads the open table's log for new commits (default: 1s for local
+    /// tables, 5s for object stores).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub poll: Option<Duration>,
     /// Log file (default: lakehealth.log in the platform data dir).
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,

@@ -60,7 +60,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     let s = settings(&cli.common)?;
     match cli.command {
         Some(Command::Report(a)) => report(a, &s).await,
-        Some(Command::Demo(a)) => demo(a, s).await,
+        Some(Command::Demo(a)) => demo(a, s, cli.common.poll).await,
         Some(Command::Stream(a)) => stream(a, &s).await,
         Some(Command::Compact(a)) => {
             super::compact::compact(a, &s, cli.common.target.map(|t| t.0)).await
@@ -83,7 +83,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         None => match cli.uri {
             Some(uri) => {
                 let loc = Location::parse(&uri)?;
-                crate::tui::run(loc, s.open, s.config.ui.refresh_interval).await
+                crate::tui::run(loc, s.open, s.config.ui.refresh_interval, cli.common.poll).await
             }
             None => {
                 use clap::CommandFactory;
@@ -147,7 +147,7 @@ async fn stream(a: StreamArgs, s: &Settings) -> Result<()> {
     Ok(())
 }
 
-async fn demo(a: DemoArgs, s: Settings) -> Result<()> {
+async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Result<()> {
     let dir = a.dir.clone().unwrap_or_else(default_demo_dir);
     eprintln!("preparing demo table in {} ...", dir.display());
     let loc = ensure_demo_table(&dir, DemoShape::default(), a.reset)
@@ -190,7 +190,7 @@ async fn demo(a: DemoArgs, s: Settings) -> Result<()> {
         .ui
         .refresh_interval
         .min(std::time::Duration::from_secs(2));
-    let r = crate::tui::run(loc, s.open, refresh).await;
+    let r = crate::tui::run(loc, s.open, refresh, poll).await;
     cancel.cancel();
     if let Some(w) = writer {
         let _ = tokio::task::spawn_blocking(move || w.join()).await;

@@ -2,6 +2,7 @@
 
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::log::watch::LogEvent;
 use crate::engine::open::Opened;
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::PartitionValues;
@@ -70,6 +71,11 @@ pub enum Action {
         id: u64,
         result: Result<Box<CompactionPlan>, String>,
     },
+    /// An event of the log watcher started by `Effect::Watch { id: watch }`.
+    Log {
+        watch: u64,
+        event: LogEvent,
+    },
 }
 
 /// Work the event loop must start on the app's behalf.
@@ -100,6 +106,17 @@ pub enum Effect {
         id: u64,
     },
     CancelJob {
+        id: u64,
+    },
+    /// Follow the table's log (`engine::log::watch`); its events come back as `Action::Log`.
+    Watch {
+        id: u64,
+        uri: String,
+        name: String,
+        /// None: the default for the location.
+        poll: Option<std::time::Duration>,
+    },
+    StopWatch {
         id: u64,
     },
 }

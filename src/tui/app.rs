@@ -11,8 +11,11 @@ use super::jobs::JobView;
 use super::keymap::Context;
 use super::layout;
 use super::list::{ListOp, Move, Sort, SortedList};
+use super::live::{Follow, Live, Shown};
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::janitor::policy::Policy;
+use crate::engine::log::watch::LogEvent;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
@@ -173,6 +176,12 @@ pub struct App {
     pub marks: Marks,
     pub jobs: Vec<JobView>,
     pub clock: Clock,
+    /// Whether the open table follows its log (the TUI does; `App::new` leaves it off).
+    pub follow: Follow,
+    /// The watcher of the open table, while it is followed.
+    pub live: Option<Live>,
+    /// The policy the live forecasts use.
+    pub policy: Option<Policy>,
     next_id: u64,
 }
 
@@ -208,6 +217,9 @@ impl App {
             marks: Marks::default(),
             jobs: Vec::new(),
             clock: Clock::System,
+            follow: Follow::Off,
+            live: None,
+            policy: None,
             next_id: 1,
         }
     }
@@ -267,6 +279,12 @@ impl App {
     }
 
     pub fn update(&mut self, action: Action) -> Vec<Effect> {
+        let mut effects = self.handle(action);
+        effects.extend(self.sync_live());
+        effects
+    }
+
+    fn handle(&mut self, action: Action) -> Vec<Effect> {
         match action {
             Action::Command(c) => self.command(c),
             Action::FilterInput(ch) => {
@@ -293,6 +311,63 @@ impl App {
             },
             Action::Loaded { load, result } => self.loaded(load, result),
             Action::PlanReady { id, result } => self.plan_ready(id, result),
+            Action::Log { watch, event } => {
+                self.log_event(watch, event);
+                vec![]
+            }
+        }
+    }
+
+    /// Whether the table at `uri` is followed by a watcher.
+    pub fn following(&self, uri: &str) -> bool {
+        self.live.as_ref().is_some_and(|l| l.uri == uri)
+    }
+
+    /// Starts a watcher for the table shown, or stops one no longer wanted.
+    fn sync_live(&mut self) -> Vec<Effect> {
+        let wanted = match (&self.follow, &self.screen, &self.table) {
+            (Follow::On { poll }, Screen::Table, Some(t)) if !self.should_quit => {
+                Some((t.uri.clone(), t.name.clone(), *poll))
+            }
+            _ => None,
+        };
+        let mut effects = Vec::new();
+        if let Some(l) = self
+            .live
+            .take_if(|l| wanted.as_ref().is_none_or(|(uri, ..)| *uri != l.uri))
+        {
+            effects.push(Effect::StopWatch { id: l.id });
+        }
+        if let (None, Some((uri, name, poll))) = (&self.live, wanted) {
+            let id = self.next_id();
+            let policy = self.policy.clone().unwrap_or_else(|| {
+                Policy::builtin(self.table.as_ref().map_or_else(
+                    || crate::engine::open::OpenOptions::default().thresholds,
+                    |t| t.thresholds,
+                ))
+            });
+            let poll = super::live::resolve_poll(&uri, poll);
+            let now = self.clock.wall_ms();
+            self.live = Some(Live::new(id, uri.clone(), poll, policy, now));
+            effects.push(Effect::Watch {
+                id,
+                uri,
+                name,
+                poll: Some(poll),
+            });
+        }
+        effects
+    }
+
+    fn log_event(&mut self, watch: u64, event: LogEvent) {
+        let now = self.clock.wall_ms();
+        let Some(live) = self.live.as_mut().filter(|l| l.id == watch) else {
+            return; // a watcher stopped meanwhile
+        };
+        if let Shown::Table(report) = live.apply(event, now)
+            && self.table.as_ref().is_some_and(|t| t.uri == report.uri)
+        {
+            self.set_table(*report);
         }
     }
 
@@ -473,7 +548,8 @@ impl App {
             .last_loaded
             .is_some_and(|t| now.duration_since(t) >= self.refresh_every);
         match (&self.screen, &self.table) {
-            (Screen::Table, Some(t)) if due => {
+            // A followed table is kept current by its watcher.
+            (Screen::Table, Some(t)) if due && !self.following(&t.uri) => {
                 let uri = t.uri.clone();
                 self.load(uri, true)
             }
@@ -675,7 +751,8 @@ impl App {
         let landed = j.apply(event, now);
         let uri = j.table_uri.clone();
         // A commit changed the table: reload it so counts and histograms follow.
-        if landed && self.table.as_ref().is_some_and(|t| t.uri == uri) {
+        // (A followed table's watcher reads the commit itself.)
+        if landed && self.table.as_ref().is_some_and(|t| t.uri == uri) && !self.following(&uri) {
             return self.reload_table();
         }
         vec![]

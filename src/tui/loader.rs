@@ -1,5 +1,6 @@
-//! Runs the app's effects as background work: loads (one cancellation token each), compaction
-//! planning, and compaction jobs (on their own thread and runtime, see `engine::compact::job`).
+//! Runs the app's effects as background work: loads (one cancellation token each), log
+//! watchers (one each), compaction planning, and compaction jobs (on their own thread and
+//! runtime, see `engine::compact::job`).
 //! Results and progress come back to `App::update` as `Action`s over one channel.
 
 use std::collections::HashMap;
@@ -15,6 +16,7 @@ use crate::engine::compact::job::{
 };
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::location::Location;
+use crate::engine::log::watch::{LogEvent, default_poll, follow};
 use crate::engine::open::{OpenOptions, load_table, open};
 use crate::engine::stats::table_report::PartitionValues;
 
@@ -26,6 +28,7 @@ pub struct Loader {
     jobs: HashMap<u64, CancellationToken>,
     job_tasks: Vec<tokio::task::JoinHandle<()>>,
     locks: Arc<PartitionLocks>,
+    watches: HashMap<u64, CancellationToken>,
 }
 
 impl Loader {
@@ -48,6 +51,7 @@ impl Loader {
             jobs: HashMap::new(),
             job_tasks: Vec::new(),
             locks,
+            watches: HashMap::new(),
         }
     }
 
@@ -75,7 +79,50 @@ impl Loader {
                     t.cancel();
                 }
             }
+            Effect::Watch {
+                id,
+                uri,
+                name,
+                poll,
+            } => self.watch(id, uri, name, poll),
+            Effect::StopWatch { id } => {
+                if let Some(t) = self.watches.remove(&id) {
+                    t.cancel();
+                }
+            }
         }
+    }
+
+    /// Follows a table's log until `StopWatch` (or quit); every event becomes `Action::Log`.
+    fn watch(&mut self, id: u64, uri: String, name: String, poll: Option<std::time::Duration>) {
+        let token = CancellationToken::new();
+        self.watches.insert(id, token.clone());
+        let opts = self.opts.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let loc = match Location::parse(&uri) {
+                Ok(l) => l,
+                Err(e) => {
+                    let event = LogEvent::Error {
+                        kind: e.kind(),
+                        message: e.to_string(),
+                        retry_in: std::time::Duration::ZERO,
+                    };
+                    let _ = tx.send(Action::Log { watch: id, event });
+                    return;
+                }
+            };
+            let poll = poll.unwrap_or_else(|| default_poll(&loc));
+            let (etx, mut erx) = mpsc::unbounded_channel();
+            let forward = async {
+                while let Some(event) = erx.recv().await {
+                    if tx.send(Action::Log { watch: id, event }).is_err() {
+                        break;
+                    }
+                }
+            };
+            tokio::join!(follow(&loc, name, &opts, poll, etx, token), forward);
+        });
     }
 
     fn load(&mut self, id: u64, uri: String) {
@@ -187,6 +234,9 @@ impl Loader {
             t.cancel();
         }
         for (_, t) in self.jobs.drain() {
+            t.cancel();
+        }
+        for (_, t) in self.watches.drain() {
             t.cancel();
         }
     }

@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod keymap;
 pub mod layout;
 pub mod list;
+pub mod live;
 pub mod loader;
 pub mod terminal;
 pub mod view;
@@ -43,10 +44,18 @@ pub fn key_to_action(app: &App, key: KeyEvent) -> Option<Action> {
     }
 }
 
-pub async fn run(loc: Location, opts: OpenOptions, refresh: Duration) -> Result<()> {
+/// `poll`: how often the open table's log is read for new commits (None: the default for its
+/// location).
+pub async fn run(
+    loc: Location,
+    opts: OpenOptions,
+    refresh: Duration,
+    poll: Option<Duration>,
+) -> Result<()> {
     let mut term = terminal::Terminal::enter()?;
     let size = term.size()?;
     let mut app = App::new(loc.display(), refresh, size);
+    app.follow = live::Follow::On { poll };
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
     let mut loader = loader::Loader::new(opts, tx.clone());
     for e in app.start() {

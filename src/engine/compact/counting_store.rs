@@ -1,5 +1,6 @@
 //! An object store wrapper that counts the bytes read and written through it: compaction
-//! progress is measured where the bytes flow, not estimated.
+//! progress is measured where the bytes flow, not estimated. It also counts requests (GETs and
+//! LISTs), so a reader's claim to read only what it needs can be checked.
 
 use std::fmt;
 use std::sync::Arc;
@@ -17,6 +18,9 @@ use object_store::{
 pub struct ByteCounters {
     pub read: AtomicU64,
     pub written: AtomicU64,
+    /// GET requests (found or not), and LIST requests.
+    pub gets: AtomicU64,
+    pub lists: AtomicU64,
 }
 
 impl ByteCounters {
@@ -25,6 +29,12 @@ impl ByteCounters {
     }
     pub fn written(&self) -> u64 {
         self.written.load(Ordering::Relaxed)
+    }
+    pub fn gets(&self) -> u64 {
+        self.gets.load(Ordering::Relaxed)
+    }
+    pub fn lists(&self) -> u64 {
+        self.lists.load(Ordering::Relaxed)
     }
 }
 
@@ -98,6 +108,7 @@ impl ObjectStore for CountingStore {
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         let head = options.head;
+        self.counters.gets.fetch_add(1, Ordering::Relaxed);
         let r = self.inner.get_opts(location, options).await?;
         if !head {
             // The range is what the caller will consume from this response.
@@ -116,10 +127,12 @@ impl ObjectStore for CountingStore {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.counters.lists.fetch_add(1, Ordering::Relaxed);
         self.inner.list(prefix)
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.counters.lists.fetch_add(1, Ordering::Relaxed);
         self.inner.list_with_delimiter(prefix).await
     }
 
@@ -157,5 +170,10 @@ mod tests {
         assert_eq!(got.len(), 8);
         s.get_range(&Path::from("a"), 1..3).await.unwrap();
         assert_eq!(c.read(), 10);
+        assert!(s.get(&Path::from("missing")).await.is_err());
+        assert_eq!(c.gets(), 3);
+        let _ = s.list(None);
+        s.list_with_delimiter(None).await.unwrap();
+        assert_eq!(c.lists(), 2);
     }
 }

@@ -9,4 +9,8 @@ pub mod replay;
 #[cfg(test)]
 mod replay_tests;
 pub mod state;
+pub mod tail;
+#[cfg(test)]
+mod tail_tests;
 pub mod walker;
+pub mod watch;

@@ -63,6 +63,24 @@ pub fn decode(raw: &str) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// The logical partition values of a raw key, in partition-column order.
+pub fn resolve_key(
+    raw: &str,
+    partition_columns: &[String],
+    physical_to_logical: &HashMap<String, String>,
+) -> Vec<Option<String>> {
+    let pairs = decode(raw);
+    partition_columns
+        .iter()
+        .map(|col| {
+            pairs
+                .iter()
+                .find(|(k, _)| physical_to_logical.get(k).map(String::as_str).unwrap_or(k) == col)
+                .and_then(|(_, v)| v.clone())
+        })
+        .collect()
+}
+
 /// Sizes of live files grouped by raw partition key.
 #[derive(Debug, Default)]
 pub struct PartitionSizes {
@@ -93,6 +111,38 @@ impl PartitionSizes {
         }
     }
 
+    /// Drops one file of `size` from the group of `raw_key` (a group left empty goes too, as a
+    /// replay would never have made it). False when the group holds no file of that size.
+    pub fn remove_one(&mut self, raw_key: &str, size: u64) -> bool {
+        let Some(&idx) = self.index.get(raw_key) else {
+            return false;
+        };
+        let sizes = &mut self.groups[idx as usize].1;
+        let Some(pos) = sizes.iter().position(|s| *s == size) else {
+            return false;
+        };
+        sizes.swap_remove(pos);
+        if sizes.is_empty() {
+            self.index.remove(raw_key);
+            self.groups.swap_remove(idx as usize);
+            if let Some((moved, _)) = self.groups.get(idx as usize) {
+                self.index.insert(moved.clone(), idx);
+            }
+        }
+        true
+    }
+
+    /// How many files of `size` the group of `raw_key` holds.
+    pub fn count(&self, raw_key: &str, size: u64) -> usize {
+        self.index.get(raw_key).map_or(0, |&i| {
+            self.groups[i as usize]
+                .1
+                .iter()
+                .filter(|s| **s == size)
+                .count()
+        })
+    }
+
     pub fn files(&self) -> u64 {
         self.groups.iter().map(|(_, s)| s.len() as u64).sum()
     }
@@ -100,30 +150,19 @@ impl PartitionSizes {
     /// Groups keyed by logical partition values in partition-column order; raw keys that
     /// resolve to the same values (entries written in another order) are merged.
     pub fn resolve(
-        self,
+        &self,
         partition_columns: &[String],
         physical_to_logical: &HashMap<String, String>,
     ) -> Vec<(Vec<Option<String>>, Vec<u64>)> {
         let mut merged: HashMap<Vec<Option<String>>, usize> = HashMap::new();
         let mut out: Vec<(Vec<Option<String>>, Vec<u64>)> = Vec::new();
-        for (raw, sizes) in self.groups {
-            let pairs = decode(&raw);
-            let values: Vec<Option<String>> = partition_columns
-                .iter()
-                .map(|col| {
-                    pairs
-                        .iter()
-                        .find(|(k, _)| {
-                            physical_to_logical.get(k).map(String::as_str).unwrap_or(k) == col
-                        })
-                        .and_then(|(_, v)| v.clone())
-                })
-                .collect();
+        for (raw, sizes) in &self.groups {
+            let values = resolve_key(raw, partition_columns, physical_to_logical);
             match merged.get(&values) {
-                Some(&i) => out[i].1.extend(sizes),
+                Some(&i) => out[i].1.extend_from_slice(sizes),
                 None => {
                     merged.insert(values.clone(), out.len());
-                    out.push((values, sizes));
+                    out.push((values, sizes.clone()));
                 }
             }
         }
@@ -180,6 +219,26 @@ mod tests {
                 (vec![Some("null".into())], vec![3])
             ]
         );
+    }
+
+    #[test]
+    fn remove_one_drops_a_size_and_an_emptied_group() {
+        let mut p = PartitionSizes::default();
+        p.push("a", 1);
+        p.push("b", 2);
+        p.push("c", 3);
+        p.push("a", 4);
+        assert!(!p.remove_one("a", 9));
+        assert!(!p.remove_one("z", 1));
+        assert!(p.remove_one("b", 2));
+        // "c" moved into b's slot and is still found by its key.
+        assert_eq!(p.count("c", 3), 1);
+        assert!(p.remove_one("c", 3));
+        assert!(p.remove_one("a", 1));
+        assert_eq!(p.files(), 1);
+        assert_eq!(p.groups, vec![("a".to_string(), vec![4])]);
+        p.push("c", 5);
+        assert_eq!(p.count("c", 5), 1);
     }
 
     #[test]

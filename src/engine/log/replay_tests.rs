@@ -13,22 +13,22 @@ use super::replay::{ReplayOptions, replay};
 use super::state::LogState;
 use crate::engine::stats::table_report::physical_names;
 
-struct Log {
-    dir: tempfile::TempDir,
-    next: u64,
+pub(super) struct Log {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) next: u64,
 }
 
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-fn add(path: &str, pv: Value, size: u64) -> Value {
+pub(super) fn add(path: &str, pv: Value, size: u64) -> Value {
     json!({"add": {"path": path, "partitionValues": pv, "size": size,
         "modificationTime": 1, "dataChange": true}})
 }
 
 /// A remove with its partition values and size when given (extended file metadata).
-fn remove(path: &str, pv: Option<Value>, size: Option<u64>) -> Value {
+pub(super) fn remove(path: &str, pv: Option<Value>, size: Option<u64>) -> Value {
     let mut r = json!({"path": path, "deletionTimestamp": now_ms(), "dataChange": false});
     if let Some(pv) = pv {
         r["partitionValues"] = pv;
@@ -40,14 +40,14 @@ fn remove(path: &str, pv: Option<Value>, size: Option<u64>) -> Value {
     json!({"remove": r})
 }
 
-fn optimize() -> Value {
+pub(super) fn optimize() -> Value {
     json!({"commitInfo": {"timestamp": now_ms(), "operation": "OPTIMIZE",
         "clientVersion": "delta-rs.test"}})
 }
 
 impl Log {
     /// Version 0: protocol and metadata of a table of string partition columns and `x: long`.
-    fn new(partition_columns: &[&str]) -> Self {
+    pub(super) fn new(partition_columns: &[&str]) -> Self {
         let mut fields =
             vec![json!({"name": "x", "type": "long", "nullable": true, "metadata": {}})];
         fields.extend(
@@ -68,7 +68,7 @@ impl Log {
         log
     }
 
-    fn commit(&mut self, actions: &[Value]) {
+    pub(super) fn commit(&mut self, actions: &[Value]) {
         let text: Vec<String> = actions.iter().map(Value::to_string).collect();
         let path = self
             .dir
@@ -78,12 +78,12 @@ impl Log {
         self.next += 1;
     }
 
-    fn url(&self) -> url::Url {
+    pub(super) fn url(&self) -> url::Url {
         url::Url::from_directory_path(self.dir.path()).expect("absolute temp path")
     }
 
     /// A checkpoint of the latest version, written by delta-rs.
-    async fn checkpoint(&self) {
+    pub(super) async fn checkpoint(&self) {
         let t = deltalake::open_table(self.url())
             .await
             .expect("delta-rs opens");
@@ -98,7 +98,7 @@ impl Log {
         replay(&store, "test", opts, &|_| {}).await.expect("replay")
     }
 
-    async fn replay(&self) -> LogState {
+    pub(super) async fn replay(&self) -> LogState {
         self.replay_with(ReplayOptions::default()).await
     }
 

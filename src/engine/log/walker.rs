@@ -87,29 +87,11 @@ impl Walker {
 
     /// Applies one commit; commits must come newest first.
     pub fn apply_commit(&mut self, uri: &str, c: FetchedCommit) -> Result<()> {
-        let actions = parse_actions(uri, &c)?;
+        let parsed = parse_commit(uri, &c)?;
         let live = c.version >= self.first_live;
-        // The protocol gives a commit's actions no order, so a key both added and removed by
-        // one commit is ambiguous; it is read as delta-rs reads it: the first of the two wins.
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut adds: Vec<(&AddFile, String)> = Vec::new();
-        let mut removes: Vec<(&RemoveFile, String)> = Vec::new();
-        for a in &actions {
-            if let Some(add) = &a.add {
-                let key = file_key(&add.path, add.deletion_vector.as_ref());
-                if seen.insert(key.clone()) {
-                    adds.push((add, key));
-                }
-            }
-            if let Some(rm) = &a.remove {
-                let key = file_key(&rm.path, rm.deletion_vector.as_ref());
-                if seen.insert(key.clone()) {
-                    removes.push((rm, key));
-                }
-            }
-        }
-
-        let summary = summarize(&c, &actions);
+        let (actions, summary) = (&parsed.actions, parsed.summary.clone());
+        let adds: Vec<(&AddFile, &String)> = parsed.adds().collect();
+        let removes: Vec<(&RemoveFile, &String)> = parsed.removes().collect();
         if live {
             for (add, key) in &adds {
                 self.apply_add(add, key);
@@ -117,7 +99,7 @@ impl Walker {
             for (rm, key) in &removes {
                 self.apply_remove(rm, key);
             }
-            self.apply_other(&actions);
+            self.apply_other(actions);
         }
         if c.head_only {
             self.expect = None;
@@ -276,6 +258,61 @@ impl Walker {
             .collect();
         (repeated, origins, self.fully_read_from)
     }
+}
+
+/// One commit's actions, read as every reader of this crate reads them: the protocol gives a
+/// commit's actions no order, so a key both added and removed by one commit is ambiguous; it is
+/// read as delta-rs reads it, the first of the two wins. The replay (newest first) and the live
+/// watcher (oldest first) both apply exactly these adds and removes.
+pub struct ParsedCommit {
+    pub actions: Vec<ActionLine>,
+    /// (index into `actions`, file key) of the adds and removes that decide their key.
+    adds: Vec<(usize, String)>,
+    removes: Vec<(usize, String)>,
+    pub summary: CommitSummary,
+}
+
+impl ParsedCommit {
+    pub fn adds(&self) -> impl Iterator<Item = (&AddFile, &String)> {
+        self.adds
+            .iter()
+            .filter_map(|(i, k)| Some((self.actions[*i].add.as_ref()?, k)))
+    }
+
+    pub fn removes(&self) -> impl Iterator<Item = (&RemoveFile, &String)> {
+        self.removes
+            .iter()
+            .filter_map(|(i, k)| Some((self.actions[*i].remove.as_ref()?, k)))
+    }
+}
+
+/// Parses a fetched commit file into its deciding adds and removes and its history line.
+pub fn parse_commit(uri: &str, c: &FetchedCommit) -> Result<ParsedCommit> {
+    let actions = parse_actions(uri, c)?;
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut adds = Vec::new();
+    let mut removes = Vec::new();
+    for (i, a) in actions.iter().enumerate() {
+        if let Some(add) = &a.add {
+            let key = file_key(&add.path, add.deletion_vector.as_ref());
+            if seen.insert(key.clone()) {
+                adds.push((i, key));
+            }
+        }
+        if let Some(rm) = &a.remove {
+            let key = file_key(&rm.path, rm.deletion_vector.as_ref());
+            if seen.insert(key.clone()) {
+                removes.push((i, key));
+            }
+        }
+    }
+    let summary = summarize(c, &actions);
+    Ok(ParsedCommit {
+        actions,
+        adds,
+        removes,
+        summary,
+    })
 }
 
 fn parse_actions(uri: &str, c: &FetchedCommit) -> Result<Vec<ActionLine>> {

@@ -3,6 +3,7 @@
 
 pub mod file_sizes;
 pub mod findings;
+pub mod forecast;
 pub mod histogram;
 pub mod log_health;
 pub mod table_report;

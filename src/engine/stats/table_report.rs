@@ -109,6 +109,17 @@ impl TableReport {
         base: Thresholds,
         now_ms: i64,
     ) -> Self {
+        Self::from_state(uri, name, &state, base, now_ms)
+    }
+
+    /// The report of a state that stays in use (the live watcher keeps applying commits to it).
+    pub fn from_state(
+        uri: String,
+        name: String,
+        state: &LogState,
+        base: Thresholds,
+        now_ms: i64,
+    ) -> Self {
         let props = TableProps::parse(
             state
                 .metadata
@@ -122,11 +133,11 @@ impl TableReport {
             ..base
         };
         let retention_hours = props.deleted_file_retention().as_secs_f64() / 3600.0;
-        let log = LogHealth::from_state(&state, props.checkpoint_interval());
+        let log = LogHealth::from_state(state, props.checkpoint_interval());
         let vacuum = VacuumDebt::compute(&state.tombstones, retention_hours, now_ms);
-        let writers = streaming_writers(&state);
-        let (findings, findings_checked) = findings(&state);
-        let mut warnings = state.warnings;
+        let writers = streaming_writers(state);
+        let (findings, findings_checked) = findings(state);
+        let mut warnings = state.warnings.clone();
         warnings.extend(
             props
                 .invalid()
@@ -171,7 +182,7 @@ impl TableReport {
             log,
             vacuum,
             streaming_writers: writers,
-            commits: state.commits,
+            commits: state.commits.clone(),
             warnings,
             findings,
             findings_checked,

@@ -6,6 +6,7 @@ mod header;
 mod help;
 pub mod histogram;
 pub mod jobs;
+mod live;
 mod overlays;
 mod partitions;
 mod plan_dialog;
@@ -39,7 +40,10 @@ pub fn draw(f: &mut Frame, app: &App) {
             writers::draw(f, a.writers, t, now_ms);
             let (found, commits) = findings::split(a.commits, t);
             findings::draw(f, found, t);
-            commits::draw(f, commits, t, now_ms);
+            let (live_area, commits) = live::split(commits, app);
+            live::draw(f, live_area, app, t, now_ms);
+            let live_from = app.live.as_ref().and_then(|l| l.live_from);
+            commits::draw(f, commits, t, now_ms, live_from);
             status::draw(f, a.status, app);
         }
         (Screen::Tables, _) if app.root.is_some() => {

@@ -1,0 +1,192 @@
+//! The live panel above the commit feed, while the table follows its log: the watcher's status,
+//! a sparkline of commits per 10 seconds, and forecasts from the arrival rate of small files
+//! (for the selected partition, and the partitions the policy will make due soonest).
+
+use std::time::Duration;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
+
+use super::style;
+use super::writers::truncate;
+use crate::engine::janitor::policy::human_duration;
+use crate::engine::stats::forecast::{DueIn, Forecast};
+use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
+use crate::tui::app::App;
+use crate::tui::live::{Live, LiveStatus};
+
+/// Width of one sparkline bar.
+pub const BUCKET: Duration = Duration::from_secs(10);
+/// Partitions listed as due soonest.
+const SOONEST: usize = 3;
+/// Borders, status, sparkline (2), last replay, selected partition, "due soonest" and its rows.
+const ROWS: u16 = 2 + 1 + 2 + 1 + 1 + 1 + SOONEST as u16;
+
+/// Splits the commits area into (live panel, the rest): the panel only while following, and it
+/// leaves the feed at least 5 rows.
+pub fn split(area: Rect, app: &App) -> (Rect, Rect) {
+    if app.live.is_none() || area.height < ROWS + 5 {
+        return (Rect::new(area.x, area.y, area.width, 0), area);
+    }
+    let [panel, rest] =
+        Layout::vertical([Constraint::Length(ROWS), Constraint::Min(0)]).areas(area);
+    (panel, rest)
+}
+
+fn status_line(live: &Live) -> Line<'static> {
+    let poll = human_duration(live.poll);
+    match &live.status {
+        LiveStatus::Starting => Line::from(Span::styled(
+            format!(" reading the log… then polling every {poll}"),
+            style::dim(),
+        )),
+        LiveStatus::Following { version } => Line::from(vec![
+            Span::styled(" ● ", Style::default().fg(Color::Green)),
+            Span::raw(format!(
+                "following v{version}: {} commit{} since opened, polling every {poll}",
+                live.commits_seen,
+                if live.commits_seen == 1 { "" } else { "s" }
+            )),
+        ]),
+        LiveStatus::Failing { message, retry_in } => Line::from(Span::styled(
+            format!(" ✗ {message} (retrying in {})", human_duration(*retry_in)),
+            Style::default().fg(Color::Red),
+        )),
+    }
+}
+
+fn due_text(f: &Forecast) -> String {
+    let rate = f
+        .small_files_per_hour
+        .map_or("rate: measuring".to_string(), |r| {
+            format!("{r:.1} small files/h")
+        });
+    let due = match &f.due {
+        DueIn::Now { reason } => reason.clone(),
+        DueIn::In { seconds } => format!(
+            "due in ~{}",
+            human_duration(Duration::from_secs((*seconds).max(1)))
+        ),
+        DueIn::NotByArrivals => "not due by arrivals".into(),
+        DueIn::Unknown => "due: not known yet".into(),
+    };
+    format!("{rate} · {due}")
+}
+
+fn find<'t>(t: &'t TableReport, v: &PartitionValues) -> Option<&'t PartitionReport> {
+    // The report's partitions are sorted by (label, values).
+    let key = (v.label(), v);
+    t.partitions
+        .binary_search_by(|p| (p.values.label(), &p.values).cmp(&key))
+        .ok()
+        .and_then(|i| t.partitions.get(i))
+}
+
+/// Partitions with arrivals that the policy makes due next, soonest first.
+fn soonest<'t>(
+    live: &Live,
+    t: &'t TableReport,
+    now: i64,
+) -> Vec<(&'t PartitionReport, u64, Forecast)> {
+    let mut v: Vec<(&PartitionReport, u64, Forecast)> = live
+        .arrivals
+        .arriving()
+        .filter_map(|values| find(t, values))
+        .filter_map(|p| {
+            let f = live.forecast(t, p, now)?;
+            match f.due {
+                DueIn::In { seconds } => Some((p, seconds, f)),
+                _ => None,
+            }
+        })
+        .collect();
+    v.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.values.cmp(&b.0.values)));
+    v.truncate(SOONEST);
+    v
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
+    let Some(live) = app.live.as_ref().filter(|_| area.height > 0) else {
+        return;
+    };
+    let title = Line::from(vec![
+        Span::styled(" Live log ", style::title()),
+        Span::styled(
+            format!("forecast by {} ", live.policy.rule()),
+            style::dim(),
+        ),
+    ]);
+    let block = Block::default().borders(Borders::ALL).title(title);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let [status, spark, reload, selected, next] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(2),
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(0),
+    ])
+    .areas(inner);
+    f.render_widget(Paragraph::new(status_line(live)), status);
+
+    let label = format!(" commits/{}s ", BUCKET.as_secs());
+    let [l, s] = Layout::horizontal([Constraint::Length(label.len() as u16), Constraint::Min(0)])
+        .areas(spark);
+    let counts = live
+        .arrivals
+        .commit_counts(now, BUCKET, usize::from(s.width));
+    let peak = counts.iter().copied().max().unwrap_or(0);
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::from(Span::styled(label, style::dim())),
+            Line::from(Span::styled(format!(" max {peak}"), style::dim())),
+        ]),
+        l,
+    );
+    f.render_widget(
+        Sparkline::default()
+            .data(&counts)
+            .style(Style::default().fg(Color::Cyan)),
+        s,
+    );
+
+    let reloaded = live.last_reload.as_ref().map_or(String::new(), |r| {
+        format!(" last full replay: {}", r.describe())
+    });
+    f.render_widget(
+        Paragraph::new(Span::styled(reloaded, style::dim())),
+        reload,
+    );
+
+    let width = usize::from(inner.width);
+    let sel = app.selected_partition().map(|p| {
+        let text = match live.forecast(t, p, now) {
+            Some(fc) => due_text(&fc),
+            None => "no forecast: the policy counts small files by another threshold".into(),
+        };
+        format!(" {}: {text}", p.values.label())
+    });
+    f.render_widget(
+        Paragraph::new(Span::raw(truncate(&sel.unwrap_or_default(), width))),
+        selected,
+    );
+
+    let mut lines = vec![Line::from(Span::styled(" due soonest:", style::dim()))];
+    let soon = soonest(live, t, now);
+    if soon.is_empty() {
+        lines = vec![Line::from(Span::styled(
+            " due soonest: no partition is filling with small files",
+            style::dim(),
+        ))];
+    }
+    for (p, _, fc) in soon {
+        lines.push(Line::from(truncate(
+            &format!("   {}: {}", p.values.label(), due_text(&fc)),
+            width,
+        )));
+    }
+    f.render_widget(Paragraph::new(lines), next);
+}

@@ -1,0 +1,123 @@
+//! The TUI following a table's log through its real loop and loader: a commit Python deltalake
+//! writes appears in the rendered feed, and the selection and marks stay on the same typed
+//! partitions when a commit adds a partition that sorts before them and changes sizes.
+
+use std::time::Duration;
+
+use crossterm::event::KeyCode;
+use lakehealth::tui::live::{Follow, LiveStatus};
+use tempfile::TempDir;
+
+use crate::common::*;
+use crate::live::{append, day};
+use crate::tui_driver::Driven;
+
+const SIZE: (u16, u16) = (150, 44);
+
+/// The TUI on `table`, following its log (1 s polls), once the watcher has read it.
+async fn following(table: &std::path::Path) -> Driven {
+    let mut t = Driven::new(loc(table).display(), SIZE).frozen();
+    t.app.follow = Follow::On {
+        poll: Some(Duration::from_secs(1)),
+    };
+    let mut t = t.open().await;
+    t.until("the watcher to read the table", |a| {
+        a.live
+            .as_ref()
+            .is_some_and(|l| matches!(l.status, LiveStatus::Following { .. }))
+    })
+    .await;
+    t
+}
+
+fn text(t: &Driven, tmp: &TempDir) -> String {
+    let root = tmp.path().to_str().unwrap();
+    t.screen()
+        .replace(root, "<tmp>")
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_a_commit_another_process_writes_appears_in_the_live_feed() {
+    let d = tempfile::tempdir().unwrap();
+    let table = d.path().join("events");
+    append(&table, &[("2026-11-01", 10), ("2026-11-02", 10)]);
+    let mut t = following(&table).await;
+    assert_eq!(t.app.table.as_ref().unwrap().version, 0);
+
+    let v = append(&table, &[("2026-11-02", 5), ("2026-11-03", 5)]);
+    t.until("the commit on screen", |a| {
+        a.table.as_ref().is_some_and(|t| t.version == v)
+    })
+    .await;
+    let live = t.app.live.as_ref().unwrap();
+    assert_eq!(live.commits_seen, 1);
+    assert_eq!(live.live_from, Some(1));
+    let s = text(&t, &d);
+    let row = s
+        .lines()
+        .find(|l| l.contains("●v1"))
+        .unwrap_or_else(|| panic!("the new commit in the feed:\n{s}"));
+    assert!(row.contains("WRITE") && row.contains("+2 -0"), "{row}");
+    assert!(row.contains("delta-rs"), "the engine from commitInfo: {row}");
+    assert!(s.contains("following v1: 1 commit since opened"), "{s}");
+    assert!(s.contains("d=2026-11-03"), "the new partition is listed:\n{s}");
+    insta::assert_snapshot!("live_feed", s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_selection_and_marks_stay_on_their_partitions_across_live_updates() {
+    let d = tempfile::tempdir().unwrap();
+    let table = d.path().join("events");
+    append(&table, &[("2026-11-02", 10), ("2026-11-03", 10)]);
+    append(&table, &[("2026-11-02", 10), ("2026-11-03", 10)]);
+    let mut t = following(&table).await;
+    // Sort by name (excess, small share, bytes, files, name), mark 11-02: Space marks it and
+    // moves the cursor to 11-03.
+    t.keys(&[KeyCode::Char('s'); 4]).await;
+    t.keys(&[KeyCode::Char(' ')]).await;
+    let selected = |t: &Driven| {
+        let tr = t.app.table.as_ref().unwrap();
+        t.app.partitions.selected(&tr.partitions).unwrap().values.clone()
+    };
+    assert_eq!(selected(&t), day("2026-11-03"));
+    assert!(t.app.marks.contains(&day("2026-11-02")));
+    assert_eq!(t.app.partitions.selected_position(), 1);
+
+    // One commit adds 2026-11-01 (sorts first) and grows 2026-11-03.
+    let v = append(&table, &[("2026-11-01", 10), ("2026-11-03", 10)]);
+    t.until("the commit applied", |a| {
+        a.table.as_ref().is_some_and(|t| t.version == v)
+    })
+    .await;
+    let tr = t.app.table.as_ref().unwrap();
+    let order: Vec<String> = t
+        .app
+        .partitions
+        .order()
+        .iter()
+        .map(|&i| tr.partitions[i].values.label())
+        .collect();
+    assert_eq!(
+        order,
+        ["d=2026-11-01", "d=2026-11-02", "d=2026-11-03"],
+        "name order, the new partition first"
+    );
+    assert_eq!(selected(&t), day("2026-11-03"), "the same partition stays selected");
+    assert_eq!(t.app.partitions.selected_position(), 2, "it moved down one row");
+    assert!(t.app.marks.contains(&day("2026-11-02")) && t.app.marks.len() == 1);
+    let grown = tr
+        .partitions
+        .iter()
+        .find(|p| p.values == day("2026-11-03"))
+        .unwrap();
+    assert_eq!(grown.stats.files, 3, "its sizes changed");
+
+    // Space now marks what is selected, the typed partition: 11-03, not the row that was there.
+    t.keys(&[KeyCode::Char(' ')]).await;
+    assert!(t.app.marks.contains(&day("2026-11-03")) && t.app.marks.len() == 2);
+    insta::assert_snapshot!("live_selection_kept", text(&t, &d));
+}

@@ -338,7 +338,9 @@ impl App {
         {
             effects.push(Effect::StopWatch { id: l.id });
         }
-        if let (None, Some((uri, name, poll))) = (&self.live, wanted) {
+        if self.live.is_none()
+            && let Some((uri, name, poll)) = wanted
+        {
             let id = self.next_id();
             let policy = self.policy.clone().unwrap_or_else(|| {
                 Policy::builtin(self.table.as_ref().map_or_else(

@@ -148,7 +148,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
     );
     f.render_widget(
         Sparkline::default()
-            .data(&counts)
+            .data(counts.iter().copied())
             .style(Style::default().fg(Color::Cyan)),
         s,
     );

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
-use crate::engine::log::watch::{LOCAL_POLL, default_poll};
 use crate::engine::log::tail::ReloadReason;
 use crate::engine::log::watch::LogEvent;
+use crate::engine::log::watch::{LOCAL_POLL, default_poll};
 use crate::engine::stats::forecast::{Arrivals, Forecast, RATE_WINDOW, forecast};
 use crate::engine::stats::table_report::{PartitionReport, TableReport};
 
@@ -25,9 +25,14 @@ pub enum Follow {
 pub enum LiveStatus {
     /// The first replay runs.
     Starting,
-    Following { version: u64 },
+    Following {
+        version: u64,
+    },
     /// The last poll failed; the watcher retries.
-    Failing { message: String, retry_in: Duration },
+    Failing {
+        message: String,
+        retry_in: Duration,
+    },
 }
 
 /// One watcher of the open table.

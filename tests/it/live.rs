@@ -63,7 +63,10 @@ async fn commits_python_deltalake_writes_arrive_as_events_and_the_state_equals_a
     let mut events = Vec::new();
     while w.version() < end {
         let got = w.poll().await.unwrap();
-        assert!(!got.is_empty(), "the commits are written: a poll finds them");
+        assert!(
+            !got.is_empty(),
+            "the commits are written: a poll finds them"
+        );
         events.extend(got);
     }
     let commits: Vec<_> = events
@@ -76,7 +79,9 @@ async fn commits_python_deltalake_writes_arrive_as_events_and_the_state_equals_a
     let versions: Vec<u64> = commits.iter().map(|c| c.summary.version).collect();
     assert_eq!(versions, (start + 1..=end).collect::<Vec<_>>());
     assert!(
-        events.iter().all(|e| !matches!(e, LogEvent::Reloaded { .. })),
+        events
+            .iter()
+            .all(|e| !matches!(e, LogEvent::Reloaded { .. })),
         "applied incrementally: {events:?}"
     );
 
@@ -105,13 +110,19 @@ async fn commits_python_deltalake_writes_arrive_as_events_and_the_state_equals_a
     assert!(!optimize.summary.data_change);
     assert_eq!(optimize.partitions.len(), 1);
     let d = &optimize.partitions[0];
-    assert_eq!((d.values.clone(), d.files_removed, d.files_added), (day("2026-11-01"), 2, 1));
+    assert_eq!(
+        (d.values.clone(), d.files_removed, d.files_added),
+        (day("2026-11-01"), 2, 1)
+    );
 
     // The incremental state against a full replay of the same version.
     let full = load_table(&l, &opts(), &|_| {}).await.unwrap();
     let inc = w.report();
     assert_eq!(inc.version, full.version);
-    assert_eq!(inc.partitions, full.partitions, "per-partition files, bytes, sizes");
+    assert_eq!(
+        inc.partitions, full.partitions,
+        "per-partition files, bytes, sizes"
+    );
     assert_eq!(inc.stats, full.stats, "table files, bytes, sizes");
     assert_eq!(inc.commits, full.commits);
     assert_eq!(inc.vacuum, full.vacuum);

@@ -5,14 +5,15 @@
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
+use lakehealth::tui::clock::Clock;
 use lakehealth::tui::live::{Follow, LiveStatus};
 use tempfile::TempDir;
 
 use crate::common::*;
 use crate::live::{append, day};
-use crate::tui_driver::Driven;
+use crate::tui_driver::{Driven, FROZEN_WALL_MS};
 
-const SIZE: (u16, u16) = (150, 44);
+const SIZE: (u16, u16) = (170, 44);
 
 /// The TUI on `table`, following its log (1 s polls), once the watcher has read it.
 async fn following(table: &std::path::Path) -> Driven {
@@ -30,14 +31,35 @@ async fn following(table: &std::path::Path) -> Driven {
     t
 }
 
+/// The screen as text: the temporary folder replaced, and the header's commit rate (from the
+/// wall-clock times of the Python commits) masked.
 fn text(t: &Driven, tmp: &TempDir) -> String {
     let root = tmp.path().to_str().unwrap();
     t.screen()
         .replace(root, "<tmp>")
         .lines()
-        .map(str::trim_end)
+        .map(|l| mask_rate(l.trim_end()))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// "rate 48.9/min" -> "rate <r>/min", the line padded back to its width inside its border.
+fn mask_rate(line: &str) -> String {
+    let Some(at) = line.find("rate ") else {
+        return line.to_string();
+    };
+    let rest = &line[at + 5..];
+    let Some(end) = rest.find("/min") else {
+        return line.to_string();
+    };
+    let masked = format!("{}rate <r>{}", &line[..at], &rest[end..]);
+    match masked.strip_suffix('│') {
+        Some(body) => {
+            let width = line.chars().count() - 1;
+            format!("{:<width$}│", body.trim_end())
+        }
+        None => masked,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,6 +69,9 @@ async fn snapshot_a_commit_another_process_writes_appears_in_the_live_feed() {
     append(&table, &[("2026-11-01", 10), ("2026-11-02", 10)]);
     let mut t = following(&table).await;
     assert_eq!(t.app.table.as_ref().unwrap().version, 0);
+    // Ten minutes of following pass (the frozen clock moves once): arrival rates are per the
+    // time followed.
+    t.app.clock = Clock::frozen(FROZEN_WALL_MS + 600_000);
 
     let v = append(&table, &[("2026-11-02", 5), ("2026-11-03", 5)]);
     t.until("the commit on screen", |a| {
@@ -62,9 +87,20 @@ async fn snapshot_a_commit_another_process_writes_appears_in_the_live_feed() {
         .find(|l| l.contains("●v1"))
         .unwrap_or_else(|| panic!("the new commit in the feed:\n{s}"));
     assert!(row.contains("WRITE") && row.contains("+2 -0"), "{row}");
-    assert!(row.contains("delta-rs"), "the engine from commitInfo: {row}");
+    assert!(
+        row.contains("delta-rs"),
+        "the engine from commitInfo: {row}"
+    );
     assert!(s.contains("following v1: 1 commit since opened"), "{s}");
-    assert!(s.contains("d=2026-11-03"), "the new partition is listed:\n{s}");
+    assert!(
+        s.contains("d=2026-11-03"),
+        "the new partition is listed:\n{s}"
+    );
+    // One small file each in ten minutes: 6 an hour; the default policy wants 50 small files.
+    assert!(
+        s.contains("d=2026-11-02: 6.0 small files/h · due in ~8 h"),
+        "forecast:\n{s}"
+    );
     insta::assert_snapshot!("live_feed", s);
 }
 
@@ -81,7 +117,12 @@ async fn snapshot_selection_and_marks_stay_on_their_partitions_across_live_updat
     t.keys(&[KeyCode::Char(' ')]).await;
     let selected = |t: &Driven| {
         let tr = t.app.table.as_ref().unwrap();
-        t.app.partitions.selected(&tr.partitions).unwrap().values.clone()
+        t.app
+            .partitions
+            .selected(&tr.partitions)
+            .unwrap()
+            .values
+            .clone()
     };
     assert_eq!(selected(&t), day("2026-11-03"));
     assert!(t.app.marks.contains(&day("2026-11-02")));
@@ -106,8 +147,16 @@ async fn snapshot_selection_and_marks_stay_on_their_partitions_across_live_updat
         ["d=2026-11-01", "d=2026-11-02", "d=2026-11-03"],
         "name order, the new partition first"
     );
-    assert_eq!(selected(&t), day("2026-11-03"), "the same partition stays selected");
-    assert_eq!(t.app.partitions.selected_position(), 2, "it moved down one row");
+    assert_eq!(
+        selected(&t),
+        day("2026-11-03"),
+        "the same partition stays selected"
+    );
+    assert_eq!(
+        t.app.partitions.selected_position(),
+        2,
+        "it moved down one row"
+    );
     assert!(t.app.marks.contains(&day("2026-11-02")) && t.app.marks.len() == 1);
     let grown = tr
         .partitions

@@ -225,7 +225,9 @@ impl Tail {
             .find(|((part, size), n)| self.state.partitions.count(part, *size) < **n)
         {
             let at = self.values(part).label();
-            return unplaceable(format!("{at} holds fewer live files of {size} bytes than removed"));
+            return unplaceable(format!(
+                "{at} holds fewer live files of {size} bytes than removed"
+            ));
         }
 
         // Apply.
@@ -330,7 +332,10 @@ impl Tail {
                 });
                 if !same {
                     let from = old.map_or("none".to_string(), |o| {
-                        format!("reader {} writer {}", o.min_reader_version, o.min_writer_version)
+                        format!(
+                            "reader {} writer {}",
+                            o.min_reader_version, o.min_writer_version
+                        )
                     });
                     return Some(ReloadReason::ProtocolChanged {
                         version,

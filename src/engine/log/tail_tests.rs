@@ -39,8 +39,14 @@ fn assert_same(incremental: &LogState, full: &LogState) {
     assert_eq!(a.vacuum, b.vacuum);
     assert_eq!(a.findings, b.findings);
     assert_eq!(
-        (a.log.commits_since_checkpoint, a.log.json_bytes_since_checkpoint),
-        (b.log.commits_since_checkpoint, b.log.json_bytes_since_checkpoint)
+        (
+            a.log.commits_since_checkpoint,
+            a.log.json_bytes_since_checkpoint
+        ),
+        (
+            b.log.commits_since_checkpoint,
+            b.log.json_bytes_since_checkpoint
+        )
     );
 }
 
@@ -212,8 +218,10 @@ async fn schema_and_protocol_changes_ask_for_a_replay_and_configuration_changes_
     );
     let mut log2 = Log::new(&["d"]);
     let mut tail2 = Tail::new(log2.replay().await, 100);
-    log2.commit(&[json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-        "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}})]);
+    log2.commit(&[
+        json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+        "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}}),
+    ]);
     let (c, size) = fetched(&log2, 1);
     let r = tail2.apply("t", c, size).unwrap().unwrap_err();
     assert!(
@@ -301,10 +309,11 @@ async fn a_log_cleanup_past_the_unread_commits_falls_back_to_a_replay_and_says_s
     match events.as_slice() {
         [
             LogEvent::Reloaded {
-                reason: ReloadReason::LogCleanup {
-                    missing: 2,
-                    checkpoint: 3,
-                },
+                reason:
+                    ReloadReason::LogCleanup {
+                        missing: 2,
+                        checkpoint: 3,
+                    },
                 report,
             },
         ] => assert_eq!((report.version, report.stats.files), (3, 3)),

@@ -376,6 +376,9 @@ mod tests {
         assert_eq!(backoff(s, 3, max), Duration::from_secs(8));
         assert_eq!(backoff(s, 40, max), max);
         // A poll slower than the cap is never shortened.
-        assert_eq!(backoff(Duration::from_secs(90), 2, max), Duration::from_secs(90));
+        assert_eq!(
+            backoff(Duration::from_secs(90), 2, max),
+            Duration::from_secs(90)
+        );
     }
 }

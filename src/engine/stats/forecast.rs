@@ -97,10 +97,9 @@ impl Arrivals {
     pub fn small_files_per_hour(&self, p: &PartitionValues, now_ms: i64) -> Option<f64> {
         let span = self.span_ms(now_ms)?;
         let from = now_ms - span;
-        let n: u64 = self
-            .small
-            .get(p)
-            .map_or(0, |q| q.iter().filter(|(t, _)| *t >= from).map(|(_, n)| n).sum());
+        let n: u64 = self.small.get(p).map_or(0, |q| {
+            q.iter().filter(|(t, _)| *t >= from).map(|(_, n)| n).sum()
+        });
         Some(n as f64 * 3_600_000.0 / span as f64)
     }
 
@@ -252,9 +251,21 @@ mod tests {
         let mut a = Arrivals::new(T0, RATE_WINDOW);
         // 10 minutes: 3 commits of small files in d=1, one big file, one compaction output.
         a.record(&commit(T0 + MIN, &[("1", &[10, 20], true)]), 100, T0 + MIN);
-        a.record(&commit(T0 + 2 * MIN, &[("1", &[30, 500], true)]), 100, T0 + 2 * MIN);
-        a.record(&commit(T0 + 3 * MIN, &[("1", &[40], false)]), 100, T0 + 3 * MIN);
-        a.record(&commit(T0 + 4 * MIN, &[("2", &[1], true)]), 100, T0 + 4 * MIN);
+        a.record(
+            &commit(T0 + 2 * MIN, &[("1", &[30, 500], true)]),
+            100,
+            T0 + 2 * MIN,
+        );
+        a.record(
+            &commit(T0 + 3 * MIN, &[("1", &[40], false)]),
+            100,
+            T0 + 3 * MIN,
+        );
+        a.record(
+            &commit(T0 + 4 * MIN, &[("2", &[1], true)]),
+            100,
+            T0 + 4 * MIN,
+        );
         let now = T0 + 10 * MIN;
         // 3 small files in 10 minutes: 18 an hour.
         assert_eq!(a.small_files_per_hour(&pv("1"), now), Some(18.0));
@@ -300,7 +311,12 @@ mod tests {
         // an hour: the second arrives in 10 minutes, due at the latest an hour after that.
         let amoro = policy("preset = \"amoro\"");
         let f = forecast(&amoro, &v, 1, 1, Some(6.0), T0);
-        assert_eq!(f.due, DueIn::In { seconds: 600 + 3600 });
+        assert_eq!(
+            f.due,
+            DueIn::In {
+                seconds: 600 + 3600
+            }
+        );
         // Fast arrivals reach 12 before the age rule would.
         let f = forecast(&amoro, &v, 1, 1, Some(600.0), T0);
         assert_eq!(f.due, DueIn::In { seconds: 66 });

@@ -54,19 +54,21 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Opt
             ops.join(", ")
         )),
     ]);
-    let header = Row::new(["version", "when", "operation", "files", "bytes", "engine"])
-        .style(style::dim());
+    let header =
+        Row::new(["version", "when", "operation", "files", "bytes", "engine"]).style(style::dim());
     f.render_widget(
         Table::new(
             rows,
             [
-                Constraint::Length(8),
+                // "●v12345"
+                Constraint::Length(7),
                 // "1022d ago"
                 Constraint::Length(9),
                 Constraint::Length(16),
+                // "+12 -345"
+                Constraint::Length(9),
+                // "+1.2G -512M"
                 Constraint::Length(11),
-                // "+1.2G -512.0M"
-                Constraint::Length(13),
                 Constraint::Min(0),
             ],
         )
@@ -76,7 +78,7 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Opt
     );
 }
 
-/// "512B", "2.4K", "1.2M", "128M", "1.0G": bytes in at most six characters.
+/// "512B", "2.4K", "1.2M", "128M", "1.0G": bytes in at most five characters.
 pub fn short_bytes(n: u64) -> String {
     let full = format_bytes(n);
     let Some((num, unit)) = full.split_once(' ') else {
@@ -98,7 +100,7 @@ mod tests {
     use super::short_bytes;
 
     #[test]
-    fn short_bytes_fit_six_characters() {
+    fn short_bytes_fit_five_characters() {
         assert_eq!(short_bytes(0), "0B");
         assert_eq!(short_bytes(512), "512B");
         assert_eq!(short_bytes(2458), "2.4K");

@@ -114,10 +114,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
     };
     let title = Line::from(vec![
         Span::styled(" Live log ", style::title()),
-        Span::styled(
-            format!("forecast by {} ", live.policy.rule()),
-            style::dim(),
-        ),
+        Span::styled(format!("forecast by {} ", live.policy.rule()), style::dim()),
     ]);
     let block = Block::default().borders(Borders::ALL).title(title);
     let inner = block.inner(area);
@@ -156,10 +153,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
     let reloaded = live.last_reload.as_ref().map_or(String::new(), |r| {
         format!(" last full replay: {}", r.describe())
     });
-    f.render_widget(
-        Paragraph::new(Span::styled(reloaded, style::dim())),
-        reload,
-    );
+    f.render_widget(Paragraph::new(Span::styled(reloaded, style::dim())), reload);
 
     let width = usize::from(inner.width);
     let sel = app.selected_partition().map(|p| {

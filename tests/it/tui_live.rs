@@ -1,10 +1,15 @@
 //! The TUI following a table's log through its real loop and loader: a commit Python deltalake
 //! writes appears in the rendered feed, and the selection and marks stay on the same typed
-//! partitions when a commit adds a partition that sorts before them and changes sizes.
+//! partitions when a commit adds a partition that sorts before them and changes sizes, and rows
+//! that tie on the sort key keep their order across live updates.
 
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
+use lakehealth::engine::log::watch::LogEvent;
+use lakehealth::engine::open::{Opened, load_table};
+use lakehealth::tui::action::{Action, Command, Effect};
+use lakehealth::tui::app::App;
 use lakehealth::tui::clock::Clock;
 use lakehealth::tui::live::{Follow, LiveStatus};
 use tempfile::TempDir;
@@ -169,4 +174,66 @@ async fn snapshot_selection_and_marks_stay_on_their_partitions_across_live_updat
     t.keys(&[KeyCode::Char(' ')]).await;
     assert!(t.app.marks.contains(&day("2026-11-03")) && t.app.marks.len() == 2);
     insta::assert_snapshot!("live_selection_kept", text(&t, &d));
+}
+
+#[tokio::test]
+async fn rows_with_equal_sort_keys_keep_their_order_and_the_selection_across_live_updates() {
+    // Six partitions of one small file each: all tie on the default sort (excess files).
+    let report = load_table(&loc(&fixture("delta-0.8.0-partitioned")), &opts(), &|_| {})
+        .await
+        .unwrap();
+    let mut app = App::new(report.uri.clone(), Duration::ZERO, SIZE);
+    app.follow = Follow::On {
+        poll: Some(Duration::from_secs(1)),
+    };
+    let load = match app.start().as_slice() {
+        [Effect::Load { id, .. }] => *id,
+        other => panic!("{other:?}"),
+    };
+    let effects = app.update(Action::Loaded {
+        load,
+        result: Ok(Opened::Table(Box::new(report.clone()))),
+    });
+    let watch = match effects.as_slice() {
+        [Effect::Watch { id, .. }] => *id,
+        other => panic!("opening a followed table starts its watcher: {other:?}"),
+    };
+    for c in [Command::Down, Command::Down, Command::ToggleMark] {
+        app.update(Action::Command(c));
+    }
+    let labels = |app: &App| -> Vec<String> {
+        let t = app.table.as_ref().unwrap();
+        app.partitions
+            .order()
+            .iter()
+            .map(|&i| t.partitions[i].values.label())
+            .collect()
+    };
+    let selected = |app: &App| app.selected_partition().unwrap().values.clone();
+    let (order, sel) = (labels(&app), selected(&app));
+    let marked = app.marks.clone();
+    assert_eq!(app.partitions.selected_position(), 3);
+
+    // Live updates whose report lists the partitions in another order, with sizes that change
+    // but still tie on the sort key.
+    for n in 1..=3u64 {
+        let mut next = report.clone();
+        next.version += n;
+        next.partitions.reverse();
+        next.partitions.rotate_left(n as usize);
+        for p in &mut next.partitions {
+            p.stats.bytes += 10 * n;
+        }
+        app.update(Action::Log {
+            watch,
+            event: LogEvent::Updated(Box::new(next)),
+        });
+        assert_eq!(labels(&app), order, "update {n}: same order");
+        assert_eq!(selected(&app), sel, "update {n}: same partition selected");
+        assert_eq!(app.partitions.selected_position(), 3);
+        assert_eq!(app.marks, marked);
+    }
+    // Space marks the partition under the cursor, the same one as before the updates.
+    app.update(Action::Command(Command::ToggleMark));
+    assert!(app.marks.contains(&sel));
 }

@@ -555,6 +555,11 @@ impl App {
                 let uri = t.uri.clone();
                 self.load(uri, true)
             }
+            // The tables of a root are read again (each would need a watcher of its own).
+            (Screen::Tables, _) if due && self.root.is_some() => {
+                let uri = self.uri.clone();
+                self.load(uri, true)
+            }
             _ => vec![],
         }
     }
@@ -767,6 +772,27 @@ mod tests {
 
     fn app() -> App {
         App::new("x".into(), Duration::ZERO, (120, 40))
+    }
+
+    #[test]
+    fn a_roots_tables_list_reloads_every_refresh_interval() {
+        let mut app = App::new("root".into(), Duration::from_secs(10), (120, 40));
+        app.clock = Clock::frozen(0);
+        app.root = Some(RootReport {
+            root: "root".into(),
+            tables: vec![],
+            errors: vec![],
+        });
+        app.screen = Screen::Tables;
+        let now = app.clock.now();
+        app.last_loaded = now.checked_sub(Duration::from_secs(9));
+        assert!(app.update(Action::Tick).is_empty(), "not yet");
+        app.last_loaded = now.checked_sub(Duration::from_secs(11));
+        let e = app.update(Action::Tick);
+        assert!(
+            matches!(e.as_slice(), [Effect::Load { uri, .. }] if uri == "root"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::location::Location;
 use crate::engine::open::{OpenOptions, load_table, open};
 use crate::engine::stats::table_report::PartitionValues;
+use crate::tui::maintenance_tasks::MaintenanceTasks;
 
 pub struct Loader {
     opts: OpenOptions,
@@ -26,6 +27,7 @@ pub struct Loader {
     jobs: HashMap<u64, CancellationToken>,
     job_tasks: Vec<tokio::task::JoinHandle<()>>,
     locks: Arc<PartitionLocks>,
+    maintenance: MaintenanceTasks,
 }
 
 impl Loader {
@@ -41,6 +43,7 @@ impl Loader {
         locks: Arc<PartitionLocks>,
     ) -> Self {
         Self {
+            maintenance: MaintenanceTasks::new(opts.storage_options.clone(), tx.clone()),
             opts,
             tx,
             running: HashMap::new(),
@@ -75,6 +78,10 @@ impl Loader {
                     t.cancel();
                 }
             }
+            Effect::PlanVacuum { id, uri } => self.maintenance.plan_vacuum(id, uri),
+            Effect::StartVacuum { id } => self.maintenance.start_vacuum(id),
+            Effect::DiscardVacuum { id } => self.maintenance.discard(id),
+            Effect::Checkpoint { id, uri } => self.maintenance.checkpoint(id, uri),
         }
     }
 
@@ -189,5 +196,6 @@ impl Loader {
         for (_, t) in self.jobs.drain() {
             t.cancel();
         }
+        self.maintenance.cancel_all();
     }
 }

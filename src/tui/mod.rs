@@ -10,6 +10,8 @@ pub mod keymap;
 pub mod layout;
 pub mod list;
 pub mod loader;
+pub mod maintenance;
+pub mod maintenance_tasks;
 pub mod terminal;
 pub mod view;
 

@@ -9,6 +9,7 @@ mod findings;
 mod fixtures;
 mod harness;
 mod janitor;
+mod maintenance;
 mod race;
 mod replay;
 mod stream;

@@ -89,7 +89,7 @@ async fn vacuum_deletes_exactly_its_dry_run_and_never_an_active_or_young_file() 
 
     let plan = plan_vacuum(&loc(&dir), &req).await.unwrap();
     let listed: BTreeSet<String> = plan.files.iter().map(|f| f.path.clone()).collect();
-    // Removed in 2023 and 8 days ago: past the 7-day default. Not: the file removed 2 days ago
+    // Removed in 2023: past the 7-day default. Not: the file removed 2 days ago
     // (its mtime is 30 days old), 1 hour ago, the re-added file (old tombstone, active again),
     // the active files, the orphan no commit names.
     assert_eq!(listed, strings(&exp["deleted_default"]));

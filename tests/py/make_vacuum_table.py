@@ -6,7 +6,7 @@ Parquet files and JSON commits, no lakehealth code) so every name and age is kno
 - v0 creates the table (columns id long, d string; partitioned by d), v1..v8 each add one file
   d=a/part-0000N.parquet holding ids N*10 .. N*10+9.
 - v9 removes files 0..5, with tombstones of chosen ages: 0 and 1 removed in 2023 ("ancient"),
-  2 removed 8 days ago, 3 removed 2 days ago (its file's mtime is set 30 days back, so only the
+  2 removed a day later, 3 removed 2 days ago (its file's mtime is set 30 days back, so only the
   tombstone says it is young), 4 removed 1 hour ago, 5 removed in 2023.
 - v10 adds file 5 back (the same path): the current snapshot references it again, though an
   old tombstone of it was written.
@@ -84,7 +84,7 @@ for n in range(8):
     files.append(rel)
     commit(n + 1, [{"add": add}], "WRITE", ANCIENT + n)
 
-ages = [ANCIENT, ANCIENT, now - 8 * DAY, now - 2 * DAY, now - 3_600_000, ANCIENT]
+ages = [ANCIENT, ANCIENT, ANCIENT + DAY, now - 2 * DAY, now - 3_600_000, ANCIENT]
 removes = []
 for n, ts in enumerate(ages):
     a = adds[files[n]]

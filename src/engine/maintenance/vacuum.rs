@@ -277,13 +277,15 @@ async fn snapshot_files(
 }
 
 /// delta-rs's dry run at `now_ms`, checked by `check_candidates`.
+/// Also returns the tombstones of files not active again (delta-rs keeps the tombstone of a
+/// path added back; the report's vacuum debt does not count it).
 async fn checked_candidates(
     uri: &str,
     table: &DeltaTable,
     retention: Duration,
     enforce: bool,
     now_ms: i64,
-) -> Result<(Vec<(String, Tomb)>, HashMap<String, Tomb>)> {
+) -> Result<(Vec<(String, Tomb)>, Vec<Tomb>)> {
     let (tombstones, active) = snapshot_files(uri, table).await?;
     let (_, metrics) = table
         .clone()
@@ -305,7 +307,12 @@ async fn checked_candidates(
             ))
         },
     )?;
-    Ok((checked, tombstones))
+    let removed = tombstones
+        .iter()
+        .filter(|(p, _)| !active.contains(*p))
+        .map(|(_, t)| *t)
+        .collect();
+    Ok((checked, removed))
 }
 
 /// Makes the plan: what a vacuum with `req` would delete now, and changes nothing.
@@ -350,7 +357,7 @@ pub async fn plan_vacuum(loc: &Location, req: &VacuumRequest) -> Result<VacuumPl
     files.sort_by(|a, b| a.path.cmp(&b.path));
     already_gone.sort();
     let mut debt_input = Tombstones::default();
-    for t in tombstones.values() {
+    for t in &tombstones {
         debt_input.push(Some(t.removed_at_ms).filter(|&ts| ts > 0), t.size);
     }
     let retention_ms = retention.as_millis().min(u64::MAX as u128) as u64;

@@ -259,6 +259,10 @@ async fn checkpoint_is_read_by_python_deltalake_at_the_same_version_with_the_sam
     assert!(o.written);
     assert_eq!((o.version, o.previous_checkpoint), (10, None));
     assert_eq!(o.commits_since_previous, 11);
+    // Three files were removed long ago and not vacuumed: this checkpoint drops their
+    // tombstones, and says so.
+    assert_eq!(o.expired_tombstones, 3);
+    assert!(o.reason.contains("3 files removed longer ago than the retention drop out"), "{}", o.reason);
     assert_eq!(o.files, ["_delta_log/00000000000000000010.checkpoint.parquet"]);
     assert!(o.bytes > 0);
     // Without the JSON commits before it, only the checkpoint can tell the table's state.
@@ -362,4 +366,103 @@ async fn snapshot_vacuum_preview_then_confirmed_job() {
         "deleted 3 files (1.57 KiB); VACUUM START v11, END v12"
     );
     assert_eq!(on_storage(&dir).len(), 6);
+}
+
+/// `watch --once --json` with `policy` (TOML) on `dir`; the maintenance lines.
+fn watch_maintenance(dir: &Path, history: &Path, policy: &str) -> Vec<Value> {
+    let policy_file = history.with_extension("toml");
+    std::fs::write(&policy_file, policy).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .args(["watch", dir.to_str().unwrap(), "--once", "--json", "--history"])
+        .arg(history)
+        .arg("--policy")
+        .arg(&policy_file)
+        .arg("--log-file")
+        .arg(history.with_extension("log"))
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "maintenance")
+        .collect()
+}
+
+fn action<'a>(lines: &'a [Value], a: &str) -> &'a Value {
+    let found: Vec<&Value> = lines.iter().filter(|l| l["action"] == a).collect();
+    assert_eq!(found.len(), 1, "{a}: {lines:?}");
+    found[0]
+}
+
+#[test]
+fn janitor_checkpoints_and_vacuums_by_policy_with_reasons() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let exp = make_table(&dir);
+    let rows = read_ids(&dir);
+    let history = tmp.path().join("h.jsonl");
+    let policy = "checkpoint_after_commits = 5\nvacuum_every = \"1h\"\n";
+
+    let lines = watch_maintenance(&dir, &history, policy);
+    let c = action(&lines, "checkpoint");
+    assert_eq!(c["decision"], "due");
+    assert_eq!(c["reason"], "due: 11 commits and no checkpoint yet >= 5");
+    assert_eq!(c["outcome"], "checkpointed");
+    // After the vacuum (a checkpoint first would have dropped the expired tombstones).
+    assert_eq!(c["versions"], serde_json::json!([12]));
+    let v = action(&lines, "vacuum");
+    assert_eq!(v["decision"], "due");
+    assert_eq!(v["reason"], "due: no vacuum seen yet (vacuum_every 60 min)");
+    assert_eq!(v["outcome"], "vacuumed");
+    assert_eq!(v["files_deleted"], 3);
+    assert_eq!(v["versions"], serde_json::json!([11, 12]));
+    assert!(dir.join("_delta_log/00000000000000000012.checkpoint.parquet").exists());
+    let after: BTreeSet<String> = on_storage(&dir);
+    for p in strings(&exp["deleted_default"]) {
+        assert!(!after.contains(&p), "{p} was not vacuumed");
+    }
+    let read = read_ids(&dir);
+    assert_eq!(read["ids"], rows["ids"]);
+    assert_eq!(read["files"], exp["active"]);
+
+    // The next cycle (a new process: the history says when it vacuumed) has nothing due.
+    let lines = watch_maintenance(&dir, &history, policy);
+    let c = action(&lines, "checkpoint");
+    assert_eq!(c["decision"], "not_due");
+    assert_eq!(
+        c["reason"],
+        "not due: 0 commits since the checkpoint at version 12 < 5"
+    );
+    assert!(c.get("outcome").is_none());
+    let v = action(&lines, "vacuum");
+    assert_eq!(v["decision"], "not_due");
+    assert!(
+        v["reason"].as_str().unwrap().starts_with("not due: last vacuum ")
+            && v["reason"].as_str().unwrap().ends_with(" ago < 60 min"),
+        "{v}"
+    );
+}
+
+#[test]
+fn janitor_vacuum_with_a_retention_below_the_tables_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    make_table(&dir);
+    let before = on_storage(&dir);
+    let lines = watch_maintenance(
+        &dir,
+        &tmp.path().join("h.jsonl"),
+        "vacuum_every = \"1h\"\nvacuum_retention = \"1h\"\n",
+    );
+    let v = action(&lines, "vacuum");
+    assert_eq!(v["decision"], "due");
+    assert_eq!(v["outcome"], "failed");
+    let e = v["error"].as_str().unwrap();
+    assert!(
+        e.contains("a retention of 1h is below the table's delta.deletedFileRetentionDuration"),
+        "{e}"
+    );
+    assert_eq!(on_storage(&dir), before, "nothing was deleted");
 }

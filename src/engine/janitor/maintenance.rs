@@ -305,12 +305,13 @@ pub async fn maintain(
     let mut lines = Vec::new();
     for t in tables {
         let last = last_vacuum.get(&t.id).copied().max(t.last_vacuum_in_log);
+        // Vacuum first: a checkpoint drops expired tombstones, and VACUUM finds files by them.
         let decisions = [
+            (MaintenanceAction::Vacuum, decide_vacuum(p, last, now_ms)),
             (
                 MaintenanceAction::Checkpoint,
                 decide_checkpoint(p, t.commits_since_checkpoint, t.checkpoint_version),
             ),
-            (MaintenanceAction::Vacuum, decide_vacuum(p, last, now_ms)),
         ];
         for (action, decision) in decisions {
             let Some((due, reason)) = decision else {

@@ -2,6 +2,10 @@
 //! (`checkpoints::create_checkpoint`, the kernel's checkpoint writer, which also updates
 //! `_delta_log/_last_checkpoint`), so readers replay one Parquet file instead of every JSON
 //! commit since the last checkpoint. Nothing else: no log cleanup.
+//!
+//! A checkpoint keeps only the tombstones inside `delta.deletedFileRetentionDuration`: files
+//! removed longer ago drop out of the log state, and VACUUM (which finds files by their
+//! tombstones) no longer sees them. The outcome counts them, so a caller can vacuum first.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,6 +35,9 @@ pub struct CheckpointOutcome {
     pub files: Vec<String>,
     pub bytes: u64,
     pub reason: String,
+    /// Files removed longer ago than the retention, not yet vacuumed by tombstone: a new
+    /// checkpoint drops their tombstones (VACUUM first to delete them).
+    pub expired_tombstones: u64,
 }
 
 /// The complete checkpoint of `version` in `listing`: its files and their total size.
@@ -85,7 +92,20 @@ pub async fn checkpoint(
     let version = table.version().unwrap_or_default().max(0) as u64;
     let previous = listing.usable_checkpoint(version).map(|c| c.version);
     let commits_since_previous = previous.map_or(version + 1, |p| version - p);
-    let (need, reason) = needed(version, previous);
+    let (need, mut reason) = needed(version, previous);
+    let retention = super::vacuum::table_retention(&uri, &table)?;
+    let (tombstones, active) = super::vacuum::snapshot_files(&uri, &table).await?;
+    let cutoff =
+        crate::engine::open::now_ms() - retention.as_millis().min(i64::MAX as u128) as i64;
+    let expired_tombstones = tombstones
+        .iter()
+        .filter(|(p, t)| t.removed_at_ms < cutoff && !active.contains(*p))
+        .count() as u64;
+    if need && expired_tombstones > 0 {
+        reason.push_str(&format!(
+            "; {expired_tombstones} files removed longer ago than the retention drop out of the log state (VACUUM no longer finds them: vacuum before checkpointing)"
+        ));
+    }
     if !need {
         let (files, bytes) = files_of(&store, &listing, version)
             .await
@@ -99,6 +119,7 @@ pub async fn checkpoint(
             files,
             bytes,
             reason,
+            expired_tombstones,
         });
     }
     deltalake::checkpoints::create_checkpoint(&table, None)
@@ -122,6 +143,7 @@ pub async fn checkpoint(
         files,
         bytes,
         reason: format!("written: {reason}"),
+        expired_tombstones,
     })
 }
 

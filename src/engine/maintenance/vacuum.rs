@@ -209,7 +209,7 @@ fn chrono_ms(d: Duration) -> chrono::Duration {
     chrono::Duration::milliseconds(d.as_millis().min(i64::MAX as u128) as i64)
 }
 
-fn table_retention(uri: &str, table: &DeltaTable) -> Result<Duration> {
+pub(crate) fn table_retention(uri: &str, table: &DeltaTable) -> Result<Duration> {
     let snapshot = table
         .snapshot()
         .map_err(|e| derr(uri, "reading the table properties", e))?;
@@ -235,7 +235,7 @@ fn table_retention(uri: &str, table: &DeltaTable) -> Result<Duration> {
 }
 
 /// The snapshot's tombstones (by object-store path) and active file paths.
-async fn snapshot_files(
+pub(crate) async fn snapshot_files(
     uri: &str,
     table: &DeltaTable,
 ) -> Result<(HashMap<String, Tomb>, HashSet<String>)> {

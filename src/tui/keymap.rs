@@ -273,14 +273,14 @@ pub static BINDINGS: &[Binding] = &[
         C::Checkpoint,
         T,
         "write a checkpoint of the table's current version",
-        Some("checkpoint"),
+        None,
     ),
     bind(
         &[k(KeyCode::Char('V'))],
         C::Vacuum,
         T,
         "VACUUM: preview what it deletes (dry run), then confirm",
-        Some("vacuum"),
+        None,
     ),
     bind(
         &[k(KeyCode::Enter), k(KeyCode::Char('y'))],

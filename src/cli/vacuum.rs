@@ -47,7 +47,11 @@ pub fn plan_text(p: &VacuumPlan, dry_run: bool) -> String {
     );
     o.push_str(&format!(
         "{} {} files ({})\n",
-        if dry_run { "would delete" } else { "to delete:" },
+        if dry_run {
+            "would delete"
+        } else {
+            "to delete:"
+        },
         p.files_to_delete,
         format_bytes(p.bytes_to_delete)
     ));

@@ -678,7 +678,11 @@ impl App {
         vec![Effect::PlanVacuum { id, uri }]
     }
 
-    fn vacuum_plan_ready(&mut self, id: u64, result: Result<Box<VacuumPlan>, String>) -> Vec<Effect> {
+    fn vacuum_plan_ready(
+        &mut self,
+        id: u64,
+        result: Result<Box<VacuumPlan>, String>,
+    ) -> Vec<Effect> {
         match &mut self.modals.modal {
             Some(Modal::Vacuum(v)) if v.id == id => {
                 v.result = Some(result);

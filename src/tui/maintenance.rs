@@ -151,12 +151,7 @@ mod tests {
 
     #[test]
     fn a_vacuum_job_folds_its_events_into_a_status_and_a_line() {
-        let mut j = MaintenanceJob::new(
-            3,
-            MaintenanceKind::Vacuum,
-            "/t".into(),
-            "starting".into(),
-        );
+        let mut j = MaintenanceJob::new(3, MaintenanceKind::Vacuum, "/t".into(), "starting".into());
         assert_eq!(j.status(), MaintenanceStatus::Running);
         assert!(!j.apply(MaintenanceEvent::Vacuum(VacuumEvent::Deleting {
             files: 2,
@@ -173,9 +168,11 @@ mod tests {
             vacuum_start_version: Some(5),
             vacuum_end_version: Some(6),
         };
-        assert!(j.apply(MaintenanceEvent::Finished(Ok(
-            MaintenanceResult::Vacuum(outcome)
-        ))));
+        assert!(
+            j.apply(MaintenanceEvent::Finished(Ok(MaintenanceResult::Vacuum(
+                outcome
+            ))))
+        );
         assert_eq!(j.status(), MaintenanceStatus::Done);
         assert_eq!(
             j.detail(),
@@ -183,6 +180,9 @@ mod tests {
         );
         let mut f = MaintenanceJob::new(4, MaintenanceKind::Checkpoint, "/t".into(), "".into());
         f.apply(MaintenanceEvent::Finished(Err("denied".into())));
-        assert_eq!((f.status(), f.detail()), (MaintenanceStatus::Failed, "denied".into()));
+        assert_eq!(
+            (f.status(), f.detail()),
+            (MaintenanceStatus::Failed, "denied".into())
+        );
     }
 }

@@ -12,9 +12,7 @@ use super::action::Action;
 use super::maintenance::{MaintenanceEvent, MaintenanceResult};
 use crate::engine::location::Location;
 use crate::engine::maintenance::checkpoint::checkpoint;
-use crate::engine::maintenance::vacuum::{
-    VacuumPlan, VacuumRequest, plan_vacuum, run_vacuum,
-};
+use crate::engine::maintenance::vacuum::{VacuumPlan, VacuumRequest, plan_vacuum, run_vacuum};
 
 type Prepared = (Location, VacuumRequest, VacuumPlan);
 
@@ -27,7 +25,10 @@ pub struct MaintenanceTasks {
 }
 
 impl MaintenanceTasks {
-    pub fn new(storage_options: HashMap<String, String>, tx: mpsc::UnboundedSender<Action>) -> Self {
+    pub fn new(
+        storage_options: HashMap<String, String>,
+        tx: mpsc::UnboundedSender<Action>,
+    ) -> Self {
         Self {
             storage_options,
             tx,

@@ -108,11 +108,17 @@ async fn vacuum_deletes_exactly_its_dry_run_and_never_an_active_or_young_file() 
         .await
         .unwrap();
     let deleted: BTreeSet<String> = outcome.deleted.iter().cloned().collect();
-    assert_eq!(deleted, listed, "the real run deletes exactly the dry run's list");
+    assert_eq!(
+        deleted, listed,
+        "the real run deletes exactly the dry run's list"
+    );
     assert_eq!(outcome.bytes_deleted, bytes);
     let after = on_storage(&dir);
     let expected: BTreeSet<String> = before.difference(&listed).cloned().collect();
-    assert_eq!(after, expected, "the listing after is exactly the expected set");
+    assert_eq!(
+        after, expected,
+        "the listing after is exactly the expected set"
+    );
     for active in strings(&exp["active"]) {
         assert!(after.contains(&active), "{active} (active) was deleted");
     }
@@ -124,7 +130,10 @@ async fn vacuum_deletes_exactly_its_dry_run_and_never_an_active_or_young_file() 
     assert_eq!(json_commit_ops(&dir, 11), ["VACUUM START"]);
     assert_eq!(json_commit_ops(&dir, 12), ["VACUUM END"]);
     // No checkpoint was written by the vacuum's commits.
-    assert!(!dir.join("_delta_log/00000000000000000012.checkpoint.parquet").exists());
+    assert!(
+        !dir.join("_delta_log/00000000000000000012.checkpoint.parquet")
+            .exists()
+    );
 
     // Python deltalake reads every row as before.
     let after_rows = read_ids(&dir);
@@ -135,7 +144,10 @@ async fn vacuum_deletes_exactly_its_dry_run_and_never_an_active_or_young_file() 
     // A second vacuum finds nothing left to delete and writes no commit.
     let again = plan_vacuum(&loc(&dir), &req).await.unwrap();
     assert_eq!(again.files_to_delete, 0);
-    assert_eq!(strings(&serde_json::to_value(&again.already_gone).unwrap()), listed);
+    assert_eq!(
+        strings(&serde_json::to_value(&again.already_gone).unwrap()),
+        listed
+    );
     let o = run_vacuum(&loc(&dir), &req, &again, &CancellationToken::new(), &|_| {})
         .await
         .unwrap();
@@ -181,7 +193,9 @@ fn vacuum_cli_dry_run_lists_what_the_real_run_deletes_and_refuses_a_short_retent
     assert!(!o.status.success());
     let err = text(&o.stderr);
     assert!(
-        err.contains("a retention of 1day is below the table's delta.deletedFileRetentionDuration (7days)"),
+        err.contains(
+            "a retention of 1day is below the table's delta.deletedFileRetentionDuration (7days)"
+        ),
         "{err}"
     );
     assert!(err.contains("--allow-short-retention"), "{err}");
@@ -192,7 +206,10 @@ fn vacuum_cli_dry_run_lists_what_the_real_run_deletes_and_refuses_a_short_retent
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.contains("vacuum dry run of"), "{out}");
-    assert!(out.contains("retention 7days (the table's delta.deletedFileRetentionDuration)"), "{out}");
+    assert!(
+        out.contains("retention 7days (the table's delta.deletedFileRetentionDuration)"),
+        "{out}"
+    );
     assert!(out.contains("would delete 3 files (1.57 KiB)"), "{out}");
     assert!(out.contains("d=a/part-00002.parquet"), "{out}");
     assert!(!out.contains("d=a/part-00003.parquet"), "{out}");
@@ -233,9 +250,15 @@ fn vacuum_cli_dry_run_lists_what_the_real_run_deletes_and_refuses_a_short_retent
         .collect();
     assert_eq!(
         v["outcome"]["deleted"].as_array().unwrap(),
-        &dry_paths.iter().map(|p| Value::from(*p)).collect::<Vec<_>>()
+        &dry_paths
+            .iter()
+            .map(|p| Value::from(*p))
+            .collect::<Vec<_>>()
     );
-    assert_eq!(v["outcome"]["bytes_deleted"], dry["plan"]["bytes_to_delete"]);
+    assert_eq!(
+        v["outcome"]["bytes_deleted"],
+        dry["plan"]["bytes_to_delete"]
+    );
     assert_eq!(v["outcome"]["vacuum_end_version"], 12);
     assert_eq!(read_ids(&dir)["files"], exp["active"]);
 
@@ -262,8 +285,16 @@ async fn checkpoint_is_read_by_python_deltalake_at_the_same_version_with_the_sam
     // Three files were removed long ago and not vacuumed: this checkpoint drops their
     // tombstones, and says so.
     assert_eq!(o.expired_tombstones, 3);
-    assert!(o.reason.contains("3 files removed longer ago than the retention drop out"), "{}", o.reason);
-    assert_eq!(o.files, ["_delta_log/00000000000000000010.checkpoint.parquet"]);
+    assert!(
+        o.reason
+            .contains("3 files removed longer ago than the retention drop out"),
+        "{}",
+        o.reason
+    );
+    assert_eq!(
+        o.files,
+        ["_delta_log/00000000000000000010.checkpoint.parquet"]
+    );
     assert!(o.bytes > 0);
     // Without the JSON commits before it, only the checkpoint can tell the table's state.
     for v in 0..10 {
@@ -282,7 +313,10 @@ async fn checkpoint_is_read_by_python_deltalake_at_the_same_version_with_the_sam
 
     let again = checkpoint(&loc(&dir), &Default::default()).await.unwrap();
     assert!(!again.written);
-    assert_eq!(again.reason, "not needed: version 10 already has a checkpoint");
+    assert_eq!(
+        again.reason,
+        "not needed: version 10 already has a checkpoint"
+    );
 }
 
 #[test]
@@ -305,7 +339,10 @@ fn checkpoint_cli_says_what_it_wrote_and_when_none_is_needed() {
     assert_eq!(v["written"], false);
     assert_eq!(v["version"], 10);
     assert_eq!(v["previous_checkpoint"], 10);
-    assert_eq!(v["reason"], "not needed: version 10 already has a checkpoint");
+    assert_eq!(
+        v["reason"],
+        "not needed: version 10 already has a checkpoint"
+    );
 }
 
 /// The cutoff moves with the wall clock: "removed before 2026-11-23 13:20 UTC" becomes
@@ -348,7 +385,10 @@ async fn snapshot_vacuum_preview_then_confirmed_job() {
         .collect::<Vec<_>>()
         .join("\n");
     let screen = redact_cutoff(&screen);
-    assert!(screen.contains("deletes 3 files (1.57 KiB) of table version 10"), "{screen}");
+    assert!(
+        screen.contains("deletes 3 files (1.57 KiB) of table version 10"),
+        "{screen}"
+    );
     assert!(screen.contains("d=a/part-00000.parquet"), "{screen}");
     insta::assert_snapshot!("vacuum_preview", screen);
     assert_eq!(on_storage(&dir).len(), 9, "the preview deleted nothing");
@@ -373,7 +413,13 @@ fn watch_maintenance(dir: &Path, history: &Path, policy: &str) -> Vec<Value> {
     let policy_file = history.with_extension("toml");
     std::fs::write(&policy_file, policy).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(["watch", dir.to_str().unwrap(), "--once", "--json", "--history"])
+        .args([
+            "watch",
+            dir.to_str().unwrap(),
+            "--once",
+            "--json",
+            "--history",
+        ])
         .arg(history)
         .arg("--policy")
         .arg(&policy_file)
@@ -418,7 +464,10 @@ fn janitor_checkpoints_and_vacuums_by_policy_with_reasons() {
     assert_eq!(v["outcome"], "vacuumed");
     assert_eq!(v["files_deleted"], 3);
     assert_eq!(v["versions"], serde_json::json!([11, 12]));
-    assert!(dir.join("_delta_log/00000000000000000012.checkpoint.parquet").exists());
+    assert!(
+        dir.join("_delta_log/00000000000000000012.checkpoint.parquet")
+            .exists()
+    );
     let after: BTreeSet<String> = on_storage(&dir);
     for p in strings(&exp["deleted_default"]) {
         assert!(!after.contains(&p), "{p} was not vacuumed");
@@ -439,7 +488,10 @@ fn janitor_checkpoints_and_vacuums_by_policy_with_reasons() {
     let v = action(&lines, "vacuum");
     assert_eq!(v["decision"], "not_due");
     assert!(
-        v["reason"].as_str().unwrap().starts_with("not due: last vacuum ")
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("not due: last vacuum ")
             && v["reason"].as_str().unwrap().ends_with(" ago < 60 min"),
         "{v}"
     );
@@ -465,4 +517,71 @@ fn janitor_vacuum_with_a_retention_below_the_tables_is_refused() {
         "{e}"
     );
     assert_eq!(on_storage(&dir), before, "nothing was deleted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vacuum_and_checkpoint_work_on_s3_with_storage_options() {
+    use futures::TryStreamExt;
+    use object_store::ObjectStoreExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let exp = make_table(&dir);
+    let moto = Moto::start();
+    moto.create_bucket("lake");
+    let uri = "s3://lake/t";
+    let s3 = lakehealth::engine::location::Location::parse(uri).unwrap();
+    let store = s3.open_store(&moto.storage_options()).unwrap();
+    let mut files: Vec<String> = on_storage(&dir).into_iter().collect();
+    for e in std::fs::read_dir(dir.join("_delta_log")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        files.push(format!("_delta_log/{name}"));
+    }
+    for f in &files {
+        let bytes = std::fs::read(dir.join(f)).unwrap();
+        store
+            .put(&object_store::path::Path::from(f.as_str()), bytes.into())
+            .await
+            .unwrap();
+    }
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        v.extend(moto.cli_args());
+        v
+    };
+    let run = |a: Vec<String>| {
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        lakehealth(&refs)
+    };
+    let o = run(args(&["vacuum", uri, "--json"]));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        strings(&v["outcome"]["deleted"]),
+        strings(&exp["deleted_default"])
+    );
+    let listed: BTreeSet<String> = store
+        .list(None)
+        .map_ok(|m| m.location.to_string())
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| !p.starts_with("_delta_log/"))
+        .collect();
+    let expected: BTreeSet<String> = strings(&exp["on_storage"])
+        .difference(&strings(&exp["deleted_default"]))
+        .cloned()
+        .collect();
+    assert_eq!(listed, expected);
+    let o = run(args(&["checkpoint", uri, "--json"]));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (c["written"].clone(), c["version"].clone()),
+        (Value::from(true), Value::from(12))
+    );
+    // No credential in what was printed.
+    for out in [&o.stdout, &o.stderr] {
+        assert!(!text(out).contains("testing"), "{}", text(out));
+    }
 }

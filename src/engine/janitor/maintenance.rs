@@ -388,6 +388,9 @@ mod tests {
             decide_checkpoint(&MaintenancePolicy::default(), 99, None),
             None
         );
-        assert_eq!(decide_vacuum(&MaintenancePolicy::default(), None, now), None);
+        assert_eq!(
+            decide_vacuum(&MaintenancePolicy::default(), None, now),
+            None
+        );
     }
 }

@@ -46,7 +46,10 @@ async fn files_of(
     listing: &LogListing,
     version: u64,
 ) -> Option<(Vec<String>, u64)> {
-    let c = listing.checkpoints.get(&version).filter(|c| c.is_complete())?;
+    let c = listing
+        .checkpoints
+        .get(&version)
+        .filter(|c| c.is_complete())?;
     let mut bytes = 0;
     for f in &c.files {
         if let Ok(meta) = store.head(&Path::from(f.as_str())).await {
@@ -65,10 +68,7 @@ pub fn needed(latest: u64, previous: Option<u64>) -> (bool, String) {
         ),
         Some(p) => (
             true,
-            format!(
-                "{} commits since the checkpoint at version {p}",
-                latest - p
-            ),
+            format!("{} commits since the checkpoint at version {p}", latest - p),
         ),
         None => (
             true,
@@ -89,14 +89,13 @@ pub async fn checkpoint(
     let store = loc.open_store(storage_options)?;
     let listing = list_log(&store, &uri).await?;
     let table = open_delta(loc, storage_options, "opening the table for a checkpoint").await?;
-    let version = table.version().unwrap_or_default().max(0) as u64;
+    let version = table.version().unwrap_or_default();
     let previous = listing.usable_checkpoint(version).map(|c| c.version);
     let commits_since_previous = previous.map_or(version + 1, |p| version - p);
     let (need, mut reason) = needed(version, previous);
     let retention = super::vacuum::table_retention(&uri, &table)?;
     let (tombstones, active) = super::vacuum::snapshot_files(&uri, &table).await?;
-    let cutoff =
-        crate::engine::open::now_ms() - retention.as_millis().min(i64::MAX as u128) as i64;
+    let cutoff = crate::engine::open::now_ms() - retention.as_millis().min(i64::MAX as u128) as i64;
     let expired_tombstones = tombstones
         .iter()
         .filter(|(p, t)| t.removed_at_ms < cutoff && !active.contains(*p))
@@ -166,7 +165,10 @@ mod tests {
         );
         assert_eq!(
             needed(3, None),
-            (true, "no checkpoint yet: readers replay 4 JSON commits".into())
+            (
+                true,
+                "no checkpoint yet: readers replay 4 JSON commits".into()
+            )
         );
     }
 }

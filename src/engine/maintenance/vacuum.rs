@@ -110,7 +110,10 @@ pub enum VacuumEvent {
     /// The plan is being made again on the latest version.
     Checking,
     /// The plan still holds: deleting starts (not cancellable from here on).
-    Deleting { files: u64, bytes: u64 },
+    Deleting {
+        files: u64,
+        bytes: u64,
+    },
     Done(VacuumOutcome),
 }
 
@@ -200,9 +203,7 @@ fn derr(uri: &str, what: &str, e: deltalake::DeltaTableError) -> EngineError {
 
 /// The object-store path delta-rs deletes for a log path (it keeps percent-encoding).
 fn store_path(p: &str) -> String {
-    Path::parse(p)
-        .unwrap_or_else(|_| Path::from(p))
-        .to_string()
+    Path::parse(p).unwrap_or_else(|_| Path::from(p)).to_string()
 }
 
 fn chrono_ms(d: Duration) -> chrono::Duration {
@@ -319,7 +320,7 @@ async fn checked_candidates(
 pub async fn plan_vacuum(loc: &Location, req: &VacuumRequest) -> Result<VacuumPlan> {
     let uri = loc.display();
     let table = open_delta(loc, &req.storage_options, "opening the table for VACUUM").await?;
-    let version = table.version().unwrap_or_default().max(0) as u64;
+    let version = table.version().unwrap_or_default();
     let table_ret = table_retention(&uri, &table)?;
     let (retention, enforce) =
         resolve_retention(&uri, req.retention, table_ret, req.allow_short_retention)?;
@@ -332,7 +333,9 @@ pub async fn plan_vacuum(loc: &Location, req: &VacuumRequest) -> Result<VacuumPl
         .map(|(p, t)| {
             let store = store.clone();
             async move {
-                match store.head(&Path::from(p.as_str())).await {
+                // `p` is already an object-store path (percent-encoding kept): parse, not encode.
+                let at = Path::parse(p.as_str()).unwrap_or_else(|_| Path::from(p.as_str()));
+                match store.head(&at).await {
                     Ok(meta) => Ok((p, t, Some(meta.size))),
                     Err(object_store::Error::NotFound { .. }) => Ok((p, t, None)),
                     Err(e) => Err(EngineError::from_store(uri, &format!("checking {p}"), e)),
@@ -428,7 +431,7 @@ pub async fn run_vacuum(
     }
     on_event(VacuumEvent::Checking);
     let table = open_delta(loc, &req.storage_options, "opening the table for VACUUM").await?;
-    let version = table.version().unwrap_or_default().max(0) as u64;
+    let version = table.version().unwrap_or_default();
     let retention = Duration::from_millis(plan.retention_ms);
     let (checked, _) =
         checked_candidates(&uri, &table, retention, plan.retention_check, plan.now_ms).await?;
@@ -484,7 +487,7 @@ pub async fn run_vacuum(
         .map(|p| p.to_string())
         .collect();
     let bytes_deleted = deleted.iter().filter_map(|p| by_path.get(p.as_str())).sum();
-    let end = after.version().map(|v| v.max(0) as u64);
+    let end = after.version();
     let store: Arc<dyn ObjectStore> = after.log_store().object_store(None);
     let start = match end {
         Some(end) if end > version => start_version(&store, end, version).await,
@@ -522,7 +525,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("a retention of 1h is below"), "{e}");
-        assert!(e.contains("delta.deletedFileRetentionDuration (7days)"), "{e}");
+        assert!(
+            e.contains("delta.deletedFileRetentionDuration (7days)"),
+            "{e}"
+        );
         assert!(e.contains("--allow-short-retention"), "{e}");
         assert_eq!(
             resolve_retention("/t", Some(Duration::from_secs(3600)), 7 * DAY, true).unwrap(),
@@ -552,8 +558,8 @@ mod tests {
             ("readded", "active file"),
             ("stray", "not a removed file"),
         ] {
-            let bad = check_candidates(&["old".into(), p.into()], &tombstones, &active, 500)
-                .unwrap_err();
+            let bad =
+                check_candidates(&["old".into(), p.into()], &tombstones, &active, 500).unwrap_err();
             assert_eq!(bad.len(), 1, "{bad:?}");
             assert!(bad[0].contains(why), "{p}: {bad:?}");
         }

@@ -5,7 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::style;
 use crate::engine::maintenance::vacuum::{VacuumPlan, human};
@@ -96,7 +96,10 @@ pub fn draw(f: &mut Frame, area: Rect, d: &VacuumDialog) {
             Line::from(Span::styled(" Esc cancels", style::dim())),
         ],
         Some(Err(e)) => vec![
-            Line::from(Span::styled(format!(" cannot vacuum: {e}"), style::score(0))),
+            Line::from(Span::styled(
+                format!(" cannot vacuum: {e}"),
+                style::score(0),
+            )),
             Line::from(""),
             Line::from(Span::styled(" Esc close", style::dim())),
         ],

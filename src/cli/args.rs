@@ -81,8 +81,38 @@ pub enum Command {
     Compact(CompactArgs),
     /// Janitor: compact partitions by a policy as they fill with small files, saying why.
     Watch(WatchArgs),
+    /// Write a checkpoint of a table's current version (or say why none is needed).
+    Checkpoint(CheckpointArgs),
+    /// Delete data files the log removed longer ago than the retention (VACUUM).
+    Vacuum(VacuumArgs),
     /// Print the config file location and the default configuration.
     Config,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckpointArgs {
+    pub uri: String,
+    /// Machine-readable output on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VacuumArgs {
+    pub uri: String,
+    /// List what would be deleted (files, bytes) and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Delete files removed longer ago than this (default: the table's
+    /// delta.deletedFileRetentionDuration, 7 days), e.g. 168h, 30d.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub retention: Option<Duration>,
+    /// Allow a retention below the table's (readers of old versions may fail).
+    #[arg(long)]
+    pub allow_short_retention: bool,
+    /// Machine-readable output on stdout (the plan, and what was deleted).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,9 +1,11 @@
 //! The command line: flags, headless commands, and dispatch to the TUI.
 
 pub mod args;
+pub mod checkpoint;
 pub mod compact;
 pub mod report_text;
 pub mod run;
+pub mod vacuum;
 pub mod watch;
 
 /// The error and its causes on one line, each cause once. Engine errors include their

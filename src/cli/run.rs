@@ -66,6 +66,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             super::compact::compact(a, &s, cli.common.target.map(|t| t.0)).await
         }
         Some(Command::Watch(a)) => super::watch::watch(a, &s).await,
+        Some(Command::Checkpoint(a)) => super::checkpoint::run(a, &s).await,
+        Some(Command::Vacuum(a)) => super::vacuum::run(a, &s).await,
         Some(Command::Config) => {
             match Config::default_path() {
                 Some(p) => println!(

@@ -27,6 +27,17 @@ fn human(line: &Line, once: bool) -> Option<(bool, String)> {
             r.partition.label(),
             r.summary
         )),
+        Line::Maintenance(m) if !once && m.decision == "not_due" => None,
+        Line::Maintenance(m) => out(format!(
+            "{} {}: {}{}",
+            m.table,
+            m.action.label(),
+            m.reason,
+            m.summary
+                .as_deref()
+                .map(|s| format!("; {s}"))
+                .unwrap_or_default()
+        )),
         Line::TableError { table, error, .. } => err(format!("{table}: cannot read: {error}")),
         Line::Cycle {
             cycle,

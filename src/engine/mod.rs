@@ -9,6 +9,7 @@ pub mod formats;
 pub mod janitor;
 pub mod location;
 pub mod log;
+pub mod maintenance;
 pub mod open;
 pub mod parquet_reader;
 pub mod progress;

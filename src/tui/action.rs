@@ -3,9 +3,11 @@
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::log::watch::LogEvent;
+use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::open::Opened;
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::PartitionValues;
+use crate::tui::maintenance::MaintenanceEvent;
 
 /// What a key can do (keybindings map keys to these; the help screen lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,6 +39,10 @@ pub enum Command {
     Dismiss,
     /// Delete the last character of the filter being typed.
     Erase,
+    /// Write a checkpoint of the open table.
+    Checkpoint,
+    /// Preview a VACUUM of the open table (a dry run to confirm).
+    Vacuum,
 }
 
 /// What a background task reports while it runs. Loads and compaction jobs both report through
@@ -75,6 +81,16 @@ pub enum Action {
     Log {
         watch: u64,
         event: LogEvent,
+    },
+    /// The vacuum dry run of `Effect::PlanVacuum { id }`.
+    VacuumPlanReady {
+        id: u64,
+        result: Result<Box<VacuumPlan>, String>,
+    },
+    /// Progress of the checkpoint or vacuum job `id`.
+    Maintenance {
+        id: u64,
+        event: MaintenanceEvent,
     },
 }
 
@@ -118,5 +134,22 @@ pub enum Effect {
     },
     StopWatch {
         id: u64,
+    },
+    /// Make a vacuum dry run; it comes back as `Action::VacuumPlanReady`.
+    PlanVacuum {
+        id: u64,
+        uri: String,
+    },
+    /// Run the vacuum `id` previewed; events come back as `Action::Maintenance`.
+    StartVacuum {
+        id: u64,
+    },
+    DiscardVacuum {
+        id: u64,
+    },
+    /// Write a checkpoint; the result comes back as `Action::Maintenance`.
+    Checkpoint {
+        id: u64,
+        uri: String,
     },
 }

@@ -12,10 +12,12 @@ use super::keymap::Context;
 use super::layout;
 use super::list::{ListOp, Move, Sort, SortedList};
 use super::live::{Follow, Live, Shown};
+use super::maintenance::{MaintenanceEvent, MaintenanceJob, MaintenanceKind, VacuumDialog};
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::log::watch::LogEvent;
+use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
@@ -97,6 +99,8 @@ pub enum Modal {
     ConfirmCancel {
         job: u64,
     },
+    /// The vacuum dry run, to confirm.
+    Vacuum(VacuumDialog),
 }
 
 /// What covers the screen: at most one modal, and over it at most one error (errors come from
@@ -131,7 +135,7 @@ impl Modals {
         self.modal.as_ref().map(|m| match m {
             Modal::Help => Context::Help,
             Modal::Filter => Context::Filter,
-            Modal::Plan(_) | Modal::ConfirmCancel { .. } => Context::Dialog,
+            Modal::Plan(_) | Modal::ConfirmCancel { .. } | Modal::Vacuum(_) => Context::Dialog,
         })
     }
 
@@ -175,6 +179,8 @@ pub struct App {
     /// Partitions marked for compaction (of the table shown), by their typed values.
     pub marks: Marks,
     pub jobs: Vec<JobView>,
+    /// Checkpoint and vacuum jobs, oldest first.
+    pub maintenance: Vec<MaintenanceJob>,
     pub clock: Clock,
     /// Whether the open table follows its log (the TUI does; `App::new` leaves it off).
     pub follow: Follow,
@@ -216,6 +222,7 @@ impl App {
             last_loaded: None,
             marks: Marks::default(),
             jobs: Vec::new(),
+            maintenance: Vec::new(),
             clock: Clock::System,
             follow: Follow::Off,
             live: None,
@@ -259,8 +266,10 @@ impl App {
             Command::Enter => !self.tables.is_empty(),
             Command::Confirm => match self.modals.modal() {
                 Some(Modal::Plan(p)) => matches!(&p.result, Some(Ok(plan)) if plan.bins > 0),
+                Some(Modal::Vacuum(v)) => v.startable(),
                 _ => true,
             },
+            Command::Checkpoint | Command::Vacuum => self.table.is_some(),
             Command::ToggleMark | Command::Compact => self.selected_partition().is_some(),
             _ => true,
         }
@@ -311,6 +320,8 @@ impl App {
             },
             Action::Loaded { load, result } => self.loaded(load, result),
             Action::PlanReady { id, result } => self.plan_ready(id, result),
+            Action::VacuumPlanReady { id, result } => self.vacuum_plan_ready(id, result),
+            Action::Maintenance { id, event } => self.maintenance_event(id, event),
             Action::Log { watch, event } => {
                 self.log_event(watch, event);
                 vec![]
@@ -459,6 +470,12 @@ impl App {
                 self.modals.close();
                 vec![]
             }
+            (Some(Modal::Vacuum(_)), Command::Confirm) => self.start_vacuum(),
+            (Some(Modal::Vacuum(v)), Command::Dismiss) => {
+                let id = v.id;
+                self.modals.close();
+                vec![Effect::DiscardVacuum { id }]
+            }
             _ => vec![],
         }
     }
@@ -471,6 +488,8 @@ impl App {
         match c {
             Command::Refresh => return self.refresh(),
             Command::Compact => return self.preview_compaction(),
+            Command::Vacuum => return self.preview_vacuum(),
+            Command::Checkpoint => return self.checkpoint(),
             Command::Enter => self.open_selected_table(),
             Command::Back => self.back(),
             Command::CycleSort => self.on_list(ListOp::CycleSort),
@@ -727,6 +746,76 @@ impl App {
         // The marks pane closed: more partition rows fit.
         self.on_list(ListOp::Fit);
         vec![Effect::StartJob { id }]
+    }
+
+    fn preview_vacuum(&mut self) -> Vec<Effect> {
+        let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
+            return vec![];
+        };
+        let id = self.next_id();
+        self.modals.open(Modal::Vacuum(VacuumDialog {
+            id,
+            table_uri: uri.clone(),
+            result: None,
+        }));
+        vec![Effect::PlanVacuum { id, uri }]
+    }
+
+    fn vacuum_plan_ready(
+        &mut self,
+        id: u64,
+        result: Result<Box<VacuumPlan>, String>,
+    ) -> Vec<Effect> {
+        match &mut self.modals.modal {
+            Some(Modal::Vacuum(v)) if v.id == id => {
+                v.result = Some(result);
+                vec![]
+            }
+            _ => vec![Effect::DiscardVacuum { id }],
+        }
+    }
+
+    /// Starts the previewed vacuum, if its dry run found something to delete.
+    fn start_vacuum(&mut self) -> Vec<Effect> {
+        if !matches!(self.modals.modal(), Some(Modal::Vacuum(v)) if v.startable()) {
+            return vec![];
+        }
+        let Some(Modal::Vacuum(v)) = self.modals.close() else {
+            return vec![];
+        };
+        self.maintenance.push(MaintenanceJob::new(
+            v.id,
+            MaintenanceKind::Vacuum,
+            v.table_uri,
+            "starting".into(),
+        ));
+        vec![Effect::StartVacuum { id: v.id }]
+    }
+
+    fn checkpoint(&mut self) -> Vec<Effect> {
+        let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
+            return vec![];
+        };
+        let id = self.next_id();
+        self.maintenance.push(MaintenanceJob::new(
+            id,
+            MaintenanceKind::Checkpoint,
+            uri.clone(),
+            "writing a checkpoint".into(),
+        ));
+        vec![Effect::Checkpoint { id, uri }]
+    }
+
+    fn maintenance_event(&mut self, id: u64, event: MaintenanceEvent) -> Vec<Effect> {
+        let Some(j) = self.maintenance.iter_mut().find(|j| j.id == id) else {
+            return vec![];
+        };
+        let changed = j.apply(event);
+        let uri = j.table_uri.clone();
+        if changed && self.table.as_ref().is_some_and(|t| t.uri == uri) {
+            return self.reload_table();
+        }
+        vec![]
     }
 
     /// Asks before cancelling the newest active job.

@@ -269,6 +269,20 @@ pub static BINDINGS: &[Binding] = &[
         Some("histogram"),
     ),
     bind(
+        &[k(KeyCode::Char('K'))],
+        C::Checkpoint,
+        T,
+        "write a checkpoint of the table's current version",
+        None,
+    ),
+    bind(
+        &[k(KeyCode::Char('V'))],
+        C::Vacuum,
+        T,
+        "VACUUM: preview what it deletes (dry run), then confirm",
+        None,
+    ),
+    bind(
         &[k(KeyCode::Enter), k(KeyCode::Char('y'))],
         C::Confirm,
         D,

@@ -19,6 +19,7 @@ use crate::engine::location::Location;
 use crate::engine::log::watch::{LogEvent, default_poll, follow};
 use crate::engine::open::{OpenOptions, load_table, open};
 use crate::engine::stats::table_report::PartitionValues;
+use crate::tui::maintenance_tasks::MaintenanceTasks;
 
 pub struct Loader {
     opts: OpenOptions,
@@ -29,6 +30,7 @@ pub struct Loader {
     job_tasks: Vec<tokio::task::JoinHandle<()>>,
     locks: Arc<PartitionLocks>,
     watches: HashMap<u64, CancellationToken>,
+    maintenance: MaintenanceTasks,
 }
 
 impl Loader {
@@ -44,6 +46,7 @@ impl Loader {
         locks: Arc<PartitionLocks>,
     ) -> Self {
         Self {
+            maintenance: MaintenanceTasks::new(opts.storage_options.clone(), tx.clone()),
             opts,
             tx,
             running: HashMap::new(),
@@ -90,6 +93,10 @@ impl Loader {
                     t.cancel();
                 }
             }
+            Effect::PlanVacuum { id, uri } => self.maintenance.plan_vacuum(id, uri),
+            Effect::StartVacuum { id } => self.maintenance.start_vacuum(id),
+            Effect::DiscardVacuum { id } => self.maintenance.discard(id),
+            Effect::Checkpoint { id, uri } => self.maintenance.checkpoint(id, uri),
         }
     }
 
@@ -239,5 +246,6 @@ impl Loader {
         for (_, t) in self.watches.drain() {
             t.cancel();
         }
+        self.maintenance.cancel_all();
     }
 }

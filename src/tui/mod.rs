@@ -11,6 +11,8 @@ pub mod layout;
 pub mod list;
 pub mod live;
 pub mod loader;
+pub mod maintenance;
+pub mod maintenance_tasks;
 pub mod terminal;
 pub mod view;
 

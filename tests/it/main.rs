@@ -10,6 +10,7 @@ mod fixtures;
 mod harness;
 mod janitor;
 mod live;
+mod maintenance;
 mod race;
 mod replay;
 mod stream;

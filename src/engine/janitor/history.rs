@@ -98,6 +98,8 @@ pub enum Line {
     },
     Decision(DecisionLine),
     Result(ResultLine),
+    /// A checkpoint or vacuum decision, with its result when it ran.
+    Maintenance(super::maintenance::MaintenanceLine),
     /// A table (or root) that could not be read this cycle.
     TableError {
         ts: String,

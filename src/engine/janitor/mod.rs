@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod decide;
 pub mod history;
+pub mod maintenance;
 pub mod policy;
 pub mod schedule;
 
@@ -114,6 +115,8 @@ pub struct Janitor {
     locks: Arc<PartitionLocks>,
     cycle: u64,
     history_failed: bool,
+    /// When each table was last vacuumed (from the history, then this run).
+    last_vacuum: HashMap<String, i64>,
 }
 
 impl Janitor {
@@ -134,6 +137,7 @@ impl Janitor {
                 HashMap::new()
             }
         };
+        let last_vacuum = maintenance::last_vacuums(history.path());
         let mut j = Janitor {
             targets,
             policy,
@@ -145,6 +149,7 @@ impl Janitor {
             locks: Arc::new(PartitionLocks::default()),
             cycle: 0,
             history_failed: false,
+            last_vacuum,
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -455,6 +460,10 @@ impl Janitor {
         let present: std::collections::HashSet<&str> =
             tables.iter().map(|t| t.id.as_str()).collect();
         self.activity.retain(|k, _| present.contains(k.as_str()));
+        let facts: Vec<maintenance::TableFacts> = tables
+            .iter()
+            .map(|t| maintenance::TableFacts::of(&t.loc, &t.id, &t.report))
+            .collect();
         drop(tables);
         stats.due = jobs.len() as u64;
 
@@ -502,6 +511,18 @@ impl Janitor {
             )));
         }
         drop(running);
+        let lines = maintenance::maintain(
+            &facts,
+            &self.policy.maintenance,
+            &mut self.last_vacuum,
+            &self.open.storage_options,
+            now,
+            cancel,
+        )
+        .await;
+        for l in lines {
+            self.emit(Line::Maintenance(l));
+        }
 
         let end = now_ms();
         let quiet: Vec<String> = self

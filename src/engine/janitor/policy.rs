@@ -9,6 +9,7 @@ use chrono::{Days, NaiveDate};
 use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
+use super::maintenance::MaintenancePolicy;
 use crate::engine::size::{ByteSize, MIB, format_bytes};
 use crate::engine::stats::file_sizes::Thresholds;
 
@@ -121,6 +122,8 @@ pub struct Policy {
     pub max_failures: u32,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
+    /// Checkpoint and vacuum by policy (see `maintenance`).
+    pub maintenance: MaintenancePolicy,
 }
 
 /// The file as written: every key optional, each with its position for error messages.
@@ -147,6 +150,11 @@ struct PolicyFile {
     backoff_base: Option<Duration>,
     #[serde(default, deserialize_with = "opt_duration")]
     backoff_max: Option<Duration>,
+    checkpoint_after_commits: Option<Spanned<u64>>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    vacuum_every: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    vacuum_retention: Option<Duration>,
 }
 
 /// A duration: a humantime string ("10s", "2m", "6h") or a bare number of seconds.
@@ -316,6 +324,18 @@ impl Policy {
             max_failures: max_failures.min(u32::MAX as u64) as u32,
             backoff_base,
             backoff_max,
+            maintenance: MaintenancePolicy {
+                checkpoint_after_commits: match &f.checkpoint_after_commits {
+                    Some(_) => Some(positive(
+                        &f.checkpoint_after_commits,
+                        "checkpoint_after_commits",
+                        1,
+                    )?),
+                    None => None,
+                },
+                vacuum_every: f.vacuum_every.filter(|d| !d.is_zero()),
+                vacuum_retention: f.vacuum_retention,
+            },
         })
     }
 
@@ -375,6 +395,9 @@ impl Policy {
             self.max_jobs,
             self.max_failures
         ));
+        if let Some(m) = self.maintenance.summary() {
+            s.push_str(&format!("; {m}"));
+        }
         s
     }
 
@@ -398,6 +421,9 @@ impl Policy {
             "max_failures": self.max_failures,
             "backoff_base_s": self.backoff_base.as_secs_f64(),
             "backoff_max_s": self.backoff_max.as_secs_f64(),
+            "checkpoint_after_commits": self.maintenance.checkpoint_after_commits,
+            "vacuum_every_s": secs(self.maintenance.vacuum_every),
+            "vacuum_retention_s": secs(self.maintenance.vacuum_retention),
         })
     }
 }

@@ -163,7 +163,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
         format!(
             " Jobs ({active} active, {} total){} ",
-            app.jobs.len(),
+            app.jobs.len() + app.maintenance.len(),
             if active > 0 { " · x cancel" } else { "" }
         ),
         style::title(),
@@ -171,7 +171,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let now = app.clock.now();
-    let mut y = inner.y;
+    let mut y = super::vacuum_dialog::draw_jobs(f, inner, inner.y, app);
     for j in app.jobs.iter().rev() {
         if y + 6 > inner.y + inner.height {
             break;

@@ -12,6 +12,7 @@ mod partitions;
 mod plan_dialog;
 mod status;
 mod tables;
+mod vacuum_dialog;
 mod writers;
 
 use ratatui::Frame;
@@ -29,7 +30,7 @@ pub fn draw(f: &mut Frame, app: &App) {
                 t.stats.histogram.buckets.len(),
                 t.streaming_writers.len(),
                 !app.marks.is_empty(),
-                app.jobs.len(),
+                app.jobs.len() + app.maintenance.len().min(1),
             );
             let now_ms = app.clock.wall_ms();
             header::draw(f, a.header, t);
@@ -59,6 +60,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         Some(Modal::Plan(d)) => plan_dialog::draw(f, area, d),
         Some(Modal::ConfirmCancel { job }) => plan_dialog::draw_confirm_cancel(f, area, *job),
         Some(Modal::Help) => help::draw(f, area),
+        Some(Modal::Vacuum(d)) => vacuum_dialog::draw(f, area, d),
         // Shown in the list's title and the hint bar.
         Some(Modal::Filter) | None => {}
     }

@@ -1,0 +1,141 @@
+//! `lakehealth vacuum`: deletes the data files the log removed longer ago than the retention
+//! (`--dry-run` lists them and deletes nothing). The plan is printed first; the real run
+//! deletes exactly that list or nothing.
+
+use anyhow::Result;
+use tokio_util::sync::CancellationToken;
+
+use super::args::VacuumArgs;
+use super::run::Settings;
+use crate::engine::location::Location;
+use crate::engine::maintenance::vacuum::{
+    VacuumEvent, VacuumOutcome, VacuumPlan, VacuumRequest, human, plan_vacuum, run_vacuum,
+};
+use crate::engine::size::format_bytes;
+
+/// Paths listed in the text output (all of them with --json).
+const LISTED: usize = 20;
+
+fn utc(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|| format!("{ms} ms"))
+}
+
+pub fn plan_text(p: &VacuumPlan, dry_run: bool) -> String {
+    let ret = std::time::Duration::from_millis(p.retention_ms);
+    let source = if p.retention_ms == p.table_retention_ms {
+        "the table's delta.deletedFileRetentionDuration".to_string()
+    } else if p.retention_check {
+        format!(
+            "--retention; the table's is {}",
+            human(std::time::Duration::from_millis(p.table_retention_ms))
+        )
+    } else {
+        format!(
+            "--retention below the table's {}, allowed by --allow-short-retention",
+            human(std::time::Duration::from_millis(p.table_retention_ms))
+        )
+    };
+    let mut o = format!(
+        "vacuum {}of {} at version {}: retention {} ({source}); files removed before {}\n",
+        if dry_run { "dry run " } else { "" },
+        p.table,
+        p.version,
+        human(ret),
+        utc(p.cutoff_ms),
+    );
+    o.push_str(&format!(
+        "{} {} files ({})\n",
+        if dry_run {
+            "would delete"
+        } else {
+            "to delete:"
+        },
+        p.files_to_delete,
+        format_bytes(p.bytes_to_delete)
+    ));
+    for f in p.files.iter().take(LISTED) {
+        o.push_str(&format!(
+            "  {:<72} {:>10}  removed {}\n",
+            f.path,
+            format_bytes(f.bytes),
+            utc(f.removed_at_ms)
+        ));
+    }
+    if p.files.len() > LISTED {
+        o.push_str(&format!(
+            "  ... and {} more (--json lists all)\n",
+            p.files.len() - LISTED
+        ));
+    }
+    if !p.already_gone.is_empty() {
+        o.push_str(&format!(
+            "{} files past the retention are already gone from storage\n",
+            p.already_gone.len()
+        ));
+    }
+    o.push_str(&format!(
+        "removed files in the log: {} ({}), {} inside the retention\n",
+        p.debt.removed_files,
+        format_bytes(p.debt.removed_bytes),
+        p.debt.removed_files.saturating_sub(p.debt.vacuumable_files)
+    ));
+    o
+}
+
+pub fn outcome_text(o: &VacuumOutcome) -> String {
+    match (o.vacuum_start_version, o.vacuum_end_version) {
+        _ if o.files_deleted == 0 => {
+            format!("nothing to delete in {}; no commit written\n", o.table)
+        }
+        (start, Some(end)) => format!(
+            "deleted {} files ({}) from {}; VACUUM START at version {}, VACUUM END at version {end}\n",
+            o.files_deleted,
+            format_bytes(o.bytes_deleted),
+            o.table,
+            start.map_or("?".to_string(), |s| s.to_string()),
+        ),
+        (_, None) => format!(
+            "deleted {} files ({}) from {}\n",
+            o.files_deleted,
+            format_bytes(o.bytes_deleted),
+            o.table
+        ),
+    }
+}
+
+pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
+    let loc = Location::parse(&a.uri)?;
+    let req = VacuumRequest {
+        retention: a.retention,
+        allow_short_retention: a.allow_short_retention,
+        storage_options: s.open.storage_options.clone(),
+    };
+    let plan = plan_vacuum(&loc, &req).await?;
+    let text = plan_text(&plan, a.dry_run);
+    if a.dry_run {
+        if a.json {
+            let v = serde_json::json!({ "dry_run": true, "plan": plan, "outcome": null });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            print!("{text}");
+        }
+        return Ok(());
+    }
+    eprint!("{text}");
+    let cancel = CancellationToken::new();
+    let outcome = run_vacuum(&loc, &req, &plan, &cancel, &|ev| {
+        if let VacuumEvent::Deleting { files, bytes } = ev {
+            eprintln!("deleting {files} files ({})", format_bytes(bytes));
+        }
+    })
+    .await?;
+    if a.json {
+        let v = serde_json::json!({ "dry_run": false, "plan": plan, "outcome": outcome });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", outcome_text(&outcome));
+    }
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! Log maintenance in the TUI: the vacuum preview (a dry run the user confirms) and the
+//! checkpoint and vacuum jobs, folded from their typed events like compaction jobs are.
+
+use crate::engine::maintenance::checkpoint::CheckpointOutcome;
+use crate::engine::maintenance::vacuum::{VacuumEvent, VacuumOutcome, VacuumPlan};
+use crate::engine::size::format_bytes;
+
+/// The vacuum preview: the dry run being made, then its plan (or why there is none).
+#[derive(Debug)]
+pub struct VacuumDialog {
+    pub id: u64,
+    pub table_uri: String,
+    pub result: Option<Result<Box<VacuumPlan>, String>>,
+}
+
+impl VacuumDialog {
+    /// Confirming starts a job only when the dry run found something to delete.
+    pub fn startable(&self) -> bool {
+        matches!(&self.result, Some(Ok(p)) if p.files_to_delete > 0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaintenanceKind {
+    Checkpoint,
+    Vacuum,
+}
+
+impl MaintenanceKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            MaintenanceKind::Checkpoint => "checkpoint",
+            MaintenanceKind::Vacuum => "vacuum",
+        }
+    }
+}
+
+/// What a maintenance job reports; its last event is always `Finished`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MaintenanceEvent {
+    Vacuum(VacuumEvent),
+    Finished(Result<MaintenanceResult, String>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MaintenanceResult {
+    Checkpoint(CheckpointOutcome),
+    Vacuum(VacuumOutcome),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaintenanceStatus {
+    Running,
+    Done,
+    Failed,
+}
+
+impl MaintenanceStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            MaintenanceStatus::Running => "running",
+            MaintenanceStatus::Done => "done",
+            MaintenanceStatus::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct MaintenanceJob {
+    pub id: u64,
+    pub kind: MaintenanceKind,
+    pub table_uri: String,
+    /// What it is doing now ("checking the plan", "deleting 12 files (3 MiB)").
+    pub phase: String,
+    pub finished: Option<Result<MaintenanceResult, String>>,
+}
+
+impl MaintenanceJob {
+    pub fn new(id: u64, kind: MaintenanceKind, table_uri: String, phase: String) -> Self {
+        Self {
+            id,
+            kind,
+            table_uri,
+            phase,
+            finished: None,
+        }
+    }
+
+    pub fn status(&self) -> MaintenanceStatus {
+        match &self.finished {
+            None => MaintenanceStatus::Running,
+            Some(Ok(_)) => MaintenanceStatus::Done,
+            Some(Err(_)) => MaintenanceStatus::Failed,
+        }
+    }
+
+    /// Applies an event; true when the job changed the table (reload it).
+    pub fn apply(&mut self, ev: MaintenanceEvent) -> bool {
+        match ev {
+            MaintenanceEvent::Vacuum(VacuumEvent::Checking) => {
+                self.phase = "checking the plan against the latest version".into();
+                false
+            }
+            MaintenanceEvent::Vacuum(VacuumEvent::Deleting { files, bytes }) => {
+                self.phase = format!("deleting {files} files ({})", format_bytes(bytes));
+                false
+            }
+            // The outcome comes with `Finished`.
+            MaintenanceEvent::Vacuum(VacuumEvent::Done(_)) => false,
+            MaintenanceEvent::Finished(r) => {
+                let changed = match &r {
+                    Ok(MaintenanceResult::Checkpoint(c)) => c.written,
+                    Ok(MaintenanceResult::Vacuum(v)) => v.vacuum_end_version.is_some(),
+                    Err(_) => false,
+                };
+                self.finished = Some(r);
+                changed
+            }
+        }
+    }
+
+    /// One line: the outcome, the error, or the phase.
+    pub fn detail(&self) -> String {
+        match &self.finished {
+            None => self.phase.clone(),
+            Some(Err(e)) => e.clone(),
+            Some(Ok(MaintenanceResult::Checkpoint(c))) if c.written => format!(
+                "checkpoint of version {} written ({}): {}",
+                c.version,
+                format_bytes(c.bytes),
+                c.reason.trim_start_matches("written: ")
+            ),
+            Some(Ok(MaintenanceResult::Checkpoint(c))) => c.reason.clone(),
+            Some(Ok(MaintenanceResult::Vacuum(v))) => match v.vacuum_end_version {
+                Some(end) => format!(
+                    "deleted {} files ({}); VACUUM START v{}, END v{end}",
+                    v.files_deleted,
+                    format_bytes(v.bytes_deleted),
+                    v.vacuum_start_version
+                        .map_or("?".to_string(), |s| s.to_string()),
+                ),
+                None => "nothing to delete; no commit written".into(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vacuum_job_folds_its_events_into_a_status_and_a_line() {
+        let mut j = MaintenanceJob::new(3, MaintenanceKind::Vacuum, "/t".into(), "starting".into());
+        assert_eq!(j.status(), MaintenanceStatus::Running);
+        assert!(!j.apply(MaintenanceEvent::Vacuum(VacuumEvent::Deleting {
+            files: 2,
+            bytes: 2048
+        })));
+        assert_eq!(j.detail(), "deleting 2 files (2 KiB)");
+        let outcome = VacuumOutcome {
+            table: "/t".into(),
+            version_read: 4,
+            retention_ms: 0,
+            files_deleted: 2,
+            bytes_deleted: 2048,
+            deleted: vec!["a".into(), "b".into()],
+            vacuum_start_version: Some(5),
+            vacuum_end_version: Some(6),
+        };
+        assert!(
+            j.apply(MaintenanceEvent::Finished(Ok(MaintenanceResult::Vacuum(
+                outcome
+            ))))
+        );
+        assert_eq!(j.status(), MaintenanceStatus::Done);
+        assert_eq!(
+            j.detail(),
+            "deleted 2 files (2 KiB); VACUUM START v5, END v6"
+        );
+        let mut f = MaintenanceJob::new(4, MaintenanceKind::Checkpoint, "/t".into(), "".into());
+        f.apply(MaintenanceEvent::Finished(Err("denied".into())));
+        assert_eq!(
+            (f.status(), f.detail()),
+            (MaintenanceStatus::Failed, "denied".into())
+        );
+    }
+}

@@ -1,0 +1,126 @@
+//! Runs the maintenance effects for the loader: the vacuum dry run (kept until the user
+//! confirms or closes the preview), the vacuum job it previewed, and checkpoints. Results come
+//! back as `Action::VacuumPlanReady` and `Action::Maintenance`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::action::Action;
+use super::maintenance::{MaintenanceEvent, MaintenanceResult};
+use crate::engine::location::Location;
+use crate::engine::maintenance::checkpoint::checkpoint;
+use crate::engine::maintenance::vacuum::{VacuumPlan, VacuumRequest, plan_vacuum, run_vacuum};
+
+type Prepared = (Location, VacuumRequest, VacuumPlan);
+
+pub struct MaintenanceTasks {
+    storage_options: HashMap<String, String>,
+    tx: mpsc::UnboundedSender<Action>,
+    prepared: Arc<Mutex<HashMap<u64, Prepared>>>,
+    /// One token per job: a job cancelled before it deletes deletes nothing.
+    jobs: HashMap<u64, CancellationToken>,
+}
+
+impl MaintenanceTasks {
+    pub fn new(
+        storage_options: HashMap<String, String>,
+        tx: mpsc::UnboundedSender<Action>,
+    ) -> Self {
+        Self {
+            storage_options,
+            tx,
+            prepared: Arc::new(Mutex::new(HashMap::new())),
+            jobs: HashMap::new(),
+        }
+    }
+
+    /// The dry run, with the table's retention (the TUI offers no override).
+    pub fn plan_vacuum(&mut self, id: u64, uri: String) {
+        let tx = self.tx.clone();
+        let prepared = self.prepared.clone();
+        let req = VacuumRequest {
+            storage_options: self.storage_options.clone(),
+            ..VacuumRequest::default()
+        };
+        tokio::spawn(async move {
+            let work = async {
+                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                let plan = plan_vacuum(&loc, &req).await.map_err(|e| e.to_string())?;
+                Ok::<_, String>((loc, plan))
+            };
+            let result = match work.await {
+                Ok((loc, plan)) => {
+                    let boxed = Box::new(plan.clone());
+                    if let Ok(mut p) = prepared.lock() {
+                        p.insert(id, (loc, req, plan));
+                    }
+                    Ok(boxed)
+                }
+                Err(e) => Err(e),
+            };
+            let _ = tx.send(Action::VacuumPlanReady { id, result });
+        });
+    }
+
+    pub fn discard(&mut self, id: u64) {
+        if let Ok(mut p) = self.prepared.lock() {
+            p.remove(&id);
+        }
+    }
+
+    fn send(tx: &mpsc::UnboundedSender<Action>, id: u64, event: MaintenanceEvent) {
+        let _ = tx.send(Action::Maintenance { id, event });
+    }
+
+    /// Runs the vacuum previewed as `id`: exactly its files, or nothing.
+    pub fn start_vacuum(&mut self, id: u64) {
+        let prepared = self.prepared.lock().ok().and_then(|mut p| p.remove(&id));
+        let tx = self.tx.clone();
+        let Some((loc, req, plan)) = prepared else {
+            Self::send(
+                &tx,
+                id,
+                MaintenanceEvent::Finished(Err(
+                    "the previewed vacuum is gone; preview it again".into()
+                )),
+            );
+            return;
+        };
+        let cancel = CancellationToken::new();
+        self.jobs.insert(id, cancel.clone());
+        tokio::spawn(async move {
+            let etx = tx.clone();
+            let on_event = move |ev| Self::send(&etx, id, MaintenanceEvent::Vacuum(ev));
+            let result = run_vacuum(&loc, &req, &plan, &cancel, &on_event)
+                .await
+                .map(MaintenanceResult::Vacuum)
+                .map_err(|e| e.to_string());
+            Self::send(&tx, id, MaintenanceEvent::Finished(result));
+        });
+    }
+
+    pub fn checkpoint(&mut self, id: u64, uri: String) {
+        let tx = self.tx.clone();
+        let opts = self.storage_options.clone();
+        tokio::spawn(async move {
+            let result = match Location::parse(&uri) {
+                Ok(loc) => checkpoint(&loc, &opts)
+                    .await
+                    .map(MaintenanceResult::Checkpoint)
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            Self::send(&tx, id, MaintenanceEvent::Finished(result));
+        });
+    }
+
+    /// On quit: a vacuum that has not begun deleting deletes nothing.
+    pub fn cancel_all(&mut self) {
+        for (_, t) in self.jobs.drain() {
+            t.cancel();
+        }
+    }
+}

@@ -12,6 +12,7 @@ use super::keymap::Context;
 use super::layout;
 use super::list::{ListOp, Move, Sort, SortedList};
 use crate::engine::compact::events::JobEvent;
+use crate::engine::compact::executor::Executor;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
@@ -80,6 +81,8 @@ pub struct PlanDialog {
     pub table_uri: String,
     pub partitions: Vec<PartitionValues>,
     pub result: Option<Result<Box<CompactionPlan>, String>>,
+    /// Which executor runs the job's bins.
+    pub executor: String,
 }
 
 /// A dialog over the screen that takes the keys.
@@ -174,6 +177,8 @@ pub struct App {
     pub jobs: Vec<JobView>,
     pub clock: Clock,
     next_id: u64,
+    /// Which executor compaction jobs use (shown in the preview).
+    pub executor: String,
 }
 
 fn as_move(c: Command) -> Option<Move> {
@@ -209,6 +214,7 @@ impl App {
             jobs: Vec::new(),
             clock: Clock::System,
             next_id: 1,
+            executor: Executor::Local.describe(),
         }
     }
 
@@ -602,6 +608,7 @@ impl App {
             table_uri: uri.clone(),
             partitions: partitions.clone(),
             result: None,
+            executor: self.executor.clone(),
         }));
         vec![Effect::PlanCompaction {
             id,

@@ -13,6 +13,7 @@ use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
+use crate::engine::compact::executor::Executor;
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::location::Location;
 use crate::engine::open::{OpenOptions, load_table, open};
@@ -26,11 +27,19 @@ pub struct Loader {
     jobs: HashMap<u64, CancellationToken>,
     job_tasks: Vec<tokio::task::JoinHandle<()>>,
     locks: Arc<PartitionLocks>,
+    /// Where compaction jobs' bins are rewritten.
+    executor: Executor,
 }
 
 impl Loader {
     pub fn new(opts: OpenOptions, tx: mpsc::UnboundedSender<Action>) -> Self {
         Self::with_locks(opts, tx, Arc::new(PartitionLocks::default()))
+    }
+
+    /// Compaction jobs run their bins on `executor`.
+    pub fn with_executor(mut self, executor: Executor) -> Self {
+        self.executor = executor;
+        self
     }
 
     /// A loader whose jobs take `locks`: shared with whatever else compacts in this process, so
@@ -48,6 +57,7 @@ impl Loader {
             jobs: HashMap::new(),
             job_tasks: Vec::new(),
             locks,
+            executor: Executor::Local,
         }
     }
 
@@ -109,6 +119,7 @@ impl Loader {
 
     fn plan(&mut self, id: u64, uri: String, partitions: Vec<PartitionValues>) {
         let opts = self.opts.clone();
+        let executor = self.executor.clone();
         let tx = self.tx.clone();
         let prepared = self.prepared.clone();
         tokio::spawn(async move {
@@ -118,9 +129,12 @@ impl Loader {
                     .await
                     .map_err(|e| e.to_string())?;
                 let req = CompactRequest::for_partitions(partitions, opts.storage_options.clone());
-                prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
-                    .await
-                    .map_err(|e| e.to_string())
+                let mut job =
+                    prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                job.exec.executor = executor;
+                Ok::<_, String>(job)
             };
             let result = match work.await {
                 Ok(job) => {

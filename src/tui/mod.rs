@@ -43,12 +43,18 @@ pub fn key_to_action(app: &App, key: KeyEvent) -> Option<Action> {
     }
 }
 
-pub async fn run(loc: Location, opts: OpenOptions, refresh: Duration) -> Result<()> {
+pub async fn run(
+    loc: Location,
+    opts: OpenOptions,
+    refresh: Duration,
+    executor: crate::engine::compact::executor::Executor,
+) -> Result<()> {
     let mut term = terminal::Terminal::enter()?;
     let size = term.size()?;
     let mut app = App::new(loc.display(), refresh, size);
+    app.executor = executor.describe();
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
-    let mut loader = loader::Loader::new(opts, tx.clone());
+    let mut loader = loader::Loader::new(opts, tx.clone()).with_executor(executor);
     for e in app.start() {
         loader.run(e);
     }

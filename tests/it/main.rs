@@ -10,6 +10,7 @@ mod fixtures;
 mod harness;
 mod janitor;
 mod race;
+mod ray;
 mod replay;
 mod stream;
 mod tui;

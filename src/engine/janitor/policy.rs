@@ -9,6 +9,7 @@ use chrono::{Days, NaiveDate};
 use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
+use crate::engine::compact::executor::{Executor, RayOptions};
 use crate::engine::size::{ByteSize, MIB, format_bytes};
 use crate::engine::stats::file_sizes::Thresholds;
 
@@ -121,6 +122,8 @@ pub struct Policy {
     pub max_failures: u32,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
+    /// Where the jobs' bins are rewritten (commits always happen in the janitor).
+    pub executor: Executor,
 }
 
 /// The file as written: every key optional, each with its position for error messages.
@@ -147,6 +150,9 @@ struct PolicyFile {
     backoff_base: Option<Duration>,
     #[serde(default, deserialize_with = "opt_duration")]
     backoff_max: Option<Duration>,
+    executor: Option<Spanned<String>>,
+    ray_address: Option<Spanned<String>>,
+    worker_binary: Option<String>,
 }
 
 /// A duration: a humantime string ("10s", "2m", "6h") or a bare number of seconds.
@@ -300,7 +306,29 @@ impl Policy {
             .backoff_max
             .unwrap_or(Duration::from_secs(3600))
             .max(backoff_base);
+        let executor = match &f.executor {
+            None => Executor::Local,
+            Some(e) => match (e.get_ref().as_str(), &f.ray_address) {
+                ("local", _) => Executor::Local,
+                ("ray", Some(addr)) if !addr.get_ref().trim().is_empty() => {
+                    let mut r = RayOptions::new(addr.get_ref().trim());
+                    r.worker_binary = f.worker_binary.as_ref().map(std::path::PathBuf::from);
+                    Executor::Ray(r)
+                }
+                ("ray", _) => {
+                    return Err(at(e.span(), "executor", "\"ray\" needs ray_address"));
+                }
+                (other, _) => {
+                    return Err(at(
+                        e.span(),
+                        "executor",
+                        &format!("is {other:?}; expected \"local\" or \"ray\""),
+                    ));
+                }
+            },
+        };
         Ok(Policy {
+            executor,
             source: source.to_string(),
             preset,
             min_small_files,
@@ -369,6 +397,9 @@ impl Policy {
         if let Some(q) = self.quiet_period {
             s.push_str(&format!("; quiet period {}", human_duration(q)));
         }
+        if self.executor != Executor::Local {
+            s.push_str(&format!("; bins run on {}", self.executor.describe()));
+        }
         s.push_str(&format!(
             "; every {}, at most {} job(s) at once, suspended after {} failures in a row",
             human_duration(self.interval),
@@ -398,6 +429,7 @@ impl Policy {
             "max_failures": self.max_failures,
             "backoff_base_s": self.backoff_base.as_secs_f64(),
             "backoff_max_s": self.backoff_max.as_secs_f64(),
+            "executor": self.executor.name(),
         })
     }
 }
@@ -563,6 +595,18 @@ mod tests {
                 ..p
             }
         );
+    }
+
+    #[test]
+    fn the_executor_is_local_by_default_and_ray_needs_an_address() {
+        assert_eq!(parse("").unwrap().executor, Executor::Local);
+        let p = parse("executor = \"ray\"\nray_address = \"http://head:8265/\"").unwrap();
+        assert_eq!(p.executor, Executor::Ray(RayOptions::new("http://head:8265")));
+        assert!(p.summary().contains("Ray cluster at http://head:8265"));
+        let e = parse("executor = \"ray\"").unwrap_err().to_string();
+        assert!(e.contains("line 1: executor \"ray\" needs ray_address"), "{e}");
+        let e = parse("executor = \"spark\"").unwrap_err().to_string();
+        assert!(e.contains("expected \"local\" or \"ray\""), "{e}");
     }
 
     #[test]

@@ -221,7 +221,7 @@ async fn ray_compaction_keeps_every_value_as_the_local_executor_does_with_one_co
     );
     assert!(
         evs.iter()
-            .any(|e| matches!(e, JobEvent::Progress(p) if p.bins_done == bins && p.rows == rows)),
+            .any(|e| matches!(e, JobEvent::Progress(p) if p.bins_done == bins && p.rows == s.rows)),
         "progress counts every bin and row"
     );
 
@@ -370,75 +370,82 @@ fn worker(spec: &BinSpec, dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn worker_results_are_durable_and_pickup_commits_those_whose_inputs_are_still_active() {
-    let (d, l, rows) = seeded(40).await;
-    let job = prepared(&l, 1024 * KIB, Executor::Local).await;
-    assert_eq!(job.plan.partitions.len(), 2, "a bin per partition");
-    let v0 = job.plan.table_version;
-    let specs: Vec<BinSpec> = job
-        .plan
-        .partitions
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            BinSpec::new(
-                &job.table.uri,
-                "restart-test",
-                i as u64 + 1,
-                v0,
-                &p.values,
-                &p.bins[0],
-                &job.exec.rewrite,
-            )
-        })
-        .collect();
-    let tmp = tempfile::tempdir().unwrap();
-    for s in &specs {
-        let line = worker(s, tmp.path());
-        assert_eq!(line["status"], "done", "{line}");
-    }
-    // The workers committed nothing; their results and outputs are on the table's storage.
-    assert!(commits_after(d.path(), v0).is_empty());
-    let results: Vec<String> = job_state(d.path())
-        .into_iter()
-        .filter(|p| p.contains("restart-test/") && p.ends_with(".result.json"))
-        .collect();
-    assert_eq!(results.len(), 2, "{results:?}");
-    let second: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(d.path().join("_lakehealth/jobs/restart-test/bin-2.result.json")).unwrap(),
-    )
-    .unwrap();
-    let second_outputs: Vec<String> = second["adds"]
+fn output_paths(result: &Path) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(result).unwrap()).unwrap();
+    v["adds"]
         .as_array()
         .unwrap()
         .iter()
         .map(|a| decoded(a["path"].as_str().unwrap()))
-        .collect();
-    assert!(!second_outputs.is_empty());
-    assert!(second_outputs.iter().all(|p| d.path().join(p).exists()));
-    // Meanwhile Python deltalake compacts the second bin's partition (its inputs go).
-    let (col, val) = specs[1].partition[0].clone();
-    python_compacts(d.path(), Some(&format!("{col}={}", val.unwrap())));
+        .collect()
+}
 
-    // A restarted coordinator settles both results.
-    let mut table = prepared(&l, 1024 * KIB, Executor::Local).await.table;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_results_are_durable_and_pickup_commits_those_whose_inputs_are_still_active() {
+    let (d, l, rows) = seeded(40).await;
+    let job = prepared(&l, 48 * KIB, Executor::Local).await;
+    let bins: Vec<_> = job
+        .plan
+        .partitions
+        .iter()
+        .flat_map(|p| p.bins.iter().map(move |b| (p.values.clone(), b.clone())))
+        .collect();
+    assert!(bins.len() >= 2, "two bins: {}", bins.len());
+    let v0 = job.plan.table_version;
+    let spec = |i: usize| {
+        BinSpec::new(
+            &job.table.uri,
+            "restart-test",
+            i as u64 + 1,
+            v0,
+            &bins[i].0,
+            &bins[i].1,
+            &job.exec.rewrite,
+        )
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let jobs = d.path().join("_lakehealth/jobs/restart-test");
+
+    // 1. A worker finishes; its coordinator is gone. The worker committed nothing.
+    assert_eq!(worker(&spec(0), tmp.path())["status"], "done");
+    assert!(commits_after(d.path(), v0).is_empty());
+    let first = jobs.join("bin-1.result.json");
+    let first_outputs = output_paths(&first);
+    assert!(first_outputs.iter().all(|p| d.path().join(p).exists()));
+    let saved = std::fs::read(&first).unwrap();
+    // A restarted coordinator commits it: its inputs are all still active.
+    let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
     let p = pickup(&mut table.table, &table.uri).await.unwrap();
-    assert_eq!(p.committed.len(), 1, "{p:?}");
+    assert_eq!((p.committed.len(), p.discarded.len()), (1, 0), "{p:?}");
+    let c = commits_after(d.path(), v0);
+    assert_eq!(c.len(), 1);
+    let info = c[0].iter().find_map(|a| a.get("commitInfo")).unwrap();
+    assert_eq!(info["operation"], "OPTIMIZE");
+    assert_exact(d.path(), rows);
+    assert_eq!(job_state(d.path()), Vec::<String>::new(), "settled once");
+
+    // 2. The coordinator crashed after that commit, before removing the result: the result is
+    // recognised as committed (its outputs are active) and nothing is deleted.
+    std::fs::create_dir_all(&jobs).unwrap();
+    std::fs::write(&first, &saved).unwrap();
+    let p = pickup(&mut table.table, &table.uri).await.unwrap();
+    assert_eq!(p.already_committed, 1, "{p:?}");
+    assert!(p.committed.is_empty() && p.deleted_outputs == 0, "{p:?}");
+    assert!(first_outputs.iter().all(|p| d.path().join(p).exists()));
+
+    // 3. Another bin finishes, then Python deltalake compacts the table (its inputs go).
+    assert_eq!(worker(&spec(1), tmp.path())["status"], "done");
+    let second_outputs = output_paths(&jobs.join("bin-2.result.json"));
+    assert!(second_outputs.iter().all(|p| d.path().join(p).exists()));
+    python_compacts(d.path(), None);
+    let p = pickup(&mut table.table, &table.uri).await.unwrap();
+    assert!(p.committed.is_empty(), "{p:?}");
     assert_eq!(p.discarded.len(), 1, "{p:?}");
     assert_eq!(p.deleted_outputs as usize, second_outputs.len());
     assert!(second_outputs.iter().all(|p| !d.path().join(p).exists()));
-    let c = &commits_after(d.path(), v0);
-    let last = c.last().unwrap();
-    let info = last.iter().find_map(|a| a.get("commitInfo")).unwrap();
-    assert_eq!(info["operation"], "OPTIMIZE");
     assert_exact(d.path(), rows);
     assert_eq!(leftover_files(d.path()), Vec::<String>::new());
     assert_eq!(job_state(d.path()), Vec::<String>::new());
-
-    // Nothing is settled twice.
-    let again = pickup(&mut table.table, &table.uri).await.unwrap();
-    assert!(again.committed.is_empty() && again.discarded.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

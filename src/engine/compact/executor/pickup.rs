@@ -43,10 +43,10 @@ pub struct PickupSummary {
 }
 
 /// The table's active paths, as the log writes them and percent-decoded.
-fn active_paths(table: &DeltaTable) -> Result<HashSet<String>> {
+fn active_paths(table: &DeltaTable, uri: &str) -> Result<HashSet<String>> {
     let snapshot = table
         .snapshot()
-        .map_err(|e| EngineError::from_delta("", "reading the snapshot", e))?;
+        .map_err(|e| EngineError::from_delta(uri, "reading the snapshot", e))?;
     Ok(snapshot
         .log_data()
         .into_iter()
@@ -125,7 +125,7 @@ async fn settle(
                 ..
             },
         )) => {
-            let active = active_paths(table)?;
+            let active = active_paths(table, uri)?;
             if adds.iter().any(|a| is_active(&active, &a.path)) {
                 summary.already_committed += 1;
             } else {
@@ -181,8 +181,13 @@ async fn settle(
         to_delete.extend(listed);
     }
     if !to_delete.is_empty() {
-        // Never an active file, whatever a result or ledger says.
-        let active = active_paths(table)?;
+        // Never an active file, whatever a result or ledger says (the latest version: a commit
+        // just made here included).
+        table
+            .update_incremental(None)
+            .await
+            .map_err(|e| EngineError::from_delta(uri, "reading the latest version", e))?;
+        let active = active_paths(table, uri)?;
         to_delete.retain(|p| !is_active(&active, p));
         to_delete.sort();
         to_delete.dedup();

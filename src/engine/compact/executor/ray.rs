@@ -307,8 +307,7 @@ impl Batch {
     ) -> bool {
         let mut seen = 0usize;
         let mut failures = 0u32;
-        let mut last_error: Option<RayError> = None;
-        loop {
+        let last_error = loop {
             tokio::select! {
                 _ = self.ctx.cancel.cancelled() => return self.stop(client, id, pending).await,
                 _ = tokio::time::sleep(POLL) => {}
@@ -327,8 +326,7 @@ impl Batch {
                 Err(e) => {
                     failures += 1;
                     if failures >= MAX_POLL_FAILURES {
-                        last_error = Some(e);
-                        break;
+                        break e;
                     }
                     continue;
                 }
@@ -342,18 +340,11 @@ impl Batch {
                 self.finish_rest(pending, &ended(id, &info)).await;
                 return true;
             }
-            if pending.is_empty() {
-                // Every bin is reported; the driver is exiting.
-                continue;
-            }
-        }
+        };
         // Lost contact: bins that finished are still committed; the others are reported
         // failed, their known outputs deleted, and the job folder kept (a worker may still be
         // running: `lakehealth compact --pickup` cleans up after it).
-        let why = format!(
-            "lost contact with the Ray job {id}: {}",
-            last_error.map(|e| e.to_string()).unwrap_or_default()
-        );
+        let why = format!("lost contact with the Ray job {id}: {last_error}");
         self.finish_rest(pending, &why).await;
         false
     }

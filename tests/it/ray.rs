@@ -34,10 +34,12 @@ fn thresholds() -> Thresholds {
     }
 }
 
+/// Small targets: a bin closes once it predicts two targets of output, so a small target makes
+/// many bins of a few small files.
 fn request(max_bin: u64) -> CompactRequest {
     CompactRequest {
         selection: Selection::All,
-        target_file_size: Some(64 * KIB),
+        target_file_size: Some((max_bin / 2).min(64 * KIB)),
         min_file_size: Some(64 * KIB),
         parallelism: 2,
         max_bin_bytes: Some(max_bin),
@@ -201,13 +203,13 @@ async fn ray_compaction_keeps_every_value_as_the_local_executor_does_with_one_co
     let before = dump(d.path());
 
     let (ls, _) = run(
-        prepared(&loc(local_copy.path()), 48 * KIB, Executor::Local).await,
+        prepared(&loc(local_copy.path()), 24 * KIB, Executor::Local).await,
         CancellationToken::new(),
     )
     .await;
     assert!(ls.errors.is_empty(), "{:?}", ls.errors);
 
-    let job = prepared(&l, 48 * KIB, ray()).await;
+    let job = prepared(&l, 24 * KIB, ray()).await;
     let (bins, v0) = (job.plan.bins, job.plan.table_version);
     assert!(bins >= 3, "several bins: {bins}");
     let (s, evs) = run(job, CancellationToken::new()).await;
@@ -254,7 +256,7 @@ async fn ray_compaction_keeps_every_value_as_the_local_executor_does_with_one_co
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ray_bins_whose_inputs_another_compactor_took_are_refused_and_their_outputs_deleted() {
     let (d, l, rows) = seeded(40).await;
-    let job = prepared(&l, 48 * KIB, ray()).await;
+    let job = prepared(&l, 24 * KIB, ray()).await;
     assert!(job.plan.bins >= 2);
     // Python deltalake compacts every file after the plan was made; the stale plan runs as is.
     python_compacts(d.path(), None);
@@ -301,7 +303,7 @@ fn ray_job_statuses(table_uri: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ray_job_stopped_midway_leaves_no_uncommitted_output() {
     let (d, l, rows) = seeded(60).await;
-    let job = prepared(&l, 24 * KIB, ray()).await;
+    let job = prepared(&l, 16 * KIB, ray()).await;
     let bins = job.plan.bins;
     assert!(bins >= 6, "enough bins to stop midway: {bins}");
     let uri = job.table.uri.clone();

@@ -10,10 +10,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, Effect, TaskProgress};
 use crate::engine::compact::events::{JobEvent, JobSummary};
+use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
-use crate::engine::compact::executor::Executor;
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::location::Location;
 use crate::engine::open::{OpenOptions, load_table, open};
@@ -129,10 +129,9 @@ impl Loader {
                     .await
                     .map_err(|e| e.to_string())?;
                 let req = CompactRequest::for_partitions(partitions, opts.storage_options.clone());
-                let mut job =
-                    prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
-                        .await
-                        .map_err(|e| e.to_string())?;
+                let mut job = prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
+                    .await
+                    .map_err(|e| e.to_string())?;
                 job.exec.executor = executor;
                 Ok::<_, String>(job)
             };

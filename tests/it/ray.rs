@@ -250,7 +250,11 @@ async fn ray_compaction_keeps_every_value_as_the_local_executor_does_with_one_co
         }
     }
     assert_eq!(leftover_files(d.path()), Vec::<String>::new());
-    assert_eq!(job_state(d.path()), Vec::<String>::new(), "job folder removed");
+    assert_eq!(
+        job_state(d.path()),
+        Vec::<String>::new(),
+        "job folder removed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -466,13 +470,19 @@ async fn a_retried_worker_returns_its_finished_result_and_a_killed_one_leaves_a_
     );
     let tmp = tempfile::tempdir().unwrap();
     worker(&spec, tmp.path());
-    let result = d.path().join("_lakehealth/jobs/retry-test/bin-1.result.json");
+    let result = d
+        .path()
+        .join("_lakehealth/jobs/retry-test/bin-1.result.json");
     let first = std::fs::read(&result).unwrap();
     // Ray retried the task after the worker had finished: the same result, no new outputs.
     worker(&spec, tmp.path());
     assert_eq!(std::fs::read(&result).unwrap(), first);
     let ledger: Vec<String> = serde_json::from_slice(
-        &std::fs::read(d.path().join("_lakehealth/jobs/retry-test/bin-1.outputs.json")).unwrap(),
+        &std::fs::read(
+            d.path()
+                .join("_lakehealth/jobs/retry-test/bin-1.outputs.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&first).unwrap();

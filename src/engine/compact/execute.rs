@@ -4,8 +4,8 @@
 //! dropped and its partition planned again from the newer snapshot.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::{Schema, SchemaRef};
@@ -19,8 +19,8 @@ use super::commit::{BinActions, CommitOutcome, Conflict, commit_bin};
 use super::events::{
     CommitRecord, ConflictRecord, Failure, FailureKind, JobEvent, JobSummary, Progress,
 };
-use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
 use super::executor::{BinResult, Executor, RunContext, Work};
+use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
 use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, object_key};
 use super::table::{CompactionTable, partition_files};
 use crate::engine::stats::file_sizes::Thresholds;

@@ -601,10 +601,16 @@ mod tests {
     fn the_executor_is_local_by_default_and_ray_needs_an_address() {
         assert_eq!(parse("").unwrap().executor, Executor::Local);
         let p = parse("executor = \"ray\"\nray_address = \"http://head:8265/\"").unwrap();
-        assert_eq!(p.executor, Executor::Ray(RayOptions::new("http://head:8265")));
+        assert_eq!(
+            p.executor,
+            Executor::Ray(RayOptions::new("http://head:8265"))
+        );
         assert!(p.summary().contains("Ray cluster at http://head:8265"));
         let e = parse("executor = \"ray\"").unwrap_err().to_string();
-        assert!(e.contains("line 1: executor \"ray\" needs ray_address"), "{e}");
+        assert!(
+            e.contains("line 1: executor \"ray\" needs ray_address"),
+            "{e}"
+        );
         let e = parse("executor = \"spark\"").unwrap_err().to_string();
         assert!(e.contains("expected \"local\" or \"ray\""), "{e}");
     }

@@ -394,7 +394,10 @@ impl Batch {
                     if let Ok(out) = &r {
                         c.rows.fetch_add(out.rows, Ordering::Relaxed);
                     }
-                    self.ctx.bytes.read.fetch_add(m.bytes_read, Ordering::Relaxed);
+                    self.ctx
+                        .bytes
+                        .read
+                        .fetch_add(m.bytes_read, Ordering::Relaxed);
                     self.ctx
                         .bytes
                         .written
@@ -402,7 +405,9 @@ impl Batch {
                 }
                 r
             }
-            Ok(None) => Err(self.lost(bin_id, p.values, BinFailure::Setup(why.into())).await),
+            Ok(None) => Err(self
+                .lost(bin_id, p.values, BinFailure::Setup(why.into()))
+                .await),
             Err(e) => Err(self
                 .lost(
                     bin_id,
@@ -439,7 +444,12 @@ impl Batch {
 
     /// Stops the Ray job and waits for it to end; then every pending bin is cancelled with its
     /// outputs (the coordinator deletes them). True when the job was seen to end.
-    async fn stop(&self, client: &RayClient, id: &str, pending: &mut BTreeMap<u64, Pending>) -> bool {
+    async fn stop(
+        &self,
+        client: &RayClient,
+        id: &str,
+        pending: &mut BTreeMap<u64, Pending>,
+    ) -> bool {
         let _ = client.stop(id).await;
         let deadline = tokio::time::Instant::now() + STOP_WAIT;
         let mut ended = false;

@@ -158,7 +158,8 @@ impl RayClient {
     pub async fn package_exists(&self, name: &str) -> Result<bool, RayError> {
         let r = self
             .send(
-                self.http.get(self.url(&format!("/api/packages/gcs/{name}"))),
+                self.http
+                    .get(self.url(&format!("/api/packages/gcs/{name}"))),
                 "checking for a package",
                 true,
             )
@@ -207,7 +208,11 @@ impl RayClient {
     pub async fn status(&self, id: &str) -> Result<JobInfo, RayError> {
         let what = "reading the job's status";
         let r = self
-            .send(self.http.get(self.url(&format!("/api/jobs/{id}"))), what, false)
+            .send(
+                self.http.get(self.url(&format!("/api/jobs/{id}"))),
+                what,
+                false,
+            )
             .await?
             .unwrap_or_default();
         self.decode(what, &r)

@@ -69,7 +69,7 @@ for j in sorted(jobs, key=lambda j: j.get("start_time") or 0):
         if l.startswith("LAKEHEALTH_BIN "):
             d = json.loads(l[len("LAKEHEALTH_BIN "):])
             if d.get("status") == "done" and d.get("worker_seconds") is not None:
-                per_bin.append((j["metadata"].get("lakehealth.table", ""), d["task_seconds"], d["worker_seconds"]))
+                per_bin.append((j["metadata"].get("lakehealth.table", "").rstrip("/"), d["task_seconds"], d["worker_seconds"]))
 tiny = [t - w for (tbl, t, w) in per_bin if tbl.endswith("/tiny-ray")]
 big = [(t, w) for (tbl, t, w) in per_bin if tbl.endswith("/ray-warm")]
 summary = {

@@ -67,6 +67,15 @@ pub struct Common {
     /// Log file (default: lakehealth.log in the platform data dir).
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+    /// Where compaction bins are rewritten (compact, TUI); commits always happen here.
+    #[arg(long, value_enum, global = true, default_value = "local")]
+    pub executor: ExecutorArg,
+    /// Ray dashboard address for --executor ray, e.g. http://head:8265 (headers: $RAY_JOB_HEADERS).
+    #[arg(long, value_name = "URL", env = "RAY_ADDRESS", global = true)]
+    pub ray_address: Option<String>,
+    /// lakehealth binary the Ray nodes run (default: this one; build it for the nodes' platform).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub worker_binary: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -87,6 +96,24 @@ pub enum Command {
     Vacuum(VacuumArgs),
     /// Print the config file location and the default configuration.
     Config,
+    /// Rewrite one compaction bin from a JSON spec (what Ray tasks run; see README).
+    Worker(WorkerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The bin's spec: a local JSON file, or a URI (s3://, gs://, az://, file://).
+    #[arg(long, value_name = "FILE_OR_URI")]
+    pub spec: String,
+}
+
+/// Where bins are rewritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExecutorArg {
+    /// On this machine.
+    Local,
+    /// As tasks of a Ray job (needs --ray-address).
+    Ray,
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +163,9 @@ pub struct CompactArgs {
     /// Machine-readable output on stdout (progress stays on stderr).
     #[arg(long)]
     pub json: bool,
+    /// First settle results a stopped coordinator left under _lakehealth/jobs/ (commit or clean up).
+    #[arg(long)]
+    pub pickup: bool,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::CompactArgs;
 use super::run::Settings;
 use crate::engine::compact::events::{JobEvent, JobSummary, Progress};
+use crate::engine::compact::executor::pickup::{PickupSummary, pickup};
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
@@ -214,15 +215,47 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
         max_bin_bytes: None,
         storage_options: s.open.storage_options.clone(),
     };
-    let job = prepare(
+    let mut job = prepare(
         &loc,
         &req,
         s.open.thresholds,
         observed_ratio(&report.commits),
     )
     .await?;
+    job.exec.executor = s.executor.clone();
+    if a.pickup {
+        let p = pickup(&mut job.table.table, &job.table.uri).await?;
+        eprintln!("{}", pickup_line(&p));
+        job.replan_if_stale().await?;
+    }
     eprint!("{}", plan_text(&job.plan));
+    eprintln!("executor: {}", job.exec.executor.describe());
     Ok(job)
+}
+
+fn pickup_line(p: &PickupSummary) -> String {
+    let mut line = format!(
+        "pickup: {} results committed ({}), {} already committed, {} discarded, {} outputs deleted",
+        p.committed.len(),
+        p.committed
+            .iter()
+            .map(|v| format!("v{v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        p.already_committed,
+        p.discarded.len(),
+        p.deleted_outputs
+    );
+    for d in &p.discarded {
+        line.push_str(&format!("\n  discarded {d}"));
+    }
+    if !p.kept_outputs.is_empty() {
+        line.push_str(&format!(
+            "\n  {} outputs kept (commit outcome unknown or not deletable)",
+            p.kept_outputs.len()
+        ));
+    }
+    line
 }
 
 pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Result<()> {

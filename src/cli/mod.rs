@@ -7,6 +7,7 @@ pub mod report_text;
 pub mod run;
 pub mod vacuum;
 pub mod watch;
+pub mod worker;
 
 /// The error and its causes on one line, each cause once. Engine errors include their
 /// source's text in their own message (the TUI shows one line), so a cause already spelled out

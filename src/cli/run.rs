@@ -6,9 +6,10 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{Cli, Command, Common, DemoArgs, ReportArgs, StreamArgs};
+use super::args::{Cli, Command, Common, DemoArgs, ExecutorArg, ReportArgs, StreamArgs};
 use super::report_text::{root_text, table_text};
 use crate::config::{Config, DEFAULT_CONFIG};
+use crate::engine::compact::executor::{Executor, RayOptions};
 use crate::engine::demo::{DemoShape, default_demo_dir, ensure_demo_table};
 use crate::engine::location::Location;
 use crate::engine::log::replay::ReplayOptions;
@@ -19,6 +20,25 @@ use crate::engine::stream::writer::{StreamOptions, run_stream};
 pub struct Settings {
     pub config: Config,
     pub open: OpenOptions,
+    /// Where compaction bins are rewritten (`--executor`).
+    pub executor: Executor,
+}
+
+/// The executor the flags ask for.
+fn executor(common: &Common) -> Result<Executor> {
+    Ok(match common.executor {
+        ExecutorArg::Local => Executor::Local,
+        ExecutorArg::Ray => {
+            let Some(address) = &common.ray_address else {
+                anyhow::bail!(
+                    "--executor ray needs --ray-address (the Ray dashboard, e.g. http://head:8265)"
+                )
+            };
+            let mut r = RayOptions::new(address);
+            r.worker_binary = common.worker_binary.clone();
+            Executor::Ray(r)
+        }
+    })
 }
 
 pub fn settings(common: &Common) -> Result<Settings> {
@@ -53,7 +73,11 @@ pub fn settings(common: &Common) -> Result<Settings> {
         storage_options: storage,
         discovery_depth: common.depth.unwrap_or(config.discovery.max_depth),
     };
-    Ok(Settings { config, open })
+    Ok(Settings {
+        config,
+        open,
+        executor: executor(common)?,
+    })
 }
 
 pub async fn run(cli: Cli) -> Result<()> {
@@ -68,6 +92,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Watch(a)) => super::watch::watch(a, &s).await,
         Some(Command::Checkpoint(a)) => super::checkpoint::run(a, &s).await,
         Some(Command::Vacuum(a)) => super::vacuum::run(a, &s).await,
+        Some(Command::Worker(a)) => super::worker::worker(a, &s).await,
         Some(Command::Config) => {
             match Config::default_path() {
                 Some(p) => println!(
@@ -85,7 +110,14 @@ pub async fn run(cli: Cli) -> Result<()> {
         None => match cli.uri {
             Some(uri) => {
                 let loc = Location::parse(&uri)?;
-                crate::tui::run(loc, s.open, s.config.ui.refresh_interval, cli.common.poll).await
+                crate::tui::run(
+                    loc,
+                    s.open,
+                    s.config.ui.refresh_interval,
+                    cli.common.poll,
+                    s.executor,
+                )
+                .await
             }
             None => {
                 use clap::CommandFactory;
@@ -192,7 +224,7 @@ async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Re
         .ui
         .refresh_interval
         .min(std::time::Duration::from_secs(2));
-    let r = crate::tui::run(loc, s.open, refresh, poll).await;
+    let r = crate::tui::run(loc, s.open, refresh, poll, s.executor).await;
     cancel.cancel();
     if let Some(w) = writer {
         let _ = tokio::task::spawn_blocking(move || w.join()).await;

@@ -14,6 +14,7 @@ use super::list::{ListOp, Move, Sort, SortedList};
 use super::live::{Follow, Live, Shown};
 use super::maintenance::{MaintenanceEvent, MaintenanceJob, MaintenanceKind, VacuumDialog};
 use crate::engine::compact::events::JobEvent;
+use crate::engine::compact::executor::Executor;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::log::watch::LogEvent;
@@ -85,6 +86,8 @@ pub struct PlanDialog {
     pub table_uri: String,
     pub partitions: Vec<PartitionValues>,
     pub result: Option<Result<Box<CompactionPlan>, String>>,
+    /// Which executor runs the job's bins.
+    pub executor: String,
 }
 
 /// A dialog over the screen that takes the keys.
@@ -189,6 +192,8 @@ pub struct App {
     /// The policy the live forecasts use.
     pub policy: Option<Policy>,
     next_id: u64,
+    /// Which executor compaction jobs use (shown in the preview).
+    pub executor: String,
 }
 
 fn as_move(c: Command) -> Option<Move> {
@@ -228,6 +233,7 @@ impl App {
             live: None,
             policy: None,
             next_id: 1,
+            executor: Executor::Local.describe(),
         }
     }
 
@@ -704,6 +710,7 @@ impl App {
             table_uri: uri.clone(),
             partitions: partitions.clone(),
             result: None,
+            executor: self.executor.clone(),
         }));
         vec![Effect::PlanCompaction {
             id,

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, Effect, TaskProgress};
 use crate::engine::compact::events::{JobEvent, JobSummary};
+use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
@@ -31,11 +32,19 @@ pub struct Loader {
     locks: Arc<PartitionLocks>,
     watches: HashMap<u64, CancellationToken>,
     maintenance: MaintenanceTasks,
+    /// Where compaction jobs' bins are rewritten.
+    executor: Executor,
 }
 
 impl Loader {
     pub fn new(opts: OpenOptions, tx: mpsc::UnboundedSender<Action>) -> Self {
         Self::with_locks(opts, tx, Arc::new(PartitionLocks::default()))
+    }
+
+    /// Compaction jobs run their bins on `executor`.
+    pub fn with_executor(mut self, executor: Executor) -> Self {
+        self.executor = executor;
+        self
     }
 
     /// A loader whose jobs take `locks`: shared with whatever else compacts in this process, so
@@ -55,6 +64,7 @@ impl Loader {
             job_tasks: Vec::new(),
             locks,
             watches: HashMap::new(),
+            executor: Executor::Local,
         }
     }
 
@@ -163,6 +173,7 @@ impl Loader {
 
     fn plan(&mut self, id: u64, uri: String, partitions: Vec<PartitionValues>) {
         let opts = self.opts.clone();
+        let executor = self.executor.clone();
         let tx = self.tx.clone();
         let prepared = self.prepared.clone();
         tokio::spawn(async move {
@@ -172,9 +183,11 @@ impl Loader {
                     .await
                     .map_err(|e| e.to_string())?;
                 let req = CompactRequest::for_partitions(partitions, opts.storage_options.clone());
-                prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
+                let mut job = prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string())?;
+                job.exec.executor = executor;
+                Ok::<_, String>(job)
             };
             let result = match work.await {
                 Ok(job) => {

@@ -53,13 +53,15 @@ pub async fn run(
     opts: OpenOptions,
     refresh: Duration,
     poll: Option<Duration>,
+    executor: crate::engine::compact::executor::Executor,
 ) -> Result<()> {
     let mut term = terminal::Terminal::enter()?;
     let size = term.size()?;
     let mut app = App::new(loc.display(), refresh, size);
     app.follow = live::Follow::On { poll };
+    app.executor = executor.describe();
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
-    let mut loader = loader::Loader::new(opts, tx.clone());
+    let mut loader = loader::Loader::new(opts, tx.clone()).with_executor(executor);
     for e in app.start() {
         loader.run(e);
     }

@@ -293,3 +293,170 @@ fn test_binary_was_built_from_the_checkout_it_runs_in() {
         "this test binary was built from another checkout than the one it runs in"
     );
 }
+
+/// The Ray venv's `bin/` folder, with tests/py/requirements-ray.txt installed (its own venv:
+/// Ray is large and only the Ray tests need it). Created once, like [`python()`].
+pub fn ray_venv_bin() -> &'static Path {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match BIN.get_or_init(install_ray_venv) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn install_ray_venv() -> Result<PathBuf, String> {
+    let reqs_path = manifest_dir().join("tests/py/requirements-ray.txt");
+    let venv = target_tmp().join("rayenv");
+    let bin = venv.join("bin");
+    let marker = venv.join(".lakehealth-requirements");
+    let reqs = std::fs::read(&reqs_path)
+        .map_err(|e| format!("cannot read {}: {e}", reqs_path.display()))?;
+    let want = format!("requirements-ray.txt fnv1a64 {:016x}\n", fnv1a64(&reqs));
+    let installed =
+        || bin.join("ray").exists() && std::fs::read_to_string(&marker).is_ok_and(|m| m == want);
+    if installed() {
+        return Ok(bin);
+    }
+    std::fs::create_dir_all(target_tmp()).map_err(|e| e.to_string())?;
+    let lock_path = target_tmp().join("rayenv.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    if installed() {
+        return Ok(bin);
+    }
+    let _ = std::fs::remove_file(&marker);
+    if !bin.join("python").exists() {
+        let o = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("the Ray tests need python3 with venv: {e}"))?;
+        if !o.status.success() {
+            return Err(format!("python3 -m venv failed: {}", last_line(&o.stderr)));
+        }
+    }
+    eprintln!(
+        "harness: installing tests/py/requirements-ray.txt into {} (once; a few minutes)",
+        venv.display()
+    );
+    let o = Command::new(bin.join("python"))
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-input",
+            "-r",
+        ])
+        .arg(&reqs_path)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running the Ray venv's pip: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "pip could not install tests/py/requirements-ray.txt (network?): {}",
+            last_line(&o.stderr)
+        ));
+    }
+    std::fs::write(&marker, &want).map_err(|e| e.to_string())?;
+    drop(lock);
+    Ok(bin)
+}
+
+/// A local Ray head (`ray start --head --num-cpus 2`) on 127.0.0.1, started once per test
+/// process and stopped when the process exits (a watchdog kills the head's process group).
+pub struct RayHead {
+    /// The dashboard (Jobs API) address.
+    pub address: String,
+}
+
+/// The test process's Ray head; starts it on first use.
+pub fn ray_head() -> &'static RayHead {
+    static HEAD: OnceLock<Result<RayHead, String>> = OnceLock::new();
+    match HEAD.get_or_init(start_ray_head) {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn start_ray_head() -> Result<RayHead, String> {
+    use std::os::unix::process::CommandExt;
+    let bin = ray_venv_bin();
+    let dashboard = free_port();
+    let gcs = free_port();
+    let client = free_port();
+    // Short: Ray's socket paths must fit in 107 bytes.
+    let temp = std::env::temp_dir().join(format!("lh-ray-{}", std::process::id()));
+    std::fs::create_dir_all(&temp).map_err(|e| e.to_string())?;
+    let log = target_tmp().join(format!("ray-head-{dashboard}.log"));
+    let out = File::create(&log).map_err(|e| e.to_string())?;
+    // The job's `python driver.py` and the workers find the venv's interpreter first.
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = Command::new(bin.join("ray"))
+        .args(["start", "--head", "--block", "--disable-usage-stats"])
+        .args(["--num-cpus", "2", "--node-ip-address", "127.0.0.1"])
+        .args(["--dashboard-host", "127.0.0.1"])
+        .args(["--dashboard-port", &dashboard.to_string()])
+        .args(["--port", &gcs.to_string()])
+        .args(["--ray-client-server-port", &client.to_string()])
+        .arg("--temp-dir")
+        .arg(&temp)
+        .env("PATH", path)
+        .env("RAY_USAGE_STATS_ENABLED", "0")
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().map_err(|e| e.to_string())?)
+        .stderr(out)
+        // Its own process group: the watchdog stops the head and everything it started.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start ray: {e}"))?;
+    let pgid = child.id();
+    // Stops the head when this test process exits, however it exits.
+    let script = format!(
+        "while kill -0 {me} 2>/dev/null; do sleep 1; done; kill -TERM -{pgid} 2>/dev/null; sleep 5; kill -KILL -{pgid} 2>/dev/null; rm -rf '{temp}'",
+        me = std::process::id(),
+        temp = temp.display()
+    );
+    Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start the Ray watchdog: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            let l = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(format!(
+                "ray start exited with {status}: {}",
+                l.lines().rev().take(5).collect::<Vec<_>>().join(" | ")
+            ));
+        }
+        match http(dashboard, "GET", "/api/jobs/") {
+            Ok((200, _)) => {
+                return Ok(RayHead {
+                    address: format!("http://127.0.0.1:{dashboard}"),
+                });
+            }
+            Ok((code, body)) => last = format!("GET /api/jobs/ answered {code}: {body}"),
+            Err(e) => last = e.to_string(),
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    Err(format!("the Ray head did not come up in 180 s: {last}"))
+}

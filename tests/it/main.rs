@@ -12,6 +12,7 @@ mod janitor;
 mod live;
 mod maintenance;
 mod race;
+mod ray;
 mod replay;
 mod stream;
 mod tui;

@@ -1,7 +1,7 @@
 //! Typed progress of a compaction job, sent by the engine over a channel. The TUI jobs panel
 //! and `lakehealth compact`'s stderr output are both driven by these.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::commit::Conflict;
 use super::fingerprint::Fingerprint;
@@ -98,7 +98,7 @@ pub enum JobEvent {
 }
 
 /// What kind of failure a bin, a commit or the job had.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
     /// The job or bin could not start (table schema, partition values, writer, runtime).

@@ -4,14 +4,13 @@
 //! dropped and its partition planned again from the newer snapshot.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::{Schema, SchemaRef};
 use deltalake::DeltaTable;
 use deltalake::protocol::DeltaOperation;
-use futures::FutureExt;
 use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -20,10 +19,9 @@ use super::commit::{BinActions, CommitOutcome, Conflict, commit_bin};
 use super::events::{
     CommitRecord, ConflictRecord, Failure, FailureKind, JobEvent, JobSummary, Progress,
 };
+use super::executor::{BinResult, Executor, RunContext, Work};
 use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
-use super::rewrite::{
-    BinError, BinFailure, BinOutput, Counters, RewriteOptions, object_key, rewrite_bin,
-};
+use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, object_key};
 use super::table::{CompactionTable, partition_files};
 use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stats::table_report::PartitionValues;
@@ -38,6 +36,8 @@ pub struct ExecOptions {
     /// For planning a partition again after a conflict.
     pub plan_options: PlanOptions,
     pub thresholds: Thresholds,
+    /// Where bins are rewritten (commits always happen here).
+    pub executor: Executor,
 }
 
 /// A partition is planned again at most this many times in one job (a table whose files keep
@@ -76,7 +76,7 @@ struct Totals {
 }
 
 /// The table's file schema (partition columns are not in data files).
-fn file_schema(table: &DeltaTable) -> Result<SchemaRef, String> {
+pub(super) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, String> {
     let s = table.snapshot().map_err(|e| e.to_string())?;
     let cols = s.metadata().partition_columns().to_vec();
     let full: Schema = deltalake::kernel::engine::arrow_conversion::TryIntoArrow::try_into_arrow(
@@ -90,60 +90,6 @@ fn file_schema(table: &DeltaTable) -> Result<SchemaRef, String> {
             .cloned()
             .collect::<Vec<_>>(),
     )))
-}
-
-type Work = (PartitionValues, Bin);
-type BinResult = Result<BinOutput, BinError>;
-
-/// Runs every bin it receives, at most `parallelism` at once, each on its own task (so on the
-/// job's multi-threaded runtime they use separate cores). A bin task that panics is reported
-/// as a failed bin with every output it had written.
-fn spawn_rewriters(
-    table: DeltaTable,
-    schema: SchemaRef,
-    opts: ExecOptions,
-    cancel: CancellationToken,
-    counters: Arc<Counters>,
-    mut work: mpsc::UnboundedReceiver<Work>,
-    results: mpsc::Sender<BinResult>,
-) -> tokio::task::JoinHandle<()> {
-    let slots = Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1)));
-    tokio::spawn(async move {
-        while let Some((values, bin)) = work.recv().await {
-            let Ok(permit) = slots.clone().acquire_owned().await else {
-                break;
-            };
-            let results = results.clone();
-            let ledger: Arc<Mutex<Vec<String>>> = Arc::default();
-            let fut = rewrite_bin(
-                table.clone(),
-                values.clone(),
-                bin,
-                schema.clone(),
-                opts.rewrite.clone(),
-                cancel.clone(),
-                counters.clone(),
-                ledger.clone(),
-            );
-            tokio::spawn(async move {
-                let r = std::panic::AssertUnwindSafe(fut).catch_unwind().await;
-                drop(permit);
-                let r = r.unwrap_or_else(|panic| {
-                    let what = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "panic".into());
-                    Err(BinError {
-                        partition: values,
-                        failure: BinFailure::Panicked(what),
-                        outputs: ledger.lock().map(|l| l.clone()).unwrap_or_default(),
-                    })
-                });
-                let _ = results.send(r).await;
-            });
-        }
-    })
 }
 
 struct Run<'a> {
@@ -447,15 +393,17 @@ pub async fn execute(
     let (tx, rx) = mpsc::channel::<BinResult>(opts.parallelism.max(1) * 2);
     // Bins run apart from the commits so a commit in progress never pauses them, and a slow bin
     // never holds back the commit of one already finished.
-    let rewriters = spawn_rewriters(
-        ct.table.clone(),
+    let ctx = RunContext {
+        table: ct.table.clone(),
+        uri: ct.uri.clone(),
         schema,
-        opts.clone(),
-        cancel.clone(),
-        counters.clone(),
-        work_rx,
-        tx,
-    );
+        opts: opts.clone(),
+        cancel: cancel.clone(),
+        counters: counters.clone(),
+        bytes: ct.counters.clone(),
+        table_version: plan.table_version,
+    };
+    let rewriters = opts.executor.spawn(ctx, work_rx, tx);
     run.drive(rx, &work_tx, pending, &mut totals, &counters, &cancel)
         .await;
     drop(work_tx);

@@ -12,19 +12,25 @@ use arrow::array::{Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArra
 use arrow::datatypes::{DataType, Field, Fields};
 use arrow::error::ArrowError;
 use arrow::row::{RowConverter, SortField};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use twox_hash::XxHash64;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
     pub rows: u64,
     /// Sum of 128-bit row hashes, modulo 2^128, as hex (JSON has no 128-bit integers).
-    #[serde(serialize_with = "hex")]
+    #[serde(serialize_with = "hex", deserialize_with = "unhex")]
     pub sum: u128,
 }
 
 fn hex<S: serde::Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{v:032x}"))
+}
+
+/// Read back from a worker's result file.
+fn unhex<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+    let s = String::deserialize(d)?;
+    u128::from_str_radix(&s, 16).map_err(serde::de::Error::custom)
 }
 
 const SEED_LO: u64 = 0x6c61_6b65_6865_616c; // "lakeheal"

@@ -157,6 +157,7 @@ pub fn prepare_table(
         predicate: selection.describe(),
         plan_options: o,
         thresholds: t,
+        executor: Default::default(),
     };
     Ok(PreparedJob {
         table,

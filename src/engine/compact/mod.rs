@@ -9,6 +9,7 @@ pub mod conform;
 pub mod counting_store;
 pub mod events;
 pub mod execute;
+pub mod executor;
 pub mod fingerprint;
 pub mod job;
 pub mod locks;

@@ -28,6 +28,7 @@ use self::history::{DecisionLine, History, Line, Outcome, ResultLine, ts};
 use self::policy::Policy;
 use self::schedule::{Backoff, TableSchedule};
 use crate::engine::compact::events::{JobEvent, JobSummary};
+use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{CompactRequest, observed_ratio, prepare, run_isolated};
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::Selection;
@@ -77,6 +78,7 @@ struct JobSpec {
     req: CompactRequest,
     thresholds: Thresholds,
     ratio: f64,
+    executor: Executor,
 }
 
 struct JobDone {
@@ -420,6 +422,7 @@ impl Janitor {
                     },
                     thresholds: self.thresholds(),
                     ratio,
+                    executor: self.policy.executor.clone(),
                 });
             }
             lines.push(Line::Decision(DecisionLine {
@@ -596,7 +599,7 @@ async fn run_job(spec: JobSpec, locks: Arc<PartitionLocks>, cancel: Cancellation
     if cancel.is_cancelled() {
         return done(spec, None, JobSummary::default(), started);
     }
-    let job = match prepare(&spec.loc, &spec.req, spec.thresholds, spec.ratio).await {
+    let mut job = match prepare(&spec.loc, &spec.req, spec.thresholds, spec.ratio).await {
         Ok(j) => j,
         Err(e) => {
             let msg = format!("planning failed: {e}");
@@ -628,6 +631,7 @@ async fn run_job(spec: JobSpec, locks: Arc<PartitionLocks>, cancel: Cancellation
         };
         return done(spec, Some((Outcome::NothingToCompact, msg)), s, started);
     }
+    job.exec.executor = spec.executor.clone();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let label = format!("{} {}", spec.table, spec.values.label());
     let log_label = label.clone();

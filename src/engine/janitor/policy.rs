@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use super::maintenance::MaintenancePolicy;
+use crate::engine::compact::executor::{Executor, RayOptions};
 use crate::engine::size::{ByteSize, MIB, format_bytes};
 use crate::engine::stats::file_sizes::Thresholds;
 
@@ -124,6 +125,8 @@ pub struct Policy {
     pub backoff_max: Duration,
     /// Checkpoint and vacuum by policy (see `maintenance`).
     pub maintenance: MaintenancePolicy,
+    /// Where the jobs' bins are rewritten (commits always happen in the janitor).
+    pub executor: Executor,
 }
 
 /// The file as written: every key optional, each with its position for error messages.
@@ -155,6 +158,9 @@ struct PolicyFile {
     vacuum_every: Option<Duration>,
     #[serde(default, deserialize_with = "opt_duration")]
     vacuum_retention: Option<Duration>,
+    executor: Option<Spanned<String>>,
+    ray_address: Option<Spanned<String>>,
+    worker_binary: Option<String>,
 }
 
 /// A duration: a humantime string ("10s", "2m", "6h") or a bare number of seconds.
@@ -308,7 +314,29 @@ impl Policy {
             .backoff_max
             .unwrap_or(Duration::from_secs(3600))
             .max(backoff_base);
+        let executor = match &f.executor {
+            None => Executor::Local,
+            Some(e) => match (e.get_ref().as_str(), &f.ray_address) {
+                ("local", _) => Executor::Local,
+                ("ray", Some(addr)) if !addr.get_ref().trim().is_empty() => {
+                    let mut r = RayOptions::new(addr.get_ref().trim());
+                    r.worker_binary = f.worker_binary.as_ref().map(std::path::PathBuf::from);
+                    Executor::Ray(r)
+                }
+                ("ray", _) => {
+                    return Err(at(e.span(), "executor", "\"ray\" needs ray_address"));
+                }
+                (other, _) => {
+                    return Err(at(
+                        e.span(),
+                        "executor",
+                        &format!("is {other:?}; expected \"local\" or \"ray\""),
+                    ));
+                }
+            },
+        };
         Ok(Policy {
+            executor,
             source: source.to_string(),
             preset,
             min_small_files,
@@ -389,6 +417,9 @@ impl Policy {
         if let Some(q) = self.quiet_period {
             s.push_str(&format!("; quiet period {}", human_duration(q)));
         }
+        if self.executor != Executor::Local {
+            s.push_str(&format!("; bins run on {}", self.executor.describe()));
+        }
         s.push_str(&format!(
             "; every {}, at most {} job(s) at once, suspended after {} failures in a row",
             human_duration(self.interval),
@@ -424,6 +455,7 @@ impl Policy {
             "checkpoint_after_commits": self.maintenance.checkpoint_after_commits,
             "vacuum_every_s": secs(self.maintenance.vacuum_every),
             "vacuum_retention_s": secs(self.maintenance.vacuum_retention),
+            "executor": self.executor.name(),
         })
     }
 }
@@ -589,6 +621,24 @@ mod tests {
                 ..p
             }
         );
+    }
+
+    #[test]
+    fn the_executor_is_local_by_default_and_ray_needs_an_address() {
+        assert_eq!(parse("").unwrap().executor, Executor::Local);
+        let p = parse("executor = \"ray\"\nray_address = \"http://head:8265/\"").unwrap();
+        assert_eq!(
+            p.executor,
+            Executor::Ray(RayOptions::new("http://head:8265"))
+        );
+        assert!(p.summary().contains("Ray cluster at http://head:8265"));
+        let e = parse("executor = \"ray\"").unwrap_err().to_string();
+        assert!(
+            e.contains("line 1: executor \"ray\" needs ray_address"),
+            "{e}"
+        );
+        let e = parse("executor = \"spark\"").unwrap_err().to_string();
+        assert!(e.contains("expected \"local\" or \"ray\""), "{e}");
     }
 
     #[test]

@@ -24,7 +24,7 @@ fn band_files(h: &Histogram, band: Band) -> u64 {
 
 pub fn draw(f: &mut Frame, area: Rect, d: &PlanDialog) {
     let rows_wanted = match &d.result {
-        Some(Ok(p)) => p.partitions.len().min(12) as u16 + 8,
+        Some(Ok(p)) => p.partitions.len().min(12) as u16 + 9,
         _ => 8,
     };
     let b = centered(area, 90, rows_wanted);
@@ -53,11 +53,11 @@ pub fn draw(f: &mut Frame, area: Rect, d: &PlanDialog) {
             .wrap(Wrap { trim: true }),
             inner,
         ),
-        Some(Ok(p)) => draw_plan(f, inner, p),
+        Some(Ok(p)) => draw_plan(f, inner, p, &d.executor),
     }
 }
 
-fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan) {
+fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str) {
     let head = Line::from(format!(
         "v{}: {} bins, {} files ({}) → ~{} files. Target {}; files ≥ {} are left alone. Each bin commits on its own (OPTIMIZE, dataChange=false).",
         p.table_version,
@@ -68,13 +68,19 @@ fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan) {
         format_bytes(p.target_file_size),
         format_bytes(p.min_file_size),
     ));
+    let runs_on = Line::from(Span::styled(
+        format!("Bins run on: {executor}; commits happen here."),
+        style::dim(),
+    ));
     let [h, t, foot] = Layout::vertical([
-        Constraint::Length(2),
+        Constraint::Length(3),
         Constraint::Min(2),
         Constraint::Length(1),
     ])
     .areas(area);
+    let [h, r] = Layout::vertical([Constraint::Length(2), Constraint::Length(1)]).areas(h);
     f.render_widget(Paragraph::new(head).wrap(Wrap { trim: true }), h);
+    f.render_widget(Paragraph::new(runs_on), r);
     f.render_widget(partitions_table(p), t);
     let footer = if p.bins == 0 {
         "nothing to compact: no partition has two or more files below the minimum size · Esc close"

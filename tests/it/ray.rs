@@ -1,0 +1,497 @@
+//! The Ray executor against a real local Ray head (started once per test process by the
+//! harness, stopped when it exits), and the worker command and result pickup without Ray.
+//! Rows and values are read by the independent reader (tests/py/dump_rows.py,
+//! tests/py/verify_table.py); leftover files are found by listing the table's folder.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use lakehealth::engine::compact::events::{JobEvent, JobSummary};
+use lakehealth::engine::compact::execute::execute;
+use lakehealth::engine::compact::executor::pickup::pickup;
+use lakehealth::engine::compact::executor::spec::BinSpec;
+use lakehealth::engine::compact::executor::{Executor, RayOptions};
+use lakehealth::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isolated};
+use lakehealth::engine::compact::locks::PartitionLocks;
+use lakehealth::engine::compact::plan::Selection;
+use lakehealth::engine::demo::create_sensor_table;
+use lakehealth::engine::location::Location;
+use lakehealth::engine::size::KIB;
+use lakehealth::engine::stats::file_sizes::Thresholds;
+use lakehealth::engine::stream::writer::{StreamOptions, run_stream};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::*;
+use crate::harness::{http, ray_head};
+
+fn thresholds() -> Thresholds {
+    Thresholds {
+        target_file_size: 64 * KIB,
+        small_file_size: 64 * KIB,
+        max_file_size: 1024 * KIB,
+    }
+}
+
+/// Small targets: a bin closes once it predicts two targets of output, so a small target makes
+/// many bins of a few small files.
+fn request(max_bin: u64) -> CompactRequest {
+    CompactRequest {
+        selection: Selection::All,
+        target_file_size: Some((max_bin / 2).min(64 * KIB)),
+        min_file_size: Some(64 * KIB),
+        parallelism: 2,
+        max_bin_bytes: Some(max_bin),
+        storage_options: HashMap::new(),
+    }
+}
+
+/// The test binary is not lakehealth: the workers run the CLI binary cargo built.
+fn ray() -> Executor {
+    let mut r = RayOptions::new(&ray_head().address);
+    r.worker_binary = Some(env!("CARGO_BIN_EXE_lakehealth").into());
+    Executor::Ray(r)
+}
+
+/// A sensor table of `batches` small files in two partitions; returns the rows written.
+async fn seeded(batches: u64) -> (tempfile::TempDir, Location, u64) {
+    let d = tempfile::tempdir().unwrap();
+    let l = loc(d.path());
+    create_sensor_table(&l).await.unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let o = StreamOptions {
+        query_id: "seed".into(),
+        interval: std::time::Duration::from_millis(1),
+        rows: 200,
+        max_batches: Some(batches),
+        storage_options: HashMap::new(),
+    };
+    run_stream(&l, &o, CancellationToken::new(), tx)
+        .await
+        .unwrap();
+    let mut rows = 0;
+    while let Ok(b) = rx.try_recv() {
+        rows += b.rows as u64;
+    }
+    (d, l, rows)
+}
+
+async fn prepared(l: &Location, max_bin: u64, executor: Executor) -> PreparedJob {
+    let mut job = prepare(l, &request(max_bin), thresholds(), 1.0)
+        .await
+        .unwrap();
+    job.exec.executor = executor;
+    job
+}
+
+async fn run(job: PreparedJob, cancel: CancellationToken) -> (JobSummary, Vec<JobEvent>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await;
+    let mut evs = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        evs.push(e);
+    }
+    (s, evs)
+}
+
+/// tests/py/dump_rows.py's view: rows, distinct rows and the fingerprint of every value.
+fn dump(path: &Path) -> serde_json::Value {
+    let o = py_script("dump_rows.py").arg(path).output().unwrap();
+    assert!(
+        o.status.success(),
+        "dump_rows.py: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn decoded(p: &str) -> String {
+    percent_encoding::percent_decode_str(p)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Every commit file's actions after `after`, in version order.
+fn commits_after(table: &Path, after: u64) -> Vec<Vec<serde_json::Value>> {
+    commits_from(table, after + 1)
+}
+
+fn commits_from(table: &Path, first: u64) -> Vec<Vec<serde_json::Value>> {
+    let mut out = Vec::new();
+    for v in first.. {
+        let f = table.join(format!("_delta_log/{v:020}.json"));
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            break;
+        };
+        out.push(
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+        );
+    }
+    out
+}
+
+/// Data files in the folder that no commit ever added: uncommitted outputs left behind.
+fn leftover_files(table: &Path) -> Vec<String> {
+    let mut referenced = BTreeSet::new();
+    for c in commits_from(table, 0) {
+        for a in c {
+            if let Some(p) = a.get("add").and_then(|a| a["path"].as_str()) {
+                referenced.insert(decoded(p));
+            }
+        }
+    }
+    let mut on_disk = Vec::new();
+    walk(table, table, &mut on_disk);
+    on_disk.retain(|p| p.ends_with(".parquet") && !referenced.contains(p));
+    on_disk
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    for e in std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()) {
+        let p = e.path();
+        let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
+        if rel.starts_with("_delta_log") {
+            continue;
+        }
+        if p.is_dir() {
+            walk(root, &p, out);
+        } else {
+            out.push(rel);
+        }
+    }
+}
+
+/// What is left in the job folders lakehealth owns under the table.
+fn job_state(table: &Path) -> Vec<String> {
+    let dir = table.join("_lakehealth/jobs");
+    let mut out = Vec::new();
+    if dir.exists() {
+        walk(&dir, &dir, &mut out);
+    }
+    out
+}
+
+fn python_compacts(path: &Path, filter: Option<&str>) {
+    let mut c = py_script("race_optimize.py");
+    c.arg(path);
+    if let Some(f) = filter {
+        c.args(["--partition-filter", f]);
+    }
+    let o = c.output().unwrap();
+    assert!(
+        o.status.success(),
+        "race_optimize.py: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn assert_exact(path: &Path, rows: u64) {
+    let r = read_back(path.to_str().unwrap(), None);
+    assert_eq!(r.rows, rows, "rows");
+    assert_eq!(r.distinct_ids, rows, "no row twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ray_compaction_keeps_every_value_as_the_local_executor_does_with_one_commit_per_bin() {
+    let (d, l, rows) = seeded(40).await;
+    let local_copy = tempfile::tempdir().unwrap();
+    copy_dir(d.path(), local_copy.path());
+    let before = dump(d.path());
+
+    let (ls, _) = run(
+        prepared(&loc(local_copy.path()), 24 * KIB, Executor::Local).await,
+        CancellationToken::new(),
+    )
+    .await;
+    assert!(ls.errors.is_empty(), "{:?}", ls.errors);
+
+    let job = prepared(&l, 24 * KIB, ray()).await;
+    let (bins, v0) = (job.plan.bins, job.plan.table_version);
+    assert!(bins >= 3, "several bins: {bins}");
+    let (s, evs) = run(job, CancellationToken::new()).await;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.commits.len() as u64, bins, "one commit per bin");
+    assert_eq!(
+        evs.iter()
+            .filter(|e| matches!(e, JobEvent::BinFinished { .. }))
+            .count() as u64,
+        bins
+    );
+    assert!(
+        evs.iter()
+            .any(|e| matches!(e, JobEvent::Progress(p) if p.bins_done == bins && p.rows == s.rows)),
+        "progress counts every bin and row"
+    );
+
+    // Same rows and values as before and as the local executor's result, read independently.
+    let ray_after = dump(d.path());
+    let local_after = dump(local_copy.path());
+    assert_eq!(ray_after["fingerprint"], before["fingerprint"]);
+    assert_eq!(ray_after["fingerprint"], local_after["fingerprint"]);
+    assert_eq!(ray_after["rows"], serde_json::json!(rows));
+    assert_eq!(ray_after["distinct_rows"], serde_json::json!(rows));
+    assert_eq!(ray_after["files"], local_after["files"], "the same rolls");
+
+    let commits = commits_after(d.path(), v0);
+    assert_eq!(commits.len() as u64, bins);
+    for c in &commits {
+        let info = c.iter().find_map(|a| a.get("commitInfo")).unwrap();
+        assert_eq!(info["operation"], "OPTIMIZE");
+        for a in c {
+            for kind in ["add", "remove"] {
+                if let Some(x) = a.get(kind) {
+                    assert_eq!(x["dataChange"], false, "{kind} {x}");
+                }
+            }
+        }
+    }
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
+    assert_eq!(
+        job_state(d.path()),
+        Vec::<String>::new(),
+        "job folder removed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ray_bins_whose_inputs_another_compactor_took_are_refused_and_their_outputs_deleted() {
+    let (d, l, rows) = seeded(40).await;
+    let job = prepared(&l, 24 * KIB, ray()).await;
+    assert!(job.plan.bins >= 2);
+    // Python deltalake compacts every file after the plan was made; the stale plan runs as is.
+    python_compacts(d.path(), None);
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let s = execute(
+        &job.table,
+        &job.plan,
+        &job.exec,
+        CancellationToken::new(),
+        tx,
+    )
+    .await;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.conflicts.len() as u64, job.plan.bins, "every bin refused");
+    assert!(s.commits.is_empty(), "{:?}", s.commits);
+    assert_eq!(
+        s.conflicts[0].conflict.operation.as_deref(),
+        Some("OPTIMIZE")
+    );
+    assert!(s.orphaned_files.is_empty(), "{:?}", s.orphaned_files);
+    assert_exact(d.path(), rows);
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
+    assert_eq!(job_state(d.path()), Vec::<String>::new());
+}
+
+/// The Ray jobs this test process submitted for `job_id`, with their status.
+fn ray_job_statuses(table_uri: &str) -> Vec<String> {
+    let port: u16 = ray_head()
+        .address
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (code, body) = http(port, "GET", "/api/jobs/").unwrap();
+    assert_eq!(code, 200, "{body}");
+    let jobs: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+    jobs.iter()
+        .filter(|j| j["metadata"]["lakehealth.table"] == table_uri)
+        .map(|j| j["status"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ray_job_stopped_midway_leaves_no_uncommitted_output() {
+    let (d, l, rows) = seeded(60).await;
+    let job = prepared(&l, 16 * KIB, ray()).await;
+    let bins = job.plan.bins;
+    assert!(bins >= 6, "enough bins to stop midway: {bins}");
+    let uri = job.table.uri.clone();
+    let cancel = CancellationToken::new();
+    // Cancel as soon as the first bin has committed: the others are queued or running.
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let c2 = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        let mut evs = Vec::new();
+        while let Some(e) = rx.recv().await {
+            if matches!(e, JobEvent::Committed(_)) {
+                c2.cancel();
+            }
+            evs.push(e);
+        }
+        evs
+    });
+    let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await;
+    let evs = watcher.await.unwrap();
+    assert!(s.cancelled);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(!s.commits.is_empty() && (s.commits.len() as u64) < bins);
+    assert!(evs.iter().any(|e| matches!(e, JobEvent::Cancelled { .. })));
+    assert_eq!(ray_job_statuses(&uri), vec!["STOPPED".to_string()]);
+    assert!(s.orphaned_files.is_empty(), "{:?}", s.orphaned_files);
+    assert_exact(d.path(), rows);
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
+    assert_eq!(job_state(d.path()), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_cluster_fails_each_bin_and_changes_nothing() {
+    let (d, l, rows) = seeded(20).await;
+    let port = crate::harness::free_port();
+    let mut r = RayOptions::new(&format!("http://127.0.0.1:{port}"));
+    r.worker_binary = Some(env!("CARGO_BIN_EXE_lakehealth").into());
+    let job = prepared(&l, 48 * KIB, Executor::Ray(r)).await;
+    let bins = job.plan.bins;
+    let (s, _) = run(job, CancellationToken::new()).await;
+    assert_eq!(s.failures.len() as u64, bins);
+    assert!(
+        s.errors[0].contains("cannot reach the Ray cluster"),
+        "{:?}",
+        s.errors
+    );
+    assert!(s.commits.is_empty());
+    assert_exact(d.path(), rows);
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
+}
+
+/// Runs `lakehealth worker --spec` on a spec file; returns its stdout line.
+fn worker(spec: &BinSpec, dir: &Path) -> serde_json::Value {
+    let file = dir.join(format!("spec-{}.json", spec.bin_id));
+    std::fs::write(&file, serde_json::to_vec(spec).unwrap()).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .arg("worker")
+        .arg("--spec")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "worker: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn output_paths(result: &Path) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(result).unwrap()).unwrap();
+    v["adds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| decoded(a["path"].as_str().unwrap()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_results_are_durable_and_pickup_commits_those_whose_inputs_are_still_active() {
+    let (d, l, rows) = seeded(40).await;
+    let job = prepared(&l, 48 * KIB, Executor::Local).await;
+    let bins: Vec<_> = job
+        .plan
+        .partitions
+        .iter()
+        .flat_map(|p| p.bins.iter().map(move |b| (p.values.clone(), b.clone())))
+        .collect();
+    assert!(bins.len() >= 2, "two bins: {}", bins.len());
+    let v0 = job.plan.table_version;
+    let spec = |i: usize| {
+        BinSpec::new(
+            &job.table.uri,
+            "restart-test",
+            i as u64 + 1,
+            v0,
+            &bins[i].0,
+            &bins[i].1,
+            &job.exec.rewrite,
+        )
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let jobs = d.path().join("_lakehealth/jobs/restart-test");
+
+    // 1. A worker finishes; its coordinator is gone. The worker committed nothing.
+    assert_eq!(worker(&spec(0), tmp.path())["status"], "done");
+    assert!(commits_after(d.path(), v0).is_empty());
+    let first = jobs.join("bin-1.result.json");
+    let first_outputs = output_paths(&first);
+    assert!(first_outputs.iter().all(|p| d.path().join(p).exists()));
+    let saved = std::fs::read(&first).unwrap();
+    // A restarted coordinator commits it: its inputs are all still active.
+    let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
+    let p = pickup(&mut table.table, &table.uri).await.unwrap();
+    assert_eq!((p.committed.len(), p.discarded.len()), (1, 0), "{p:?}");
+    let c = commits_after(d.path(), v0);
+    assert_eq!(c.len(), 1);
+    let info = c[0].iter().find_map(|a| a.get("commitInfo")).unwrap();
+    assert_eq!(info["operation"], "OPTIMIZE");
+    assert_exact(d.path(), rows);
+    assert_eq!(job_state(d.path()), Vec::<String>::new(), "settled once");
+
+    // 2. The coordinator crashed after that commit, before removing the result: the result is
+    // recognised as committed (its outputs are active) and nothing is deleted.
+    std::fs::create_dir_all(&jobs).unwrap();
+    std::fs::write(&first, &saved).unwrap();
+    let p = pickup(&mut table.table, &table.uri).await.unwrap();
+    assert_eq!(p.already_committed, 1, "{p:?}");
+    assert!(p.committed.is_empty() && p.deleted_outputs == 0, "{p:?}");
+    assert!(first_outputs.iter().all(|p| d.path().join(p).exists()));
+
+    // 3. Another bin finishes, then Python deltalake compacts the table (its inputs go).
+    assert_eq!(worker(&spec(1), tmp.path())["status"], "done");
+    let second_outputs = output_paths(&jobs.join("bin-2.result.json"));
+    assert!(second_outputs.iter().all(|p| d.path().join(p).exists()));
+    python_compacts(d.path(), None);
+    let p = pickup(&mut table.table, &table.uri).await.unwrap();
+    assert!(p.committed.is_empty(), "{p:?}");
+    assert_eq!(p.discarded.len(), 1, "{p:?}");
+    assert_eq!(p.deleted_outputs as usize, second_outputs.len());
+    assert!(second_outputs.iter().all(|p| !d.path().join(p).exists()));
+    assert_exact(d.path(), rows);
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
+    assert_eq!(job_state(d.path()), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_worker_returns_its_finished_result_and_a_killed_one_leaves_a_ledger() {
+    let (d, l, _) = seeded(20).await;
+    let job = prepared(&l, 1024 * KIB, Executor::Local).await;
+    let p = &job.plan.partitions[0];
+    let spec = BinSpec::new(
+        &job.table.uri,
+        "retry-test",
+        1,
+        job.plan.table_version,
+        &p.values,
+        &p.bins[0],
+        &job.exec.rewrite,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    worker(&spec, tmp.path());
+    let result = d
+        .path()
+        .join("_lakehealth/jobs/retry-test/bin-1.result.json");
+    let first = std::fs::read(&result).unwrap();
+    // Ray retried the task after the worker had finished: the same result, no new outputs.
+    worker(&spec, tmp.path());
+    assert_eq!(std::fs::read(&result).unwrap(), first);
+    let ledger: Vec<String> = serde_json::from_slice(
+        &std::fs::read(
+            d.path()
+                .join("_lakehealth/jobs/retry-test/bin-1.outputs.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&first).unwrap();
+    let adds: Vec<String> = v["adds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ledger, adds, "the ledger lists every output");
+    assert_eq!(leftover_files(d.path()).len(), adds.len());
+}

@@ -2,6 +2,7 @@
 
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::janitor::history::DecisionLine;
 use crate::engine::open::Opened;
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::PartitionValues;
@@ -36,6 +37,10 @@ pub enum Command {
     Dismiss,
     /// Delete the last character of the filter being typed.
     Erase,
+    /// Switch the janitor on / off for the open table (`tui::janitor`).
+    Janitor,
+    /// Show the janitor's last decisions and why.
+    Why,
 }
 
 /// What a background task reports while it runs. Loads and compaction jobs both report through
@@ -70,6 +75,11 @@ pub enum Action {
         id: u64,
         result: Result<Box<CompactionPlan>, String>,
     },
+    /// The janitor's decisions for the open table (every partition), and its due partitions.
+    JanitorDecided {
+        id: u64,
+        result: Result<(Vec<DecisionLine>, Vec<PartitionValues>), String>,
+    },
 }
 
 /// Work the event loop must start on the app's behalf.
@@ -101,5 +111,17 @@ pub enum Effect {
     },
     CancelJob {
         id: u64,
+    },
+    /// Let the janitor decide for the table; comes back as `Action::JanitorDecided`.
+    JanitorCycle {
+        id: u64,
+        uri: String,
+    },
+    /// Plan the janitor's job for a partition it found due (its policy's sizes and the
+    /// throttle's budget); comes back as `Action::PlanReady`, then runs as `StartJob`.
+    JanitorJob {
+        id: u64,
+        uri: String,
+        partition: PartitionValues,
     },
 }

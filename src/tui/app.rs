@@ -7,12 +7,14 @@ use std::time::{Duration, Instant};
 
 use super::action::{Action, Command, Effect, TaskProgress};
 use super::clock::Clock;
+use super::janitor::TuiJanitor;
 use super::jobs::JobView;
 use super::keymap::Context;
 use super::layout;
 use super::list::{ListOp, Move, Sort, SortedList};
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::janitor::policy::Policy;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
@@ -94,6 +96,8 @@ pub enum Modal {
     ConfirmCancel {
         job: u64,
     },
+    /// The janitor's last decisions (`tui::janitor`).
+    Why,
 }
 
 /// What covers the screen: at most one modal, and over it at most one error (errors come from
@@ -128,12 +132,12 @@ impl Modals {
         self.modal.as_ref().map(|m| match m {
             Modal::Help => Context::Help,
             Modal::Filter => Context::Filter,
-            Modal::Plan(_) | Modal::ConfirmCancel { .. } => Context::Dialog,
+            Modal::Plan(_) | Modal::ConfirmCancel { .. } | Modal::Why => Context::Dialog,
         })
     }
 
     /// Opens `m` unless a modal is open (only the screen's keys open modals, so none is).
-    fn open(&mut self, m: Modal) {
+    pub(super) fn open(&mut self, m: Modal) {
         if self.modal.is_none() {
             self.modal = Some(m);
         }
@@ -144,7 +148,7 @@ impl Modals {
     }
 
     fn show_error(&mut self, e: String) {
-        self.error = Some(e);
+        self.error = Some(crate::engine::secrets::scrub(&e).into_owned());
     }
 
     fn clear_error(&mut self) {
@@ -173,6 +177,8 @@ pub struct App {
     pub marks: Marks,
     pub jobs: Vec<JobView>,
     pub clock: Clock,
+    /// The janitor, when switched on for the open table (`a`).
+    pub janitor: TuiJanitor,
     next_id: u64,
 }
 
@@ -208,6 +214,9 @@ impl App {
             marks: Marks::default(),
             jobs: Vec::new(),
             clock: Clock::System,
+            janitor: TuiJanitor::new(&Policy::builtin(
+                crate::engine::open::OpenOptions::default().thresholds,
+            )),
             next_id: 1,
         }
     }
@@ -250,6 +259,8 @@ impl App {
                 _ => true,
             },
             Command::ToggleMark | Command::Compact => self.selected_partition().is_some(),
+            Command::Janitor => self.table.is_some(),
+            Command::Why => self.janitor.is_on() || !self.janitor.why.is_empty(),
             _ => true,
         }
     }
@@ -275,7 +286,9 @@ impl App {
             }
             Action::Tick => {
                 self.spinner = self.spinner.wrapping_add(1);
-                self.maybe_auto_refresh()
+                let mut e = self.maybe_auto_refresh();
+                e.extend(self.janitor_tick());
+                e
             }
             Action::Resize { width, height } => {
                 self.size = (width, height);
@@ -293,6 +306,7 @@ impl App {
             },
             Action::Loaded { load, result } => self.loaded(load, result),
             Action::PlanReady { id, result } => self.plan_ready(id, result),
+            Action::JanitorDecided { id, result } => self.janitor_decided(id, result),
         }
     }
 
@@ -378,7 +392,7 @@ impl App {
                 self.modals.close();
                 vec![Effect::DiscardPlan { id }]
             }
-            (Some(Modal::ConfirmCancel { .. }), Command::Dismiss) => {
+            (Some(Modal::ConfirmCancel { .. }) | Some(Modal::Why), Command::Dismiss) => {
                 self.modals.close();
                 vec![]
             }
@@ -403,6 +417,8 @@ impl App {
             Command::ToggleTableHistogram => self.table_histogram = !self.table_histogram,
             Command::ToggleMark => self.toggle_mark(),
             Command::CancelJob => self.ask_cancel(),
+            Command::Janitor => return self.toggle_janitor(),
+            Command::Why => self.modals.open(Modal::Why),
             _ => {}
         }
         vec![]
@@ -430,7 +446,7 @@ impl App {
         }
     }
 
-    fn next_id(&mut self) -> u64 {
+    pub(super) fn next_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         id
@@ -611,6 +627,9 @@ impl App {
     }
 
     fn plan_ready(&mut self, id: u64, result: Result<Box<CompactionPlan>, String>) -> Vec<Effect> {
+        if let Some(p) = self.janitor.planned(id) {
+            return self.janitor_planned(id, p, result);
+        }
         match &mut self.modals.modal {
             Some(Modal::Plan(p)) if p.id == id => {
                 p.result = Some(result);
@@ -672,8 +691,14 @@ impl App {
         let Some(j) = self.jobs.iter_mut().find(|j| j.id == job) else {
             return vec![];
         };
+        let ended = matches!(&event, JobEvent::Finished(_));
         let landed = j.apply(event, now);
         let uri = j.table_uri.clone();
+        if ended {
+            let error = (j.status() == super::jobs::JobStatus::Failed)
+                .then(|| j.errors.join("; "));
+            self.janitor.job_ended(job, error);
+        }
         // A commit changed the table: reload it so counts and histograms follow.
         if landed && self.table.as_ref().is_some_and(|t| t.uri == uri) {
             return self.reload_table();

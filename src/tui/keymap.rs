@@ -269,6 +269,20 @@ pub static BINDINGS: &[Binding] = &[
         Some("histogram"),
     ),
     bind(
+        &[k(KeyCode::Char('a'))],
+        C::Janitor,
+        T,
+        "switch the janitor on / off for this table (the policy is shown; its jobs join the jobs panel)",
+        Some("janitor"),
+    ),
+    bind(
+        &[k(KeyCode::Char('w'))],
+        C::Why,
+        T,
+        "why: the janitor's last decisions (rule, decision, reason, time)",
+        Some("why"),
+    ),
+    bind(
         &[k(KeyCode::Enter), k(KeyCode::Char('y'))],
         C::Confirm,
         D,

@@ -3,6 +3,7 @@
 //! Results and progress come back to `App::update` as `Action`s over one channel.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
@@ -13,7 +14,9 @@ use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
+use super::janitor::JanitorRunner;
 use crate::engine::compact::locks::PartitionLocks;
+use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
 use crate::engine::open::{OpenOptions, load_table, open};
 use crate::engine::stats::table_report::PartitionValues;
@@ -26,6 +29,7 @@ pub struct Loader {
     jobs: HashMap<u64, CancellationToken>,
     job_tasks: Vec<tokio::task::JoinHandle<()>>,
     locks: Arc<PartitionLocks>,
+    janitor: JanitorRunner,
 }
 
 impl Loader {
@@ -41,14 +45,23 @@ impl Loader {
         locks: Arc<PartitionLocks>,
     ) -> Self {
         Self {
-            opts,
             tx,
             running: HashMap::new(),
             prepared: Arc::new(Mutex::new(HashMap::new())),
             jobs: HashMap::new(),
             job_tasks: Vec::new(),
+            janitor: JanitorRunner::new(
+                Policy::builtin(opts.thresholds),
+                crate::engine::janitor::history::default_path(),
+            ),
+            opts,
             locks,
         }
+    }
+
+    /// The janitor (`a`) decides by `policy` and appends its decisions to `history`.
+    pub fn set_janitor(&mut self, policy: Policy, history: PathBuf) {
+        self.janitor = JanitorRunner::new(policy, history);
     }
 
     pub fn run(&mut self, effect: Effect) {
@@ -75,6 +88,17 @@ impl Loader {
                     t.cancel();
                 }
             }
+            Effect::JanitorCycle { id, uri } => {
+                self.janitor
+                    .cycle(id, uri, self.opts.clone(), self.tx.clone())
+            }
+            Effect::JanitorJob { id, uri, partition } => self.janitor.job(
+                id,
+                uri,
+                partition,
+                self.tx.clone(),
+                self.prepared.clone(),
+            ),
         }
     }
 

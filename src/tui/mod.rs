@@ -5,6 +5,7 @@
 pub mod action;
 pub mod app;
 pub mod clock;
+pub mod janitor;
 pub mod jobs;
 pub mod keymap;
 pub mod layout;
@@ -43,12 +44,20 @@ pub fn key_to_action(app: &App, key: KeyEvent) -> Option<Action> {
     }
 }
 
-pub async fn run(loc: Location, opts: OpenOptions, refresh: Duration) -> Result<()> {
+pub async fn run(
+    loc: Location,
+    opts: OpenOptions,
+    refresh: Duration,
+    policy: crate::engine::janitor::policy::Policy,
+) -> Result<()> {
     let mut term = terminal::Terminal::enter()?;
     let size = term.size()?;
     let mut app = App::new(loc.display(), refresh, size);
+    app.janitor = janitor::TuiJanitor::new(&policy);
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
+    let history = crate::engine::janitor::history::default_path();
     let mut loader = loader::Loader::new(opts, tx.clone());
+    loader.set_janitor(policy, history);
     for e in app.start() {
         loader.run(e);
     }

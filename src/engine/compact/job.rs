@@ -57,6 +57,14 @@ pub struct PreparedJob {
 }
 
 impl PreparedJob {
+    /// Applies a throttle's budget (`janitor::throttle`): bins at once, and the read rate.
+    pub fn set_budget(&mut self, b: crate::engine::janitor::throttle::Budget) {
+        self.exec.parallelism = b.parallelism.max(1);
+        self.exec.rewrite.pace = b
+            .read_bytes_per_second
+            .map(|r| Arc::new(super::pace::Pacer::new(r)));
+    }
+
     /// Re-reads the table and, when it moved since the plan was made, plans again: a plan older
     /// than the table (a preview left open, a queued job whose partitions another job just
     /// compacted) never runs as is. Returns whether it planned again.
@@ -152,6 +160,7 @@ pub fn prepare_table(
             target_file_size: target,
             compression: Compression::SNAPPY,
             compression_ratio: ratio,
+            pace: None,
         },
         parallelism: req.parallelism.max(1),
         predicate: selection.describe(),

@@ -12,6 +12,7 @@ pub mod execute;
 pub mod fingerprint;
 pub mod job;
 pub mod locks;
+pub mod pace;
 pub mod plan;
 pub mod rewrite;
 pub mod selection;

@@ -11,6 +11,7 @@ mod partitions;
 mod plan_dialog;
 mod status;
 mod tables;
+mod why;
 mod writers;
 
 use ratatui::Frame;
@@ -55,6 +56,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         Some(Modal::Plan(d)) => plan_dialog::draw(f, area, d),
         Some(Modal::ConfirmCancel { job }) => plan_dialog::draw_confirm_cancel(f, area, *job),
         Some(Modal::Help) => help::draw(f, area),
+        Some(Modal::Why) => why::draw(f, area, &app.janitor),
         // Shown in the list's title and the hint bar.
         Some(Modal::Filter) | None => {}
     }

@@ -24,8 +24,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             } else {
                 "  "
             };
+            // The janitor's flag: a due partition, with its reason.
+            let flag = app
+                .janitor
+                .flag(&p.values)
+                .map_or(String::new(), |(_, why)| format!("  ⚑ {why}"));
             let row = Row::new(vec![
-                Cell::from(format!("{mark}{label}")),
+                Cell::from(format!("{mark}{label}{flag}")),
                 Cell::from(format_count(s.files)),
                 Cell::from(format_bytes(s.bytes)),
                 Cell::from(format!("{:.0}%", s.small_share() * 100.0)),
@@ -47,6 +52,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             t.partitions.len(),
             super::list_state_text(app, list)
         )),
+        Span::styled(
+            app.janitor
+                .status()
+                .map_or(String::new(), |s| format!(" {s} ")),
+            style::small_band(),
+        ),
     ]);
     let header = Row::new([
         "partition",

@@ -13,11 +13,11 @@ use crate::engine::compact::events::{JobEvent, JobSummary, Progress};
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare_table, run_isolated,
 };
-use crate::engine::compact::table::open_for_compaction;
-use crate::engine::janitor::throttle;
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::{CompactionPlan, Selection};
 use crate::engine::compact::selection::Predicate;
+use crate::engine::compact::table::open_for_compaction;
+use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
 use crate::engine::open::{load_table, now_ms};
 use crate::engine::size::format_bytes;

@@ -11,9 +11,9 @@ use super::report_text::{root_text, table_text};
 use crate::config::{Config, DEFAULT_CONFIG};
 use crate::engine::demo::{DemoShape, default_demo_dir, ensure_demo_table};
 use crate::engine::location::Location;
-use crate::engine::secrets::scrub;
 use crate::engine::log::replay::ReplayOptions;
 use crate::engine::open::{OpenOptions, Opened, open};
+use crate::engine::secrets::scrub;
 use crate::engine::stream::writer::{StreamOptions, run_stream};
 
 /// Config file merged with flags.

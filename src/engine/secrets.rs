@@ -113,11 +113,11 @@ fn redact_urls(text: &str) -> String {
             .map_or(rest.len(), |p| i + p);
         out.push_str(&rest[..start]);
         let url = &rest[start..end];
-        out.push_str(if start == i {
-            url
+        if start == i {
+            out.push_str(url);
         } else {
-            &redact_url_text(url)
-        });
+            out.push_str(&redact_url_text(url));
+        }
         rest = &rest[end..];
     }
     out.push_str(rest);
@@ -149,10 +149,7 @@ mod tests {
             redact_url("s3://AKIA:s3cr3t@bucket/lake/t/"),
             "s3://bucket/lake/t/"
         );
-        assert_eq!(
-            redact_url("az://c/t?sv=2022&sig=abc%2Fdef"),
-            "az://c/t"
-        );
+        assert_eq!(redact_url("az://c/t?sv=2022&sig=abc%2Fdef"), "az://c/t");
         assert_eq!(
             redact_urls("cannot open s3://k:v@b/t?x=1: denied, see https://docs/x"),
             "cannot open s3://b/t: denied, see https://docs/x"
@@ -162,18 +159,31 @@ mod tests {
     #[test]
     fn registered_secrets_are_scrubbed_even_percent_encoded() {
         let mut o = HashMap::new();
-        o.insert("AWS_SECRET_ACCESS_KEY".to_string(), "wJal/rXUtn+FEMI".to_string());
+        o.insert(
+            "AWS_SECRET_ACCESS_KEY".to_string(),
+            "wJal/rXUtn+FEMI".to_string(),
+        );
         o.insert("AWS_REGION".to_string(), "us-east-1".to_string());
         register_options(&o);
         assert_eq!(scrub("key wJal/rXUtn+FEMI here"), "key *** here");
         assert_eq!(scrub("key wJal%2FrXUtn%2BFEMI here"), "key *** here");
-        assert_eq!(scrub("region us-east-1"), "region us-east-1", "not a secret");
+        assert_eq!(
+            scrub("region us-east-1"),
+            "region us-east-1",
+            "not a secret"
+        );
         assert!(matches!(scrub("nothing"), Cow::Borrowed(_)));
     }
 
     #[test]
     fn secret_keys_by_name() {
-        for k in ["AWS_SECRET_ACCESS_KEY", "aws_session_token", "AZURE_STORAGE_SAS_KEY", "GOOGLE_SERVICE_ACCOUNT_KEY", "AWS_ACCESS_KEY_ID"] {
+        for k in [
+            "AWS_SECRET_ACCESS_KEY",
+            "aws_session_token",
+            "AZURE_STORAGE_SAS_KEY",
+            "GOOGLE_SERVICE_ACCOUNT_KEY",
+            "AWS_ACCESS_KEY_ID",
+        ] {
             assert!(is_secret_key(k), "{k}");
         }
         for k in ["AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP"] {

@@ -137,7 +137,7 @@ impl Modals {
     }
 
     /// Opens `m` unless a modal is open (only the screen's keys open modals, so none is).
-    pub(super) fn open(&mut self, m: Modal) {
+    fn open(&mut self, m: Modal) {
         if self.modal.is_none() {
             self.modal = Some(m);
         }
@@ -695,8 +695,7 @@ impl App {
         let landed = j.apply(event, now);
         let uri = j.table_uri.clone();
         if ended {
-            let error = (j.status() == super::jobs::JobStatus::Failed)
-                .then(|| j.errors.join("; "));
+            let error = (j.status() == super::jobs::JobStatus::Failed).then(|| j.errors.join("; "));
             self.janitor.job_ended(job, error);
         }
         // A commit changed the table: reload it so counts and histograms follow.

@@ -17,7 +17,7 @@ use super::jobs::JobView;
 use crate::engine::compact::job::{PreparedJob, prepare};
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::janitor::decide::DecisionKind;
-use crate::engine::janitor::history::{DecisionLine, History};
+use crate::engine::janitor::history::{DecisionLine, History, Line};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::{DueJob, Janitor};
 use crate::engine::location::Location;
@@ -205,7 +205,10 @@ impl TuiJanitor {
             s.push_str(&format!(" · cannot read the table: {e}"));
         }
         if !self.failed.is_empty() {
-            s.push_str(&format!(" · {} partition(s) held after a failed job", self.failed.len()));
+            s.push_str(&format!(
+                " · {} partition(s) held after a failed job",
+                self.failed.len()
+            ));
         }
         Some(s)
     }
@@ -332,7 +335,7 @@ impl JanitorRunner {
                         policy,
                         opts,
                         history,
-                        Box::new(|_| {}),
+                        Box::new(|_: &Line| {}),
                         false,
                     ));
                 }
@@ -436,13 +439,23 @@ mod tests {
         assert!(j.due_for_cycle(now));
         j.cycle = Some(7);
         let lines = vec![
-            line("1", DecisionKind::Due, "due: 60 small files >= 50 (default)"),
+            line(
+                "1",
+                DecisionKind::Due,
+                "due: 60 small files >= 50 (default)",
+            ),
             line("2", DecisionKind::NotDue, "not due: 3 small files < 50"),
         ];
         let start = j.decided(7, now, Ok((lines.clone(), vec![pv("1")])));
         assert_eq!(start, vec![pv("1")]);
-        assert_eq!(j.flag(&pv("1")).unwrap().1, "due: 60 small files >= 50 (default)");
-        assert!(j.flag(&pv("2")).is_none(), "only due partitions are flagged");
+        assert_eq!(
+            j.flag(&pv("1")).unwrap().1,
+            "due: 60 small files >= 50 (default)"
+        );
+        assert!(
+            j.flag(&pv("2")).is_none(),
+            "only due partitions are flagged"
+        );
         assert_eq!(j.why.len(), 2);
         assert!(!j.due_for_cycle(now), "not before the interval");
         j.planning(9, pv("1"));
@@ -450,10 +463,16 @@ mod tests {
         assert!(j.owns(9));
         // The next round: the job still runs, nothing new starts.
         j.cycle = Some(8);
-        assert!(j.decided(8, now, Ok((lines.clone(), vec![pv("1")]))).is_empty());
+        assert!(
+            j.decided(8, now, Ok((lines.clone(), vec![pv("1")])))
+                .is_empty()
+        );
         j.job_ended(9, Some("boom".into()));
         j.cycle = Some(10);
-        assert!(j.decided(10, now, Ok((lines, vec![pv("1")]))).is_empty(), "held after a failure");
+        assert!(
+            j.decided(10, now, Ok((lines, vec![pv("1")]))).is_empty(),
+            "held after a failure"
+        );
         assert!(j.status().unwrap().contains("1 partition(s) held"));
         assert!(!j.toggle("t"), "off");
         assert!(j.flag(&pv("1")).is_none());
@@ -464,7 +483,10 @@ mod tests {
         let mut j = janitor();
         j.toggle("t");
         j.cycle = Some(2);
-        assert!(j.decided(1, Instant::now(), Ok((vec![], vec![pv("1")]))).is_empty());
+        assert!(
+            j.decided(1, Instant::now(), Ok((vec![], vec![pv("1")])))
+                .is_empty()
+        );
         assert_eq!(j.cycle, Some(2));
     }
 }

@@ -10,11 +10,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, Effect, TaskProgress};
+use super::janitor::JanitorRunner;
 use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
-use super::janitor::JanitorRunner;
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
@@ -92,13 +92,10 @@ impl Loader {
                 self.janitor
                     .cycle(id, uri, self.opts.clone(), self.tx.clone())
             }
-            Effect::JanitorJob { id, uri, partition } => self.janitor.job(
-                id,
-                uri,
-                partition,
-                self.tx.clone(),
-                self.prepared.clone(),
-            ),
+            Effect::JanitorJob { id, uri, partition } => {
+                self.janitor
+                    .job(id, uri, partition, self.tx.clone(), self.prepared.clone())
+            }
         }
     }
 

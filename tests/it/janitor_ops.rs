@@ -14,6 +14,7 @@ use object_store::ObjectStoreExt;
 use serde_json::Value;
 
 use crate::common::*;
+use crate::harness::{Moto, free_port, http};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -29,7 +30,9 @@ fn seeded(dir: &Path, partitions: &[(&str, u32)]) {
     runtime().block_on(async {
         create_sensor_table(&l).await.unwrap();
         for (p, n) in partitions {
-            seed_small_files(&l, &[p.to_string()], *n, 50).await.unwrap();
+            seed_small_files(&l, &[p.to_string()], *n, 50)
+                .await
+                .unwrap();
         }
     });
 }
@@ -44,9 +47,16 @@ fn lakehealth() -> Command {
 /// (name, table label or "").
 fn parse_metrics(text: &str) -> HashMap<(String, String), f64> {
     let mut out = HashMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("bad line {line}"));
-        let value: f64 = value.parse().unwrap_or_else(|_| panic!("bad value in {line}"));
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("bad line {line}"));
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("bad value in {line}"));
         let (name, label) = match series.split_once('{') {
             Some((n, rest)) => {
                 let v = rest
@@ -77,7 +87,10 @@ fn wait_cycles(port: u16, child: &mut Child, cycles: f64) -> HashMap<(String, St
             panic!("watch exited early: {s}");
         }
         if let Some(m) = scrape(port)
-            && m.get(&("lakehealth_janitor_cycles_total".into(), String::new())).copied().unwrap_or(0.0) >= cycles
+            && m.get(&("lakehealth_janitor_cycles_total".into(), String::new()))
+                .copied()
+                .unwrap_or(0.0)
+                >= cycles
         {
             return m;
         }
@@ -98,8 +111,18 @@ fn stop(child: &mut Child) -> (String, String) {
     let mut out = String::new();
     let mut err = String::new();
     use std::io::Read;
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     (out, err)
 }
 
@@ -134,9 +157,15 @@ fn metrics_equal_the_tables_report_and_the_history_and_healthz_says_alive() {
     assert!(body.starts_with("alive"), "{body}");
     assert_eq!(http(port, "GET", "/nothing").unwrap().0, 404);
     let (_, err) = stop(&mut child);
-    assert!(err.contains(&format!("metrics: http://127.0.0.1:{port}/metrics")), "{err}");
+    assert!(
+        err.contains(&format!("metrics: http://127.0.0.1:{port}/metrics")),
+        "{err}"
+    );
 
-    let o = lakehealth().args(["report", table.to_str().unwrap(), "--json"]).output().unwrap();
+    let o = lakehealth()
+        .args(["report", table.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     let id = r["uri"].as_str().unwrap().to_string();
@@ -145,9 +174,19 @@ fn metrics_equal_the_tables_report_and_the_history_and_healthz_says_alive() {
             .unwrap_or_else(|| panic!("{name}{{table={id}}} missing in {m:?}"))
     };
     assert_eq!(get("lakehealth_table_files"), r["files"].as_f64().unwrap());
-    assert_eq!(get("lakehealth_table_small_files"), r["small_files"].as_f64().unwrap());
-    assert_eq!(get("lakehealth_table_health_score"), r["health_score"].as_f64().unwrap());
-    assert_eq!(get("lakehealth_table_due_partitions"), 0.0, "after the compaction");
+    assert_eq!(
+        get("lakehealth_table_small_files"),
+        r["small_files"].as_f64().unwrap()
+    );
+    assert_eq!(
+        get("lakehealth_table_health_score"),
+        r["health_score"].as_f64().unwrap()
+    );
+    assert_eq!(
+        get("lakehealth_table_due_partitions"),
+        0.0,
+        "after the compaction"
+    );
     let lines: Vec<Value> = std::fs::read_to_string(&history)
         .unwrap()
         .lines()
@@ -160,11 +199,16 @@ fn metrics_equal_the_tables_report_and_the_history_and_healthz_says_alive() {
     assert_eq!(get("lakehealth_table_jobs_failed_total"), 0.0);
     assert_eq!(
         get("lakehealth_table_compacted_bytes_total"),
-        results[0]["amount_of_data_compacted_bytes"].as_f64().unwrap()
+        results[0]["amount_of_data_compacted_bytes"]
+            .as_f64()
+            .unwrap()
     );
     assert!(get("lakehealth_table_compacted_bytes_total") > 0.0);
     assert!(
-        results[0]["throttle"].as_str().unwrap().contains("no writer"),
+        results[0]["throttle"]
+            .as_str()
+            .unwrap()
+            .contains("no writer"),
         "nobody writes this table: {}",
         results[0]["throttle"]
     );
@@ -174,11 +218,18 @@ fn metrics_equal_the_tables_report_and_the_history_and_healthz_says_alive() {
         .unwrap()
         .as_secs_f64();
     assert!(last > now - 600.0 && last <= now, "{last} vs {now}");
-    assert_eq!(m[&("lakehealth_janitor_up".to_string(), String::new())], 1.0);
+    assert_eq!(
+        m[&("lakehealth_janitor_up".to_string(), String::new())],
+        1.0
+    );
 }
 
 /// Uploads every file of a local table to `prefix` in the store.
-fn upload(dir: &Path, store: &std::sync::Arc<dyn object_store::ObjectStore>, rt: &tokio::runtime::Runtime) {
+fn upload(
+    dir: &Path,
+    store: &std::sync::Arc<dyn object_store::ObjectStore>,
+    rt: &tokio::runtime::Runtime,
+) {
     for e in walk(dir) {
         let rel = e.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
         let bytes = std::fs::read(&e).unwrap();
@@ -254,7 +305,10 @@ fn a_secret_storage_option_appears_nowhere_watch_compact_report_on_s3() {
     let (ok, out, err) = run(&["report", "s3://lake/missing"]);
     assert!(!ok);
     seen.push(("report missing", out, err));
-    let with_userinfo = format!("s3://{KEY_ID}:{}@lake/missing?sig={SECRET}", SECRET.replace('/', "%2F").replace('+', "%2B"));
+    let with_userinfo = format!(
+        "s3://{KEY_ID}:{}@lake/missing?sig={SECRET}",
+        SECRET.replace('/', "%2F").replace('+', "%2B")
+    );
     let (ok, out, err) = run(&["report", &with_userinfo]);
     assert!(!ok);
     seen.push(("report userinfo", out, err));
@@ -285,7 +339,10 @@ fn a_secret_storage_option_appears_nowhere_watch_compact_report_on_s3() {
     let (_, health) = http(port, "GET", "/healthz").unwrap();
     let (out, err) = stop(&mut child);
     assert!(out.contains("\"outcome\":\"compacted\""), "{out}\n{err}");
-    assert!(page.contains("lakehealth_table_jobs_total{table=\"s3://lake/t\"} 1"), "{page}");
+    assert!(
+        page.contains("lakehealth_table_jobs_total{table=\"s3://lake/t\"} 1"),
+        "{page}"
+    );
     seen.push(("watch", out, err));
     seen.push(("metrics", page, health));
     // compact itself (nothing left to do after the janitor), and a failing compact.
@@ -300,12 +357,19 @@ fn a_secret_storage_option_appears_nowhere_watch_compact_report_on_s3() {
         ("history", std::fs::read_to_string(&history).unwrap()),
         ("log", std::fs::read_to_string(&log).unwrap()),
     ];
-    assert!(files[1].1.len() > 100, "the log file has content: {}", files[1].1);
+    assert!(
+        files[1].1.len() > 100,
+        "the log file has content: {}",
+        files[1].1
+    );
     let encoded = SECRET.replace('/', "%2F").replace('+', "%2B");
     for (what, out, err) in &seen {
         for (stream, text) in [("stdout", out), ("stderr", err)] {
             for s in [SECRET, encoded.as_str(), KEY_ID] {
-                assert!(!text.contains(s), "{what} {stream} shows a credential:\n{text}");
+                assert!(
+                    !text.contains(s),
+                    "{what} {stream} shows a credential:\n{text}"
+                );
             }
         }
     }

@@ -37,7 +37,10 @@ fn stable(s: &str, tmp: &std::path::Path) -> String {
             i += 1;
         }
     }
-    out.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
+    out.lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,14 +50,20 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
     std::fs::create_dir_all(&table).unwrap();
     let l = loc(&table);
     create_sensor_table(&l).await.unwrap();
-    seed_small_files(&l, &["2026-11-01".into()], 55, 50).await.unwrap();
-    seed_small_files(&l, &["2026-11-02".into()], 4, 50).await.unwrap();
+    seed_small_files(&l, &["2026-11-01".into()], 55, 50)
+        .await
+        .unwrap();
+    seed_small_files(&l, &["2026-11-02".into()], 4, 50)
+        .await
+        .unwrap();
     let before = read_back(table.to_str().unwrap(), None);
 
     let mut t = Driven::new(l.display(), SIZE).frozen().open().await;
     let opts = OpenOptions::default();
-    t.loader
-        .set_janitor(Policy::builtin(opts.thresholds), d.path().join("history.jsonl"));
+    t.loader.set_janitor(
+        Policy::builtin(opts.thresholds),
+        d.path().join("history.jsonl"),
+    );
     assert!(t.screen().contains("a janitor"), "the hint bar offers it");
 
     t.key(KeyCode::Char('a'));

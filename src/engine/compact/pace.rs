@@ -2,8 +2,8 @@
 //! and the proof's read-back together, stay at most `rate` per second since the job started.
 //! Shared by a job's bins. Sleeping leaves the cores to the writers; it never skips work.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -51,7 +51,14 @@ mod tests {
     fn waits_until_the_bytes_fit_the_rate() {
         let p = Pacer::new(1000);
         assert_eq!(p.wait_for(500, Duration::ZERO), Duration::from_millis(500));
-        assert_eq!(p.wait_for(500, Duration::from_millis(200)), Duration::from_millis(300));
-        assert_eq!(p.wait_for(500, Duration::from_secs(1)), Duration::ZERO, "behind: no wait");
+        assert_eq!(
+            p.wait_for(500, Duration::from_millis(200)),
+            Duration::from_millis(300)
+        );
+        assert_eq!(
+            p.wait_for(500, Duration::from_secs(1)),
+            Duration::ZERO,
+            "behind: no wait"
+        );
     }
 }

@@ -365,7 +365,8 @@ impl Writing {
             counters.rows.fetch_add(n, Ordering::Relaxed);
             let consumed = self.roll.consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
             if let Some(p) = &self.pace {
-                p.consume((f.size as f64 * n as f64 / file_rows) as u64).await;
+                p.consume((f.size as f64 * n as f64 / file_rows) as u64)
+                    .await;
             }
             if self
                 .roll

@@ -169,7 +169,9 @@ impl History {
     /// line (O_APPEND).
     pub fn append(&mut self, line: &Line) -> std::io::Result<()> {
         let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
-        let mut buf = crate::engine::secrets::scrub(&text).into_owned().into_bytes();
+        let mut buf = crate::engine::secrets::scrub(&text)
+            .into_owned()
+            .into_bytes();
         buf.push(b'\n');
         self.file.write_all(&buf)
     }

@@ -121,7 +121,10 @@ impl Metrics {
         let ago = |t: i64| super::policy::human_ms(now_ms.saturating_sub(t));
         let every = super::policy::human_duration(self.interval);
         match (started, ended) {
-            (Some(t), _) => (true, format!("alive: cycle {} running for {}", cycles + 1, ago(t))),
+            (Some(t), _) => (
+                true,
+                format!("alive: cycle {} running for {}", cycles + 1, ago(t)),
+            ),
             (None, Some(t)) if now_ms.saturating_sub(t) <= limit => (
                 true,
                 format!("alive: last cycle ended {} ago, interval {every}", ago(t)),
@@ -135,7 +138,10 @@ impl Metrics {
             ),
             (None, None) => (
                 now_ms.saturating_sub(self.started_ms) <= limit,
-                format!("starting: no cycle yet, started {} ago", ago(self.started_ms)),
+                format!(
+                    "starting: no cycle yet, started {} ago",
+                    ago(self.started_ms)
+                ),
             ),
         }
     }
@@ -146,29 +152,102 @@ impl Metrics {
             .with(|s| (s.tables.clone(), s.cycles, s.last_cycle_end_ms))
             .unwrap_or_default();
         let mut out = String::new();
-        let gauge = |out: &mut String, name: &str, kind: &str, help: &str, get: &dyn Fn(&TableMetrics) -> String| {
+        let gauge = |out: &mut String,
+                     name: &str,
+                     kind: &str,
+                     help: &str,
+                     get: &dyn Fn(&TableMetrics) -> String| {
             let _ = writeln!(out, "# HELP lakehealth_{name} {help}");
             let _ = writeln!(out, "# TYPE lakehealth_{name} {kind}");
             for (t, m) in &tables {
-                let _ = writeln!(out, "lakehealth_{name}{{table=\"{}\"}} {}", label(t), get(m));
+                let _ = writeln!(
+                    out,
+                    "lakehealth_{name}{{table=\"{}\"}} {}",
+                    label(t),
+                    get(m)
+                );
             }
         };
-        gauge(&mut out, "table_files", "gauge", "Active data files of the table.", &|m| m.files.to_string());
-        gauge(&mut out, "table_small_files", "gauge", "Active files below the policy's small-file size.", &|m| m.small_files.to_string());
-        gauge(&mut out, "table_health_score", "gauge", "Health score 0-100 (100 * ideal files / files).", &|m| m.health.to_string());
-        gauge(&mut out, "table_due_partitions", "gauge", "Partitions the last cycle found due.", &|m| m.due_partitions.to_string());
-        gauge(&mut out, "table_jobs_total", "counter", "Compaction jobs run since the janitor started.", &|m| m.jobs_run.to_string());
-        gauge(&mut out, "table_jobs_failed_total", "counter", "Compaction jobs that failed.", &|m| m.jobs_failed.to_string());
-        gauge(&mut out, "table_compacted_bytes_total", "counter", "Bytes of the files compacted (amount_of_data_compacted_bytes).", &|m| m.bytes_compacted.to_string());
-        gauge(&mut out, "table_last_decision_timestamp_seconds", "gauge", "When the last decision on the table was made (Unix time).", &|m| format!("{:.3}", m.last_decision_ms as f64 / 1000.0));
+        gauge(
+            &mut out,
+            "table_files",
+            "gauge",
+            "Active data files of the table.",
+            &|m| m.files.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_small_files",
+            "gauge",
+            "Active files below the policy's small-file size.",
+            &|m| m.small_files.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_health_score",
+            "gauge",
+            "Health score 0-100 (100 * ideal files / files).",
+            &|m| m.health.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_due_partitions",
+            "gauge",
+            "Partitions the last cycle found due.",
+            &|m| m.due_partitions.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_jobs_total",
+            "counter",
+            "Compaction jobs run since the janitor started.",
+            &|m| m.jobs_run.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_jobs_failed_total",
+            "counter",
+            "Compaction jobs that failed.",
+            &|m| m.jobs_failed.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_compacted_bytes_total",
+            "counter",
+            "Bytes of the files compacted (amount_of_data_compacted_bytes).",
+            &|m| m.bytes_compacted.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_last_decision_timestamp_seconds",
+            "gauge",
+            "When the last decision on the table was made (Unix time).",
+            &|m| format!("{:.3}", m.last_decision_ms as f64 / 1000.0),
+        );
         let (alive, _) = self.health(now_ms);
-        let _ = writeln!(out, "# HELP lakehealth_janitor_cycles_total Cycles completed.");
+        let _ = writeln!(
+            out,
+            "# HELP lakehealth_janitor_cycles_total Cycles completed."
+        );
         let _ = writeln!(out, "# TYPE lakehealth_janitor_cycles_total counter");
         let _ = writeln!(out, "lakehealth_janitor_cycles_total {cycles}");
-        let _ = writeln!(out, "# HELP lakehealth_janitor_last_cycle_timestamp_seconds When the last cycle ended (Unix time; 0: none yet).");
-        let _ = writeln!(out, "# TYPE lakehealth_janitor_last_cycle_timestamp_seconds gauge");
-        let _ = writeln!(out, "lakehealth_janitor_last_cycle_timestamp_seconds {:.3}", last_end.unwrap_or(0) as f64 / 1000.0);
-        let _ = writeln!(out, "# HELP lakehealth_janitor_up Whether the janitor's loop is alive (see /healthz).");
+        let _ = writeln!(
+            out,
+            "# HELP lakehealth_janitor_last_cycle_timestamp_seconds When the last cycle ended (Unix time; 0: none yet)."
+        );
+        let _ = writeln!(
+            out,
+            "# TYPE lakehealth_janitor_last_cycle_timestamp_seconds gauge"
+        );
+        let _ = writeln!(
+            out,
+            "lakehealth_janitor_last_cycle_timestamp_seconds {:.3}",
+            last_end.unwrap_or(0) as f64 / 1000.0
+        );
+        let _ = writeln!(
+            out,
+            "# HELP lakehealth_janitor_up Whether the janitor's loop is alive (see /healthz)."
+        );
         let _ = writeln!(out, "# TYPE lakehealth_janitor_up gauge");
         let _ = writeln!(out, "lakehealth_janitor_up {}", u8::from(alive));
         scrub(&out).into_owned()
@@ -177,7 +256,9 @@ impl Metrics {
 
 /// A label value escaped as the text format wants (backslash, quote, newline).
 fn label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// The response to one request line.
@@ -189,12 +270,24 @@ fn respond(request_line: &str, m: &Metrics, now_ms: i64) -> (u16, &'static str, 
         return (405, "text/plain", "only GET\n".into());
     }
     match path {
-        "/metrics" => (200, "text/plain; version=0.0.4; charset=utf-8", m.render(now_ms)),
+        "/metrics" => (
+            200,
+            "text/plain; version=0.0.4; charset=utf-8",
+            m.render(now_ms),
+        ),
         "/healthz" => {
             let (alive, why) = m.health(now_ms);
-            (if alive { 200 } else { 503 }, "text/plain", format!("{}\n", scrub(&why)))
+            (
+                if alive { 200 } else { 503 },
+                "text/plain",
+                format!("{}\n", scrub(&why)),
+            )
         }
-        _ => (404, "text/plain", "not found: try /metrics or /healthz\n".into()),
+        _ => (
+            404,
+            "text/plain",
+            "not found: try /metrics or /healthz\n".into(),
+        ),
     }
 }
 
@@ -289,7 +382,10 @@ mod tests {
         let m = Metrics::new(Duration::from_secs(10), 0);
         assert!(m.health(1_000).0, "starting");
         m.cycle_started(0);
-        assert!(m.health(10_000_000).0, "a running cycle is alive (jobs take long)");
+        assert!(
+            m.health(10_000_000).0,
+            "a running cycle is alive (jobs take long)"
+        );
         m.cycle_ended(1_000);
         assert!(m.health(1_000 + 90_000).0);
         let (alive, why) = m.health(1_000 + 90_001);

@@ -27,9 +27,9 @@ use self::activity::{Activity, Columns};
 use self::decide::{Decision, DecisionKind, Eligible, Facts, decide};
 use self::history::{DecisionLine, History, Line, Outcome, ResultLine, ts};
 use self::metrics::Metrics;
-use self::throttle::Throttle;
 use self::policy::Policy;
 use self::schedule::{Backoff, TableSchedule};
+use self::throttle::Throttle;
 use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::job::{CompactRequest, observed_ratio, prepare, run_isolated};
 use crate::engine::compact::locks::PartitionLocks;
@@ -133,7 +133,7 @@ pub struct Janitor {
     open: OpenOptions,
     history: History,
     /// Every line also goes here (the CLI prints them).
-    sink: Box<dyn FnMut(&Line) + Send>,
+    sink: Box<dyn FnMut(&Line) + Send + Sync>,
     schedules: HashMap<String, TableSchedule>,
     activity: HashMap<String, Activity>,
     locks: Arc<PartitionLocks>,
@@ -152,7 +152,7 @@ impl Janitor {
         policy: Policy,
         open: OpenOptions,
         history: History,
-        sink: Box<dyn FnMut(&Line) + Send>,
+        sink: Box<dyn FnMut(&Line) + Send + Sync>,
         resume: bool,
     ) -> Self {
         let restored = match history::restore(history.path()) {
@@ -526,7 +526,14 @@ impl Janitor {
         self.activity.insert(t.id.clone(), activity);
         if let Some(m) = &self.metrics {
             let s = &t.report.stats;
-            m.table_read(&t.id, s.files, s.small_files, s.health_score, jobs.len() as u64, now);
+            m.table_read(
+                &t.id,
+                s.files,
+                s.small_files,
+                s.health_score,
+                jobs.len() as u64,
+                now,
+            );
         }
         let decisions = lines
             .iter()

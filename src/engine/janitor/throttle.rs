@@ -178,7 +178,11 @@ mod tests {
                 read_bytes_per_second: Some(ACTIVE_READ_RATE)
             }
         );
-        assert!(t.reason.starts_with("writer active: 1 data commit"), "{}", t.reason);
+        assert!(
+            t.reason.starts_with("writer active: 1 data commit"),
+            "{}",
+            t.reason
+        );
     }
 
     #[test]
@@ -218,7 +222,12 @@ mod tests {
     #[test]
     fn a_streaming_query_counts_by_its_txn_even_without_a_commit_summary() {
         // The history window may hold none of its commits (a busy table), but its txn is new.
-        let w = measure(&[], &[stream("b", NOW - 1_000), stream("a", NOW - 2_000)], NOW, WINDOW_MS);
+        let w = measure(
+            &[],
+            &[stream("b", NOW - 1_000), stream("a", NOW - 2_000)],
+            NOW,
+            WINDOW_MS,
+        );
         assert!(w.active());
         assert_eq!(w.app_ids, vec!["a".to_string(), "b".to_string()]);
         let t = choose(&w, 2, 1024 * 1024);
@@ -229,9 +238,14 @@ mod tests {
 
     #[test]
     fn commit_rate_is_per_minute_over_the_window() {
-        let commits: Vec<_> = (0..30).map(|i| commit(NOW - i * 1_000, "STREAMING UPDATE", true)).collect();
+        let commits: Vec<_> = (0..30)
+            .map(|i| commit(NOW - i * 1_000, "STREAMING UPDATE", true))
+            .collect();
         let w = measure(&commits, &[], NOW, 30_000);
-        assert_eq!(w.commits, 30, "every commit of the last 30 s, the boundary included");
+        assert_eq!(
+            w.commits, 30,
+            "every commit of the last 30 s, the boundary included"
+        );
         assert!((w.commits_per_minute() - 60.0).abs() < 1e-9);
     }
 }

@@ -37,7 +37,10 @@ pub fn draw(f: &mut Frame, area: Rect, j: &TuiJanitor) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(Style::default().fg(Color::Cyan))
-        .title(Span::styled(" Why: the janitor's last decisions ", style::title()));
+        .title(Span::styled(
+            " Why: the janitor's last decisions ",
+            style::title(),
+        ));
     let inner = block.inner(b);
     f.render_widget(block, b);
     let [top, list, foot] = Layout::vertical([

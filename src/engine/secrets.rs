@@ -108,9 +108,13 @@ fn redact_urls(text: &str) -> String {
         let start = rest[..i]
             .rfind(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))
             .map_or(0, |p| p + 1);
-        let end = rest[i..]
+        let mut end = rest[i..]
             .find(|c: char| c.is_whitespace() || "\"'<>`)]},;".contains(c))
             .map_or(rest.len(), |p| i + p);
+        // Punctuation after a URL ("s3://b/t: denied") is not part of it.
+        while end > i + 3 && rest[..end].ends_with([':', '.']) {
+            end -= 1;
+        }
         out.push_str(&rest[..start]);
         let url = &rest[start..end];
         if start == i {

@@ -66,7 +66,7 @@ pub struct TuiJanitor {
 impl TuiJanitor {
     pub fn new(policy: &Policy) -> Self {
         Self {
-            policy: format!("{} ({})", policy.summary(), policy.source),
+            policy: policy.summary(),
             interval: policy.interval,
             table: None,
             flags: HashMap::new(),

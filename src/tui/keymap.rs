@@ -272,7 +272,7 @@ pub static BINDINGS: &[Binding] = &[
         &[k(KeyCode::Char('a'))],
         C::Janitor,
         T,
-        "switch the janitor on / off for this table (the policy is shown; its jobs join the jobs panel)",
+        "janitor on / off for this table (policy on screen, jobs in the panel)",
         Some("janitor"),
     ),
     bind(
@@ -579,7 +579,9 @@ mod tests {
     fn the_hint_bar_lists_the_contexts_own_keys_first_then_the_shared_ones() {
         let table = hint_line(Context::Table, |_| true);
         assert!(
-            table.starts_with("Space mark · c compact · x cancel job · t histogram · j/k move"),
+            table.starts_with(
+                "Space mark · c compact · x cancel job · t histogram · a janitor · w why · j/k move"
+            ),
             "{table}"
         );
         assert!(table.ends_with("Esc back · ? help · q quit"), "{table}");

@@ -79,9 +79,22 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
     // Its job appears in the jobs panel like a manual one, and runs to a commit.
     t.until("the janitor's job", |a| !a.jobs.is_empty()).await;
     let screen = stable(&t.screen(), d.path());
-    let flagged: Vec<&str> = screen.lines().filter(|l| l.contains('⚑')).collect();
+    let flagged: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.starts_with('│') && l.contains('⚑'))
+        // The partitions panel only (the histogram panel is beside it).
+        .filter_map(|l| l.split("││").next())
+        .collect();
     assert_eq!(flagged.len(), 1, "{screen}");
-    assert!(flagged[0].contains("ingestion_date=2026-11-01"), "{screen}");
+    assert!(
+        flagged[0].contains("ingestion_date=2026-11-01  ⚑ 55 small"),
+        "{screen}"
+    );
+    // The selected partition's reason in full, at the bottom of the partitions panel.
+    assert!(
+        screen.contains("⚑ ingestion_date=2026-11-01: due: 55 small files >= 50 (default)"),
+        "{screen}"
+    );
     insta::assert_snapshot!("janitor_flagged_rows", flagged.join("\n"));
     assert!(screen.contains("janitor on:"), "{screen}");
 
@@ -101,7 +114,8 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
     assert_eq!(committed[0].files_removed, 55);
     let after = read_back(table.to_str().unwrap(), None);
     assert_eq!(after.rows, before.rows);
-    assert_eq!(after.distinct_ids, before.rows);
+    assert_eq!(after.distinct_ids, before.distinct_ids);
+    assert_eq!(after.reading_sum, before.reading_sum);
     assert_eq!(after.files, 1 + 4, "the due partition is one file now");
 
     // The why view lists the decisions: rule, decision, reason, time.
@@ -110,10 +124,19 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
     let why = stable(&t.screen(), d.path());
     assert!(why.contains("due: 55 small files >= 50"), "{why}");
     assert!(why.contains("not due: 4 small files < 50"), "{why}");
-    let view: Vec<&str> = why
-        .lines()
-        .skip_while(|l| !l.contains("Why: the janitor"))
-        .take_while(|l| !l.contains("Esc close"))
+    // The dialog's box only (the screen under it shows at its sides).
+    let lines: Vec<Vec<char>> = why.lines().map(|l| l.chars().collect()).collect();
+    let top = lines
+        .iter()
+        .position(|l| l.iter().collect::<String>().contains("┌ Why: the janitor"))
+        .unwrap();
+    let left = lines[top].iter().position(|c| *c == '┌').unwrap();
+    let right = lines[top].iter().rposition(|c| *c == '┐').unwrap();
+    let view: Vec<String> = lines[top..]
+        .iter()
+        .map(|l| l[left..=right.min(l.len() - 1)].iter().collect::<String>())
+        .take_while(|l| !l.starts_with('└'))
+        .filter(|l| !l.trim_matches(|c| c == '│' || c == ' ').is_empty())
         .collect();
     insta::assert_snapshot!("janitor_why_view", view.join("\n"));
     t.key(KeyCode::Esc);

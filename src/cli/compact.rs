@@ -207,12 +207,8 @@ fn cancel_on_ctrl_c() -> CancellationToken {
 /// Plans the compaction the flags ask for (the plan is printed on stderr).
 async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<PreparedJob> {
     let loc = Location::parse(&a.uri)?;
-    // delta-rs's snapshot loads on another task while our own log reader gives the partition
-    // columns, the observed compression ratio and the writers (both are CPU work).
-    let table = tokio::spawn({
-        let (loc, opts) = (loc.clone(), s.open.storage_options.clone());
-        async move { open_for_compaction(&loc, &opts).await }
-    });
+    // Our own log reader gives the partition columns, the observed compression ratio and the
+    // writers.
     let report = load_table(&loc, &s.open, &|_| {}).await?;
     let req = CompactRequest {
         selection: selection(a, &report.partition_columns)?,
@@ -223,7 +219,7 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
         storage_options: s.open.storage_options.clone(),
     };
     let mut job = prepare_table(
-        table.await??,
+        open_for_compaction(&loc, &s.open.storage_options).await?,
         &req,
         s.open.thresholds,
         observed_ratio(&report.commits),

@@ -61,6 +61,19 @@ pub fn register(values: impl IntoIterator<Item = String>) {
     }
 }
 
+/// Storage options for `Debug`: every value of a secret key shown as `***`.
+pub fn redacted_options(
+    options: &HashMap<String, String>,
+) -> std::collections::BTreeMap<&str, &str> {
+    options
+        .iter()
+        .map(|(k, v)| {
+            let v = if is_secret_key(k) { "***" } else { v.as_str() };
+            (k.as_str(), v)
+        })
+        .collect()
+}
+
 /// `text` with every registered secret (also percent-encoded, as URLs carry them) replaced by
 /// `***`, and every URL's user info and query removed.
 pub fn scrub(text: &str) -> Cow<'_, str> {
@@ -177,6 +190,29 @@ mod tests {
             "not a secret"
         );
         assert!(matches!(scrub("nothing"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn debug_prints_of_options_hide_secret_values() {
+        let mut o = HashMap::new();
+        o.insert(
+            "AWS_SECRET_ACCESS_KEY".to_string(),
+            "hunter2-secret".to_string(),
+        );
+        o.insert("AWS_REGION".to_string(), "eu-west-1".to_string());
+        let open = crate::engine::open::OpenOptions {
+            storage_options: o.clone(),
+            ..Default::default()
+        };
+        let req = crate::engine::compact::job::CompactRequest::for_partitions(vec![], o);
+        for text in [format!("{open:?}"), format!("{req:?}")] {
+            assert!(!text.contains("hunter2"), "{text}");
+            assert!(
+                text.contains("\"AWS_SECRET_ACCESS_KEY\": \"***\""),
+                "{text}"
+            );
+            assert!(text.contains("eu-west-1"), "{text}");
+        }
     }
 
     #[test]

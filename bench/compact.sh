@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Compaction benchmark, side by side in one run on identical copies of a generated table of
-# 2,000 small files (~500 MB, 4 partitions): lakehealth compact vs Python deltalake's
-# optimize.compact() vs the parquet-crate floor (same rows rewritten, no table format).
-# Then the streaming writer's commit latency (p50/p99) without and with a compaction running.
+# 2,000 small files (~500 MB, 4 partitions): lakehealth compact (its default: nobody writes
+# the table, so every core; and --parallelism 1) vs Python deltalake's optimize.compact() vs
+# the parquet-crate floor (same rows rewritten, no table format).
+# Then a streaming writer's commit latency (p50/p99) without compaction, with the janitor
+# (`watch --once`) throttled (its default) and with it unthrottled (`--no-throttle`).
 # Usage: bench/compact.sh   (Python deltalake + pyarrow: the test harness's venv when it exists,
-# else python3 with them installed); LATENCY_ONLY=1 for the last part
+# else python3 with them installed); LATENCY_ONLY=1 for the last part, COMPACT_ONLY=1 for the first
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/lakehealth/target}
@@ -19,41 +21,59 @@ py=${PYTHON:-$CARGO_TARGET_DIR/tmp/pyenv/bin/python}
 if [ ! -f "$work/base/_delta_log/00000000000000000000.json" ]; then
   rm -rf "$work"; mkdir -p "$work"
   "$ex" gen "$work/base" 500 8000
+  # Its commits are writes: a table is idle (compact's default uses every core) once nobody
+  # has written to it for a minute.
+  sleep 61
 fi
 du -sh "$work/base" >&2
 out="$work/results.jsonl"; : > "$out"
 if [ "${LATENCY_ONLY:-0}" != 1 ]; then
-for tool in lakehealth lakehealth-p2 python floor; do
+for tool in lakehealth lakehealth-p1 python floor; do
   rm -rf "$work/$tool"; cp -r "$work/base" "$work/$tool"
 done
 sync
-for p in 1 2; do
-  dir="$work/lakehealth"; [ "$p" = 2 ] && dir="$work/lakehealth-p2"
+for p in default 1; do
+  dir="$work/lakehealth"; flag=""
+  [ "$p" = 1 ] && { dir="$work/lakehealth-p1"; flag="--parallelism 1"; }
   t0=$(date +%s.%N)
-  "$bin" compact "$dir" --target 128MiB --parallelism "$p" --json > "$work/lh-p$p.json"
+  # shellcheck disable=SC2086
+  "$bin" compact "$dir" --target 128MiB $flag --json > "$work/lh-$p.json"
   t1=$(date +%s.%N)
   # seconds: the whole process (open, plan, rewrite, commits); execute_seconds: rewrite + commits.
-  "$py" -c "import json; s=json.load(open('$work/lh-p$p.json')); print(json.dumps({'tool':'lakehealth-p$p','seconds':$t1-$t0,'execute_seconds':s['seconds'],'verify_seconds':s['verify_seconds'],'files_removed':s['files_removed'],'files_added':s['files_added'],'bytes_out':s['bytes_added'],'commits':len(s['commits'])}))" | tee -a "$out"
+  "$py" -c "import json; s=json.load(open('$work/lh-$p.json')); print(json.dumps({'tool':'lakehealth-$p','seconds':$t1-$t0,'execute_seconds':s['seconds'],'verify_seconds':s['verify_seconds'],'files_removed':s['files_removed'],'files_added':s['files_added'],'bytes_out':s['bytes_added'],'commits':len(s['commits'])}))" | tee -a "$out"
 done
 "$py" bench/py_optimize.py "$work/python" "$target" | tee -a "$out"
 "$ex" floor "$work/floor" "$work/floor-out" "$target" | tee -a "$out"
 
 fi
 
-# Writer latency without and with a compaction running: one micro-batch every 100 ms; the
-# "with" numbers count only the commits that landed while the compaction ran, the "alone"
-# numbers a window of the same length before it.
-rm -rf "$work/lat"; cp -r "$work/base" "$work/lat"
-"$bin" stream "$work/lat" --interval 100ms --rows 500 --query-id lat --batches 400 > "$work/lat.jsonl" 2>/dev/null &
-spid=$!
-sleep 12
-c0=$(date +%s%3N)
-"$bin" compact "$work/lat" --target 128MiB > /dev/null 2>&1 || true
-c1=$(date +%s%3N)
-wait $spid
-len=$((c1 - c0))
-"$py" bench/latency.py "$work/lat.jsonl" $((c0 - len - 1000)) $((c0 - 1000)) | sed 's/^{/{"latency": "alone", /' | tee -a "$out"
-"$py" bench/latency.py "$work/lat.jsonl" "$c0" "$c1" | sed 's/^{/{"latency": "with_compaction", /' | tee -a "$out"
+if [ "${COMPACT_ONLY:-0}" != 1 ]; then
+# Writer latency: one micro-batch every 100 ms from a separate `lakehealth stream` process; a
+# janitor (`watch --once`, every partition due, max_jobs = the cores) starts 10 s in. "with"
+# counts the commits that landed while it ran; "alone" the commits before it (after a 3 s
+# warm-up) and after it, in the same run. Once throttled (the default: the writer is active,
+# so one job at a time, one bin, reads bounded), once with --no-throttle.
+cores=$(nproc)
+printf 'max_jobs = %s\n' "$cores" > "$work/policy.toml"
+for mode in throttled unthrottled; do
+  rm -rf "$work/lat-$mode"; cp -r "$work/base" "$work/lat-$mode"
+  flag=""; [ "$mode" = unthrottled ] && flag="--no-throttle"
+  s0=$(date +%s%3N)
+  "$bin" stream "$work/lat-$mode" --interval 100ms --rows 500 --query-id lat --batches "${LAT_BATCHES:-700}" \
+    > "$work/lat-$mode.jsonl" 2>/dev/null &
+  spid=$!
+  sleep 10
+  c0=$(date +%s%3N)
+  # shellcheck disable=SC2086
+  "$bin" watch "$work/lat-$mode" --once --policy "$work/policy.toml" --history "$work/lat-$mode.history" $flag \
+    > /dev/null 2> "$work/lat-$mode.err" || true
+  c1=$(date +%s%3N)
+  wait $spid
+  grep -h '"type":"result"' "$work/lat-$mode.history" | "$py" -c "import json,sys; r=[json.loads(l) for l in sys.stdin]; print(json.dumps({'janitor': '$mode', 'jobs': len(r), 'compacted': sum(x['outcome']=='compacted' for x in r), 'seconds': ($c1-$c0)/1000, 'throttle': r[0]['throttle'] if r else None}))" | tee -a "$out"
+  "$py" bench/latency.py "$work/lat-$mode.jsonl" "$c0" "$c1" | sed "s/^{/{\"latency\": \"$mode\", /" | tee -a "$out"
+  "$py" bench/latency.py "$work/lat-$mode.jsonl" $((s0 + 3000)) "$c0" "$c1" 99999999999999 | sed "s/^{/{\"latency\": \"alone-$mode\", /" | tee -a "$out"
+done
+fi
 
 [ "${LATENCY_ONLY:-0}" = 1 ] && exit 0
 "$py" - "$out" <<'PY'
@@ -61,15 +81,16 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 t = {r["tool"]: r for r in rows if "tool" in r}
 lat = {r["latency"]: r for r in rows if "latency" in r}
-l1, l2 = t["lakehealth-p1"], t["lakehealth-p2"]
+jan = {r["janitor"]: r for r in rows if "janitor" in r}
 py, fl = t["python-deltalake"]["seconds"], t["parquet-floor"]["seconds"]
-print(f"python-deltalake optimize.compact() {py:.2f}s (2 threads)   parquet floor {fl:.2f}s (1 thread)")
-for name, l in (("lakehealth --parallelism 1", l1), ("lakehealth --parallelism 2", l2)):
-    print(f"{name}: process {l['seconds']:.2f}s, rewrite+commits {l['execute_seconds']:.2f}s, {l['commits']} commits, "
-          f"/python {l['seconds']/py:.2f} (execute {l['execute_seconds']/py:.2f}), /floor {l['seconds']/fl:.2f} (execute {l['execute_seconds']/fl:.2f})")
-print(f"outputs: lakehealth {l1['files_added']} ({l1['bytes_out']/4/2**20:.0f} MiB avg), python {t['python-deltalake']['files_added']}, floor {t['parquet-floor']['outputs']}")
-a, w = lat["alone"], lat["with_compaction"]
-print(f"writer commit latency alone (n={a['n']}): p50 {a['p50_ms']:.0f} ms p95 {a['p95_ms']:.0f} ms p99 {a['p99_ms']:.0f} ms; "
-      f"during compaction (n={w['n']}): p50 {w['p50_ms']:.0f} ms p95 {w['p95_ms']:.0f} ms p99 {w['p99_ms']:.0f} ms; "
-      f"ratios p50 {w['p50_ms']/a['p50_ms']:.2f} p99 {w['p99_ms']/a['p99_ms']:.2f}")
+print(f"python-deltalake optimize.compact() {py:.2f}s   parquet floor {fl:.2f}s (1 thread)")
+for name, key in (("lakehealth compact (default)", "lakehealth-default"), ("lakehealth compact --parallelism 1", "lakehealth-1")):
+    l = t[key]
+    print(f"{name}: process {l['seconds']:.2f}s (rewrite+commits {l['execute_seconds']:.2f}s, content proof {l['verify_seconds']:.2f}s of bin time), "
+          f"{l['commits']} commits; /python {l['seconds']/py:.2f}, /floor {l['seconds']/fl:.2f}")
+for mode in [m for m in ("throttled", "unthrottled") if m in jan]:
+    a, w, j = lat[f"alone-{mode}"], lat[mode], jan[mode]
+    print(f"janitor {mode} ({j['seconds']:.1f}s, {j['compacted']}/{j['jobs']} jobs compacted; {j['throttle']}): writer alone (n={a['n']}) "
+          f"p50 {a['p50_ms']:.0f} ms p99 {a['p99_ms']:.0f} ms; during (n={w['n']}) p50 {w['p50_ms']:.0f} ms p99 {w['p99_ms']:.0f} ms; "
+          f"ratios p50 {w['p50_ms']/a['p50_ms']:.2f} p99 {w['p99_ms']/a['p99_ms']:.2f}")
 PY

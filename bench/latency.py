@@ -1,12 +1,14 @@
 """p50/p99 of the streaming writer's commit latency from `lakehealth stream` JSON lines,
-optionally only for commits that landed inside a time window [from_ms, to_ms]."""
+optionally only for commits that landed inside a time window [from_ms, to_ms], or inside
+either of two windows [a, b] and [c, d] (4 bounds)."""
 import json
 import sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 if len(sys.argv) >= 4:
-    lo, hi = int(sys.argv[2]), int(sys.argv[3])
-    rows = [r for r in rows if lo <= r.get("committed_at_ms", 0) <= hi]
+    bounds = [int(x) for x in sys.argv[2:]]
+    windows = list(zip(bounds[0::2], bounds[1::2]))
+    rows = [r for r in rows if any(lo <= r.get("committed_at_ms", 0) <= hi for lo, hi in windows)]
 # Commits that also wrote a checkpoint (every 100th) are slow with or without a compaction:
 # they are reported apart so that a window holding one does not decide the comparison.
 checkpoints = [r["latency_ms"] for r in rows if r.get("checkpoint")]

@@ -13,6 +13,23 @@ pub fn log_path() -> PathBuf {
         .join("lakehealth.log")
 }
 
+/// The log file with credentials scrubbed from every line (`engine::secrets`): an error a
+/// library formats may quote a storage option.
+struct Scrubbed(std::fs::File);
+
+impl std::io::Write for Scrubbed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0
+            .write_all(crate::engine::secrets::scrub(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Starts file logging; level from `LAKEHEALTH_LOG` (default `info`). Keep the guard alive.
 pub fn init(path: Option<PathBuf>) -> Option<WorkerGuard> {
     let path = path.unwrap_or_else(log_path);
@@ -23,7 +40,7 @@ pub fn init(path: Option<PathBuf>) -> Option<WorkerGuard> {
         .append(true)
         .open(&path)
         .ok()?;
-    let (writer, guard) = tracing_appender::non_blocking(file);
+    let (writer, guard) = tracing_appender::non_blocking(Scrubbed(file));
     let filter = EnvFilter::try_from_env("LAKEHEALTH_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,deltalake=warn,datafusion=warn"));
     tracing_subscriber::fmt()

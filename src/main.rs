@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let text = lakehealth::cli::error_text(&e);
+            let text = lakehealth::engine::secrets::scrub(&text);
             tracing::error!("{text}");
             eprintln!("error: {text}");
             ExitCode::FAILURE

@@ -36,6 +36,9 @@ pub struct Cli {
     pub command: Option<Command>,
     /// Table or root to open in the TUI (local path, file://, s3://, gs://, az://).
     pub uri: Option<String>,
+    /// The TUI janitor's policy (`a`; TOML as for `watch`). Default: the built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -154,9 +157,10 @@ pub struct CompactArgs {
     /// Files at or above this size are left alone (default: the small-file threshold).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub min_file_size: Option<ByteSize>,
-    /// Bins rewritten at once (each uses about one core).
-    #[arg(long, default_value_t = 1)]
-    pub parallelism: usize,
+    /// Bins rewritten at once (each uses about one core). Default: every core when no writer
+    /// committed in the last minute, else 1 at a bounded read rate (ingestion first).
+    #[arg(long)]
+    pub parallelism: Option<usize>,
     /// Print the plan and change nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -188,6 +192,12 @@ pub struct WatchArgs {
     /// Forget earlier failures: tables backing off or suspended are tried again.
     #[arg(long)]
     pub resume: bool,
+    /// Do not throttle jobs while a writer is active (every core, unbounded reads).
+    #[arg(long)]
+    pub no_throttle: bool,
+    /// Serve Prometheus metrics on http://HOST:PORT/metrics and liveness on /healthz.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]

@@ -17,8 +17,9 @@ use crate::engine::compact::job::{
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::{CompactionPlan, Selection};
 use crate::engine::compact::selection::Predicate;
+use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
-use crate::engine::open::load_table;
+use crate::engine::open::{load_table, now_ms};
 use crate::engine::size::format_bytes;
 
 fn labels(p: &[crate::engine::stats::table_report::PartitionValues]) -> String {
@@ -85,7 +86,7 @@ impl ProgressPrinter {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<JobEvent>) {
         while let Some(ev) = rx.recv().await {
             if let Some(line) = self.line(&ev, Instant::now()) {
-                eprintln!("{line}");
+                eprintln!("{}", crate::engine::secrets::scrub(&line));
             }
         }
     }
@@ -185,7 +186,8 @@ fn summary_line(s: &JobSummary) -> String {
 fn print_json(summary: &JobSummary, plan: &CompactionPlan) -> Result<()> {
     let mut v = serde_json::to_value(summary)?;
     v["plan"] = serde_json::to_value(plan)?;
-    println!("{}", serde_json::to_string_pretty(&v)?);
+    let text = serde_json::to_string_pretty(&v)?;
+    println!("{}", crate::engine::secrets::scrub(&text));
     Ok(())
 }
 
@@ -205,13 +207,14 @@ fn cancel_on_ctrl_c() -> CancellationToken {
 /// Plans the compaction the flags ask for (the plan is printed on stderr).
 async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<PreparedJob> {
     let loc = Location::parse(&a.uri)?;
-    // Our own log reader gives the partition columns and the observed compression ratio.
+    // Our own log reader gives the partition columns, the observed compression ratio and the
+    // writers.
     let report = load_table(&loc, &s.open, &|_| {}).await?;
     let req = CompactRequest {
         selection: selection(a, &report.partition_columns)?,
         target_file_size: target,
         min_file_size: a.min_file_size.map(|m| m.0),
-        parallelism: a.parallelism,
+        parallelism: a.parallelism.unwrap_or(1),
         max_bin_bytes: None,
         storage_options: s.open.storage_options.clone(),
     };
@@ -230,6 +233,18 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
     }
     eprint!("{}", plan_text(&job.plan));
     eprintln!("executor: {}", job.exec.executor.describe());
+    if a.parallelism.is_none() {
+        // Ingestion first: the same rule as the janitor's.
+        let writers = throttle::measure(
+            &report.commits,
+            &report.streaming_writers,
+            now_ms(),
+            throttle::WINDOW_MS,
+        );
+        let t = throttle::choose(&writers, throttle::cores(), throttle::ACTIVE_READ_RATE);
+        eprintln!("parallelism: {}", t.reason);
+        job.set_budget(t.budget);
+    }
     Ok(job)
 }
 

@@ -14,6 +14,7 @@ use crate::engine::demo::{DemoShape, default_demo_dir, ensure_demo_table};
 use crate::engine::location::Location;
 use crate::engine::log::replay::ReplayOptions;
 use crate::engine::open::{OpenOptions, Opened, open};
+use crate::engine::secrets::scrub;
 use crate::engine::stream::writer::{StreamOptions, run_stream};
 
 /// Config file merged with flags.
@@ -64,6 +65,8 @@ pub fn settings(common: &Common) -> Result<Settings> {
     }
     let mut storage: HashMap<String, String> = config.storage.clone();
     storage.extend(common.storage_options.iter().cloned());
+    // Whatever text leaves the process from here on has these replaced (`engine::secrets`).
+    crate::engine::secrets::register_options(&storage);
     let open = OpenOptions {
         thresholds: t,
         replay: ReplayOptions {
@@ -110,12 +113,17 @@ pub async fn run(cli: Cli) -> Result<()> {
         None => match cli.uri {
             Some(uri) => {
                 let loc = Location::parse(&uri)?;
+                let policy = match &cli.policy {
+                    Some(p) => crate::engine::janitor::policy::Policy::load(p, s.open.thresholds)?,
+                    None => crate::engine::janitor::policy::Policy::builtin(s.open.thresholds),
+                };
                 crate::tui::run(
                     loc,
                     s.open,
                     s.config.ui.refresh_interval,
                     cli.common.poll,
                     s.executor,
+                    policy,
                 )
                 .await
             }
@@ -133,10 +141,10 @@ async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
     let opened = open(&loc, &s.open, &|_| {}).await?;
     match (opened, a.json) {
-        (Opened::Table(t), true) => println!("{}", serde_json::to_string_pretty(&t)?),
-        (Opened::Root(r), true) => println!("{}", serde_json::to_string_pretty(&r)?),
-        (Opened::Table(t), false) => print!("{}", table_text(&t)),
-        (Opened::Root(r), false) => print!("{}", root_text(&r)),
+        (Opened::Table(t), true) => println!("{}", scrub(&serde_json::to_string_pretty(&t)?)),
+        (Opened::Root(r), true) => println!("{}", scrub(&serde_json::to_string_pretty(&r)?)),
+        (Opened::Table(t), false) => print!("{}", scrub(&table_text(&t))),
+        (Opened::Root(r), false) => print!("{}", scrub(&root_text(&r))),
     }
     Ok(())
 }
@@ -224,7 +232,8 @@ async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Re
         .ui
         .refresh_interval
         .min(std::time::Duration::from_secs(2));
-    let r = crate::tui::run(loc, s.open, refresh, poll, s.executor).await;
+    let policy = crate::engine::janitor::policy::Policy::builtin(s.open.thresholds);
+    let r = crate::tui::run(loc, s.open, refresh, poll, s.executor, policy).await;
     cancel.cancel();
     if let Some(w) = writer {
         let _ = tokio::task::spawn_blocking(move || w.join()).await;

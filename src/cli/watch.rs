@@ -2,6 +2,8 @@
 //! history file (and on stdout with `--json`); for humans, one line each on stdout; what the
 //! janitor is doing and what a signal stopped go to stderr.
 
+use std::sync::Arc;
+
 use anyhow::{Context, Result, bail};
 use tokio_util::sync::CancellationToken;
 
@@ -10,8 +12,11 @@ use super::run::Settings;
 use crate::engine::janitor::Janitor;
 use crate::engine::janitor::decide::DecisionKind;
 use crate::engine::janitor::history::{self, History, Line};
+use crate::engine::janitor::metrics::{self, Metrics};
 use crate::engine::janitor::policy::{Policy, human_ms};
 use crate::engine::location::Location;
+use crate::engine::open::now_ms;
+use crate::engine::secrets::scrub;
 
 /// One line for humans, on stdout or stderr (None: not shown).
 fn human(line: &Line, once: bool) -> Option<(bool, String)> {
@@ -74,18 +79,18 @@ fn human(line: &Line, once: bool) -> Option<(bool, String)> {
 fn print(line: &Line, json: bool, once: bool) {
     if json {
         match serde_json::to_string(line) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => println!("{}", scrub(&s)),
             Err(e) => eprintln!("warning: a JSON line could not be written: {e}"),
         }
         // What stopped matters to whoever pressed Ctrl-C, JSON or not.
         if let Line::Stopped { reason, .. } = line {
-            eprintln!("stopped: {reason}");
+            eprintln!("stopped: {}", scrub(reason));
         }
         return;
     }
     match human(line, once) {
-        Some((false, s)) => println!("{s}"),
-        Some((true, s)) => eprintln!("{s}"),
+        Some((false, s)) => println!("{}", scrub(&s)),
+        Some((true, s)) => eprintln!("{}", scrub(&s)),
         None => {}
     }
 }
@@ -128,9 +133,24 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
     eprintln!("history: {}", path.display());
     let (json, once) = (a.json, a.once);
     let sink = Box::new(move |line: &Line| print(line, json, once));
+    let interval = policy.interval;
     let mut janitor = Janitor::new(targets, policy, s.open.clone(), history, sink, a.resume);
+    if a.no_throttle {
+        eprintln!("throttle: off (every job uses every core, whatever the writers do)");
+        janitor = janitor.unthrottled();
+    }
 
     let cancel = CancellationToken::new();
+    if let Some(addr) = a.metrics_addr {
+        let listener = metrics::bind(addr)
+            .await
+            .with_context(|| format!("cannot serve metrics on {addr}"))?;
+        let bound = listener.local_addr().unwrap_or(addr);
+        eprintln!("metrics: http://{bound}/metrics, liveness: http://{bound}/healthz");
+        let m = Arc::new(Metrics::new(interval, now_ms()));
+        janitor = janitor.with_metrics(m.clone());
+        tokio::spawn(metrics::serve(listener, m, cancel.clone()));
+    }
     let c2 = cancel.clone();
     tokio::spawn(async move {
         let sig = stop_signal().await;

@@ -27,6 +27,9 @@ impl Location {
             });
         }
         if trimmed.contains("://") {
+            // Errors name the input without its credentials.
+            let shown = crate::engine::secrets::scrub(input).into_owned();
+            let input = shown.as_str();
             let mut url = Url::parse(trimmed).map_err(|e| EngineError::InvalidUri {
                 input: input.into(),
                 detail: e.to_string(),
@@ -88,14 +91,17 @@ impl Location {
         self.url.scheme() == "file"
     }
 
-    /// Local paths print as paths, remote ones as URLs.
+    /// Local paths print as paths, remote ones as URLs without user info, query or fragment
+    /// (credentials: `s3://key:secret@bucket`, an Azure SAS `?sig=...`).
     pub fn display(&self) -> String {
         if self.is_local()
             && let Ok(p) = self.url.to_file_path()
         {
             return p.display().to_string();
         }
-        self.url.as_str().trim_end_matches('/').to_string()
+        crate::engine::secrets::redact_url(self.url.as_str())
+            .trim_end_matches('/')
+            .to_string()
     }
 
     /// The last path segment: the table's name in lists.

@@ -14,6 +14,7 @@ pub mod open;
 pub mod parquet_reader;
 pub mod progress;
 pub mod properties;
+pub mod secrets;
 pub mod size;
 pub mod stats;
 pub mod stream;

@@ -16,12 +16,27 @@ use super::stats::file_sizes::Thresholds;
 use super::stats::table_report::TableReport;
 
 /// Everything needed to load tables, shared by the CLI, the TUI and tests.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OpenOptions {
     pub thresholds: Thresholds,
     pub replay: ReplayOptions,
     pub storage_options: HashMap<String, String>,
     pub discovery_depth: usize,
+}
+
+/// Secret storage options never show, even in a debug print.
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("thresholds", &self.thresholds)
+            .field("replay", &self.replay)
+            .field(
+                "storage_options",
+                &super::secrets::redacted_options(&self.storage_options),
+            )
+            .field("discovery_depth", &self.discovery_depth)
+            .finish()
+    }
 }
 
 impl Default for OpenOptions {

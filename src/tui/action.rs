@@ -2,6 +2,7 @@
 
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::janitor::history::DecisionLine;
 use crate::engine::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::open::Opened;
@@ -43,6 +44,10 @@ pub enum Command {
     Checkpoint,
     /// Preview a VACUUM of the open table (a dry run to confirm).
     Vacuum,
+    /// Switch the janitor on / off for the open table (`tui::janitor`).
+    Janitor,
+    /// Show the janitor's last decisions and why.
+    Why,
 }
 
 /// What a background task reports while it runs. Loads and compaction jobs both report through
@@ -91,6 +96,11 @@ pub enum Action {
     Maintenance {
         id: u64,
         event: MaintenanceEvent,
+    },
+    /// The janitor's decisions for the open table (every partition), and its due partitions.
+    JanitorDecided {
+        id: u64,
+        result: Result<(Vec<DecisionLine>, Vec<PartitionValues>), String>,
     },
 }
 
@@ -151,5 +161,17 @@ pub enum Effect {
     Checkpoint {
         id: u64,
         uri: String,
+    },
+    /// Let the janitor decide for the table; comes back as `Action::JanitorDecided`.
+    JanitorCycle {
+        id: u64,
+        uri: String,
+    },
+    /// Plan the janitor's job for a partition it found due (its policy's sizes and the
+    /// throttle's budget); comes back as `Action::PlanReady`, then runs as `StartJob`.
+    JanitorJob {
+        id: u64,
+        uri: String,
+        partition: PartitionValues,
     },
 }

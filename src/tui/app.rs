@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::action::{Action, Command, Effect, TaskProgress};
 use super::clock::Clock;
+use super::janitor::TuiJanitor;
 use super::jobs::JobView;
 use super::keymap::Context;
 use super::layout;
@@ -104,6 +105,8 @@ pub enum Modal {
     },
     /// The vacuum dry run, to confirm.
     Vacuum(VacuumDialog),
+    /// The janitor's last decisions (`tui::janitor`).
+    Why,
 }
 
 /// What covers the screen: at most one modal, and over it at most one error (errors come from
@@ -138,7 +141,9 @@ impl Modals {
         self.modal.as_ref().map(|m| match m {
             Modal::Help => Context::Help,
             Modal::Filter => Context::Filter,
-            Modal::Plan(_) | Modal::ConfirmCancel { .. } | Modal::Vacuum(_) => Context::Dialog,
+            Modal::Plan(_) | Modal::ConfirmCancel { .. } | Modal::Vacuum(_) | Modal::Why => {
+                Context::Dialog
+            }
         })
     }
 
@@ -154,7 +159,7 @@ impl Modals {
     }
 
     fn show_error(&mut self, e: String) {
-        self.error = Some(e);
+        self.error = Some(crate::engine::secrets::scrub(&e).into_owned());
     }
 
     fn clear_error(&mut self) {
@@ -191,6 +196,8 @@ pub struct App {
     pub live: Option<Live>,
     /// The policy the live forecasts use.
     pub policy: Option<Policy>,
+    /// The janitor, when switched on for the open table (`a`).
+    pub janitor: TuiJanitor,
     next_id: u64,
     /// Which executor compaction jobs use (shown in the preview).
     pub executor: String,
@@ -232,6 +239,9 @@ impl App {
             follow: Follow::Off,
             live: None,
             policy: None,
+            janitor: TuiJanitor::new(&Policy::builtin(
+                crate::engine::open::OpenOptions::default().thresholds,
+            )),
             next_id: 1,
             executor: Executor::Local.describe(),
         }
@@ -277,6 +287,8 @@ impl App {
             },
             Command::Checkpoint | Command::Vacuum => self.table.is_some(),
             Command::ToggleMark | Command::Compact => self.selected_partition().is_some(),
+            Command::Janitor => self.table.is_some(),
+            Command::Why => self.janitor.is_on() || !self.janitor.why.is_empty(),
             _ => true,
         }
     }
@@ -308,7 +320,9 @@ impl App {
             }
             Action::Tick => {
                 self.spinner = self.spinner.wrapping_add(1);
-                self.maybe_auto_refresh()
+                let mut e = self.maybe_auto_refresh();
+                e.extend(self.janitor_tick());
+                e
             }
             Action::Resize { width, height } => {
                 self.size = (width, height);
@@ -326,6 +340,7 @@ impl App {
             },
             Action::Loaded { load, result } => self.loaded(load, result),
             Action::PlanReady { id, result } => self.plan_ready(id, result),
+            Action::JanitorDecided { id, result } => self.janitor_decided(id, result),
             Action::VacuumPlanReady { id, result } => self.vacuum_plan_ready(id, result),
             Action::Maintenance { id, event } => self.maintenance_event(id, event),
             Action::Log { watch, event } => {
@@ -472,7 +487,7 @@ impl App {
                 self.modals.close();
                 vec![Effect::DiscardPlan { id }]
             }
-            (Some(Modal::ConfirmCancel { .. }), Command::Dismiss) => {
+            (Some(Modal::ConfirmCancel { .. }) | Some(Modal::Why), Command::Dismiss) => {
                 self.modals.close();
                 vec![]
             }
@@ -505,6 +520,8 @@ impl App {
             Command::ToggleTableHistogram => self.table_histogram = !self.table_histogram,
             Command::ToggleMark => self.toggle_mark(),
             Command::CancelJob => self.ask_cancel(),
+            Command::Janitor => return self.toggle_janitor(),
+            Command::Why => self.modals.open(Modal::Why),
             _ => {}
         }
         vec![]
@@ -532,7 +549,7 @@ impl App {
         }
     }
 
-    fn next_id(&mut self) -> u64 {
+    pub(super) fn next_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         id
@@ -720,6 +737,9 @@ impl App {
     }
 
     fn plan_ready(&mut self, id: u64, result: Result<Box<CompactionPlan>, String>) -> Vec<Effect> {
+        if let Some(p) = self.janitor.planned(id) {
+            return self.janitor_planned(id, p, result);
+        }
         match &mut self.modals.modal {
             Some(Modal::Plan(p)) if p.id == id => {
                 p.result = Some(result);
@@ -851,8 +871,13 @@ impl App {
         let Some(j) = self.jobs.iter_mut().find(|j| j.id == job) else {
             return vec![];
         };
+        let ended = matches!(&event, JobEvent::Finished(_));
         let landed = j.apply(event, now);
         let uri = j.table_uri.clone();
+        if ended {
+            let error = (j.status() == super::jobs::JobStatus::Failed).then(|| j.errors.join("; "));
+            self.janitor.job_ended(job, error);
+        }
         // A commit changed the table: reload it so counts and histograms follow.
         // (A followed table's watcher reads the commit itself.)
         if landed && self.table.as_ref().is_some_and(|t| t.uri == uri) && !self.following(&uri) {

@@ -283,6 +283,20 @@ pub static BINDINGS: &[Binding] = &[
         None,
     ),
     bind(
+        &[k(KeyCode::Char('a'))],
+        C::Janitor,
+        T,
+        "janitor on / off for this table (policy on screen, jobs in the panel)",
+        Some("janitor"),
+    ),
+    bind(
+        &[k(KeyCode::Char('w'))],
+        C::Why,
+        T,
+        "why: the janitor's last decisions (rule, decision, reason, time)",
+        Some("why"),
+    ),
+    bind(
         &[k(KeyCode::Enter), k(KeyCode::Char('y'))],
         C::Confirm,
         D,
@@ -579,7 +593,9 @@ mod tests {
     fn the_hint_bar_lists_the_contexts_own_keys_first_then_the_shared_ones() {
         let table = hint_line(Context::Table, |_| true);
         assert!(
-            table.starts_with("Space mark · c compact · x cancel job · t histogram · j/k move"),
+            table.starts_with(
+                "Space mark · c compact · x cancel job · t histogram · a janitor · w why · j/k move"
+            ),
             "{table}"
         );
         assert!(table.ends_with("Esc back · ? help · q quit"), "{table}");

@@ -4,18 +4,21 @@
 //! Results and progress come back to `App::update` as `Action`s over one channel.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, Effect, TaskProgress};
+use super::janitor::JanitorRunner;
 use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
 use crate::engine::compact::locks::PartitionLocks;
+use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
 use crate::engine::log::watch::{LogEvent, default_poll, follow};
 use crate::engine::open::{OpenOptions, load_table, open};
@@ -34,6 +37,7 @@ pub struct Loader {
     maintenance: MaintenanceTasks,
     /// Where compaction jobs' bins are rewritten.
     executor: Executor,
+    janitor: JanitorRunner,
 }
 
 impl Loader {
@@ -56,16 +60,25 @@ impl Loader {
     ) -> Self {
         Self {
             maintenance: MaintenanceTasks::new(opts.storage_options.clone(), tx.clone()),
-            opts,
             tx,
             running: HashMap::new(),
             prepared: Arc::new(Mutex::new(HashMap::new())),
             jobs: HashMap::new(),
             job_tasks: Vec::new(),
+            janitor: JanitorRunner::new(
+                Policy::builtin(opts.thresholds),
+                crate::engine::janitor::history::default_path(),
+            ),
+            opts,
             locks,
             watches: HashMap::new(),
             executor: Executor::Local,
         }
+    }
+
+    /// The janitor (`a`) decides by `policy` and appends its decisions to `history`.
+    pub fn set_janitor(&mut self, policy: Policy, history: PathBuf) {
+        self.janitor = JanitorRunner::new(policy, history);
     }
 
     pub fn run(&mut self, effect: Effect) {
@@ -107,6 +120,14 @@ impl Loader {
             Effect::StartVacuum { id } => self.maintenance.start_vacuum(id),
             Effect::DiscardVacuum { id } => self.maintenance.discard(id),
             Effect::Checkpoint { id, uri } => self.maintenance.checkpoint(id, uri),
+            Effect::JanitorCycle { id, uri } => {
+                self.janitor
+                    .cycle(id, uri, self.opts.clone(), self.tx.clone())
+            }
+            Effect::JanitorJob { id, uri, partition } => {
+                self.janitor
+                    .job(id, uri, partition, self.tx.clone(), self.prepared.clone())
+            }
         }
     }
 

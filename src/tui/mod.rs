@@ -5,6 +5,7 @@
 pub mod action;
 pub mod app;
 pub mod clock;
+pub mod janitor;
 pub mod jobs;
 pub mod keymap;
 pub mod layout;
@@ -54,14 +55,20 @@ pub async fn run(
     refresh: Duration,
     poll: Option<Duration>,
     executor: crate::engine::compact::executor::Executor,
+    policy: crate::engine::janitor::policy::Policy,
 ) -> Result<()> {
     let mut term = terminal::Terminal::enter()?;
     let size = term.size()?;
     let mut app = App::new(loc.display(), refresh, size);
     app.follow = live::Follow::On { poll };
     app.executor = executor.describe();
+    app.janitor = janitor::TuiJanitor::new(&policy);
+    // The live forecasts use the janitor's policy, so "due in" and the janitor agree.
+    app.policy = Some(policy.clone());
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
+    let history = crate::engine::janitor::history::default_path();
     let mut loader = loader::Loader::new(opts, tx.clone()).with_executor(executor);
+    loader.set_janitor(policy, history);
     for e in app.start() {
         loader.run(e);
     }

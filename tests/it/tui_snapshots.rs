@@ -84,7 +84,7 @@ async fn snapshot_table_view_and_its_whole_table_histogram() {
     assert!(s.contains("6 partitions"), "{s}");
     assert!(s.contains("6/6  sort: excess files ▼"), "{s}");
     assert!(
-        s.contains("Space mark · c compact · t histogram · j/k move"),
+        s.contains("Space mark · c compact · t histogram · a janitor · j/k move"),
         "the hint bar comes from the keymap:\n{s}"
     );
     insta::assert_snapshot!("table_view", s);

@@ -19,7 +19,7 @@ use crate::engine::location::Location;
 use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stats::table_report::PartitionValues;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CompactRequest {
     pub selection: Selection,
     /// Output size to aim for; None: the table's delta.targetFileSize, else the config's.
@@ -30,6 +30,23 @@ pub struct CompactRequest {
     /// Input bytes per bin (one commit each); None: 8 x target, at least 512 MiB.
     pub max_bin_bytes: Option<u64>,
     pub storage_options: HashMap<String, String>,
+}
+
+/// Secret storage options never show, even in a debug print.
+impl std::fmt::Debug for CompactRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompactRequest")
+            .field("selection", &self.selection)
+            .field("target_file_size", &self.target_file_size)
+            .field("min_file_size", &self.min_file_size)
+            .field("parallelism", &self.parallelism)
+            .field("max_bin_bytes", &self.max_bin_bytes)
+            .field(
+                "storage_options",
+                &crate::engine::secrets::redacted_options(&self.storage_options),
+            )
+            .finish()
+    }
 }
 
 impl CompactRequest {
@@ -57,6 +74,14 @@ pub struct PreparedJob {
 }
 
 impl PreparedJob {
+    /// Applies a throttle's budget (`janitor::throttle`): bins at once, and the read rate.
+    pub fn set_budget(&mut self, b: crate::engine::janitor::throttle::Budget) {
+        self.exec.parallelism = b.parallelism.max(1);
+        self.exec.rewrite.pace = b
+            .read_bytes_per_second
+            .map(|r| Arc::new(super::pace::Pacer::new(r)));
+    }
+
     /// Re-reads the table and, when it moved since the plan was made, plans again: a plan older
     /// than the table (a preview left open, a queued job whose partitions another job just
     /// compacted) never runs as is. Returns whether it planned again.
@@ -152,6 +177,7 @@ pub fn prepare_table(
             target_file_size: target,
             compression: Compression::SNAPPY,
             compression_ratio: ratio,
+            pace: None,
         },
         parallelism: req.parallelism.max(1),
         predicate: selection.describe(),

@@ -13,6 +13,7 @@ pub mod executor;
 pub mod fingerprint;
 pub mod job;
 pub mod locks;
+pub mod pace;
 pub mod plan;
 pub mod rewrite;
 pub mod selection;

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::events::{Failure, FailureKind};
 use super::fingerprint::Fingerprint;
+use super::pace::Pacer;
 use super::plan::{Bin, FileRef};
 use crate::engine::parquet_reader::StoreReader;
 use crate::engine::stats::table_report::PartitionValues;
@@ -41,6 +42,8 @@ pub struct RewriteOptions {
     /// Output/input bytes of past compactions (predictions only: outputs are rolled by the
     /// size the writer measures).
     pub compression_ratio: f64,
+    /// The job's read budget while a writer is active (`janitor::throttle`); None: unbounded.
+    pub pace: Option<Arc<Pacer>>,
 }
 
 #[derive(Debug, Default)]
@@ -189,10 +192,11 @@ async fn fingerprint_outputs(
     store: &Arc<dyn ObjectStore>,
     adds: &[Add],
     schema: &SchemaRef,
+    pace: Option<&Pacer>,
 ) -> Result<Fingerprint, String> {
     let mut fp = Fingerprint::default();
     for a in adds {
-        let (mut stream, _) = open_input(
+        let (mut stream, file_rows) = open_input(
             store.clone(),
             object_key(&a.path),
             Some(a.size.max(0) as u64),
@@ -200,10 +204,16 @@ async fn fingerprint_outputs(
         )
         .await
         .map_err(|e| format!("reading back {}: {e}", a.path))?;
+        let size = a.size.max(0) as f64;
+        let file_rows = file_rows.max(1) as f64;
         while let Some(batch) = stream.next().await {
             let batch = batch.map_err(|e| format!("reading back {}: {e}", a.path))?;
+            let n = batch.num_rows();
             let batch = conform(batch, schema).map_err(|e| format!("{}: {e}", a.path))?;
             fp.add(Fingerprint::of_batch(&batch).map_err(|e| e.to_string())?);
+            if let Some(p) = pace {
+                p.consume((size * n as f64 / file_rows) as u64).await;
+            }
         }
     }
     Ok(fp)
@@ -293,6 +303,7 @@ struct Writing {
     ledger: Arc<Mutex<Vec<String>>>,
     roll: Roller,
     input_fp: Fingerprint,
+    pace: Option<Arc<Pacer>>,
 }
 
 impl Writing {
@@ -353,6 +364,10 @@ impl Writing {
             rows_file += n;
             counters.rows.fetch_add(n, Ordering::Relaxed);
             let consumed = self.roll.consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
+            if let Some(p) = &self.pace {
+                p.consume((f.size as f64 * n as f64 / file_rows) as u64)
+                    .await;
+            }
             if self
                 .roll
                 .should_roll(consumed, self.writer.buffer_len() as u64)
@@ -373,7 +388,7 @@ impl Writing {
         store: &Arc<dyn ObjectStore>,
         file_schema: &SchemaRef,
     ) -> Result<(), BinFailure> {
-        let output_fp = fingerprint_outputs(store, &self.adds, file_schema)
+        let output_fp = fingerprint_outputs(store, &self.adds, file_schema, self.pace.as_deref())
             .await
             .map_err(BinFailure::Verify)?;
         if output_fp == self.input_fp {
@@ -432,6 +447,7 @@ pub async fn rewrite_bin(
             goal: opts.target_file_size as f64 * ROLL_MARGIN,
         },
         input_fp: Fingerprint::default(),
+        pace: opts.pace.clone(),
     };
     let store = table.object_store();
     for f in &bin.files {

@@ -224,7 +224,7 @@ impl Activity {
             let n = budget.min(CONCURRENCY).min(below as usize);
             let versions: Vec<u64> = (below - n as u64..below).rev().collect();
             let got: Vec<Result<Option<CommitDigest>>> =
-                futures::stream::iter(versions.iter().map(|&v| fetch(store, uri, v, cols)))
+                futures::stream::iter(versions.into_iter().map(|v| fetch(store, uri, v, cols)))
                     .buffered(CONCURRENCY)
                     .collect()
                     .await;

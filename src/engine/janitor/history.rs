@@ -83,6 +83,8 @@ pub struct ResultLine {
     pub conflicts: Vec<ConflictRecord>,
     pub errors: Vec<String>,
     pub table_version_read: Option<u64>,
+    /// The job's budget and why (`throttle`): the writers it yielded to, or every core.
+    pub throttle: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -168,7 +170,10 @@ impl History {
     /// One line in one write: two janitors appending to one file never interleave inside a
     /// line (O_APPEND).
     pub fn append(&mut self, line: &Line) -> std::io::Result<()> {
-        let mut buf = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+        let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
+        let mut buf = crate::engine::secrets::scrub(&text)
+            .into_owned()
+            .into_bytes();
         buf.push(b'\n');
         self.file.write_all(&buf)
     }

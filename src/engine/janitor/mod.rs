@@ -10,8 +10,10 @@ pub mod activity;
 pub mod decide;
 pub mod history;
 pub mod maintenance;
+pub mod metrics;
 pub mod policy;
 pub mod schedule;
+pub mod throttle;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,8 +27,10 @@ use tokio_util::sync::CancellationToken;
 use self::activity::{Activity, Columns};
 use self::decide::{Decision, DecisionKind, Eligible, Facts, decide};
 use self::history::{DecisionLine, History, Line, Outcome, ResultLine, ts};
+use self::metrics::Metrics;
 use self::policy::Policy;
 use self::schedule::{Backoff, TableSchedule};
+use self::throttle::Throttle;
 use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{CompactRequest, observed_ratio, prepare, run_isolated};
@@ -54,10 +58,9 @@ pub fn table_id(loc: &Location) -> String {
             t => t.to_string(),
         };
     }
-    let mut u = loc.url.clone();
-    let _ = u.set_password(None);
-    let _ = u.set_username("");
-    u.as_str().trim_end_matches('/').to_string()
+    crate::engine::secrets::redact_url(loc.url.as_str())
+        .trim_end_matches('/')
+        .to_string()
 }
 
 /// A table read this cycle.
@@ -67,6 +70,26 @@ struct Loaded {
     store: Arc<dyn ObjectStore>,
     report: TableReport,
     cols: Columns,
+}
+
+/// A due partition's job, for a caller that runs it itself (`Janitor::decide_only`).
+#[derive(Debug, Clone)]
+pub struct DueJob {
+    pub values: PartitionValues,
+    pub reason: String,
+    pub request: CompactRequest,
+    pub thresholds: Thresholds,
+    pub ratio: f64,
+    pub throttle: Throttle,
+}
+
+/// One table's decisions, and the jobs of its due partitions.
+#[derive(Debug, Clone)]
+pub struct TableDecisions {
+    /// The table as the janitor names it (`table_id`).
+    pub table: String,
+    pub decisions: Vec<DecisionLine>,
+    pub due: Vec<DueJob>,
 }
 
 /// One due partition's job.
@@ -79,6 +102,8 @@ struct JobSpec {
     thresholds: Thresholds,
     ratio: f64,
     executor: Executor,
+    /// The job's budget, from the writers the log showed this cycle.
+    throttle: Throttle,
 }
 
 struct JobDone {
@@ -111,7 +136,7 @@ pub struct Janitor {
     open: OpenOptions,
     history: History,
     /// Every line also goes here (the CLI prints them).
-    sink: Box<dyn FnMut(&Line) + Send>,
+    sink: Box<dyn FnMut(&Line) + Send + Sync>,
     schedules: HashMap<String, TableSchedule>,
     activity: HashMap<String, Activity>,
     locks: Arc<PartitionLocks>,
@@ -119,6 +144,9 @@ pub struct Janitor {
     history_failed: bool,
     /// When each table was last vacuumed (from the history, then this run).
     last_vacuum: HashMap<String, i64>,
+    /// Ingestion first (`throttle`); off: every job uses every core, unbounded.
+    throttle: bool,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Janitor {
@@ -129,7 +157,7 @@ impl Janitor {
         policy: Policy,
         open: OpenOptions,
         history: History,
-        sink: Box<dyn FnMut(&Line) + Send>,
+        sink: Box<dyn FnMut(&Line) + Send + Sync>,
         resume: bool,
     ) -> Self {
         let restored = match history::restore(history.path()) {
@@ -152,6 +180,8 @@ impl Janitor {
             cycle: 0,
             history_failed: false,
             last_vacuum,
+            throttle: true,
+            metrics: None,
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -176,6 +206,39 @@ impl Janitor {
             }
         }
         j
+    }
+
+    /// Records what each cycle finds and does in `m` (served by `metrics::serve`).
+    pub fn with_metrics(mut self, m: Arc<Metrics>) -> Self {
+        self.metrics = Some(m);
+        self
+    }
+
+    /// Jobs ignore the writers: every core, unbounded reads (for comparison).
+    pub fn unthrottled(mut self) -> Self {
+        self.throttle = false;
+        self
+    }
+
+    /// The budget of `t`'s jobs this cycle.
+    fn throttle_for(&self, t: &Loaded, now: i64) -> Throttle {
+        let cores = throttle::cores();
+        if !self.throttle {
+            return Throttle {
+                budget: throttle::Budget {
+                    parallelism: cores,
+                    read_bytes_per_second: None,
+                },
+                reason: format!("throttle off: {cores} bin(s) at a time, unbounded"),
+            };
+        }
+        let w = throttle::measure(
+            &t.report.commits,
+            &t.report.streaming_writers,
+            now,
+            throttle::WINDOW_MS,
+        );
+        throttle::choose(&w, cores, throttle::ACTIVE_READ_RATE)
     }
 
     fn emit(&mut self, line: Line) {
@@ -339,8 +402,37 @@ impl Janitor {
         });
     }
 
-    /// Decides for every partition of `t`; returns the jobs of the due ones.
-    async fn decide_table(&mut self, t: &Loaded, now: i64, counts: &mut [u64; 5]) -> Vec<JobSpec> {
+    /// Reads `loc` and decides for each of its partitions as a cycle does (the decision lines
+    /// go to the history and the sink too), without running a job: the caller runs the due
+    /// ones through its own job runner (the TUI's, so they show and cancel like manual jobs).
+    pub async fn decide_only(&mut self, loc: &Location) -> Result<TableDecisions> {
+        let t = self.load(loc).await?;
+        let mut counts = [0u64; 5];
+        let (jobs, decisions) = self.decide_table(&t, now_ms(), &mut counts).await;
+        Ok(TableDecisions {
+            table: t.id.clone(),
+            decisions,
+            due: jobs
+                .into_iter()
+                .map(|j| DueJob {
+                    values: j.values,
+                    reason: j.reason,
+                    request: j.req,
+                    thresholds: j.thresholds,
+                    ratio: j.ratio,
+                    throttle: j.throttle,
+                })
+                .collect(),
+        })
+    }
+
+    /// Decides for every partition of `t`; returns the jobs of the due ones and every decision.
+    async fn decide_table(
+        &mut self,
+        t: &Loaded,
+        now: i64,
+        counts: &mut [u64; 5],
+    ) -> (Vec<JobSpec>, Vec<DecisionLine>) {
         let horizon = self.policy.horizon();
         let horizon_ms = horizon.as_millis().min(i64::MAX as u128) as i64;
         let mut activity = self.activity.remove(&t.id).unwrap_or_default();
@@ -385,6 +477,7 @@ impl Janitor {
             .aged
             .map(|a| now.saturating_sub(a.age.as_millis().min(i64::MAX as u128) as i64));
         let ratio = observed_ratio(&t.report.commits);
+        let budget = self.throttle_for(t, now);
         let mut jobs = Vec::new();
         let mut lines = Vec::new();
         for p in &t.report.partitions {
@@ -423,6 +516,7 @@ impl Janitor {
                     thresholds: self.thresholds(),
                     ratio,
                     executor: self.policy.executor.clone(),
+                    throttle: budget.clone(),
                 });
             }
             lines.push(Line::Decision(DecisionLine {
@@ -438,10 +532,28 @@ impl Janitor {
             }));
         }
         self.activity.insert(t.id.clone(), activity);
+        if let Some(m) = &self.metrics {
+            let s = &t.report.stats;
+            m.table_read(
+                &t.id,
+                s.files,
+                s.small_files,
+                s.health_score,
+                jobs.len() as u64,
+                now,
+            );
+        }
+        let decisions = lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::Decision(d) => Some(d.clone()),
+                _ => None,
+            })
+            .collect();
         for l in lines {
             self.emit(l);
         }
-        jobs
+        (jobs, decisions)
     }
 
     /// One cycle: read, decide, run the due jobs (at most `max_jobs` at once), record.
@@ -450,6 +562,9 @@ impl Janitor {
         self.cycle += 1;
         let mut stats = CycleStats::default();
         let now = now_ms();
+        if let Some(m) = &self.metrics {
+            m.cycle_started(now);
+        }
         let tables = self.tables(&mut stats).await;
         stats.tables = tables.len() as u64;
         // Indexed by DecisionKind.
@@ -457,7 +572,7 @@ impl Janitor {
         let mut jobs = Vec::new();
         for t in &tables {
             stats.partitions += t.report.partitions.len() as u64;
-            jobs.extend(self.decide_table(t, now, &mut counts).await);
+            jobs.extend(self.decide_table(t, now, &mut counts).await.0);
         }
         // Forget activity of tables that are gone.
         let present: std::collections::HashSet<&str> =
@@ -470,12 +585,22 @@ impl Janitor {
         drop(tables);
         stats.due = jobs.len() as u64;
 
+        // Ingestion first: while a writer is active one job at a time (each one bin at a time
+        // at a bounded read rate); otherwise up to `max_jobs`, each on every core.
+        let at_once = if jobs
+            .iter()
+            .any(|j| j.throttle.budget.read_bytes_per_second.is_some())
+        {
+            1
+        } else {
+            self.policy.max_jobs.max(1)
+        };
         let locks = self.locks.clone();
         let mut running = futures::stream::iter(
             jobs.into_iter()
                 .map(|spec| run_job(spec, locks.clone(), cancel.clone())),
         )
-        .buffer_unordered(self.policy.max_jobs.max(1));
+        .buffer_unordered(at_once);
         // Per table: the first failure of this cycle, and whether any job completed.
         let mut outcomes: HashMap<String, (Option<String>, bool)> = HashMap::new();
         while let Some(done) = running.next().await {
@@ -484,6 +609,13 @@ impl Janitor {
                 continue;
             };
             stats.jobs += 1;
+            if let Some(m) = &self.metrics {
+                m.job_done(
+                    &done.spec.table,
+                    outcome == Outcome::Failed,
+                    done.summary.bytes_removed,
+                );
+            }
             let entry = outcomes.entry(done.spec.table.clone()).or_default();
             match outcome {
                 Outcome::Failed => {
@@ -576,6 +708,9 @@ impl Janitor {
             table_errors: stats.table_errors,
             duration_ms: started.elapsed().as_millis() as u64,
         });
+        if let Some(m) = &self.metrics {
+            m.cycle_ended(now_ms());
+        }
         stats
     }
 }
@@ -632,6 +767,13 @@ async fn run_job(spec: JobSpec, locks: Arc<PartitionLocks>, cancel: Cancellation
         return done(spec, Some((Outcome::NothingToCompact, msg)), s, started);
     }
     job.exec.executor = spec.executor.clone();
+    job.set_budget(spec.throttle.budget);
+    tracing::info!(
+        "janitor: {} {}: {}",
+        spec.table,
+        spec.values.label(),
+        spec.throttle.reason
+    );
     let (tx, mut rx) = mpsc::unbounded_channel();
     let label = format!("{} {}", spec.table, spec.values.label());
     let log_label = label.clone();
@@ -757,6 +899,7 @@ fn result_line(d: &JobDone, outcome: Outcome, summary: String, rule: &str) -> Re
         conflicts: s.conflicts.clone(),
         errors: s.errors.clone(),
         table_version_read: d.version_read,
+        throttle: d.spec.throttle.reason.clone(),
     }
 }
 

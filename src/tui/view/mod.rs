@@ -13,6 +13,7 @@ mod plan_dialog;
 mod status;
 mod tables;
 mod vacuum_dialog;
+mod why;
 mod writers;
 
 use ratatui::Frame;
@@ -61,6 +62,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         Some(Modal::ConfirmCancel { job }) => plan_dialog::draw_confirm_cancel(f, area, *job),
         Some(Modal::Help) => help::draw(f, area),
         Some(Modal::Vacuum(d)) => vacuum_dialog::draw(f, area, d),
+        Some(Modal::Why) => why::draw(f, area, &app.janitor),
         // Shown in the list's title and the hint bar.
         Some(Modal::Filter) | None => {}
     }

@@ -10,6 +10,19 @@ use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::table_report::TableReport;
 use crate::tui::app::App;
 
+/// The selected partition's janitor flag in full, at the bottom of the panel.
+fn janitor_reason<'a>(b: Block<'a>, app: &App, t: &TableReport) -> Block<'a> {
+    let Some((_, why)) = app
+        .partitions
+        .selected(&t.partitions)
+        .and_then(|p| Some((p.values.label(), app.janitor.flag(&p.values)?)))
+        .map(|(label, (_, why))| (label.clone(), format!(" ⚑ {label}: {why} ")))
+    else {
+        return b;
+    };
+    b.title_bottom(Line::from(Span::styled(why, style::small_band())))
+}
+
 pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
     let list = &app.partitions;
     let height = area.height.saturating_sub(3) as usize;
@@ -24,8 +37,16 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             } else {
                 "  "
             };
+            // The janitor's flag: a due partition (its reason follows the label, and the
+            // selected one's is at the bottom of the panel in full).
+            let flag = app
+                .janitor
+                .flag(&p.values)
+                .map_or(String::new(), |(_, why)| {
+                    format!("  ⚑ {}", why.trim_start_matches("due: "))
+                });
             let row = Row::new(vec![
-                Cell::from(format!("{mark}{label}")),
+                Cell::from(format!("{mark}{label}{flag}")),
                 Cell::from(format_count(s.files)),
                 Cell::from(format_bytes(s.bytes)),
                 Cell::from(format!("{:.0}%", s.small_share() * 100.0)),
@@ -47,6 +68,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             t.partitions.len(),
             super::list_state_text(app, list)
         )),
+        Span::styled(
+            app.janitor
+                .status()
+                .map_or(String::new(), |s| format!(" {s} ")),
+            style::small_band(),
+        ),
     ]);
     let header = Row::new([
         "partition",
@@ -71,6 +98,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
         ],
     )
     .header(header)
-    .block(Block::default().borders(Borders::ALL).title(title));
+    .block(janitor_reason(
+        Block::default().borders(Borders::ALL).title(title),
+        app,
+        t,
+    ));
     f.render_widget(table, area);
 }

@@ -253,6 +253,7 @@ mod tests {
             target_file_size: 100,
             compression: parquet::basic::Compression::SNAPPY,
             compression_ratio: 0.5,
+            pace: None,
         };
         let spec = BinSpec::new("/t", "j1", 3, 7, &values, &bin, &rw);
         let back: BinSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();

@@ -163,6 +163,8 @@ pub async fn run_spec(
             target_file_size: spec.target_file_size,
             compression,
             compression_ratio: spec.compression_ratio,
+            // The cluster's workers are not paced: the throttle is for a shared local machine.
+            pace: None,
         },
         cancel,
         counters.clone(),

@@ -1,0 +1,399 @@
+//! What a long-running janitor exposes: per table, files, small files, health, due partitions,
+//! jobs run and failed, bytes compacted, the last decision's time (Prometheus text format on
+//! `/metrics`), and whether its loop is alive (`/healthz`: the last cycle against the
+//! interval). Served by a minimal HTTP/1.1 responder over tokio (GET only, one response per
+//! connection): hyper is in the dependency tree only as a client.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::secrets::scrub;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableMetrics {
+    pub files: u64,
+    pub small_files: u64,
+    pub health: u8,
+    pub due_partitions: u64,
+    pub jobs_run: u64,
+    pub jobs_failed: u64,
+    /// Input bytes of the files compacted (Databricks' `amount_of_data_compacted_bytes`).
+    pub bytes_compacted: u64,
+    pub last_decision_ms: i64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tables: BTreeMap<String, TableMetrics>,
+    cycles: u64,
+    cycle_started_ms: Option<i64>,
+    last_cycle_end_ms: Option<i64>,
+}
+
+/// Shared by the janitor (which records) and the server (which reads).
+#[derive(Debug)]
+pub struct Metrics {
+    interval: Duration,
+    started_ms: i64,
+    state: Mutex<State>,
+}
+
+/// A cycle that ended longer ago than this many intervals (plus a minute of slack for a slow
+/// log read) means the loop is stuck or gone.
+const STALE_INTERVALS: u32 = 3;
+const STALE_SLACK_MS: i64 = 60_000;
+
+impl Metrics {
+    pub fn new(interval: Duration, now_ms: i64) -> Self {
+        Self {
+            interval,
+            started_ms: now_ms,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> Option<R> {
+        self.state.lock().ok().map(|mut s| f(&mut s))
+    }
+
+    pub fn cycle_started(&self, now_ms: i64) {
+        self.with(|s| s.cycle_started_ms = Some(now_ms));
+    }
+
+    pub fn cycle_ended(&self, now_ms: i64) {
+        self.with(|s| {
+            s.cycles += 1;
+            s.cycle_started_ms = None;
+            s.last_cycle_end_ms = Some(now_ms);
+        });
+    }
+
+    /// A table as read this cycle, with its due partitions.
+    pub fn table_read(
+        &self,
+        table: &str,
+        files: u64,
+        small_files: u64,
+        health: u8,
+        due: u64,
+        now_ms: i64,
+    ) {
+        self.with(|s| {
+            let t = s.tables.entry(table.to_string()).or_default();
+            t.files = files;
+            t.small_files = small_files;
+            t.health = health;
+            t.due_partitions = due;
+            t.last_decision_ms = now_ms;
+        });
+    }
+
+    pub fn job_done(&self, table: &str, failed: bool, bytes_compacted: u64) {
+        self.with(|s| {
+            let t = s.tables.entry(table.to_string()).or_default();
+            t.jobs_run += 1;
+            t.jobs_failed += u64::from(failed);
+            t.bytes_compacted += bytes_compacted;
+        });
+    }
+
+    pub fn table(&self, table: &str) -> Option<TableMetrics> {
+        self.with(|s| s.tables.get(table).cloned()).flatten()
+    }
+
+    /// Alive, and why: a cycle is running, or the last one ended recently enough.
+    pub fn health(&self, now_ms: i64) -> (bool, String) {
+        let interval_ms = self.interval.as_millis().min(i64::MAX as u128) as i64;
+        let limit = interval_ms
+            .saturating_mul(STALE_INTERVALS as i64)
+            .saturating_add(STALE_SLACK_MS);
+        let Some((cycles, started, ended)) =
+            self.with(|s| (s.cycles, s.cycle_started_ms, s.last_cycle_end_ms))
+        else {
+            return (false, "the janitor's state is unreadable".into());
+        };
+        let ago = |t: i64| super::policy::human_ms(now_ms.saturating_sub(t));
+        let every = super::policy::human_duration(self.interval);
+        match (started, ended) {
+            (Some(t), _) => (
+                true,
+                format!("alive: cycle {} running for {}", cycles + 1, ago(t)),
+            ),
+            (None, Some(t)) if now_ms.saturating_sub(t) <= limit => (
+                true,
+                format!("alive: last cycle ended {} ago, interval {every}", ago(t)),
+            ),
+            (None, Some(t)) => (
+                false,
+                format!(
+                    "stale: last cycle ended {} ago, more than {STALE_INTERVALS} intervals of {every}",
+                    ago(t)
+                ),
+            ),
+            (None, None) => (
+                now_ms.saturating_sub(self.started_ms) <= limit,
+                format!(
+                    "starting: no cycle yet, started {} ago",
+                    ago(self.started_ms)
+                ),
+            ),
+        }
+    }
+
+    /// The Prometheus text exposition format (version 0.0.4).
+    pub fn render(&self, now_ms: i64) -> String {
+        let (tables, cycles, last_end) = self
+            .with(|s| (s.tables.clone(), s.cycles, s.last_cycle_end_ms))
+            .unwrap_or_default();
+        let mut out = String::new();
+        let gauge = |out: &mut String,
+                     name: &str,
+                     kind: &str,
+                     help: &str,
+                     get: &dyn Fn(&TableMetrics) -> String| {
+            let _ = writeln!(out, "# HELP lakehealth_{name} {help}");
+            let _ = writeln!(out, "# TYPE lakehealth_{name} {kind}");
+            for (t, m) in &tables {
+                let _ = writeln!(
+                    out,
+                    "lakehealth_{name}{{table=\"{}\"}} {}",
+                    label(t),
+                    get(m)
+                );
+            }
+        };
+        gauge(
+            &mut out,
+            "table_files",
+            "gauge",
+            "Active data files of the table.",
+            &|m| m.files.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_small_files",
+            "gauge",
+            "Active files below the policy's small-file size.",
+            &|m| m.small_files.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_health_score",
+            "gauge",
+            "Health score 0-100 (100 * ideal files / files).",
+            &|m| m.health.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_due_partitions",
+            "gauge",
+            "Partitions the last cycle found due.",
+            &|m| m.due_partitions.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_jobs_total",
+            "counter",
+            "Compaction jobs run since the janitor started.",
+            &|m| m.jobs_run.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_jobs_failed_total",
+            "counter",
+            "Compaction jobs that failed.",
+            &|m| m.jobs_failed.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_compacted_bytes_total",
+            "counter",
+            "Bytes of the files compacted (amount_of_data_compacted_bytes).",
+            &|m| m.bytes_compacted.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_last_decision_timestamp_seconds",
+            "gauge",
+            "When the last decision on the table was made (Unix time).",
+            &|m| format!("{:.3}", m.last_decision_ms as f64 / 1000.0),
+        );
+        let (alive, _) = self.health(now_ms);
+        let _ = writeln!(
+            out,
+            "# HELP lakehealth_janitor_cycles_total Cycles completed."
+        );
+        let _ = writeln!(out, "# TYPE lakehealth_janitor_cycles_total counter");
+        let _ = writeln!(out, "lakehealth_janitor_cycles_total {cycles}");
+        let _ = writeln!(
+            out,
+            "# HELP lakehealth_janitor_last_cycle_timestamp_seconds When the last cycle ended (Unix time; 0: none yet)."
+        );
+        let _ = writeln!(
+            out,
+            "# TYPE lakehealth_janitor_last_cycle_timestamp_seconds gauge"
+        );
+        let _ = writeln!(
+            out,
+            "lakehealth_janitor_last_cycle_timestamp_seconds {:.3}",
+            last_end.unwrap_or(0) as f64 / 1000.0
+        );
+        let _ = writeln!(
+            out,
+            "# HELP lakehealth_janitor_up Whether the janitor's loop is alive (see /healthz)."
+        );
+        let _ = writeln!(out, "# TYPE lakehealth_janitor_up gauge");
+        let _ = writeln!(out, "lakehealth_janitor_up {}", u8::from(alive));
+        scrub(&out).into_owned()
+    }
+}
+
+/// A label value escaped as the text format wants (backslash, quote, newline).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The response to one request line.
+fn respond(request_line: &str, m: &Metrics, now_ms: i64) -> (u16, &'static str, String) {
+    let mut parts = request_line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    if method != "GET" && method != "HEAD" {
+        return (405, "text/plain", "only GET\n".into());
+    }
+    match path {
+        "/metrics" => (
+            200,
+            "text/plain; version=0.0.4; charset=utf-8",
+            m.render(now_ms),
+        ),
+        "/healthz" => {
+            let (alive, why) = m.health(now_ms);
+            (
+                if alive { 200 } else { 503 },
+                "text/plain",
+                format!("{}\n", scrub(&why)),
+            )
+        }
+        _ => (
+            404,
+            "text/plain",
+            "not found: try /metrics or /healthz\n".into(),
+        ),
+    }
+}
+
+fn reason(code: u16) -> &'static str {
+    match code {
+        200 => "OK",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Service Unavailable",
+    }
+}
+
+/// Binds `addr` (so a bad address fails before the janitor starts).
+pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).await
+}
+
+/// Serves `/metrics` and `/healthz` until `cancel`.
+pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, cancel: CancellationToken) {
+    loop {
+        let conn = tokio::select! {
+            c = listener.accept() => c,
+            _ = cancel.cancelled() => return,
+        };
+        let Ok((mut sock, _)) = conn else { continue };
+        let m = metrics.clone();
+        tokio::spawn(async move {
+            // The request head only (a GET has no body), bounded in size and time.
+            let mut buf = Vec::with_capacity(1024);
+            let mut chunk = [0u8; 1024];
+            let read = tokio::time::timeout(Duration::from_secs(5), async {
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            })
+            .await;
+            if read.is_err() {
+                return;
+            }
+            let head = String::from_utf8_lossy(&buf);
+            let line = head.lines().next().unwrap_or("");
+            let (code, ctype, body) = respond(line, &m, crate::engine::open::now_ms());
+            let head_only = line.starts_with("HEAD ");
+            let mut resp = format!(
+                "HTTP/1.1 {code} {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                reason(code),
+                body.len()
+            );
+            if !head_only {
+                resp.push_str(&body);
+            }
+            let _ = sock.write_all(resp.as_bytes()).await;
+            let _ = sock.shutdown().await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_per_table_series_and_health() {
+        let m = Metrics::new(Duration::from_secs(10), 1_000);
+        m.cycle_started(1_000);
+        m.table_read("s3://b/t\"x", 10, 7, 30, 2, 2_000);
+        m.job_done("s3://b/t\"x", false, 500);
+        m.job_done("s3://b/t\"x", true, 0);
+        m.cycle_ended(3_000);
+        let text = m.render(4_000);
+        for line in [
+            "lakehealth_table_files{table=\"s3://b/t\\\"x\"} 10",
+            "lakehealth_table_small_files{table=\"s3://b/t\\\"x\"} 7",
+            "lakehealth_table_health_score{table=\"s3://b/t\\\"x\"} 30",
+            "lakehealth_table_due_partitions{table=\"s3://b/t\\\"x\"} 2",
+            "lakehealth_table_jobs_total{table=\"s3://b/t\\\"x\"} 2",
+            "lakehealth_table_jobs_failed_total{table=\"s3://b/t\\\"x\"} 1",
+            "lakehealth_table_compacted_bytes_total{table=\"s3://b/t\\\"x\"} 500",
+            "lakehealth_table_last_decision_timestamp_seconds{table=\"s3://b/t\\\"x\"} 2.000",
+            "lakehealth_janitor_cycles_total 1",
+            "lakehealth_janitor_up 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn healthz_is_stale_after_three_intervals_and_a_minute() {
+        let m = Metrics::new(Duration::from_secs(10), 0);
+        assert!(m.health(1_000).0, "starting");
+        m.cycle_started(0);
+        assert!(
+            m.health(10_000_000).0,
+            "a running cycle is alive (jobs take long)"
+        );
+        m.cycle_ended(1_000);
+        assert!(m.health(1_000 + 90_000).0);
+        let (alive, why) = m.health(1_000 + 90_001);
+        assert!(!alive);
+        assert!(why.starts_with("stale: last cycle ended"), "{why}");
+        assert_eq!(respond("GET /healthz HTTP/1.1", &m, 1_000 + 90_001).0, 503);
+        assert_eq!(respond("GET /healthz HTTP/1.1", &m, 2_000).0, 200);
+        assert_eq!(respond("GET /nope HTTP/1.1", &m, 2_000).0, 404);
+        assert_eq!(respond("POST /metrics HTTP/1.1", &m, 2_000).0, 405);
+    }
+}

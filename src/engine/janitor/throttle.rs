@@ -1,0 +1,251 @@
+//! Ingestion first: a compaction must not slow the table's writers. The writers are measured
+//! from the log (data-changing commits over a recent window, streaming queries' `txn` app ids):
+//! while one is active a job rewrites one bin at a time at a bounded read rate, so it takes
+//! about a share of one core; when none is, it uses every core. Pure: the commits, the
+//! streaming writers and the clock are passed in. `lakehealth compact` (without
+//! `--parallelism`) and the janitor use the same rule.
+
+use serde::Serialize;
+
+use crate::engine::log::state::CommitSummary;
+use crate::engine::size::format_bytes;
+use crate::engine::stats::writers::StreamingWriter;
+
+/// How far back a commit makes a writer "active".
+pub const WINDOW_MS: i64 = 60_000;
+
+/// Input bytes per second a job may read while a writer is active (its outputs are read back
+/// for the proof at the same rate). About a third of one core's rewrite speed on the machine
+/// the benchmark runs on (`bench/compact.sh`), so a writer keeps a core and more.
+pub const ACTIVE_READ_RATE: u64 = 24 * 1024 * 1024;
+
+/// The writers seen in the log's recent commits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Writers {
+    /// Data-changing commits (appends, updates, deletes: not compactions, which change no
+    /// data) in the window.
+    pub commits: u64,
+    pub window_ms: i64,
+    /// Streaming queries (`txn` app ids) that committed in the window.
+    pub app_ids: Vec<String>,
+    /// The newest data-changing commit seen, if any.
+    pub last_write_ms: Option<i64>,
+}
+
+impl Writers {
+    pub fn active(&self) -> bool {
+        self.commits > 0 || !self.app_ids.is_empty()
+    }
+
+    pub fn commits_per_minute(&self) -> f64 {
+        if self.window_ms <= 0 {
+            return 0.0;
+        }
+        self.commits as f64 * 60_000.0 / self.window_ms as f64
+    }
+}
+
+/// Measures the writers of the last `window_ms` before `now_ms`. Compactions (OPTIMIZE, by
+/// lakehealth or anyone, `dataChange=false`) are not writers: they never wait on each other
+/// the way an append does.
+pub fn measure(
+    commits: &[CommitSummary],
+    streaming: &[StreamingWriter],
+    now_ms: i64,
+    window_ms: i64,
+) -> Writers {
+    let since = now_ms.saturating_sub(window_ms);
+    let writes: Vec<i64> = commits
+        .iter()
+        .filter(|c| c.data_change && c.operation != "OPTIMIZE")
+        .filter_map(|c| c.timestamp_ms)
+        .collect();
+    let mut app_ids: Vec<String> = streaming
+        .iter()
+        .filter(|w| w.last_updated_ms.is_some_and(|t| t >= since))
+        .map(|w| w.app_id.clone())
+        .collect();
+    app_ids.sort();
+    Writers {
+        commits: writes.iter().filter(|t| **t >= since).count() as u64,
+        window_ms,
+        app_ids,
+        last_write_ms: writes.iter().copied().max(),
+    }
+}
+
+/// What a job may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    /// Bins rewritten at once (one core each).
+    pub parallelism: usize,
+    /// Input bytes read per second, None: unbounded.
+    pub read_bytes_per_second: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Throttle {
+    pub budget: Budget,
+    /// For humans: why this budget.
+    pub reason: String,
+}
+
+/// The budget for a job given the writers: one bin at a time at `active_rate` while any writer
+/// is active, every core when none is.
+pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
+    let cores = cores.max(1);
+    let secs = w.window_ms / 1000;
+    if w.active() {
+        let who = if w.app_ids.is_empty() {
+            String::new()
+        } else {
+            format!(" (streaming queries: {})", w.app_ids.join(", "))
+        };
+        Throttle {
+            budget: Budget {
+                parallelism: 1,
+                read_bytes_per_second: Some(active_rate.max(1)),
+            },
+            reason: format!(
+                "writer active: {} data commit(s) in the last {secs} s{who}; \
+                 1 bin at a time, reading at most {}/s",
+                w.commits,
+                format_bytes(active_rate)
+            ),
+        }
+    } else {
+        Throttle {
+            budget: Budget {
+                parallelism: cores,
+                read_bytes_per_second: None,
+            },
+            reason: format!(
+                "no writer in the last {secs} s: {cores} bin(s) at a time (every core), unthrottled"
+            ),
+        }
+    }
+}
+
+/// The cores of this machine (1 when unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(ts: i64, op: &str, data_change: bool) -> CommitSummary {
+        CommitSummary {
+            version: 0,
+            timestamp_ms: Some(ts),
+            operation: op.into(),
+            files_added: 1,
+            files_removed: 0,
+            bytes_added: 1,
+            bytes_removed: 0,
+            data_change,
+            query_id: None,
+            epoch_id: None,
+            engine: None,
+        }
+    }
+
+    fn stream(app: &str, ts: i64) -> StreamingWriter {
+        StreamingWriter {
+            app_id: app.into(),
+            last_batch: 1,
+            last_updated_ms: Some(ts),
+            window_commits: 1,
+            batches_per_minute: None,
+        }
+    }
+
+    const NOW: i64 = 10_000_000;
+
+    #[test]
+    fn a_recent_append_makes_the_job_one_bin_at_a_bounded_rate() {
+        let w = measure(&[commit(NOW - 5_000, "WRITE", true)], &[], NOW, WINDOW_MS);
+        assert!(w.active());
+        assert_eq!(w.commits, 1);
+        let t = choose(&w, 8, ACTIVE_READ_RATE);
+        assert_eq!(
+            t.budget,
+            Budget {
+                parallelism: 1,
+                read_bytes_per_second: Some(ACTIVE_READ_RATE)
+            }
+        );
+        assert!(
+            t.reason.starts_with("writer active: 1 data commit"),
+            "{}",
+            t.reason
+        );
+    }
+
+    #[test]
+    fn no_writer_uses_every_core_unthrottled() {
+        let old = commit(NOW - WINDOW_MS - 1, "WRITE", true);
+        let w = measure(&[old], &[stream("q", NOW - WINDOW_MS - 1)], NOW, WINDOW_MS);
+        assert!(!w.active(), "{w:?}");
+        assert_eq!(w.last_write_ms, Some(NOW - WINDOW_MS - 1));
+        let t = choose(&w, 4, ACTIVE_READ_RATE);
+        assert_eq!(
+            t.budget,
+            Budget {
+                parallelism: 4,
+                read_bytes_per_second: None
+            }
+        );
+        assert!(t.reason.contains("every core"), "{}", t.reason);
+        assert_eq!(choose(&w, 0, 1).budget.parallelism, 1, "unknown cores: one");
+    }
+
+    #[test]
+    fn compactions_are_not_writers() {
+        // Our own (or anyone's) OPTIMIZE commits change no data: a table only compacted
+        // recently is idle.
+        let w = measure(
+            &[
+                commit(NOW - 1_000, "OPTIMIZE", false),
+                commit(NOW - 2_000, "OPTIMIZE", true),
+            ],
+            &[],
+            NOW,
+            WINDOW_MS,
+        );
+        assert!(!w.active(), "{w:?}");
+    }
+
+    #[test]
+    fn a_streaming_query_counts_by_its_txn_even_without_a_commit_summary() {
+        // The history window may hold none of its commits (a busy table), but its txn is new.
+        let w = measure(
+            &[],
+            &[stream("b", NOW - 1_000), stream("a", NOW - 2_000)],
+            NOW,
+            WINDOW_MS,
+        );
+        assert!(w.active());
+        assert_eq!(w.app_ids, vec!["a".to_string(), "b".to_string()]);
+        let t = choose(&w, 2, 1024 * 1024);
+        assert_eq!(t.budget.parallelism, 1);
+        assert!(t.reason.contains("streaming queries: a, b"), "{}", t.reason);
+        assert!(t.reason.contains("MiB/s"), "{}", t.reason);
+    }
+
+    #[test]
+    fn commit_rate_is_per_minute_over_the_window() {
+        let commits: Vec<_> = (0..30)
+            .map(|i| commit(NOW - i * 1_000, "STREAMING UPDATE", true))
+            .collect();
+        let w = measure(&commits, &[], NOW, 30_000);
+        assert_eq!(
+            w.commits, 30,
+            "every commit of the last 30 s, the boundary included"
+        );
+        assert!((w.commits_per_minute() - 60.0).abs() < 1e-9);
+    }
+}

@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod compact;
+pub mod convert;
 pub mod report_text;
 pub mod run;
 pub mod watch;

@@ -65,6 +65,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Compact(a)) => {
             super::compact::compact(a, &s, cli.common.target.map(|t| t.0)).await
         }
+        Some(Command::Convert(a)) => super::convert::convert_cmd(a, &s).await,
         Some(Command::Watch(a)) => super::watch::watch(a, &s).await,
         Some(Command::Config) => {
             match Config::default_path() {
@@ -97,7 +98,7 @@ pub async fn run(cli: Cli) -> Result<()> {
 
 async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
-    let opened = open(&loc, &s.open, &|_| {}).await?;
+    let opened = open(&loc, &s.open, &super::convert::stderr_progress()).await?;
     match (opened, a.json) {
         (Opened::Table(t), true) => println!("{}", serde_json::to_string_pretty(&t)?),
         (Opened::Root(r), true) => println!("{}", serde_json::to_string_pretty(&r)?),

@@ -9,7 +9,7 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 
 use super::error::Result;
-use super::formats::{FolderChildren, TableFormat, list_children, probe_format};
+use super::formats::{FolderChildren, TableFormat, child, list_children, probe_format};
 use super::progress::LoadProgress;
 
 /// A table found under a root: its path from the root ("" for the root itself) and format.
@@ -90,12 +90,13 @@ pub async fn discover(
                 continue;
             }
             if depth < max_depth {
-                next.extend(children.folders.iter().filter(|c| !skip(c)).map(|c| {
-                    Some(match &prefix {
-                        Some(p) => p.clone().join(c.as_str()),
-                        None => Path::from(c.as_str()),
-                    })
-                }));
+                next.extend(
+                    children
+                        .folders
+                        .iter()
+                        .filter(|c| !skip(c))
+                        .map(|c| Some(child(prefix.as_ref(), c))),
+                );
             }
         }
         progress(LoadProgress::Discovering {

@@ -6,6 +6,7 @@ mod common;
 mod compact;
 mod errors;
 mod findings;
+mod formats;
 mod fixtures;
 mod harness;
 mod janitor;

@@ -196,6 +196,17 @@ pub async fn plan_convert(
             ),
         });
     }
+    // delta-rs 1.1's converter percent-decodes each object path into its `add` action, so a
+    // Hive-escaped folder (`city=a%20b%2Fc`) would be logged as `city=a b/c`: a file no reader
+    // finds. Refuse rather than write a broken table.
+    if let Some(escaped) = keep.iter().find(|p| p.contains('%')) {
+        return Err(EngineError::Unsupported {
+            uri,
+            detail: format!(
+                "{escaped} holds a percent-escaped name; delta-rs 1.1's converter would log it decoded, naming a file that does not exist, so lakehealth does not convert this folder (nothing was changed)"
+            ),
+        });
+    }
     let fields = partition_fields(&uri, &parser.columns, partition_by, &partitions)?;
     let files = keep.len() as u64;
     let bytes = partitions

@@ -201,11 +201,14 @@ pub async fn probe_format(
     }
 }
 
-fn child(prefix: Option<&Path>, name: &str) -> Path {
-    match prefix {
-        Some(p) => p.clone().join(name),
-        None => Path::from(name),
-    }
+/// The path of child `name` (as listed: already in the store's encoding) of `prefix`.
+pub fn child(prefix: Option<&Path>, name: &str) -> Path {
+    let full = match prefix {
+        Some(p) => format!("{p}/{name}"),
+        None => name.to_string(),
+    };
+    // Listed names are valid parts; `from` (which would encode `%` again) only as a fallback.
+    Path::parse(&full).unwrap_or_else(|_| Path::from(full.as_str()))
 }
 
 /// Loads the table at `loc` with the reader its format needs. Not a table of any kind:
@@ -294,9 +297,10 @@ mod tests {
             "ice/metadata/v1.metadata.json",
             "notice/metadata/readme.txt",
             "notice/k=1/p.parquet",
+            "pct/a=x%2Fy/b=1/p.parquet",
         ] {
             store
-                .put(&Path::from(p), PutPayload::from_static(b"x"))
+                .put(&Path::parse(p).unwrap(), PutPayload::from_static(b"x"))
                 .await
                 .unwrap();
         }
@@ -305,6 +309,7 @@ mod tests {
             ("csv", None),
             ("ice", Some(TableFormat::Iceberg)),
             ("notice", Some(TableFormat::ParquetFolder)),
+            ("pct", Some(TableFormat::ParquetFolder)),
         ] {
             let p = Path::from(folder);
             let c = list_children(&store, "mem", Some(&p)).await.unwrap();

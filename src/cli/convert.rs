@@ -8,60 +8,10 @@ use anyhow::{Result, bail};
 
 use super::args::ConvertArgs;
 use super::run::Settings;
-use crate::engine::formats::convert::{ConvertPlan, convert, plan_convert};
+use crate::engine::formats::convert::{convert, plan_convert};
 use crate::engine::location::Location;
 use crate::engine::progress::LoadProgress;
 use crate::engine::size::format_bytes;
-
-pub fn plan_text(p: &ConvertPlan) -> String {
-    let mut o = format!(
-        "convert {} ({}) to Delta in place: {} files, {}\n",
-        p.uri,
-        p.format.label(),
-        p.files,
-        format_bytes(p.bytes)
-    );
-    if !p.partition_columns.is_empty() {
-        let cols: Vec<String> = p
-            .partition_columns
-            .iter()
-            .map(|(c, t)| format!("{c} ({t})"))
-            .collect();
-        o.push_str(&format!("partition columns: {}\n", cols.join(", ")));
-    }
-    for (what, g) in [
-        (
-            "orphan files (not in the sink log), not added",
-            p.orphans.as_ref(),
-        ),
-        (
-            "files the sink log lists but the folder lacks",
-            p.missing.as_ref(),
-        ),
-        (
-            "hidden files (_ or . prefixed), not added",
-            Some(&p.hidden_files),
-        ),
-        (
-            "files that are not Parquet, not added",
-            Some(&p.other_files),
-        ),
-    ] {
-        if let Some(g) = g.filter(|g| g.files > 0) {
-            o.push_str(&format!(
-                "{what}: {} ({}), e.g. {}\n",
-                g.files,
-                format_bytes(g.bytes),
-                g.examples.join(", ")
-            ));
-        }
-    }
-    o.push_str("\nwhat to do:\n");
-    for (i, s) in p.steps.iter().enumerate() {
-        o.push_str(&format!("  {}. {s}\n", i + 1));
-    }
-    o
-}
 
 /// Listing progress on stderr, at most once a second.
 pub fn stderr_progress() -> impl Fn(LoadProgress) + Send + Sync {
@@ -84,7 +34,7 @@ pub async fn convert_cmd(a: ConvertArgs, s: &Settings) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(());
     }
-    let text = plan_text(&plan);
+    let text = plan.text();
     if a.json {
         eprint!("{text}");
     } else {

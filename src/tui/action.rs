@@ -2,6 +2,7 @@
 
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::formats::convert::{ConvertOutcome, ConvertPlan};
 use crate::engine::open::Opened;
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::PartitionValues;
@@ -30,6 +31,8 @@ pub enum Command {
     Compact,
     /// Cancel the newest running job (asks first).
     CancelJob,
+    /// Preview converting the Parquet folder shown to a Delta table (then confirm).
+    Convert,
     /// Yes, in the modal on top (start the job, cancel the job, keep the filter).
     Confirm,
     /// Close the modal on top without doing anything (or clearing the filter).
@@ -70,6 +73,16 @@ pub enum Action {
         id: u64,
         result: Result<Box<CompactionPlan>, String>,
     },
+    /// The conversion preview of `Effect::PlanConvert`.
+    ConvertPlanReady {
+        id: u64,
+        result: Result<Box<ConvertPlan>, String>,
+    },
+    /// The conversion `Effect::StartConvert` ran.
+    Converted {
+        id: u64,
+        result: Result<ConvertOutcome, String>,
+    },
 }
 
 /// Work the event loop must start on the app's behalf.
@@ -100,6 +113,15 @@ pub enum Effect {
         id: u64,
     },
     CancelJob {
+        id: u64,
+    },
+    /// Preview converting the folder to Delta; comes back as `Action::ConvertPlanReady`.
+    PlanConvert {
+        id: u64,
+        uri: String,
+    },
+    /// Convert as previewed; comes back as `Action::Converted`.
+    StartConvert {
         id: u64,
     },
 }

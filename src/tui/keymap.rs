@@ -262,6 +262,13 @@ pub static BINDINGS: &[Binding] = &[
         Some("cancel job"),
     ),
     bind(
+        &[k(KeyCode::Char('C'))],
+        C::Convert,
+        T,
+        "preview converting a Parquet folder (or Spark sink) to Delta in place",
+        Some("convert"),
+    ),
+    bind(
         &[k(KeyCode::Char('t'))],
         C::ToggleTableHistogram,
         T,

@@ -14,6 +14,7 @@ use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
 use crate::engine::compact::locks::PartitionLocks;
+use crate::engine::formats::convert::{ConvertPlan, convert, plan_convert};
 use crate::engine::location::Location;
 use crate::engine::open::{OpenOptions, load_table, open};
 use crate::engine::stats::table_report::PartitionValues;
@@ -26,6 +27,8 @@ pub struct Loader {
     jobs: HashMap<u64, CancellationToken>,
     job_tasks: Vec<tokio::task::JoinHandle<()>>,
     locks: Arc<PartitionLocks>,
+    /// Previewed conversions, by id, until confirmed.
+    convert_plans: Arc<Mutex<HashMap<u64, (Location, ConvertPlan)>>>,
 }
 
 impl Loader {
@@ -48,6 +51,7 @@ impl Loader {
             jobs: HashMap::new(),
             job_tasks: Vec::new(),
             locks,
+            convert_plans: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -75,7 +79,46 @@ impl Loader {
                     t.cancel();
                 }
             }
+            Effect::PlanConvert { id, uri } => self.plan_convert(id, uri),
+            Effect::StartConvert { id } => self.start_convert(id),
         }
+    }
+
+    fn plan_convert(&mut self, id: u64, uri: String) {
+        let opts = self.opts.clone();
+        let tx = self.tx.clone();
+        let plans = self.convert_plans.clone();
+        tokio::spawn(async move {
+            let result = async {
+                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                let plan = plan_convert(&loc, &opts, &[], &|_| {})
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if let Ok(mut p) = plans.lock() {
+                    p.insert(id, (loc, plan.clone()));
+                }
+                Ok(Box::new(plan))
+            }
+            .await;
+            let _ = tx.send(Action::ConvertPlanReady { id, result });
+        });
+    }
+
+    fn start_convert(&mut self, id: u64) {
+        let opts = self.opts.clone();
+        let tx = self.tx.clone();
+        let planned = self
+            .convert_plans
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(&id));
+        tokio::spawn(async move {
+            let result = match planned {
+                Some((loc, plan)) => convert(&loc, &plan, &opts).await.map_err(|e| e.to_string()),
+                None => Err("the previewed conversion is gone; preview it again".into()),
+            };
+            let _ = tx.send(Action::Converted { id, result });
+        });
     }
 
     fn load(&mut self, id: u64, uri: String) {

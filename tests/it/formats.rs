@@ -90,7 +90,11 @@ fn snapshot(dir: &Path) -> BTreeMap<String, (u64, std::time::SystemTime, Vec<u8>
                 let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
                 out.insert(
                     rel,
-                    (m.len(), m.modified().unwrap(), std::fs::read(e.path()).unwrap()),
+                    (
+                        m.len(),
+                        m.modified().unwrap(),
+                        std::fs::read(e.path()).unwrap(),
+                    ),
                 );
             }
         }
@@ -109,12 +113,20 @@ fn check_hive_report(report: &serde_json::Value, listing: &serde_json::Value, hi
     assert_eq!(ours, theirs, "files and bytes per partition");
     // 3 days (one NULL) x 2 cities (one needing escapes), 4 files each.
     assert_eq!(ours.len(), 6);
-    assert!(ours.contains_key(r#"{"city":"a b/c","day":null}"#), "{ours:?}");
+    assert!(
+        ours.contains_key(r#"{"city":"a b/c","day":null}"#),
+        "{ours:?}"
+    );
     let files: u64 = ours.values().map(|(f, _)| f).sum();
     assert_eq!(report["files"], files);
     // _SUCCESS, the .crc and _temporary/ (and S3 folder markers) are hidden, never data.
     assert_eq!(report["folder"]["hidden_files"]["files"], hidden);
-    assert!(report["folder"]["listing"]["objects_listed"].as_u64().unwrap() >= files + 3);
+    assert!(
+        report["folder"]["listing"]["objects_listed"]
+            .as_u64()
+            .unwrap()
+            >= files + 3
+    );
 }
 
 #[test]
@@ -173,7 +185,9 @@ fn a_hive_folder_on_s3_reports_what_an_independent_listing_finds() {
     let report = ok(&lakehealth(&args), "report on s3");
     // pyarrow also writes folder markers for _temporary/ and _temporary/0/.
     check_hive_report(&report, &listing, 5);
-    let objects = report["folder"]["listing"]["objects_listed"].as_u64().unwrap();
+    let objects = report["folder"]["listing"]["objects_listed"]
+        .as_u64()
+        .unwrap();
     assert_eq!(
         report["folder"]["listing"]["list_requests"].as_u64(),
         Some(objects.div_ceil(1000))
@@ -218,8 +232,7 @@ fn a_spark_sink_folder_counts_exactly_the_logs_files_and_shows_orphans_apart() {
 }
 
 #[test]
-fn converting_a_sink_then_compacting_keeps_exactly_the_logged_rows_and_a_dry_run_changes_nothing()
-{
+fn converting_a_sink_then_compacting_keeps_exactly_the_logged_rows_and_a_dry_run_changes_nothing() {
     let d = tempfile::tempdir().unwrap();
     let root = d.path().canonicalize().unwrap().join("sink");
     std::fs::create_dir(&root).unwrap();
@@ -245,10 +258,7 @@ fn converting_a_sink_then_compacting_keeps_exactly_the_logged_rows_and_a_dry_run
     assert!(!refused.status.success());
     assert_eq!(snapshot(&root), before);
 
-    let done = ok(
-        &lakehealth(&["convert", uri, "--yes", "--json"]),
-        "convert",
-    );
+    let done = ok(&lakehealth(&["convert", uri, "--yes", "--json"]), "convert");
     assert_eq!(done["files"], active.len() as u64);
     assert_eq!(done["bytes"], active.values().sum::<u64>());
     // No data file was touched: every file that was there is there, unchanged.
@@ -264,7 +274,10 @@ fn converting_a_sink_then_compacting_keeps_exactly_the_logged_rows_and_a_dry_run
         &lakehealth(&["compact", uri, "--json", "--target", "1MiB"]),
         "compact",
     );
-    assert!(compacted["files_removed"].as_u64().unwrap() > 0, "{compacted}");
+    assert!(
+        compacted["files_removed"].as_u64().unwrap() > 0,
+        "{compacted}"
+    );
     let read = py(&["delta-rows", uri], None);
     assert_eq!(read["rows"], made["rows"], "rows after convert + compact");
     assert!(read["files"].as_u64().unwrap() < active.len() as u64);
@@ -292,14 +305,24 @@ fn converting_a_hive_folder_checks_partition_types_and_refuses_escaped_names() {
     // Without the escaped city: typed partitions, checked against every value.
     std::fs::remove_dir_all(root.join("day=2026-11-28").join("city=a%20b%2Fc")).unwrap();
     std::fs::remove_dir_all(root.join("day=2026-11-29").join("city=a%20b%2Fc")).unwrap();
-    std::fs::remove_dir_all(root.join("day=__HIVE_DEFAULT_PARTITION__").join("city=a%20b%2Fc"))
-        .unwrap();
+    std::fs::remove_dir_all(
+        root.join("day=__HIVE_DEFAULT_PARTITION__")
+            .join("city=a%20b%2Fc"),
+    )
+    .unwrap();
     let bad = lakehealth(&["convert", uri, "--partition-by", "city:int", "--dry-run"]);
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(!bad.status.success() && err.contains("city=\"x\""), "{err}");
     let listing = py(&["list", uri], None);
     let done = ok(
-        &lakehealth(&["convert", uri, "--partition-by", "day:date", "--yes", "--json"]),
+        &lakehealth(&[
+            "convert",
+            uri,
+            "--partition-by",
+            "day:date",
+            "--yes",
+            "--json",
+        ]),
         "convert",
     );
     assert_eq!(done["files"], 12);

@@ -102,6 +102,60 @@ pub struct ConvertPlan {
     fields: Vec<StructField>,
 }
 
+impl ConvertPlan {
+    /// The preview as plain text (the CLI prints it, the TUI shows it).
+    pub fn text(&self) -> String {
+        let p = self;
+        let mut o = format!(
+            "convert {} ({}) to Delta in place: {} files, {}\n",
+            p.uri,
+            p.format.label(),
+            p.files,
+            format_bytes(p.bytes)
+        );
+        if !p.partition_columns.is_empty() {
+            let cols: Vec<String> = p
+                .partition_columns
+                .iter()
+                .map(|(c, t)| format!("{c} ({t})"))
+                .collect();
+            o.push_str(&format!("partition columns: {}\n", cols.join(", ")));
+        }
+        for (what, g) in [
+            (
+                "orphan files (not in the sink log), not added",
+                p.orphans.as_ref(),
+            ),
+            (
+                "files the sink log lists but the folder lacks",
+                p.missing.as_ref(),
+            ),
+            (
+                "hidden files (_ or . prefixed), not added",
+                Some(&p.hidden_files),
+            ),
+            (
+                "files that are not Parquet, not added",
+                Some(&p.other_files),
+            ),
+        ] {
+            if let Some(g) = g.filter(|g| g.files > 0) {
+                o.push_str(&format!(
+                    "{what}: {} ({}), e.g. {}\n",
+                    g.files,
+                    format_bytes(g.bytes),
+                    g.examples.join(", ")
+                ));
+            }
+        }
+        o.push_str("\nwhat to do:\n");
+        for (i, s) in p.steps.iter().enumerate() {
+            o.push_str(&format!("  {}. {s}\n", i + 1));
+        }
+        o
+    }
+}
+
 /// What the conversion did.
 #[derive(Debug, Clone, Serialize)]
 pub struct ConvertOutcome {
@@ -347,7 +401,7 @@ pub async fn convert(
         .with_partition_schema(plan.fields.clone())
         .await
         .map_err(|e| derr("converting to Delta", e))?;
-    let version = u64::try_from(table.version().unwrap_or_default()).unwrap_or_default();
+    let version = table.version().unwrap_or_default();
     // Checked from the log just written, by lakehealth's own reader.
     let written =
         super::delta::load_delta(loc, &loc.open_store(&opts.storage_options)?, opts, &|_| {})

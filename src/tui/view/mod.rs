@@ -1,6 +1,7 @@
 //! Drawing: a pure function of `App` state onto a ratatui frame.
 
 mod commits;
+mod convert_dialog;
 mod findings;
 mod header;
 mod help;
@@ -55,6 +56,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         Some(Modal::Plan(d)) => plan_dialog::draw(f, area, d),
         Some(Modal::ConfirmCancel { job }) => plan_dialog::draw_confirm_cancel(f, area, *job),
         Some(Modal::Help) => help::draw(f, area),
+        Some(Modal::Convert(d)) => convert_dialog::draw(f, area, d),
         // Shown in the list's title and the hint bar.
         Some(Modal::Filter) | None => {}
     }

@@ -290,11 +290,8 @@ fn converting_a_hive_folder_checks_partition_types_and_refuses_escaped_names() {
     let d = tempfile::tempdir().unwrap();
     let root = d.path().join("events");
     let uri = root.to_str().unwrap();
-    py(&["hive", uri], None);
+    let made = py(&["hive", uri], None);
     let before = snapshot(&root);
-    let unknown = lakehealth(&["convert", uri, "--partition-by", "nope", "--dry-run"]);
-    let err = String::from_utf8_lossy(&unknown.stderr);
-    assert!(err.contains("day, city"), "{err}");
     // `city=a%20b%2Fc`: delta-rs 1.1's converter would log the decoded name, a missing file.
     let escaped = lakehealth(&["convert", uri, "--yes"]);
     assert!(!escaped.status.success());
@@ -310,6 +307,9 @@ fn converting_a_hive_folder_checks_partition_types_and_refuses_escaped_names() {
             .join("city=a%20b%2Fc"),
     )
     .unwrap();
+    let unknown = lakehealth(&["convert", uri, "--partition-by", "nope", "--dry-run"]);
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(err.contains("day, city"), "{err}");
     let bad = lakehealth(&["convert", uri, "--partition-by", "city:int", "--dry-run"]);
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(!bad.status.success() && err.contains("city=\"x\""), "{err}");
@@ -328,6 +328,13 @@ fn converting_a_hive_folder_checks_partition_types_and_refuses_escaped_names() {
     assert_eq!(done["files"], 12);
     let read = py(&["delta-rows", uri], None);
     assert_eq!(read["files"], 12);
+    let kept: Vec<&serde_json::Value> = made["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r.as_str().unwrap().contains("a b/c"))
+        .collect();
+    assert_eq!(read["rows"].as_array().unwrap().iter().collect::<Vec<_>>(), kept);
     let report = ok(&lakehealth(&["report", uri, "--json"]), "report");
     assert_eq!(report["format"], "delta");
     assert_eq!(report_partitions(&report), listed_partitions(&listing));

@@ -27,7 +27,7 @@ CITIES = ["a b/c", "x"]
 
 
 def canon(rows):
-    return sorted(json.dumps(r) for r in rows)
+    return sorted(json.dumps(r, default=str) for r in rows)
 
 
 def hive(uri, opts):

@@ -334,8 +334,75 @@ fn converting_a_hive_folder_checks_partition_types_and_refuses_escaped_names() {
         .iter()
         .filter(|r| !r.as_str().unwrap().contains("a b/c"))
         .collect();
-    assert_eq!(read["rows"].as_array().unwrap().iter().collect::<Vec<_>>(), kept);
+    assert_eq!(
+        read["rows"].as_array().unwrap().iter().collect::<Vec<_>>(),
+        kept
+    );
     let report = ok(&lakehealth(&["report", uri, "--json"]), "report");
     assert_eq!(report["format"], "delta");
     assert_eq!(report_partitions(&report), listed_partitions(&listing));
+}
+
+/// A Hive folder without percent-escaped names (delta-rs's converter refuses those).
+fn plain_hive_folder(root: &Path) {
+    py(&["hive", root.to_str().unwrap()], None);
+    for day in ["2026-11-28", "2026-11-29", "__HIVE_DEFAULT_PARTITION__"] {
+        std::fs::remove_dir_all(root.join(format!("day={day}")).join("city=a%20b%2Fc")).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_tui_c_says_why_not_and_shift_c_previews_then_converts_to_delta() {
+    use crossterm::event::KeyCode;
+    use lakehealth::engine::formats::TableFormat;
+    use lakehealth::tui::app::Modal;
+
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("events");
+    plain_hive_folder(&root);
+    let uri = crate::common::loc(&root).display();
+    let mut t = crate::tui_driver::Driven::new(uri, (150, 50)).open().await;
+    assert_eq!(
+        t.app.table.as_ref().unwrap().format,
+        TableFormat::ParquetFolder
+    );
+    // Compaction is not offered, and the error says why and what to do.
+    t.keys(&[KeyCode::Char('c')]).await;
+    let e = t.app.error().unwrap_or_default().to_string();
+    assert!(e.contains("convert the folder to Delta first"), "{e}");
+    assert!(t.app.plan().is_none());
+    t.keys(&[KeyCode::Esc]).await;
+
+    let before = snapshot(&root);
+    t.keys(&[KeyCode::Char('C')]).await;
+    t.until(
+        "the conversion preview",
+        |a| matches!(a.modals.modal(), Some(Modal::Convert(d)) if d.result.is_some()),
+    )
+    .await;
+    let screen = t.screen();
+    assert!(screen.contains("Convert to Delta"), "{screen}");
+    assert!(screen.contains("stop every job"), "{screen}");
+    // Esc closes it without a change.
+    t.keys(&[KeyCode::Esc]).await;
+    assert!(t.app.modals.modal().is_none());
+    assert_eq!(snapshot(&root), before);
+
+    t.keys(&[KeyCode::Char('C')]).await;
+    t.until(
+        "the conversion preview",
+        |a| matches!(a.modals.modal(), Some(Modal::Convert(d)) if d.result.is_some()),
+    )
+    .await;
+    t.key(KeyCode::Enter);
+    t.until("the converted table", |a| {
+        a.modals.modal().is_none()
+            && a.loading.is_none()
+            && a.table
+                .as_ref()
+                .is_some_and(|t| t.format == TableFormat::Delta)
+    })
+    .await;
+    assert!(t.app.error().is_none(), "{:?}", t.app.error());
+    assert_eq!(t.app.table.as_ref().unwrap().stats.files, 12);
 }

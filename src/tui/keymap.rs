@@ -572,7 +572,9 @@ mod tests {
     fn the_hint_bar_lists_the_contexts_own_keys_first_then_the_shared_ones() {
         let table = hint_line(Context::Table, |_| true);
         assert!(
-            table.starts_with("Space mark · c compact · x cancel job · t histogram · j/k move"),
+            table.starts_with(
+                "Space mark · c compact · x cancel job · C convert · t histogram · j/k move"
+            ),
             "{table}"
         );
         assert!(table.ends_with("Esc back · ? help · q quit"), "{table}");

@@ -91,6 +91,8 @@ pub enum Command {
     Stream(StreamArgs),
     /// Compact small files of a table (OPTIMIZE commits beside concurrent writers).
     Compact(CompactArgs),
+    /// Convert a Parquet folder (or a Spark file-sink folder) to a Delta table in place.
+    Convert(ConvertArgs),
     /// Janitor: compact partitions by a policy as they fill with small files, saying why.
     Watch(WatchArgs),
     /// Write a checkpoint of a table's current version (or say why none is needed).
@@ -170,6 +172,30 @@ pub struct CompactArgs {
     /// First settle results a stopped coordinator left under _lakehealth/jobs/ (commit or clean up).
     #[arg(long)]
     pub pickup: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    pub uri: String,
+    /// A partition column's Delta type, as COLUMN:TYPE (string when not given; the columns
+    /// come from the key=value folders); repeatable.
+    #[arg(long = "partition-by", value_name = "COL[:TYPE]", value_parser = parse_partition_column)]
+    pub partition_by: Vec<crate::engine::formats::convert::PartitionColumn>,
+    /// Print the preview and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Convert without asking (the steps the preview lists must be done first).
+    #[arg(long)]
+    pub yes: bool,
+    /// Machine-readable output on stdout (the plan with --dry-run, else the outcome).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_partition_column(
+    s: &str,
+) -> Result<crate::engine::formats::convert::PartitionColumn, String> {
+    s.parse()
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use crate::engine::formats::TableFormat;
 use crate::engine::open::RootReport;
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::histogram::{Band, Histogram};
@@ -43,10 +44,20 @@ pub fn findings_text(t: &TableReport, out: &mut String) {
 
 pub fn table_text(t: &TableReport) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "{}  ({})", t.name, t.uri);
+    let _ = writeln!(o, "{}  ({}, {})", t.name, t.uri, t.format.label());
     sizes_text(t, &mut o);
-    log_text(t, &mut o);
-    findings_text(t, &mut o);
+    match t.format {
+        TableFormat::ParquetFolder => {}
+        TableFormat::SparkFileSink => sink_text(t, &mut o),
+        _ => {
+            log_text(t, &mut o);
+            findings_text(t, &mut o);
+        }
+    }
+    folder_text(t, &mut o);
+    if let Some(why) = t.format.why_not_compactable() {
+        let _ = writeln!(o, "compaction: not available: {why}");
+    }
     for w in &t.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
@@ -138,6 +149,52 @@ fn log_text(t: &TableReport, o: &mut String) {
     }
 }
 
+/// A Spark sink's log: batches, their rate, the last one's time.
+fn sink_text(t: &TableReport, o: &mut String) {
+    let l = &t.log;
+    let _ = writeln!(
+        o,
+        "sink log: batch {}  compacted at {}  {} log files ({})  rate {}  last batch {}",
+        t.version,
+        l.checkpoint_version
+            .map_or("none".into(), |v| v.to_string()),
+        l.log_files,
+        format_bytes(l.log_bytes),
+        l.commits_per_minute
+            .map_or("-".into(), |r| format!("{r:.1}/min")),
+        l.last_commit_ms
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map_or("-".into(), |t| t.to_rfc3339())
+    );
+}
+
+/// What the listing cost, and the files beside the data (orphans of a sink apart).
+fn folder_text(t: &TableReport, o: &mut String) {
+    let Some(f) = &t.folder else { return };
+    let _ = writeln!(
+        o,
+        "listing: {} objects{} in {:.1}s",
+        format_count(f.listing.objects_listed),
+        f.listing
+            .list_requests
+            .map_or(String::new(), |r| format!(", {r} list requests")),
+        f.listing.seconds
+    );
+    for (what, g) in [
+        ("orphans (not in the sink log)", f.orphans.as_ref()),
+        (
+            "missing (in the sink log, not in the folder)",
+            f.missing.as_ref(),
+        ),
+        ("hidden files", Some(&f.hidden_files)),
+        ("other files", Some(&f.other_files)),
+    ] {
+        if let Some(g) = g.filter(|g| g.files > 0) {
+            let _ = writeln!(o, "{what}: {} files, {}", g.files, format_bytes(g.bytes));
+        }
+    }
+}
+
 /// One line per partition, most excess files first.
 fn partitions_text(t: &TableReport, o: &mut String) {
     let _ = writeln!(
@@ -166,14 +223,15 @@ pub fn root_text(r: &RootReport) -> String {
     let _ = writeln!(o, "{}: {} tables (worst first)", r.root, r.tables.len());
     let _ = writeln!(
         o,
-        "{:<32} {:>8} {:>8} {:>10} {:>7} {:>8} {:>6}",
-        "table", "version", "files", "bytes", "small%", "excess", "health"
+        "{:<32} {:<10} {:>8} {:>8} {:>10} {:>7} {:>8} {:>6}",
+        "table", "format", "version", "files", "bytes", "small%", "excess", "health"
     );
     for t in &r.tables {
         let _ = writeln!(
             o,
-            "{:<32} {:>8} {:>8} {:>10} {:>6.0}% {:>8} {:>6}",
+            "{:<32} {:<10} {:>8} {:>8} {:>10} {:>6.0}% {:>8} {:>6}",
             t.name,
+            t.format.label(),
             t.version,
             format_count(t.stats.files),
             format_bytes(t.stats.bytes),

@@ -92,6 +92,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Compact(a)) => {
             super::compact::compact(a, &s, cli.common.target.map(|t| t.0)).await
         }
+        Some(Command::Convert(a)) => super::convert::convert_cmd(a, &s).await,
         Some(Command::Watch(a)) => super::watch::watch(a, &s).await,
         Some(Command::Checkpoint(a)) => super::checkpoint::run(a, &s).await,
         Some(Command::Vacuum(a)) => super::vacuum::run(a, &s).await,
@@ -139,7 +140,7 @@ pub async fn run(cli: Cli) -> Result<()> {
 
 async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
-    let opened = open(&loc, &s.open, &|_| {}).await?;
+    let opened = open(&loc, &s.open, &super::convert::stderr_progress()).await?;
     match (opened, a.json) {
         (Opened::Table(t), true) => println!("{}", scrub(&serde_json::to_string_pretty(&t)?)),
         (Opened::Root(r), true) => println!("{}", scrub(&serde_json::to_string_pretty(&r)?)),

@@ -1,5 +1,6 @@
-//! Finding Delta tables under a root folder or bucket prefix: any folder holding `_delta_log/`
-//! is a table (its subfolders are not searched). Bounded depth, concurrent listing.
+//! Finding tables under a root folder or bucket prefix: any folder that `formats::probe_format`
+//! recognises (Delta, a Spark file sink, Iceberg, a Parquet folder) is a table, labelled with its
+//! format; its subfolders are not searched. Bounded depth, concurrent listing.
 
 use std::sync::Arc;
 
@@ -7,21 +8,44 @@ use futures::StreamExt;
 use object_store::ObjectStore;
 use object_store::path::Path;
 
-use super::error::{EngineError, Result};
+use super::error::Result;
+use super::formats::{FolderChildren, TableFormat, child, list_children, probe_format};
 use super::progress::LoadProgress;
 
-/// Folders never worth descending into: Delta/Spark internals and Hive partition folders.
-fn skip(name: &str) -> bool {
-    name.starts_with('_') || name.starts_with('.') || name.contains('=')
+/// A table found under a root: its path from the root ("" for the root itself) and format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundTable {
+    pub rel: String,
+    pub format: TableFormat,
 }
 
-/// Relative paths (no trailing slash; "" for the root itself) of tables under the store's root.
+/// Relative paths of the Delta tables under the store's root (the janitor compacts only those).
 pub async fn discover_tables(
     store: &Arc<dyn ObjectStore>,
     uri: &str,
     max_depth: usize,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<Vec<String>> {
+    Ok(discover(store, uri, max_depth, progress)
+        .await?
+        .into_iter()
+        .filter(|t| t.format == TableFormat::Delta)
+        .map(|t| t.rel)
+        .collect())
+}
+
+/// Folders never worth descending into: Delta/Spark internals and Hive partition folders.
+fn skip(name: &str) -> bool {
+    name.starts_with('_') || name.starts_with('.') || name.contains('=')
+}
+
+/// Tables under the store's root, by relative path (no trailing slash; "" for the root itself).
+pub async fn discover(
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+    max_depth: usize,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<Vec<FoundTable>> {
     let mut tables = Vec::new();
     let mut frontier: Vec<Option<Path>> = vec![None];
     let mut folders = 0;
@@ -29,15 +53,17 @@ pub async fn discover_tables(
         if frontier.is_empty() {
             break;
         }
-        let listed: Vec<(Option<Path>, Result<Vec<Path>>)> = futures::stream::iter(frontier)
+        type Probed = Result<(FolderChildren, Option<TableFormat>)>;
+        let listed: Vec<(Option<Path>, Probed)> = futures::stream::iter(frontier)
             .map(|prefix| {
                 let store = store.clone();
                 async move {
-                    let r = store
-                        .list_with_delimiter(prefix.as_ref())
-                        .await
-                        .map(|l| l.common_prefixes)
-                        .map_err(|e| EngineError::from_store(uri, "folder listing", e));
+                    let r = async {
+                        let c = list_children(&store, uri, prefix.as_ref()).await?;
+                        let f = probe_format(&store, uri, prefix.as_ref(), &c).await?;
+                        Ok((c, f))
+                    }
+                    .await;
                     (prefix, r)
                 }
             })
@@ -47,7 +73,7 @@ pub async fn discover_tables(
         let mut next = Vec::new();
         for (prefix, children) in listed {
             folders += 1;
-            let children = match children {
+            let (children, format) = match children {
                 Ok(c) => c,
                 // The root itself must be listable; deeper failures only hide that folder.
                 Err(e) if prefix.is_none() => return Err(e),
@@ -56,16 +82,20 @@ pub async fn discover_tables(
                     continue;
                 }
             };
-            if children.iter().any(|c| c.filename() == Some("_delta_log")) {
-                tables.push(prefix.map(|p| p.to_string()).unwrap_or_default());
+            if let Some(format) = format {
+                tables.push(FoundTable {
+                    rel: prefix.map(|p| p.to_string()).unwrap_or_default(),
+                    format,
+                });
                 continue;
             }
             if depth < max_depth {
                 next.extend(
                     children
-                        .into_iter()
-                        .filter(|c| !c.filename().is_some_and(skip))
-                        .map(Some),
+                        .folders
+                        .iter()
+                        .filter(|c| !skip(c))
+                        .map(|c| Some(child(prefix.as_ref(), c))),
                 );
             }
         }
@@ -75,7 +105,7 @@ pub async fn discover_tables(
         });
         frontier = next;
     }
-    tables.sort();
+    tables.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(tables)
 }
 
@@ -105,5 +135,28 @@ mod tests {
         assert_eq!(found, vec!["raw/events".to_string(), "sales".to_string()]);
         let deep = discover_tables(&store, "mem", 4, &|_| {}).await.unwrap();
         assert!(deep.contains(&"a/b/c/d".to_string()));
+        // Beside the Delta tables: a Parquet folder and a Spark sink, labelled.
+        for p in [
+            "plain/day=1/part-0.parquet",
+            "sink/_spark_metadata/0",
+            "sink/part-0.parquet",
+        ] {
+            store
+                .put(&Path::from(p), PutPayload::from_static(b"{}"))
+                .await
+                .unwrap();
+        }
+        let all = discover(&store, "mem", 2, &|_| {}).await.unwrap();
+        let labelled: Vec<(&str, TableFormat)> =
+            all.iter().map(|t| (t.rel.as_str(), t.format)).collect();
+        assert_eq!(
+            labelled,
+            vec![
+                ("plain", TableFormat::ParquetFolder),
+                ("raw/events", TableFormat::Delta),
+                ("sales", TableFormat::Delta),
+                ("sink", TableFormat::SparkFileSink),
+            ]
+        );
     }
 }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde::Serialize;
 
-use super::discover::discover_tables;
+use super::discover::discover;
 use super::error::{EngineError, ErrorKind, Result};
 use super::location::Location;
-use super::log::replay::{ReplayOptions, replay};
+use super::log::replay::ReplayOptions;
 use super::progress::LoadProgress;
 use super::size::{GIB, MIB};
 use super::stats::file_sizes::Thresholds;
@@ -60,22 +60,14 @@ pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// Loads one table's statistics from its log.
+/// Loads one table's statistics: a Delta table from its log, a Parquet folder from its listing,
+/// a Spark file-sink folder from `_spark_metadata/` (see `formats::load_table_any`).
 pub async fn load_table(
     loc: &Location,
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<TableReport> {
-    let store = loc.open_store(&opts.storage_options)?;
-    let uri = loc.display();
-    let state = replay(&store, &uri, opts.replay, progress).await?;
-    Ok(TableReport::build(
-        uri,
-        loc.name(),
-        state,
-        opts.thresholds,
-        now_ms(),
-    ))
+    super::formats::load_table_any(loc, opts, progress).await
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -175,7 +167,11 @@ pub async fn open(
             let store: Arc<dyn object_store::ObjectStore> =
                 loc.open_store(&opts.storage_options)?;
             let uri = loc.display();
-            let found = discover_tables(&store, &uri, opts.discovery_depth, progress).await?;
+            let found: Vec<String> = discover(&store, &uri, opts.discovery_depth, progress)
+                .await?
+                .into_iter()
+                .map(|t| t.rel)
+                .collect();
             if found.is_empty() {
                 return Err(EngineError::NotATable {
                     uri,

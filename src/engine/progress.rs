@@ -16,6 +16,11 @@ pub enum LoadProgress {
         folders: usize,
         tables: usize,
     },
+    /// Listing a folder of data files (Parquet folders, Spark sinks): objects so far and rate.
+    ListingObjects {
+        objects: u64,
+        per_second: u64,
+    },
     /// Root scans: tables whose statistics are loaded.
     LoadingTables {
         done: usize,
@@ -40,6 +45,14 @@ impl LoadProgress {
             LoadProgress::LoadingTables { done, total } => {
                 format!("loading tables {done}/{total}")
             }
+            LoadProgress::ListingObjects {
+                objects,
+                per_second,
+            } => format!(
+                "listing data files: {} objects ({}/s)",
+                crate::engine::size::format_count(*objects),
+                crate::engine::size::format_count(*per_second)
+            ),
         }
     }
 

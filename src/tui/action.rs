@@ -2,6 +2,7 @@
 
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::formats::convert::{ConvertOutcome, ConvertPlan};
 use crate::engine::janitor::history::DecisionLine;
 use crate::engine::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
@@ -34,6 +35,8 @@ pub enum Command {
     Compact,
     /// Cancel the newest running job (asks first).
     CancelJob,
+    /// Preview converting the Parquet folder shown to a Delta table (then confirm).
+    Convert,
     /// Yes, in the modal on top (start the job, cancel the job, keep the filter).
     Confirm,
     /// Close the modal on top without doing anything (or clearing the filter).
@@ -101,6 +104,16 @@ pub enum Action {
     JanitorDecided {
         id: u64,
         result: Result<(Vec<DecisionLine>, Vec<PartitionValues>), String>,
+    },
+    /// The conversion preview of `Effect::PlanConvert`.
+    ConvertPlanReady {
+        id: u64,
+        result: Result<Box<ConvertPlan>, String>,
+    },
+    /// The conversion `Effect::StartConvert` ran.
+    Converted {
+        id: u64,
+        result: Result<ConvertOutcome, String>,
     },
 }
 
@@ -173,5 +186,14 @@ pub enum Effect {
         id: u64,
         uri: String,
         partition: PartitionValues,
+    },
+    /// Preview converting the folder to Delta; comes back as `Action::ConvertPlanReady`.
+    PlanConvert {
+        id: u64,
+        uri: String,
+    },
+    /// Convert as previewed; comes back as `Action::Converted`.
+    StartConvert {
+        id: u64,
     },
 }

@@ -17,6 +17,7 @@ use super::maintenance::{MaintenanceEvent, MaintenanceJob, MaintenanceKind, Vacu
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::formats::convert::{ConvertOutcome, ConvertPlan};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
@@ -91,6 +92,16 @@ pub struct PlanDialog {
     pub executor: String,
 }
 
+/// The preview of converting a Parquet folder to Delta: planning, then the plan (or why not).
+#[derive(Debug)]
+pub struct ConvertDialog {
+    pub id: u64,
+    pub table_uri: String,
+    pub result: Option<Result<Box<ConvertPlan>, String>>,
+    /// Confirmed: the conversion runs.
+    pub running: bool,
+}
+
 /// A dialog over the screen that takes the keys.
 #[derive(Debug)]
 pub enum Modal {
@@ -107,6 +118,7 @@ pub enum Modal {
     Vacuum(VacuumDialog),
     /// The janitor's last decisions (`tui::janitor`).
     Why,
+    Convert(ConvertDialog),
 }
 
 /// What covers the screen: at most one modal, and over it at most one error (errors come from
@@ -141,9 +153,11 @@ impl Modals {
         self.modal.as_ref().map(|m| match m {
             Modal::Help => Context::Help,
             Modal::Filter => Context::Filter,
-            Modal::Plan(_) | Modal::ConfirmCancel { .. } | Modal::Vacuum(_) | Modal::Why => {
-                Context::Dialog
-            }
+            Modal::Plan(_)
+            | Modal::ConfirmCancel { .. }
+            | Modal::Vacuum(_)
+            | Modal::Why
+            | Modal::Convert(_) => Context::Dialog,
         })
     }
 
@@ -283,12 +297,14 @@ impl App {
             Command::Confirm => match self.modals.modal() {
                 Some(Modal::Plan(p)) => matches!(&p.result, Some(Ok(plan)) if plan.bins > 0),
                 Some(Modal::Vacuum(v)) => v.startable(),
+                Some(Modal::Convert(d)) => matches!(d.result, Some(Ok(_))) && !d.running,
                 _ => true,
             },
             Command::Checkpoint | Command::Vacuum => self.table.is_some(),
             Command::ToggleMark | Command::Compact => self.selected_partition().is_some(),
-            Command::Janitor => self.table.is_some(),
+            Command::Janitor => self.table.as_ref().is_some_and(|t| t.format.can_compact()),
             Command::Why => self.janitor.is_on() || !self.janitor.why.is_empty(),
+            Command::Convert => self.table.as_ref().is_some_and(|t| t.format.can_convert()),
             _ => true,
         }
     }
@@ -340,6 +356,15 @@ impl App {
             },
             Action::Loaded { load, result } => self.loaded(load, result),
             Action::PlanReady { id, result } => self.plan_ready(id, result),
+            Action::ConvertPlanReady { id, result } => {
+                if let Some(Modal::Convert(d)) = &mut self.modals.modal
+                    && d.id == id
+                {
+                    d.result = Some(result);
+                }
+                vec![]
+            }
+            Action::Converted { id, result } => self.converted(id, result),
             Action::JanitorDecided { id, result } => self.janitor_decided(id, result),
             Action::VacuumPlanReady { id, result } => self.vacuum_plan_ready(id, result),
             Action::Maintenance { id, event } => self.maintenance_event(id, event),
@@ -358,7 +383,10 @@ impl App {
     /// Starts a watcher for the table shown, or stops one no longer wanted.
     fn sync_live(&mut self) -> Vec<Effect> {
         let wanted = match (&self.follow, &self.screen, &self.table) {
-            (Follow::On { poll }, Screen::Table, Some(t)) if !self.should_quit => {
+            // Only a Delta table has a log to follow.
+            (Follow::On { poll }, Screen::Table, Some(t))
+                if !self.should_quit && t.format == crate::engine::formats::TableFormat::Delta =>
+            {
                 Some((t.uri.clone(), t.name.clone(), *poll))
             }
             _ => None,
@@ -487,6 +515,19 @@ impl App {
                 self.modals.close();
                 vec![Effect::DiscardPlan { id }]
             }
+            (Some(Modal::Convert(d)), Command::Confirm)
+                if matches!(d.result, Some(Ok(_))) && !d.running =>
+            {
+                let id = d.id;
+                if let Some(Modal::Convert(d)) = &mut self.modals.modal {
+                    d.running = true;
+                }
+                vec![Effect::StartConvert { id }]
+            }
+            (Some(Modal::Convert(d)), Command::Dismiss) if !d.running => {
+                self.modals.close();
+                vec![]
+            }
             (Some(Modal::ConfirmCancel { .. }) | Some(Modal::Why), Command::Dismiss) => {
                 self.modals.close();
                 vec![]
@@ -511,6 +552,7 @@ impl App {
             Command::Compact => return self.preview_compaction(),
             Command::Vacuum => return self.preview_vacuum(),
             Command::Checkpoint => return self.checkpoint(),
+            Command::Convert => return self.preview_convert(),
             Command::Enter => self.open_selected_table(),
             Command::Back => self.back(),
             Command::CycleSort => self.on_list(ListOp::CycleSort),
@@ -706,10 +748,56 @@ impl App {
         }
     }
 
+    fn preview_convert(&mut self) -> Vec<Effect> {
+        let Some(t) = self.table.as_ref() else {
+            return vec![];
+        };
+        if !t.format.can_convert() {
+            let e = format!(
+                "{} is a {} table: only Parquet folders and Spark sink folders are converted to Delta",
+                t.name,
+                t.format.label()
+            );
+            self.modals.show_error(e);
+            return vec![];
+        }
+        let uri = t.uri.clone();
+        let id = self.next_id();
+        self.modals.open(Modal::Convert(ConvertDialog {
+            id,
+            table_uri: uri.clone(),
+            result: None,
+            running: false,
+        }));
+        vec![Effect::PlanConvert { id, uri }]
+    }
+
+    fn converted(&mut self, id: u64, result: Result<ConvertOutcome, String>) -> Vec<Effect> {
+        if matches!(&self.modals.modal, Some(Modal::Convert(d)) if d.id == id) {
+            self.modals.close();
+        }
+        match result {
+            Ok(_) => self.reload_table(),
+            Err(e) => {
+                self.modals.show_error(format!("conversion failed: {e}"));
+                vec![]
+            }
+        }
+    }
+
     fn preview_compaction(&mut self) -> Vec<Effect> {
         let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
             return vec![];
         };
+        if let Some(why) = self
+            .table
+            .as_ref()
+            .and_then(|t| t.format.why_not_compactable())
+        {
+            self.modals
+                .show_error(format!("compaction is not available: {why}"));
+            return vec![];
+        }
         let partitions: Vec<PartitionValues> = if self.marks.is_empty() {
             self.selected_partition()
                 .map(|p| p.values.clone())

@@ -262,6 +262,13 @@ pub static BINDINGS: &[Binding] = &[
         Some("cancel job"),
     ),
     bind(
+        &[k(KeyCode::Char('C'))],
+        C::Convert,
+        T,
+        "preview converting a Parquet folder (or Spark sink) to Delta in place",
+        Some("convert"),
+    ),
+    bind(
         &[k(KeyCode::Char('t'))],
         C::ToggleTableHistogram,
         T,
@@ -594,7 +601,7 @@ mod tests {
         let table = hint_line(Context::Table, |_| true);
         assert!(
             table.starts_with(
-                "Space mark · c compact · x cancel job · t histogram · a janitor · w why · j/k move"
+                "Space mark · c compact · x cancel job · a janitor · w why · C convert · t histogram · j/k move"
             ),
             "{table}"
         );

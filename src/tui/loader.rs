@@ -18,6 +18,7 @@ use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
 use crate::engine::compact::locks::PartitionLocks;
+use crate::engine::formats::convert::{ConvertPlan, convert, plan_convert};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
 use crate::engine::log::watch::{LogEvent, default_poll, follow};
@@ -38,6 +39,8 @@ pub struct Loader {
     /// Where compaction jobs' bins are rewritten.
     executor: Executor,
     janitor: JanitorRunner,
+    /// Previewed conversions, by id, until confirmed.
+    convert_plans: Arc<Mutex<HashMap<u64, (Location, ConvertPlan)>>>,
 }
 
 impl Loader {
@@ -73,6 +76,7 @@ impl Loader {
             locks,
             watches: HashMap::new(),
             executor: Executor::Local,
+            convert_plans: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -128,6 +132,8 @@ impl Loader {
                 self.janitor
                     .job(id, uri, partition, self.tx.clone(), self.prepared.clone())
             }
+            Effect::PlanConvert { id, uri } => self.plan_convert(id, uri),
+            Effect::StartConvert { id } => self.start_convert(id),
         }
     }
 
@@ -160,6 +166,43 @@ impl Loader {
                 }
             };
             tokio::join!(follow(&loc, name, &opts, poll, etx, token), forward);
+        });
+    }
+
+    fn plan_convert(&mut self, id: u64, uri: String) {
+        let opts = self.opts.clone();
+        let tx = self.tx.clone();
+        let plans = self.convert_plans.clone();
+        tokio::spawn(async move {
+            let result = async {
+                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                let plan = plan_convert(&loc, &opts, &[], &|_| {})
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if let Ok(mut p) = plans.lock() {
+                    p.insert(id, (loc, plan.clone()));
+                }
+                Ok(Box::new(plan))
+            }
+            .await;
+            let _ = tx.send(Action::ConvertPlanReady { id, result });
+        });
+    }
+
+    fn start_convert(&mut self, id: u64) {
+        let opts = self.opts.clone();
+        let tx = self.tx.clone();
+        let planned = self
+            .convert_plans
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(&id));
+        tokio::spawn(async move {
+            let result = match planned {
+                Some((loc, plan)) => convert(&loc, &plan, &opts).await.map_err(|e| e.to_string()),
+                None => Err("the previewed conversion is gone; preview it again".into()),
+            };
+            let _ = tx.send(Action::Converted { id, result });
         });
     }
 

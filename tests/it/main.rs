@@ -7,6 +7,7 @@ mod compact;
 mod errors;
 mod findings;
 mod fixtures;
+mod formats;
 mod harness;
 mod janitor;
 mod janitor_ops;

@@ -128,6 +128,7 @@ impl LogWatcher {
     /// The statistics of the state followed so far.
     pub fn report(&self) -> TableReport {
         TableReport::from_state(
+            crate::engine::formats::TableFormat::Delta,
             self.uri.clone(),
             self.name.clone(),
             self.tail.state(),

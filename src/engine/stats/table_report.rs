@@ -11,6 +11,7 @@ use super::log_health::LogHealth;
 use super::vacuum::VacuumDebt;
 use super::writers::{StreamingWriter, streaming_writers};
 use crate::engine::formats::TableFormat;
+use crate::engine::formats::scan::FolderDetails;
 use crate::engine::log::state::{CommitSummary, LogState};
 use crate::engine::properties::TableProps;
 
@@ -75,6 +76,9 @@ pub struct TableReport {
     pub findings: Vec<Finding>,
     /// The versions the findings were looked for in.
     pub findings_checked: FindingsCoverage,
+    /// Parquet folders and Spark sinks: what the listing cost and found beside the data files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder: Option<FolderDetails>,
 }
 
 /// Logical partition column names by physical name (column mapping), from the schema string.
@@ -102,6 +106,7 @@ pub fn physical_names(schema_string: &str) -> HashMap<String, String> {
 }
 
 impl TableReport {
+    /// A Delta table's report from its replayed log.
     pub fn build(
         uri: String,
         name: String,
@@ -109,11 +114,14 @@ impl TableReport {
         base: Thresholds,
         now_ms: i64,
     ) -> Self {
-        Self::from_state(uri, name, &state, base, now_ms)
+        Self::from_state(TableFormat::Delta, uri, name, &state, base, now_ms)
     }
 
-    /// The report of a state that stays in use (the live watcher keeps applying commits to it).
+    /// The report of a table of any format whose reader filled a `LogState` (a Parquet folder's
+    /// listing, a Spark sink's log), or of a state that stays in use (the live watcher keeps
+    /// applying commits to it): the same statistics, partitions and histograms.
     pub fn from_state(
+        format: TableFormat,
         uri: String,
         name: String,
         state: &LogState,
@@ -172,7 +180,7 @@ impl TableReport {
         TableReport {
             uri,
             name,
-            format: TableFormat::Delta,
+            format,
             version: state.version,
             partition_columns: columns,
             stats,
@@ -186,6 +194,7 @@ impl TableReport {
             warnings,
             findings,
             findings_checked,
+            folder: None,
         }
     }
 }

@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::style;
+use crate::engine::formats::TableFormat;
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::table_report::TableReport;
 
@@ -75,6 +76,19 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
     let title = Line::from(vec![
         Span::styled(format!(" {} ", t.name), style::title()),
         Span::styled(format!("{} ", t.uri), style::dim()),
+        Span::styled(
+            match t.format {
+                TableFormat::Delta => String::new(),
+                f if f.can_convert() => {
+                    format!(
+                        "[{}: not compacted in place; C converts it to Delta] ",
+                        f.label()
+                    )
+                }
+                f => format!("[{}: read-only] ", f.label()),
+            },
+            style::dim(),
+        ),
     ]);
     let p = Paragraph::new(vec![line1, line2, line3])
         .block(Block::default().borders(Borders::ALL).title(title));

@@ -1,6 +1,7 @@
 //! Drawing: a pure function of `App` state onto a ratatui frame.
 
 mod commits;
+mod convert_dialog;
 mod findings;
 mod header;
 mod help;
@@ -63,6 +64,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         Some(Modal::Help) => help::draw(f, area),
         Some(Modal::Vacuum(d)) => vacuum_dialog::draw(f, area, d),
         Some(Modal::Why) => why::draw(f, area, &app.janitor),
+        Some(Modal::Convert(d)) => convert_dialog::draw(f, area, d),
         // Shown in the list's title and the hint bar.
         Some(Modal::Filter) | None => {}
     }

@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 
 use super::{ago, style};
+use crate::engine::formats::TableFormat;
 use crate::engine::open::RootReport;
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::table_report::TableReport;
@@ -55,8 +56,15 @@ fn draw_totals(f: &mut Frame, area: Rect, r: &RootReport) {
 fn table_row(t: &TableReport, now_ms: i64) -> Row<'static> {
     let s = &t.stats;
     Row::new(vec![
-        Cell::from(t.name.clone()),
-        Cell::from(format!("v{}", t.version)),
+        // Delta is the default: other formats are labelled.
+        Cell::from(match t.format {
+            TableFormat::Delta => t.name.clone(),
+            other => format!("{} [{}]", t.name, other.label()),
+        }),
+        Cell::from(match t.format {
+            TableFormat::ParquetFolder => "-".to_string(),
+            _ => format!("v{}", t.version),
+        }),
         Cell::from(format_count(s.files)),
         Cell::from(format_bytes(s.bytes)),
         Cell::from(format!("{:.0}%", s.small_share() * 100.0)),

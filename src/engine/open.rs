@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::discover::discover_tables;
 use super::error::{EngineError, ErrorKind, Result};
+use super::formats::iceberg;
 use super::location::Location;
 use super::log::replay::{ReplayOptions, replay};
 use super::progress::LoadProgress;
@@ -51,9 +52,18 @@ pub async fn load_table(
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<TableReport> {
+    // Stand-in dispatch until `formats::load_table_any` lands: Iceberg where no Delta log is.
+    if iceberg::is_metadata_file_url(&loc.url) {
+        return iceberg::load_iceberg(loc, opts, progress).await;
+    }
     let store = loc.open_store(&opts.storage_options)?;
     let uri = loc.display();
-    let state = replay(&store, &uri, opts.replay, progress).await?;
+    let state = match replay(&store, &uri, opts.replay, progress).await {
+        Err(EngineError::NotATable { .. }) if iceberg::is_iceberg(&store, None).await.unwrap_or(false) => {
+            return iceberg::load_iceberg(loc, opts, progress).await;
+        }
+        r => r?,
+    };
     Ok(TableReport::build(
         uri,
         loc.name(),

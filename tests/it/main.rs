@@ -8,6 +8,7 @@ mod errors;
 mod findings;
 mod fixtures;
 mod harness;
+mod iceberg;
 mod janitor;
 mod race;
 mod replay;

@@ -1,7 +1,11 @@
 //! The kinds of table lakehealth reads. Each reader produces the same statistics (a
 //! `TableReport`); only Delta tables are compacted in place.
 
+pub mod iceberg;
+
 use serde::Serialize;
+
+use crate::engine::stats::table_report::TableReport;
 
 /// What a table is, as found on storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -31,5 +35,13 @@ impl TableFormat {
     /// Only Delta tables are compacted in place (atomically, by the log).
     pub fn can_compact(self) -> bool {
         matches!(self, TableFormat::Delta)
+    }
+}
+
+/// What the UI says, where compaction is offered, for a table lakehealth does not compact.
+pub fn compaction_unsupported(t: &TableReport) -> String {
+    match t.format {
+        TableFormat::Iceberg => iceberg::compaction_unsupported(t),
+        f => format!("compaction of {} tables is not supported", f.label()),
     }
 }

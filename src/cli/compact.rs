@@ -207,7 +207,10 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
     // Our own log reader gives the partition columns and the observed compression ratio.
     let report = load_table(&loc, &s.open, &|_| {}).await?;
     if !report.format.can_compact() {
-        bail!("{}", crate::engine::formats::compaction_unsupported(&report));
+        bail!(
+            "{}",
+            crate::engine::formats::compaction_unsupported(&report)
+        );
     }
     let req = CompactRequest {
         selection: selection(a, &report.partition_columns)?,

@@ -59,7 +59,9 @@ pub async fn load_table(
     let store = loc.open_store(&opts.storage_options)?;
     let uri = loc.display();
     let state = match replay(&store, &uri, opts.replay, progress).await {
-        Err(EngineError::NotATable { .. }) if iceberg::is_iceberg(&store, None).await.unwrap_or(false) => {
+        Err(EngineError::NotATable { .. })
+            if iceberg::is_iceberg(&store, None).await.unwrap_or(false) =>
+        {
             return iceberg::load_iceberg(loc, opts, progress).await;
         }
         r => r?,

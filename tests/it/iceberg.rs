@@ -138,7 +138,10 @@ async fn iceberg_report_equals_pyiceberg_files_bytes_partitions_and_snapshots() 
             .any(|k| k[0].1.as_deref() == Some("b") && k[1].1.as_deref() == Some("2026-11-29")),
         "{parts:?}"
     );
-    assert_eq!(made.operations.last().map(String::as_str), Some("overwrite"));
+    assert_eq!(
+        made.operations.last().map(String::as_str),
+        Some("overwrite")
+    );
     // Every file is tiny: rewrite_data_files would take every partition of 5+ files.
     let p = &t.iceberg.as_ref().unwrap().rewrite_preview;
     let five_or_more = t.partitions.iter().filter(|p| p.stats.files >= 5).count() as u64;
@@ -176,7 +179,10 @@ fn iceberg_on_s3_equals_pyiceberg() {
     let catalog = tempfile::tempdir().unwrap();
     let uri = "s3://lake/warehouse/events";
     let made = make_iceberg(uri, catalog.path(), Some(&moto.options_json()));
-    assert!(made.metadata_location.starts_with("s3://lake/warehouse/events/metadata/"));
+    assert!(
+        made.metadata_location
+            .starts_with("s3://lake/warehouse/events/metadata/")
+    );
     let opts = OpenOptions {
         storage_options: moto.storage_options(),
         ..OpenOptions::default()
@@ -210,9 +216,15 @@ fn report_cli_shows_an_iceberg_table_and_compact_refuses_it() {
         )),
         "{out}"
     );
-    assert!(out.contains(&format!("files {}", made.data_files.len())), "{out}");
+    assert!(
+        out.contains(&format!("files {}", made.data_files.len())),
+        "{out}"
+    );
     assert!(out.contains("delete files: 0 (0 B)"), "{out}");
-    assert!(out.contains("rewrite_data_files (defaults) would rewrite"), "{out}");
+    assert!(
+        out.contains("rewrite_data_files (defaults) would rewrite"),
+        "{out}"
+    );
     assert!(
         out.contains("compaction: not supported for Iceberg tables"),
         "{out}"
@@ -262,6 +274,9 @@ async fn snapshot_iceberg_table_view_says_compaction_is_not_supported() {
         .collect::<Vec<_>>()
         .join("\n");
     assert!(s.contains("iceberg v2  snapshot <snapshot-id>"), "{s}");
-    assert!(s.contains("compaction of Iceberg tables is not supported"), "{s}");
+    assert!(
+        s.contains("compaction of Iceberg tables is not supported"),
+        "{s}"
+    );
     insta::assert_snapshot!("iceberg_table_view_compaction_not_supported", s);
 }

@@ -198,7 +198,7 @@ pub mod tests {
                 ("record_count".into(), Value::Long(10)),
                 ("file_size_in_bytes".into(), Value::Long(size)),
             ]);
-            w.append(Value::Record(vec![
+            w.append_value(Value::Record(vec![
                 ("status".into(), Value::Int(status)),
                 (
                     "snapshot_id".into(),
@@ -230,8 +230,16 @@ pub mod tests {
             vec![
                 (FileContent::Data, "s3://b/t/data/a.parquet", 100),
                 (FileContent::Data, "s3://b/t/data/b.parquet", 200),
-                (FileContent::PositionDeletes, "s3://b/t/data/pos-del.parquet", 40),
-                (FileContent::EqualityDeletes, "s3://b/t/data/eq-del.parquet", 50),
+                (
+                    FileContent::PositionDeletes,
+                    "s3://b/t/data/pos-del.parquet",
+                    40
+                ),
+                (
+                    FileContent::EqualityDeletes,
+                    "s3://b/t/data/eq-del.parquet",
+                    50
+                ),
             ]
         );
         assert_eq!(files[0].partition[0].0, "category");
@@ -247,8 +255,11 @@ pub mod tests {
         )
         .unwrap();
         let mut w = Writer::new(&schema, Vec::new()).unwrap();
-        w.append(Value::Record(vec![
-            ("manifest_path".into(), Value::String("/t/metadata/m0.avro".into())),
+        w.append_value(Value::Record(vec![
+            (
+                "manifest_path".into(),
+                Value::String("/t/metadata/m0.avro".into()),
+            ),
             ("manifest_length".into(), Value::Long(1234)),
             ("partition_spec_id".into(), Value::Int(3)),
         ]))

@@ -166,10 +166,11 @@ pub async fn is_iceberg(store: &Arc<dyn ObjectStore>, prefix: Option<&Path>) -> 
         .list_with_delimiter(Some(&dir))
         .await
         .map_err(|e| EngineError::from_store(dir.as_ref(), "listing metadata/", e))?;
-    Ok(listed
-        .objects
-        .iter()
-        .any(|o| o.location.filename().is_some_and(|f| f.ends_with(".metadata.json"))))
+    Ok(listed.objects.iter().any(|o| {
+        o.location
+            .filename()
+            .is_some_and(|f| f.ends_with(".metadata.json"))
+    }))
 }
 
 /// Whether `loc` is an Iceberg table (a metadata file URI, or a folder with Iceberg metadata).
@@ -263,12 +264,6 @@ async fn current_metadata_file(stores: &mut Stores<'_>, table: &str, dir: &str) 
             Some((metadata_version(name)?, o.last_modified, name.to_string()))
         })
         .collect();
-    if candidates.is_empty() {
-        return Err(EngineError::NotATable {
-            uri: table.to_string(),
-            depth: 0,
-        });
-    }
     if listed
         .iter()
         .any(|o| o.location.filename() == Some("version-hint.text"))
@@ -280,11 +275,21 @@ async fn current_metadata_file(stores: &mut Stores<'_>, table: &str, dir: &str) 
     }
     // Highest version; two files of one version (a lost commit race): the newer one.
     candidates.sort();
-    let (_, _, name) = candidates.pop().unwrap_or_default();
-    Ok(format!("{meta_dir}{name}"))
+    match candidates.pop() {
+        Some((_, _, name)) => Ok(format!("{meta_dir}{name}")),
+        None => Err(EngineError::NotATable {
+            uri: table.to_string(),
+            depth: 0,
+        }),
+    }
 }
 
-fn iceberg_error(table: &str, what: &str, file: &str, source: impl Into<crate::engine::error::BoxError>) -> EngineError {
+fn iceberg_error(
+    table: &str,
+    what: &str,
+    file: &str,
+    source: impl Into<crate::engine::error::BoxError>,
+) -> EngineError {
     EngineError::IcebergMetadata {
         uri: table.to_string(),
         what: what.to_string(),
@@ -317,10 +322,13 @@ fn commits(snapshots: &[Snapshot]) -> Vec<crate::engine::log::state::CommitSumma
     let mut out: Vec<_> = snapshots
         .iter()
         .map(|s| {
-            let engine = s.summary.get("engine-name").map(|n| match s.summary.get("engine-version") {
-                Some(v) => format!("{n} {v}"),
-                None => n.clone(),
-            });
+            let engine =
+                s.summary
+                    .get("engine-name")
+                    .map(|n| match s.summary.get("engine-version") {
+                        Some(v) => format!("{n} {v}"),
+                        None => n.clone(),
+                    });
             crate::engine::log::state::CommitSummary {
                 version: versions.get(&s.snapshot_id).copied().unwrap_or(0),
                 timestamp_ms: Some(s.timestamp_ms),
@@ -337,7 +345,11 @@ fn commits(snapshots: &[Snapshot]) -> Vec<crate::engine::log::state::CommitSumma
             }
         })
         .collect();
-    out.sort_by(|a, b| b.timestamp_ms.cmp(&a.timestamp_ms).then(b.version.cmp(&a.version)));
+    out.sort_by(|a, b| {
+        b.timestamp_ms
+            .cmp(&a.timestamp_ms)
+            .then(b.version.cmp(&a.version))
+    });
     out
 }
 
@@ -476,14 +488,22 @@ pub async fn load_iceberg(
         let mut fetched = futures::stream::iter(reads.into_iter().map(|(m, (store, path))| {
             let uri = uri.clone();
             async move {
-                let what = if m.deletes { "delete manifest" } else { "manifest" };
+                let what = if m.deletes {
+                    "delete manifest"
+                } else {
+                    "manifest"
+                };
                 let b = store
                     .get(&path)
                     .await
-                    .map_err(|e| EngineError::from_store(&uri, &format!("reading {what} {}", m.path), e))?
+                    .map_err(|e| {
+                        EngineError::from_store(&uri, &format!("reading {what} {}", m.path), e)
+                    })?
                     .bytes()
                     .await
-                    .map_err(|e| EngineError::from_store(&uri, &format!("reading {what} {}", m.path), e))?;
+                    .map_err(|e| {
+                        EngineError::from_store(&uri, &format!("reading {what} {}", m.path), e)
+                    })?;
                 let n = b.len() as u64;
                 // Decoding is CPU work: off the async threads.
                 let files = tokio::task::spawn_blocking(move || read_manifest(&b))
@@ -660,7 +680,7 @@ mod tests {
         .unwrap();
         let mut w = apache_avro::Writer::new(&schema, Vec::new()).unwrap();
         for &(path, content) in entries {
-            w.append(Value::Record(vec![
+            w.append_value(Value::Record(vec![
                 ("manifest_path".into(), Value::String(path.into())),
                 ("manifest_length".into(), Value::Long(1)),
                 ("partition_spec_id".into(), Value::Int(0)),
@@ -756,7 +776,9 @@ mod tests {
         );
         assert_eq!((ice.data_manifests, ice.delete_manifests), (1, 1));
         assert!(
-            t.warnings.iter().any(|w| w.starts_with("2 delete files (90 B")),
+            t.warnings
+                .iter()
+                .any(|w| w.starts_with("2 delete files (90 B")),
             "{:?}",
             t.warnings
         );
@@ -790,12 +812,20 @@ mod tests {
         let c = commits(&m.snapshots);
         assert_eq!(c.len(), 2);
         assert_eq!(
-            (c[0].version, c[0].operation.as_str(), c[0].files_added, c[0].files_removed),
+            (
+                c[0].version,
+                c[0].operation.as_str(),
+                c[0].files_added,
+                c[0].files_removed
+            ),
             (2, "replace", 1, 4)
         );
         assert_eq!((c[0].bytes_added, c[0].bytes_removed), (390, 400));
         assert!(!c[0].data_change);
         assert_eq!(c[0].engine.as_deref(), Some("spark 3.5.1"));
-        assert_eq!((c[1].version, c[1].files_added, c[1].bytes_added), (1, 4, 400));
+        assert_eq!(
+            (c[1].version, c[1].files_added, c[1].bytes_added),
+            (1, 4, 400)
+        );
     }
 }

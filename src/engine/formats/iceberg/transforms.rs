@@ -230,7 +230,11 @@ mod tests {
             Some("a/b")
         );
         assert_eq!(
-            display(&Value::Union(0, Box::new(Value::Null)), &Transform::Identity, "string"),
+            display(
+                &Value::Union(0, Box::new(Value::Null)),
+                &Transform::Identity,
+                "string"
+            ),
             None
         );
         assert_eq!(
@@ -242,13 +246,21 @@ mod tests {
             Some("abc")
         );
         assert_eq!(
-            display(&Value::Long(1_796_040_000_000_000), &Transform::Identity, "timestamp")
-                .as_deref(),
+            display(
+                &Value::Long(1_796_040_000_000_000),
+                &Transform::Identity,
+                "timestamp"
+            )
+            .as_deref(),
             Some("2026-11-30T12:00:00")
         );
         assert_eq!(
-            display(&Value::Bytes(vec![0xff, 0x85]), &Transform::Identity, "decimal(9,2)")
-                .as_deref(),
+            display(
+                &Value::Bytes(vec![0xff, 0x85]),
+                &Transform::Identity,
+                "decimal(9,2)"
+            )
+            .as_deref(),
             Some("-1.23")
         );
         assert_eq!(display(&Value::Int(3), &Transform::Void, "int"), None);

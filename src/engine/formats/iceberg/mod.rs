@@ -23,7 +23,9 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
 use url::Url;
 
-use self::manifests::{FileContent, ManifestError, read_manifest, read_manifest_list};
+use self::manifests::{
+    FileContent, ManifestError, ManifestFile, ManifestRef, read_manifest, read_manifest_list,
+};
 use self::metadata::{PartitionSpec, Snapshot, TableMetadata};
 use self::rewrite_preview::{RewriteOptions, RewritePreview};
 use self::transforms::{Transform, display};
@@ -159,7 +161,7 @@ pub fn is_metadata_file_url(url: &Url) -> bool {
 /// `metadata/`).
 pub async fn is_iceberg(store: &Arc<dyn ObjectStore>, prefix: Option<&Path>) -> Result<bool> {
     let dir = match prefix {
-        Some(p) => p.child("metadata"),
+        Some(p) => p.clone().join("metadata"),
         None => Path::from("metadata"),
     };
     let listed = store
@@ -428,6 +430,35 @@ fn target_file_size(meta: &TableMetadata, warnings: &mut Vec<String>) -> (u64, O
     }
 }
 
+/// Reads and decodes one manifest of the snapshot.
+async fn fetch_manifest(
+    uri: String,
+    m: ManifestRef,
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+) -> Result<(ManifestRef, u64, Vec<ManifestFile>)> {
+    let what = if m.deletes {
+        "delete manifest"
+    } else {
+        "manifest"
+    };
+    let failed = |e| EngineError::from_store(&uri, &format!("reading {what} {}", m.path), e);
+    let b = store
+        .get(&path)
+        .await
+        .map_err(failed)?
+        .bytes()
+        .await
+        .map_err(failed)?;
+    let n = b.len() as u64;
+    // Decoding is CPU work: off the async threads.
+    let files = tokio::task::spawn_blocking(move || read_manifest(&b))
+        .await
+        .map_err(|e| iceberg_error(&uri, what, &m.path, e))?
+        .map_err(|e: ManifestError| iceberg_error(&uri, what, &m.path, e))?;
+    Ok((m, n, files))
+}
+
 /// Loads an Iceberg table's statistics from its current snapshot.
 pub async fn load_iceberg(
     loc: &Location,
@@ -485,35 +516,13 @@ pub async fn load_iceberg(
         for m in &list {
             reads.push((m.clone(), stores.resolve(&m.path)?));
         }
-        let mut fetched = futures::stream::iter(reads.into_iter().map(|(m, (store, path))| {
-            let uri = uri.clone();
-            async move {
-                let what = if m.deletes {
-                    "delete manifest"
-                } else {
-                    "manifest"
-                };
-                let b = store
-                    .get(&path)
-                    .await
-                    .map_err(|e| {
-                        EngineError::from_store(&uri, &format!("reading {what} {}", m.path), e)
-                    })?
-                    .bytes()
-                    .await
-                    .map_err(|e| {
-                        EngineError::from_store(&uri, &format!("reading {what} {}", m.path), e)
-                    })?;
-                let n = b.len() as u64;
-                // Decoding is CPU work: off the async threads.
-                let files = tokio::task::spawn_blocking(move || read_manifest(&b))
-                    .await
-                    .map_err(|e| iceberg_error(&uri, what, &m.path, e))?
-                    .map_err(|e: ManifestError| iceberg_error(&uri, what, &m.path, e))?;
-                Ok::<_, EngineError>((m, n, files))
-            }
-        }))
-        .buffered(opts.replay.io_concurrency.max(1));
+        // Futures built eagerly: a closure kept inside the stream makes the spawned load
+        // future fail the compiler's `Send` proof (higher-ranked lifetimes of `dyn ObjectStore`).
+        let reads: Vec<_> = reads
+            .into_iter()
+            .map(|(m, (store, path))| fetch_manifest(uri.clone(), m, store, path))
+            .collect();
+        let mut fetched = futures::stream::iter(reads).buffered(opts.replay.io_concurrency.max(1));
         let mut done = 0;
         while let Some(r) = fetched.next().await {
             let (m, n, files) = r?;

@@ -270,7 +270,14 @@ async fn snapshot_iceberg_table_view_says_compaction_is_not_supported() {
         .replace(d.path().to_str().unwrap(), "<tmp>")
         .replace(&made.current_snapshot_id.to_string(), "<snapshot-id>")
         .lines()
-        .map(str::trim_end)
+        // The id's digit count varies: the border after it moves, so that line ends at its text.
+        .map(|l| {
+            if l.contains("<snapshot-id>") {
+                l.trim_end_matches('│').trim_end()
+            } else {
+                l.trim_end()
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n");
     assert!(s.contains("iceberg v2  snapshot <snapshot-id>"), "{s}");

@@ -210,6 +210,12 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
     // Our own log reader gives the partition columns, the observed compression ratio and the
     // writers.
     let report = load_table(&loc, &s.open, &|_| {}).await?;
+    if !report.format.can_compact() {
+        bail!(
+            "{}",
+            crate::engine::formats::compaction_unsupported(&report)
+        );
+    }
     let req = CompactRequest {
         selection: selection(a, &report.partition_columns)?,
         target_file_size: target,

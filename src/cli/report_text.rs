@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::engine::formats::TableFormat;
+use crate::engine::formats::iceberg::IcebergDetails;
 use crate::engine::open::RootReport;
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::histogram::{Band, Histogram};
@@ -46,16 +47,20 @@ pub fn table_text(t: &TableReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{}  ({}, {})", t.name, t.uri, t.format.label());
     sizes_text(t, &mut o);
-    match t.format {
-        TableFormat::ParquetFolder => {}
-        TableFormat::SparkFileSink => sink_text(t, &mut o),
+    match (t.format, &t.iceberg) {
+        (_, Some(i)) => iceberg_text(t, i, &mut o),
+        (TableFormat::ParquetFolder, _) => {}
+        (TableFormat::SparkFileSink, _) => sink_text(t, &mut o),
         _ => {
             log_text(t, &mut o);
             findings_text(t, &mut o);
         }
     }
     folder_text(t, &mut o);
-    if let Some(why) = t.format.why_not_compactable() {
+    // Iceberg's own section already says why (and what to run instead).
+    if t.iceberg.is_none()
+        && let Some(why) = t.format.why_not_compactable()
+    {
         let _ = writeln!(o, "compaction: not available: {why}");
     }
     for w in &t.warnings {
@@ -96,10 +101,10 @@ fn sizes_text(t: &TableReport, o: &mut String) {
         format_bytes(s.mean_file_size),
         format_bytes(s.max_file_size),
         format_bytes(t.thresholds.target_file_size),
-        if t.table_target_file_size.is_some() {
-            " (delta.targetFileSize)"
-        } else {
-            ""
+        match (t.table_target_file_size, &t.iceberg) {
+            (Some(_), Some(_)) => " (write.target-file-size-bytes)",
+            (Some(_), None) => " (delta.targetFileSize)",
+            _ => "",
         }
     );
 }
@@ -193,6 +198,39 @@ fn folder_text(t: &TableReport, o: &mut String) {
             let _ = writeln!(o, "{what}: {} files, {}", g.files, format_bytes(g.bytes));
         }
     }
+}
+
+/// Iceberg's snapshot, delete files, snapshot history and the rewrite_data_files preview.
+fn iceberg_text(t: &TableReport, i: &IcebergDetails, o: &mut String) {
+    let _ = writeln!(o, "{}", i.summary());
+    let _ = writeln!(o, "metadata: {}", i.metadata_file);
+    let _ = writeln!(
+        o,
+        "delete files: {} ({}): {}",
+        i.delete_files.files(),
+        format_bytes(i.delete_files.bytes()),
+        i.delete_files.describe()
+    );
+    let ops: Vec<String> = t
+        .log
+        .operations
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "snapshots: {}  operations: {}  rate {}",
+        t.commits.len(),
+        ops.join(", "),
+        t.log
+            .commits_per_minute
+            .map_or("-".into(), |r| format!("{r:.1}/min"))
+    );
+    let _ = writeln!(o, "{}", i.rewrite_summary());
+    let _ = writeln!(
+        o,
+        "compaction: not supported for Iceberg tables (lakehealth reads them only)"
+    );
 }
 
 /// One line per partition, most excess files first.

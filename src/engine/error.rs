@@ -127,6 +127,18 @@ pub enum EngineError {
         remedy: &'static str,
     },
 
+    /// An Iceberg metadata file, manifest list or manifest cannot be parsed.
+    #[error(
+        "{uri}: Iceberg {what} {file} cannot be read: {source}. Check that the file is complete (not cut short by a failed write) and that the table's metadata names it; lakehealth changed nothing."
+    )]
+    IcebergMetadata {
+        uri: String,
+        what: String,
+        file: String,
+        #[source]
+        source: BoxError,
+    },
+
     /// The table is valid, but this operation does not support it.
     #[error("{uri}: {detail}")]
     Unsupported { uri: String, detail: String },
@@ -157,6 +169,7 @@ pub enum ErrorKind {
     Io,
     Encode,
     InvalidProperty,
+    IcebergMetadata,
     Unsupported,
     InvalidRequest,
 }
@@ -290,6 +303,7 @@ impl EngineError {
             EngineError::Io { .. } => ErrorKind::Io,
             EngineError::Encode { .. } => ErrorKind::Encode,
             EngineError::InvalidProperty { .. } => ErrorKind::InvalidProperty,
+            EngineError::IcebergMetadata { .. } => ErrorKind::IcebergMetadata,
             EngineError::Unsupported { .. } => ErrorKind::Unsupported,
             EngineError::InvalidRequest(_) => ErrorKind::InvalidRequest,
         }

@@ -74,6 +74,14 @@ impl Location {
                 detail: e.to_string(),
             },
         })?;
+        // An Iceberg table may be named by its metadata file.
+        if abs.is_file() && abs.to_string_lossy().ends_with(".metadata.json") {
+            let url = Url::from_file_path(&abs).map_err(|_| EngineError::InvalidUri {
+                input: input.into(),
+                detail: "cannot be expressed as a file URL".into(),
+            })?;
+            return Ok(Self { url });
+        }
         if !abs.is_dir() {
             return Err(EngineError::InvalidUri {
                 input: input.into(),

@@ -11,6 +11,11 @@ pub enum LoadProgress {
         rows: u64,
     },
     Computing,
+    /// Iceberg: manifests of the current snapshot read.
+    ReadingManifests {
+        done: usize,
+        total: usize,
+    },
     /// Root scans: folders looked at and tables found so far.
     Discovering {
         folders: usize,
@@ -39,6 +44,9 @@ impl LoadProgress {
                 format!("reading checkpoint: {rows} rows")
             }
             LoadProgress::Computing => "computing statistics".into(),
+            LoadProgress::ReadingManifests { done, total } => {
+                format!("reading Iceberg manifests {done}/{total}")
+            }
             LoadProgress::Discovering { folders, tables } => {
                 format!("searching for tables: {folders} folders, {tables} tables found")
             }
@@ -60,6 +68,7 @@ impl LoadProgress {
     pub fn ratio(&self) -> Option<f64> {
         match self {
             LoadProgress::ReadingCommits { done, total }
+            | LoadProgress::ReadingManifests { done, total }
             | LoadProgress::LoadingTables { done, total }
                 if *total > 0 =>
             {

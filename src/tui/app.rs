@@ -810,6 +810,22 @@ impl App {
             return vec![];
         }
         let id = self.next_id();
+        // Only Delta tables are compacted: the dialog says so instead of planning.
+        let refusal = self
+            .table
+            .as_ref()
+            .filter(|t| !t.format.can_compact())
+            .map(crate::engine::formats::compaction_unsupported);
+        if let Some(why) = refusal {
+            self.modals.open(Modal::Plan(PlanDialog {
+                id,
+                table_uri: uri,
+                partitions,
+                result: Some(Err(why)),
+                executor: self.executor.clone(),
+            }));
+            return vec![];
+        }
         self.modals.open(Modal::Plan(PlanDialog {
             id,
             table_uri: uri.clone(),

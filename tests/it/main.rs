@@ -9,6 +9,7 @@ mod findings;
 mod fixtures;
 mod formats;
 mod harness;
+mod iceberg;
 mod janitor;
 mod janitor_ops;
 mod live;

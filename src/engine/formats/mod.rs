@@ -7,6 +7,7 @@
 pub mod convert;
 pub mod delta;
 pub mod hive;
+pub mod iceberg;
 pub mod parquet_folder;
 pub mod scan;
 pub mod spark_sink;
@@ -218,6 +219,10 @@ pub async fn load_table_any(
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<TableReport> {
+    // A `*.metadata.json` URI names one Iceberg snapshot's metadata directly.
+    if iceberg::is_metadata_file_url(&loc.url) {
+        return iceberg::load_iceberg(loc, opts, progress).await;
+    }
     let store = loc.open_store(&opts.storage_options)?;
     let uri = loc.display();
     let children = list_children(&store, &uri, None).await?;
@@ -230,11 +235,16 @@ pub async fn load_table_any(
         Some(TableFormat::SparkFileSink) => {
             spark_sink::load_spark_sink(loc, &store, opts, progress).await
         }
-        Some(TableFormat::Iceberg) => Err(EngineError::Unsupported {
-            uri,
-            detail: "Iceberg tables are not supported by this build".into(),
-        }),
+        Some(TableFormat::Iceberg) => iceberg::load_iceberg(loc, opts, progress).await,
         None => Err(EngineError::NotATable { uri, depth: 0 }),
+    }
+}
+
+/// What the UI says, where compaction is offered, for a table lakehealth does not compact.
+pub fn compaction_unsupported(t: &TableReport) -> String {
+    match t.format {
+        TableFormat::Iceberg => iceberg::compaction_unsupported(t),
+        f => format!("compaction of {} tables is not supported", f.label()),
     }
 }
 

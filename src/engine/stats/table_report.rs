@@ -11,6 +11,7 @@ use super::log_health::LogHealth;
 use super::vacuum::VacuumDebt;
 use super::writers::{StreamingWriter, streaming_writers};
 use crate::engine::formats::TableFormat;
+use crate::engine::formats::iceberg::IcebergDetails;
 use crate::engine::formats::scan::FolderDetails;
 use crate::engine::log::state::{CommitSummary, LogState};
 use crate::engine::properties::TableProps;
@@ -79,6 +80,9 @@ pub struct TableReport {
     /// Parquet folders and Spark sinks: what the listing cost and found beside the data files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub folder: Option<FolderDetails>,
+    /// Iceberg tables: snapshot, manifests, delete files and the rewrite_data_files preview.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iceberg: Option<Box<IcebergDetails>>,
 }
 
 /// Logical partition column names by physical name (column mapping), from the schema string.
@@ -158,25 +162,10 @@ impl TableReport {
                 log.commits_since_checkpoint, log.checkpoint_interval
             ));
         }
-        let edges = thresholds.edges();
         let columns = state.metadata.partition_columns.clone();
         let phys = physical_names(&state.metadata.schema_string);
         let groups = state.partitions.resolve(&columns, &phys);
-        let total_files: usize = groups.iter().map(|(_, s)| s.len()).sum();
-        let mut all_sizes: Vec<u64> = Vec::with_capacity(total_files);
-        let mut partitions: Vec<PartitionReport> = Vec::with_capacity(groups.len());
-        for (values, mut sizes) in groups {
-            all_sizes.extend_from_slice(&sizes);
-            let stats = SizeStats::from_sizes(&mut sizes, &thresholds, &edges);
-            partitions.push(PartitionReport {
-                values: PartitionValues(columns.iter().cloned().zip(values).collect()),
-                stats,
-            });
-        }
-        // By label as displayed, then by the typed values (labels of NULL and 'null' are equal).
-        partitions.sort_by_cached_key(|p| (p.values.label(), p.values.clone()));
-        let refs: Vec<&SizeStats> = partitions.iter().map(|p| &p.stats).collect();
-        let stats = SizeStats::for_table(&mut all_sizes, &refs, &thresholds, &edges);
+        let (stats, partitions) = size_sections(&columns, groups, &thresholds);
         TableReport {
             uri,
             name,
@@ -195,6 +184,33 @@ impl TableReport {
             findings,
             findings_checked,
             folder: None,
+            iceberg: None,
         }
     }
+}
+
+/// Whole-table and per-partition statistics of live files grouped by partition values (in
+/// `columns` order): every table format's reader ends here.
+pub fn size_sections(
+    columns: &[String],
+    groups: Vec<(Vec<Option<String>>, Vec<u64>)>,
+    thresholds: &Thresholds,
+) -> (SizeStats, Vec<PartitionReport>) {
+    let edges = thresholds.edges();
+    let total_files: usize = groups.iter().map(|(_, s)| s.len()).sum();
+    let mut all_sizes: Vec<u64> = Vec::with_capacity(total_files);
+    let mut partitions: Vec<PartitionReport> = Vec::with_capacity(groups.len());
+    for (values, mut sizes) in groups {
+        all_sizes.extend_from_slice(&sizes);
+        let stats = SizeStats::from_sizes(&mut sizes, thresholds, &edges);
+        partitions.push(PartitionReport {
+            values: PartitionValues(columns.iter().cloned().zip(values).collect()),
+            stats,
+        });
+    }
+    // By label as displayed, then by the typed values (labels of NULL and 'null' are equal).
+    partitions.sort_by_cached_key(|p| (p.values.label(), p.values.clone()));
+    let refs: Vec<&SizeStats> = partitions.iter().map(|p| &p.stats).collect();
+    let stats = SizeStats::for_table(&mut all_sizes, &refs, thresholds, &edges);
+    (stats, partitions)
 }

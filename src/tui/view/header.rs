@@ -7,6 +7,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::style;
 use crate::engine::formats::TableFormat;
+use crate::engine::formats::iceberg::IcebergDetails;
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::table_report::TableReport;
 
@@ -73,6 +74,7 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
             format_bytes(t.vacuum.vacuumable_bytes),
         )),
     ]);
+    let line3 = t.iceberg.as_ref().map_or(line3, |i| iceberg_line(i));
     let title = Line::from(vec![
         Span::styled(format!(" {} ", t.name), style::title()),
         Span::styled(format!("{} ", t.uri), style::dim()),
@@ -93,4 +95,37 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
     let p = Paragraph::new(vec![line1, line2, line3])
         .block(Block::default().borders(Borders::ALL).title(title));
     f.render_widget(p, area);
+}
+
+/// Iceberg has no checkpoints or vacuum debt: its snapshot, delete files and what
+/// rewrite_data_files would do take the log line.
+fn iceberg_line(i: &IcebergDetails) -> Line<'static> {
+    let d = &i.delete_files;
+    let r = &i.rewrite_preview;
+    let deletes = format!(
+        "  delete files {} ({})",
+        format_count(d.files()),
+        format_bytes(d.bytes())
+    );
+    Line::from(vec![
+        Span::styled(
+            format!(
+                " iceberg v{}  snapshot {}  {} snapshots",
+                i.format_version,
+                i.snapshot_id.map_or("none".into(), |s| s.to_string()),
+                i.snapshots
+            ),
+            style::dim(),
+        ),
+        if d.files() > 0 {
+            Span::styled(deletes, style::score(50))
+        } else {
+            Span::raw(deletes)
+        },
+        Span::raw(format!(
+            "  rewrite_data_files would rewrite {} → ~{} files (read-only)",
+            format_count(r.files_in),
+            format_count(r.files_out),
+        )),
+    ])
 }

@@ -789,13 +789,18 @@ impl App {
         let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
             return vec![];
         };
-        if let Some(why) = self
-            .table
-            .as_ref()
-            .and_then(|t| t.format.why_not_compactable())
-        {
-            self.modals
-                .show_error(format!("compaction is not available: {why}"));
+        if let Some(t) = self.table.as_ref().filter(|t| !t.format.can_compact()) {
+            let why = match t.format {
+                // Iceberg's says what `rewrite_data_files` would do instead.
+                crate::engine::formats::TableFormat::Iceberg => {
+                    crate::engine::formats::compaction_unsupported(t)
+                }
+                f => format!(
+                    "compaction is not available: {}",
+                    f.why_not_compactable().unwrap_or_default()
+                ),
+            };
+            self.modals.show_error(why);
             return vec![];
         }
         let partitions: Vec<PartitionValues> = if self.marks.is_empty() {
@@ -810,22 +815,6 @@ impl App {
             return vec![];
         }
         let id = self.next_id();
-        // Only Delta tables are compacted: the dialog says so instead of planning.
-        let refusal = self
-            .table
-            .as_ref()
-            .filter(|t| !t.format.can_compact())
-            .map(crate::engine::formats::compaction_unsupported);
-        if let Some(why) = refusal {
-            self.modals.open(Modal::Plan(PlanDialog {
-                id,
-                table_uri: uri,
-                partitions,
-                result: Some(Err(why)),
-                executor: self.executor.clone(),
-            }));
-            return vec![];
-        }
         self.modals.open(Modal::Plan(PlanDialog {
             id,
             table_uri: uri.clone(),

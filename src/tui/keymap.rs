@@ -601,7 +601,7 @@ mod tests {
         let table = hint_line(Context::Table, |_| true);
         assert!(
             table.starts_with(
-                "Space mark · c compact · x cancel job · a janitor · w why · C convert · t histogram · j/k move"
+                "Space mark · c compact · x cancel job · C convert · t histogram · a janitor · w why · j/k move"
             ),
             "{table}"
         );

@@ -258,8 +258,8 @@ async fn snapshot_iceberg_table_view_says_compaction_is_not_supported() {
         .await;
     assert_eq!(t.app.screen, Screen::Table);
     t.keys(&[KeyCode::Char('c')]).await;
-    match t.app.plan().and_then(|p| p.result.as_ref()) {
-        Some(Err(e)) => assert!(
+    match t.app.error() {
+        Some(e) => assert!(
             e.starts_with("compaction of Iceberg tables is not supported"),
             "{e}"
         ),

@@ -383,17 +383,7 @@ impl JanitorRunner {
                 job.set_budget(due.throttle.budget);
                 Ok::<_, String>(job)
             };
-            let result = match work.await {
-                Ok(job) => {
-                    let plan = Box::new(job.plan.clone());
-                    if let Ok(mut p) = prepared.lock() {
-                        p.insert(id, job);
-                    }
-                    Ok(plan)
-                }
-                Err(e) => Err(e),
-            };
-            let _ = tx.send(Action::PlanReady { id, result });
+            super::loader::park_plan(&prepared, id, work.await, &tx);
         });
     }
 }

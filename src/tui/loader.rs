@@ -253,17 +253,7 @@ impl Loader {
                 job.exec.executor = executor;
                 Ok::<_, String>(job)
             };
-            let result = match work.await {
-                Ok(job) => {
-                    let plan = Box::new(job.plan.clone());
-                    if let Ok(mut p) = prepared.lock() {
-                        p.insert(id, job);
-                    }
-                    Ok(plan)
-                }
-                Err(e) => Err(e),
-            };
-            let _ = tx.send(Action::PlanReady { id, result });
+            park_plan(&prepared, id, work.await, &tx);
         });
     }
 
@@ -325,4 +315,22 @@ impl Loader {
         }
         self.maintenance.cancel_all();
     }
+}
+
+/// Keeps a prepared job for `StartJob` and sends its plan (or why it could not be planned) as
+/// `PlanReady`: the one way a manual or a janitor job reaches the preview.
+pub(super) fn park_plan(
+    prepared: &Mutex<HashMap<u64, PreparedJob>>,
+    id: u64,
+    result: Result<PreparedJob, String>,
+    tx: &mpsc::UnboundedSender<Action>,
+) {
+    let result = result.map(|job| {
+        let plan = Box::new(job.plan.clone());
+        if let Ok(mut p) = prepared.lock() {
+            p.insert(id, job);
+        }
+        plan
+    });
+    let _ = tx.send(Action::PlanReady { id, result });
 }

@@ -334,15 +334,7 @@ async fn a_ray_job_stopped_midway_leaves_no_uncommitted_output() {
     assert_eq!(ray_job_statuses(&uri), vec!["STOPPED".to_string()]);
     assert!(s.orphaned_files.is_empty(), "{:?}", s.orphaned_files);
     assert_exact(d.path(), rows);
-    // Known open defect (#10 stays open for it): a worker killed by the stop after an output's
-    // write but before its ledger entry reached storage leaves that file behind, unreferenced
-    // by the log (seen once in three CI runs). At most one per bin running at the stop (the
-    // head has 2 CPUs); every other uncommitted output is deleted.
-    let left = leftover_files(d.path());
-    assert!(
-        left.len() <= 2,
-        "more than the in-flight outputs were left: {left:?}"
-    );
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
     assert_eq!(job_state(d.path()), Vec::<String>::new());
 }
 
@@ -502,4 +494,73 @@ async fn a_retried_worker_returns_its_finished_result_and_a_killed_one_leaves_a_
         .collect();
     assert_eq!(ledger, adds, "the ledger lists every output");
     assert_eq!(leftover_files(d.path()).len(), adds.len());
+}
+
+/// The outputs a bin's ledger lists, as paths on disk.
+fn ledger_of(table: &Path, job: &str, bin: u64) -> Vec<String> {
+    let f = table.join(format!("_lakehealth/jobs/{job}/bin-{bin}.outputs.json"));
+    let listed: Vec<String> = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+    listed.iter().map(|p| decoded(p)).collect()
+}
+
+/// The instant a stopped Ray job can kill a worker: right after an output landed. The worker
+/// (SIGKILLed, no chance to clean up) has already listed that output, so pickup deletes every
+/// file it left. A ledger written after the file (as it once was, polled) fails this.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_the_instant_an_output_lands_has_listed_it_and_pickup_deletes_it() {
+    let (d, l, rows) = seeded(60).await;
+    let job = prepared(&l, 4096 * KIB, Executor::Local).await;
+    let p = &job.plan.partitions[0];
+    let tmp = tempfile::tempdir().unwrap();
+    for kill_at in 1..=3usize {
+        let job_id = format!("kill-{kill_at}");
+        let mut spec = BinSpec::new(
+            &job.table.uri,
+            &job_id,
+            1,
+            job.plan.table_version,
+            &p.values,
+            &p.bins[0],
+            &job.exec.rewrite,
+        );
+        // An output every input file or two: many instants to be killed at.
+        spec.target_file_size = 2 * KIB;
+        let file = tmp.path().join(format!("{job_id}.json"));
+        std::fs::write(&file, serde_json::to_vec(&spec).unwrap()).unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+            .arg("worker")
+            .arg("--spec")
+            .arg(&file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        loop {
+            if leftover_files(d.path()).len() >= kill_at {
+                child.kill().unwrap();
+                break;
+            }
+            let done = child.try_wait().unwrap();
+            assert!(
+                done.is_none(),
+                "the worker finished before output {kill_at} landed"
+            );
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        child.wait().unwrap();
+        let left = leftover_files(d.path());
+        assert!(left.len() >= kill_at, "{left:?}");
+        let listed = ledger_of(d.path(), &job_id, 1);
+        let unlisted: Vec<_> = left.iter().filter(|f| !listed.contains(f)).collect();
+        assert!(
+            unlisted.is_empty(),
+            "outputs not in the ledger: {unlisted:?}"
+        );
+        let mut table = prepared(&l, 4096 * KIB, Executor::Local).await.table;
+        let s = pickup(&mut table.table, &table.uri).await.unwrap();
+        assert!(s.committed.is_empty(), "{s:?}");
+        assert_eq!(leftover_files(d.path()), Vec::<String>::new());
+        assert_eq!(job_state(d.path()), Vec::<String>::new());
+    }
+    assert_exact(d.path(), rows);
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use arrow::datatypes::{Schema, SchemaRef};
 use deltalake::DeltaTable;
 use deltalake::protocol::DeltaOperation;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::ObjectStore;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -21,7 +21,7 @@ use super::events::{
 };
 use super::executor::{BinResult, Executor, RunContext, Work};
 use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
-use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, object_key};
+use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, delete_outputs};
 use super::table::{CompactionTable, partition_files};
 use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stats::table_report::PartitionValues;
@@ -43,17 +43,6 @@ pub struct ExecOptions {
 /// A partition is planned again at most this many times in one job (a table whose files keep
 /// being taken by another compactor is left to it).
 const MAX_REPLANS: u32 = 3;
-
-async fn delete_all(store: &Arc<dyn ObjectStore>, paths: &[String]) -> Vec<String> {
-    let mut left = Vec::new();
-    for p in paths {
-        match store.delete(&object_key(p)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(_) => left.push(p.clone()),
-        }
-    }
-    left
-}
 
 fn progress(ct: &CompactionTable, c: &Counters, total: &Totals) -> Progress {
     Progress {
@@ -219,7 +208,7 @@ impl<'a> Run<'a> {
     /// Another commit took the bin's files: its outputs, never referenced by the log, are
     /// deleted, and the partition is planned again.
     async fn conflicted(&mut self, out: BinOutput, conflict: Conflict) -> Vec<Bin> {
-        let left = delete_all(&self.store, &out.output_paths()).await;
+        let left = delete_outputs(&self.store, &out.output_paths()).await;
         self.summary.orphaned_files.extend(left);
         let bins = self.replan(&out.partition);
         let rec = ConflictRecord {
@@ -234,7 +223,7 @@ impl<'a> Run<'a> {
 
     /// The commit certainly did not land: its outputs are deleted.
     async fn commit_failed(&mut self, out: BinOutput, error: String) {
-        let left = delete_all(&self.store, &out.output_paths()).await;
+        let left = delete_outputs(&self.store, &out.output_paths()).await;
         self.summary.orphaned_files.extend(left.iter().cloned());
         self.summary.fail(
             vec![out.partition.clone()],
@@ -274,7 +263,7 @@ impl<'a> Run<'a> {
     }
 
     async fn failed(&mut self, e: BinError) {
-        let left = delete_all(&self.store, &e.outputs).await;
+        let left = delete_outputs(&self.store, &e.outputs).await;
         self.summary.orphaned_files.extend(left);
         if e.failure != BinFailure::Cancelled {
             let failure = e.failure.report();
@@ -313,7 +302,7 @@ impl<'a> Run<'a> {
             pending -= 1;
             match r {
                 Ok(out) if cancel.is_cancelled() => {
-                    let left = delete_all(&self.store, &out.output_paths()).await;
+                    let left = delete_outputs(&self.store, &out.output_paths()).await;
                     self.summary.orphaned_files.extend(left);
                 }
                 Ok(out) => {

@@ -18,8 +18,8 @@ use deltalake::kernel::{Add, Remove};
 use deltalake::writer::{DeltaWriter, RecordBatchWriter, WriteMode};
 use futures::StreamExt;
 use indexmap::IndexMap;
-use object_store::ObjectStore;
 use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::basic::Compression;
@@ -135,6 +135,19 @@ const ROLL_MARGIN: f64 = 1.1;
 /// never percent-decoded a second time.
 pub fn object_key(path: &str) -> Path {
     Path::parse(path).unwrap_or_else(|_| Path::from(path))
+}
+
+/// Deletes outputs (table-relative paths); returns those that could not be deleted (one never
+/// created counts as deleted).
+pub async fn delete_outputs(store: &Arc<dyn ObjectStore>, paths: &[String]) -> Vec<String> {
+    let mut left = Vec::new();
+    for p in paths {
+        match store.delete(&object_key(p)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(_) => left.push(p.clone()),
+        }
+    }
+    left
 }
 
 fn scalars(

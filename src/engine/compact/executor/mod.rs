@@ -8,6 +8,7 @@
 //!   `_lakehealth/jobs/<job>/`, where the coordinator reads it and where `pickup` finds results
 //!   a coordinator never committed.
 
+pub mod ledger;
 pub mod local;
 pub mod package;
 pub mod pickup;

@@ -2,8 +2,8 @@
 //! `rewrite_bin` (size-based roll, schema conform, statistics, fingerprint read back), then the
 //! result written durably under the job's folder for the coordinator. A worker never commits.
 //!
-//! Outputs are recorded in a ledger as they are flushed, so a worker killed midway (a stopped
-//! Ray job, a lost node) leaves a list of what to delete; a retried task first deletes what the
+//! Every output is listed in a ledger before it is created (`ledger`), so a worker killed at
+//! any instant (a stopped Ray job, a lost node) leaves a complete list of what to delete; a retried task first deletes what the
 //! earlier attempt wrote, and a task whose result already says "done" returns it unchanged.
 
 use std::collections::HashMap;
@@ -14,12 +14,14 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tokio_util::sync::CancellationToken;
 
+use super::ledger::LedgerStore;
 use super::spec::{BinReport, BinSpec, Outcome, WorkerMetrics};
 use crate::engine::compact::execute::file_schema;
+pub use crate::engine::compact::rewrite::delete_outputs;
 use crate::engine::compact::rewrite::{
-    BinError, BinFailure, Counters, RewriteOptions, object_key, rewrite_bin,
+    BinError, BinFailure, Counters, RewriteOptions, rewrite_bin,
 };
-use crate::engine::compact::table::open_for_compaction;
+use crate::engine::compact::table::open_for_compaction_with;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 
@@ -57,18 +59,6 @@ pub async fn write_json<T: serde::Serialize>(
         .map_err(|e| EngineError::from_store(uri, &format!("writing {key}"), e))
 }
 
-/// Deletes `paths` (table-relative); returns those that could not be deleted.
-pub async fn delete_outputs(store: &Arc<dyn ObjectStore>, paths: &[String]) -> Vec<String> {
-    let mut left = Vec::new();
-    for p in paths {
-        match store.delete(&object_key(p)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(_) => left.push(p.clone()),
-        }
-    }
-    left
-}
-
 /// Cancels the bin when the process that started this worker goes away (a stopped Ray task
 /// leaves its subprocess behind): no output is written after the job was stopped for long.
 #[cfg(unix)]
@@ -90,30 +80,15 @@ fn cancel_when_orphaned(cancel: CancellationToken) {
 #[cfg(not(unix))]
 fn cancel_when_orphaned(_cancel: CancellationToken) {}
 
-/// Keeps the ledger object in step with the outputs flushed so far, until `stop`.
-fn keep_ledger(
-    store: Arc<dyn ObjectStore>,
-    uri: String,
-    key: Path,
-    ledger: Arc<Mutex<Vec<String>>>,
-    stop: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut written = 0usize;
-        loop {
-            let now: Vec<String> = ledger.lock().map(|l| l.clone()).unwrap_or_default();
-            if now.len() != written && write_json(&store, &uri, &key, &now).await.is_ok() {
-                written = now.len();
-            }
-            if stop.is_cancelled() {
-                break;
-            }
-            tokio::select! {
-                _ = stop.cancelled() => {}
-                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-            }
-        }
-    })
+/// The table's folder within the store delta-rs opens for its URL (as delta-rs prefixes it).
+fn table_root(loc: &Location) -> Result<Path> {
+    match object_store::ObjectStoreScheme::parse(&loc.url) {
+        Ok((_, path)) => Ok(path),
+        Err(e) => Err(EngineError::InvalidRequest(format!(
+            "{}: not a storage URL: {e}",
+            loc.display()
+        ))),
+    }
 }
 
 /// Runs `spec`'s bin and writes its result; returns the result. Err only when the table or the
@@ -124,7 +99,22 @@ pub async fn run_spec(
 ) -> Result<BinReport> {
     let started = Instant::now();
     let loc = Location::parse(&spec.table_uri)?;
-    let ct = open_for_compaction(&loc, storage_options).await?;
+    // Every output is listed in the ledger before it exists (see `ledger`).
+    let slot: Arc<Mutex<Option<Arc<LedgerStore>>>> = Arc::default();
+    let (key, slot2) = (spec.ledger_key(), slot.clone());
+    let root = table_root(&loc)?;
+    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
+        let l = Arc::new(LedgerStore::new(inner, root.clone(), &key));
+        if let Ok(mut s) = slot2.lock() {
+            *s = Some(l.clone());
+        }
+        l
+    };
+    let ct = open_for_compaction_with(&loc, storage_options, Some(&wrap)).await?;
+    let ledger =
+        slot.lock().ok().and_then(|s| s.clone()).ok_or_else(|| {
+            EngineError::InvalidRequest("the output ledger was not set up".into())
+        })?;
     let uri = ct.uri.clone();
     let store = ct.table.object_store();
     if let Some(r) = read_json::<BinReport>(&store, &uri, &spec.result_key()).await?
@@ -134,7 +124,7 @@ pub async fn run_spec(
     }
     // An earlier attempt of this bin was stopped midway: its outputs are never committed.
     if let Some(old) = read_json::<Vec<String>>(&store, &uri, &spec.ledger_key()).await? {
-        delete_outputs(&store, &old).await;
+        ledger.keep(delete_outputs(&store, &old).await).await;
     }
     let compression = spec.compression.parse().map_err(|e| {
         EngineError::InvalidRequest(format!("codec {:?} in the spec: {e}", spec.compression))
@@ -144,15 +134,6 @@ pub async fn run_spec(
     let cancel = CancellationToken::new();
     cancel_when_orphaned(cancel.clone());
     let orphaned = cancel.clone();
-    let ledger: Arc<Mutex<Vec<String>>> = Arc::default();
-    let stop = CancellationToken::new();
-    let keeper = keep_ledger(
-        store.clone(),
-        uri.clone(),
-        spec.ledger_key(),
-        ledger.clone(),
-        stop.clone(),
-    );
     let counters = Arc::new(Counters::default());
     let r = rewrite_bin(
         ct.table.clone(),
@@ -168,12 +149,10 @@ pub async fn run_spec(
         },
         cancel,
         counters.clone(),
-        ledger,
+        Arc::default(),
     )
     .await;
     let cancel = orphaned;
-    stop.cancel();
-    let _ = keeper.await;
     // Orphaned right as the bin finished: the coordinator has given up on it, so nothing of it
     // may stay.
     let r = match r {
@@ -199,7 +178,9 @@ pub async fn run_spec(
             Outcome::Failed {
                 kind: e.failure.kind(),
                 error: e.failure.to_string(),
-                outputs: delete_outputs(&store, &e.outputs).await,
+                // The ledger also lists an output whose write failed midway.
+                outputs: delete_outputs(&store, &[e.outputs, ledger.entries().await].concat())
+                    .await,
             },
             0.0,
         ),

@@ -48,20 +48,28 @@ done
 fi
 
 if [ "${COMPACT_ONLY:-0}" != 1 ]; then
-# Writer latency: one micro-batch every 100 ms from a separate `lakehealth stream` process; a
-# janitor (`watch --once`, every partition due, max_jobs = the cores) starts 10 s in. "with"
-# counts the commits that landed while it ran; "alone" the commits before it (after a 3 s
-# warm-up) and after it, in the same run. Once throttled (the default: the writer is active,
-# so one job at a time, one bin, reads bounded), once with --no-throttle.
+# Writer latency: one micro-batch every 100 ms from a separate `lakehealth stream` process on a
+# fresh copy, three times: alone (no compaction: the baseline), then with a janitor (`watch
+# --once`, every partition due, max_jobs = the cores) starting 10 s in, throttled (the default:
+# the writer is active, so one job at a time, one bin at the lowest CPU priority, reads
+# bounded, compaction commits spaced by the writer's commit rate), then with --no-throttle.
+# "during" counts the commits that landed while the janitor ran; the baseline, the alone run's
+# commits in the same window after its start (a writer slows as its log grows, so the same
+# offsets compare like with like).
 cores=$(nproc)
 printf 'max_jobs = %s\n' "$cores" > "$work/policy.toml"
-for mode in throttled unthrottled; do
-  rm -rf "$work/lat-$mode"; cp -r "$work/base" "$work/lat-$mode"
+for mode in alone throttled unthrottled; do
+  rm -rf "$work/lat-$mode" "$work/lat-$mode.history"; cp -r "$work/base" "$work/lat-$mode"
   flag=""; [ "$mode" = unthrottled ] && flag="--no-throttle"
   s0=$(date +%s%3N)
-  "$bin" stream "$work/lat-$mode" --interval 100ms --rows 500 --query-id lat --batches "${LAT_BATCHES:-700}" \
+  "$bin" stream "$work/lat-$mode" --interval 100ms --rows 500 --query-id lat --batches "${LAT_BATCHES:-1200}" \
     > "$work/lat-$mode.jsonl" 2>/dev/null &
   spid=$!
+  if [ "$mode" = alone ]; then
+    alone0=$s0
+    wait $spid
+    continue
+  fi
   sleep 10
   c0=$(date +%s%3N)
   # shellcheck disable=SC2086
@@ -71,26 +79,26 @@ for mode in throttled unthrottled; do
   wait $spid
   grep -h '"type":"result"' "$work/lat-$mode.history" | "$py" -c "import json,sys; r=[json.loads(l) for l in sys.stdin]; print(json.dumps({'janitor': '$mode', 'jobs': len(r), 'compacted': sum(x['outcome']=='compacted' for x in r), 'seconds': ($c1-$c0)/1000, 'throttle': r[0]['throttle'] if r else None}))" | tee -a "$out"
   "$py" bench/latency.py "$work/lat-$mode.jsonl" "$c0" "$c1" | sed "s/^{/{\"latency\": \"$mode\", /" | tee -a "$out"
-  "$py" bench/latency.py "$work/lat-$mode.jsonl" $((s0 + 3000)) "$c0" "$c1" 99999999999999 | sed "s/^{/{\"latency\": \"alone-$mode\", /" | tee -a "$out"
+  "$py" bench/latency.py "$work/lat-alone.jsonl" $((alone0 + c0 - s0)) $((alone0 + c1 - s0)) | sed "s/^{/{\"latency\": \"alone-$mode\", /" | tee -a "$out"
 done
 fi
 
-[ "${LATENCY_ONLY:-0}" = 1 ] && exit 0
 "$py" - "$out" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 t = {r["tool"]: r for r in rows if "tool" in r}
 lat = {r["latency"]: r for r in rows if "latency" in r}
 jan = {r["janitor"]: r for r in rows if "janitor" in r}
-py, fl = t["python-deltalake"]["seconds"], t["parquet-floor"]["seconds"]
-print(f"python-deltalake optimize.compact() {py:.2f}s   parquet floor {fl:.2f}s (1 thread)")
-for name, key in (("lakehealth compact (default)", "lakehealth-default"), ("lakehealth compact --parallelism 1", "lakehealth-1")):
-    l = t[key]
-    print(f"{name}: process {l['seconds']:.2f}s (rewrite+commits {l['execute_seconds']:.2f}s, content proof {l['verify_seconds']:.2f}s of bin time), "
-          f"{l['commits']} commits; /python {l['seconds']/py:.2f}, /floor {l['seconds']/fl:.2f}")
+if "python-deltalake" in t:
+    py, fl = t["python-deltalake"]["seconds"], t["parquet-floor"]["seconds"]
+    print(f"python-deltalake optimize.compact() {py:.2f}s   parquet floor {fl:.2f}s (1 thread)")
+    for name, key in (("lakehealth compact (default)", "lakehealth-default"), ("lakehealth compact --parallelism 1", "lakehealth-1")):
+        l = t[key]
+        print(f"{name}: process {l['seconds']:.2f}s (rewrite+commits {l['execute_seconds']:.2f}s, content proof {l['verify_seconds']:.2f}s of bin time), "
+              f"{l['commits']} commits; /python {l['seconds']/py:.2f}, /floor {l['seconds']/fl:.2f}")
 for mode in [m for m in ("throttled", "unthrottled") if m in jan]:
     a, w, j = lat[f"alone-{mode}"], lat[mode], jan[mode]
-    print(f"janitor {mode} ({j['seconds']:.1f}s, {j['compacted']}/{j['jobs']} jobs compacted; {j['throttle']}): writer alone (n={a['n']}) "
+    print(f"janitor {mode} ({j['seconds']:.1f}s, {j['compacted']}/{j['jobs']} jobs compacted; {j['throttle']}): writer alone, same window (n={a['n']}) "
           f"p50 {a['p50_ms']:.0f} ms p99 {a['p99_ms']:.0f} ms; during (n={w['n']}) p50 {w['p50_ms']:.0f} ms p99 {w['p99_ms']:.0f} ms; "
           f"ratios p50 {w['p50_ms']/a['p50_ms']:.2f} p99 {w['p99_ms']/a['p99_ms']:.2f}")
 PY

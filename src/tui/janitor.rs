@@ -14,6 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::action::{Action, Effect};
 use super::app::App;
 use super::jobs::JobView;
+use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{PreparedJob, prepare};
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::janitor::decide::DecisionKind;
@@ -358,13 +359,15 @@ impl JanitorRunner {
         });
     }
 
-    /// Plans the due partition's job; the plan comes back as `PlanReady` and is kept in
-    /// `prepared` for `StartJob`, as a previewed manual job is.
+    /// Plans the due partition's job, to run its bins on `executor` as manual jobs do; the plan
+    /// comes back as `PlanReady` and is kept in `prepared` for `StartJob`, as a previewed
+    /// manual job is.
     pub fn job(
         &self,
         id: u64,
         uri: String,
         partition: PartitionValues,
+        executor: Executor,
         tx: UnboundedSender<Action>,
         prepared: Arc<Mutex<HashMap<u64, PreparedJob>>>,
     ) {
@@ -381,6 +384,7 @@ impl JanitorRunner {
                     .await
                     .map_err(|e| e.to_string())?;
                 job.set_budget(due.throttle.budget);
+                job.exec.executor = executor;
                 Ok::<_, String>(job)
             };
             super::loader::park_plan(&prepared, id, work.await, &tx);

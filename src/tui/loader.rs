@@ -129,8 +129,9 @@ impl Loader {
                     .cycle(id, uri, self.opts.clone(), self.tx.clone())
             }
             Effect::JanitorJob { id, uri, partition } => {
-                self.janitor
-                    .job(id, uri, partition, self.tx.clone(), self.prepared.clone())
+                let executor = self.executor.clone();
+                let (tx, prepared) = (self.tx.clone(), self.prepared.clone());
+                self.janitor.job(id, uri, partition, executor, tx, prepared)
             }
             Effect::PlanConvert { id, uri } => self.plan_convert(id, uri),
             Effect::StartConvert { id } => self.start_convert(id),

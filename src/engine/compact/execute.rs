@@ -22,6 +22,7 @@ use super::events::{
 use super::executor::{BinResult, Executor, RunContext, Work};
 use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
 use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, delete_outputs};
+use super::spacing::CommitSpacer;
 use super::table::{CompactionTable, partition_files};
 use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stats::table_report::PartitionValues;
@@ -38,6 +39,11 @@ pub struct ExecOptions {
     pub thresholds: Thresholds,
     /// Where bins are rewritten (commits always happen here).
     pub executor: Executor,
+    /// The job's threads run at the lowest CPU priority (a writer is active).
+    pub background: bool,
+    /// Compaction commits spaced by this (a writer is active); shared by a janitor's jobs on
+    /// one table.
+    pub commit_spacing: Option<Arc<CommitSpacer>>,
 }
 
 /// A partition is planned again at most this many times in one job (a table whose files keep
@@ -169,6 +175,9 @@ impl<'a> Run<'a> {
         };
         match commit_bin(&mut self.table, &bin).await {
             CommitOutcome::Landed { version, retries } => {
+                if let Some(s) = &self.opts.commit_spacing {
+                    s.committed(Instant::now());
+                }
                 self.landed(out, version, retries);
                 Vec::new()
             }
@@ -305,6 +314,11 @@ impl<'a> Run<'a> {
                     let left = delete_outputs(&self.store, &out.output_paths()).await;
                     self.summary.orphaned_files.extend(left);
                 }
+                Ok(out) if !self.spaced(counters, totals, cancel).await => {
+                    // Cancelled while waiting to commit: the outputs never commit.
+                    let left = delete_outputs(&self.store, &out.output_paths()).await;
+                    self.summary.orphaned_files.extend(left);
+                }
                 Ok(out) => {
                     let values = out.partition.clone();
                     for b in self.commit(out).await {
@@ -317,6 +331,30 @@ impl<'a> Run<'a> {
                 }
                 Err(e) => self.failed(e).await,
             }
+        }
+    }
+
+    /// Waits until the commit spacing lets the next commit go, sending progress meanwhile;
+    /// false when cancelled first.
+    async fn spaced(
+        &mut self,
+        counters: &Counters,
+        totals: &Totals,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let Some(s) = self.opts.commit_spacing.clone() else {
+            return true;
+        };
+        loop {
+            let wait = s.remaining(Instant::now());
+            if wait.is_zero() {
+                return true;
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return false,
+                _ = tokio::time::sleep(wait.min(Duration::from_millis(250))) => {}
+            }
+            self.send(JobEvent::Progress(progress(self.ct, counters, totals)));
         }
     }
 

@@ -1,8 +1,8 @@
 //! An order-independent fingerprint of a multiset of rows: the proof a bin gives, before it may
 //! commit, that its output files hold exactly the rows (every column, every value) its input
 //! files held. Rows are encoded with Arrow's row format (a byte string that is equal exactly
-//! when every value is equal, nested types, NaN payloads and -0.0 included), hashed with two
-//! independently seeded 64-bit xxHashes, and summed modulo 2^128: the sum does not depend on
+//! when every value is equal, nested types, NaN payloads and -0.0 included), hashed with XXH3-128
+//! (seeded), and summed modulo 2^128: the sum does not depend on
 //! row order or on how rows are split into batches or files, and a lost, duplicated or changed
 //! row changes it (short of a 128-bit collision).
 
@@ -13,7 +13,7 @@ use arrow::datatypes::{DataType, Field, Fields};
 use arrow::error::ArrowError;
 use arrow::row::{RowConverter, SortField};
 use serde::{Deserialize, Serialize};
-use twox_hash::XxHash64;
+use xxhash_rust::xxh3::xxh3_128_with_seed;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
@@ -33,8 +33,7 @@ fn unhex<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
     u128::from_str_radix(&s, 16).map_err(serde::de::Error::custom)
 }
 
-const SEED_LO: u64 = 0x6c61_6b65_6865_616c; // "lakeheal"
-const SEED_HI: u64 = 0x7468_2d66_7072_696e; // "th-fprin"
+const SEED: u64 = 0x6c61_6b65_6865_616c; // "lakeheal"
 
 impl Fingerprint {
     pub fn add(&mut self, other: Fingerprint) {
@@ -59,10 +58,7 @@ impl Fingerprint {
         let rows = converter.convert_columns(&columns)?;
         let mut sum = 0u128;
         for row in rows.iter() {
-            let bytes = row.as_ref();
-            let lo = XxHash64::oneshot(SEED_LO, bytes) as u128;
-            let hi = XxHash64::oneshot(SEED_HI, bytes) as u128;
-            sum = sum.wrapping_add((hi << 64) | lo);
+            sum = sum.wrapping_add(xxh3_128_with_seed(row.as_ref(), SEED));
         }
         Ok(Fingerprint {
             rows: batch.num_rows() as u64,

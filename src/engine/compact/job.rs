@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parquet::basic::Compression;
 use tokio::sync::mpsc;
@@ -77,6 +78,10 @@ impl PreparedJob {
     /// Applies a throttle's budget (`janitor::throttle`): bins at once, and the read rate.
     pub fn set_budget(&mut self, b: crate::engine::janitor::throttle::Budget) {
         self.exec.parallelism = b.parallelism.max(1);
+        self.exec.background = b.background;
+        self.exec.commit_spacing = b
+            .commit_spacing_ms
+            .map(|ms| Arc::new(super::spacing::CommitSpacer::new(Duration::from_millis(ms))));
         self.exec.rewrite.pace = b
             .read_bytes_per_second
             .map(|r| Arc::new(super::pace::Pacer::new(r)));
@@ -184,6 +189,8 @@ pub fn prepare_table(
         plan_options: o,
         thresholds: t,
         executor: Default::default(),
+        background: false,
+        commit_spacing: None,
     };
     Ok(PreparedJob {
         table,
@@ -259,13 +266,21 @@ pub async fn run_isolated(
 ) -> JobSummary {
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let workers = job.exec.parallelism.max(1);
+    let background = job.exec.background;
     let thread_events = events.clone();
     let spawned = std::thread::Builder::new()
         .name("lakehealth-compact".into())
         .spawn(move || {
+            let lower = move || {
+                if background && !super::priority::lower_this_thread() {
+                    tracing::debug!("could not lower the compaction thread's priority");
+                }
+            };
+            lower();
             let rt = match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(workers)
                 .thread_name("lakehealth-compact")
+                .on_thread_start(lower)
                 .enable_all()
                 .build()
             {

@@ -31,6 +31,7 @@ use super::events::{Failure, FailureKind};
 use super::fingerprint::Fingerprint;
 use super::pace::Pacer;
 use super::plan::{Bin, FileRef};
+use super::read_ahead::ReadAhead;
 use crate::engine::parquet_reader::StoreReader;
 use crate::engine::stats::table_report::PartitionValues;
 
@@ -174,19 +175,19 @@ fn scalars(
     Ok(out)
 }
 
+/// An opened Parquet file: its batches, and its row count.
+pub type Input = (
+    parquet::arrow::async_reader::ParquetRecordBatchStream<StoreReader>,
+    u64,
+);
+
 /// Streams one Parquet file as batches of the table's file schema, INT96 read without overflow.
-async fn open_input(
+pub async fn open_input(
     store: Arc<dyn ObjectStore>,
     path: Path,
     size: Option<u64>,
     table_schema: &SchemaRef,
-) -> Result<
-    (
-        parquet::arrow::async_reader::ParquetRecordBatchStream<StoreReader>,
-        u64,
-    ),
-    String,
-> {
+) -> Result<Input, String> {
     let mut reader = StoreReader::new(store, path, size);
     let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
         .await
@@ -345,8 +346,8 @@ impl Writing {
     /// Streams one input file into the writer, rolling outputs as they reach the goal.
     async fn copy_file(
         &mut self,
-        store: &Arc<dyn ObjectStore>,
         f: &FileRef,
+        opened: Result<Input, String>,
         file_schema: &SchemaRef,
         counters: &Counters,
     ) -> Result<(), BinFailure> {
@@ -354,10 +355,7 @@ impl Writing {
             path: f.path.clone(),
             detail,
         };
-        let path = Path::parse(&f.store_path).map_err(|e| read_err(e.to_string()))?;
-        let (mut stream, file_rows) = open_input(store.clone(), path, Some(f.size), file_schema)
-            .await
-            .map_err(read_err)?;
+        let (mut stream, file_rows) = opened.map_err(read_err)?;
         let file_rows = file_rows.max(1) as f64;
         let mut rows_file = 0u64;
         while let Some(batch) = stream.next().await {
@@ -463,15 +461,17 @@ pub async fn rewrite_bin(
         pace: opts.pace.clone(),
     };
     let store = table.object_store();
-    for f in &bin.files {
+    let mut inputs = ReadAhead::new(store.clone(), bin.files.clone(), file_schema.clone());
+    while let Some((f, opened)) = inputs.next().await {
         if cancel.is_cancelled() {
             w.writer.reset();
             return Err(fail(BinFailure::Cancelled, w.outputs()));
         }
-        if let Err(e) = w.copy_file(&store, f, &file_schema, &counters).await {
+        if let Err(e) = w.copy_file(&f, opened, &file_schema, &counters).await {
             return Err(fail(e, w.outputs()));
         }
     }
+    drop(inputs);
     if let Err(e) = w.flush().await {
         return Err(fail(e, w.outputs()));
     }

@@ -17,7 +17,7 @@ pub mod throttle;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use object_store::ObjectStore;
@@ -28,7 +28,7 @@ use self::activity::{Activity, Columns};
 use self::decide::{Decision, DecisionKind, Eligible, Facts, decide};
 use self::history::{DecisionLine, History, Line, Outcome, ResultLine, ts};
 use self::metrics::Metrics;
-use self::policy::Policy;
+use self::policy::{CommitSpacing, Policy};
 use self::schedule::{Backoff, TableSchedule};
 use self::throttle::Throttle;
 use crate::engine::compact::events::{JobEvent, JobSummary};
@@ -37,6 +37,7 @@ use crate::engine::compact::job::{CompactRequest, observed_ratio, prepare, run_i
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::Selection;
 use crate::engine::compact::selection::Predicate;
+use crate::engine::compact::spacing::{CommitSpacer, LastCommit};
 use crate::engine::discover::discover_tables;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
@@ -104,6 +105,8 @@ struct JobSpec {
     executor: Executor,
     /// The job's budget, from the writers the log showed this cycle.
     throttle: Throttle,
+    /// The table's commit spacing (a writer is active), shared by its jobs.
+    spacer: Option<Arc<CommitSpacer>>,
 }
 
 struct JobDone {
@@ -147,6 +150,8 @@ pub struct Janitor {
     /// Ingestion first (`throttle`); off: every job uses every core, unbounded.
     throttle: bool,
     metrics: Option<Arc<Metrics>>,
+    /// Each table's last compaction commit, for the commit spacing across its jobs.
+    last_commits: HashMap<String, LastCommit>,
 }
 
 impl Janitor {
@@ -182,6 +187,7 @@ impl Janitor {
             last_vacuum,
             throttle: true,
             metrics: None,
+            last_commits: HashMap::new(),
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -228,6 +234,8 @@ impl Janitor {
                 budget: throttle::Budget {
                     parallelism: cores,
                     read_bytes_per_second: None,
+                    background: false,
+                    commit_spacing_ms: None,
                 },
                 reason: format!("throttle off: {cores} bin(s) at a time, unbounded"),
             };
@@ -238,7 +246,18 @@ impl Janitor {
             now,
             throttle::WINDOW_MS,
         );
-        throttle::choose(&w, cores, throttle::ACTIVE_READ_RATE)
+        let mut t = throttle::choose(&w, cores, throttle::ACTIVE_READ_RATE);
+        if t.budget.commit_spacing_ms.is_some() {
+            t.budget.commit_spacing_ms = match self.policy.commit_spacing {
+                CommitSpacing::Auto => t.budget.commit_spacing_ms,
+                CommitSpacing::Off => None,
+                CommitSpacing::Every(d) => Some(d.as_millis().min(u64::MAX as u128) as u64),
+            };
+            if self.policy.commit_spacing != CommitSpacing::Auto {
+                t.reason = throttle::with_spacing(&t.reason, t.budget.commit_spacing_ms);
+            }
+        }
+        t
     }
 
     fn emit(&mut self, line: Line) {
@@ -478,6 +497,10 @@ impl Janitor {
             .map(|a| now.saturating_sub(a.age.as_millis().min(i64::MAX as u128) as i64));
         let ratio = observed_ratio(&t.report.commits);
         let budget = self.throttle_for(t, now);
+        let spacer = budget.budget.commit_spacing_ms.map(|ms| {
+            let last = self.last_commits.entry(t.id.clone()).or_default().clone();
+            Arc::new(CommitSpacer::sharing(Duration::from_millis(ms), last))
+        });
         let mut jobs = Vec::new();
         let mut lines = Vec::new();
         for p in &t.report.partitions {
@@ -517,6 +540,7 @@ impl Janitor {
                     ratio,
                     executor: self.policy.executor.clone(),
                     throttle: budget.clone(),
+                    spacer: spacer.clone(),
                 });
             }
             lines.push(Line::Decision(DecisionLine {
@@ -768,6 +792,7 @@ async fn run_job(spec: JobSpec, locks: Arc<PartitionLocks>, cancel: Cancellation
     }
     job.exec.executor = spec.executor.clone();
     job.set_budget(spec.throttle.budget);
+    job.exec.commit_spacing = spec.spacer.clone();
     tracing::info!(
         "janitor: {} {}: {}",
         spec.table,

@@ -127,6 +127,33 @@ pub struct Policy {
     pub maintenance: MaintenancePolicy,
     /// Where the jobs' bins are rewritten (commits always happen in the janitor).
     pub executor: Executor,
+    /// How a table's compaction commits are spaced while a writer is active.
+    pub commit_spacing: CommitSpacing,
+}
+
+/// Spacing of a table's compaction commits while a writer is active (`compact::spacing`):
+/// each one makes the writer's next commit retry, and each wait lets small files pile up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommitSpacing {
+    /// From the writer's commit rate: one compaction commit per 200 of its commits, at most
+    /// one minute apart.
+    #[default]
+    Auto,
+    /// As bins finish: small files stay fewest, the writer retries more often.
+    Off,
+    Every(Duration),
+}
+
+impl CommitSpacing {
+    fn parse(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "auto" => Ok(Self::Auto),
+            "off" => Ok(Self::Off),
+            d => humantime::parse_duration(d)
+                .map(Self::Every)
+                .map_err(|e| format!("is {d:?}: {e}; expected \"auto\", \"off\" or a duration")),
+        }
+    }
 }
 
 /// The file as written: every key optional, each with its position for error messages.
@@ -159,6 +186,7 @@ struct PolicyFile {
     #[serde(default, deserialize_with = "opt_duration")]
     vacuum_retention: Option<Duration>,
     executor: Option<Spanned<String>>,
+    commit_spacing: Option<Spanned<String>>,
     ray_address: Option<Spanned<String>>,
     worker_binary: Option<String>,
 }
@@ -335,8 +363,15 @@ impl Policy {
                 }
             },
         };
+        let commit_spacing = match &f.commit_spacing {
+            None => CommitSpacing::Auto,
+            Some(s) => {
+                CommitSpacing::parse(s.get_ref()).map_err(|m| at(s.span(), "commit_spacing", &m))?
+            }
+        };
         Ok(Policy {
             executor,
+            commit_spacing,
             source: source.to_string(),
             preset,
             min_small_files,

@@ -19,6 +19,19 @@ pub const WINDOW_MS: i64 = 60_000;
 /// the benchmark runs on (`bench/compact.sh`), so a writer keeps a core and more.
 pub const ACTIVE_READ_RATE: u64 = 24 * 1024 * 1024;
 
+/// While a writer is active, one compaction commit per this many of its commits: each one
+/// makes the writer's next commit retry (`compact::spacing`), so at most 0.5 % of them do,
+/// below the p99 the writer is measured by.
+pub const WRITER_COMMITS_PER_COMPACTION_COMMIT: f64 = 200.0;
+
+/// Below this writer commit rate commits are not spaced: a retry costs tens of milliseconds,
+/// small beside the seconds between such a writer's commits (a Spark trigger, a batch load).
+pub const MIN_SPACED_COMMITS_PER_SECOND: f64 = 1.0;
+
+/// The longest a compaction commit waits for the spacing (a slow writer would otherwise hold
+/// a finished bin for hours).
+pub const MAX_COMMIT_SPACING_MS: u64 = 60_000;
+
 /// The writers seen in the log's recent commits.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Writers {
@@ -30,7 +43,17 @@ pub struct Writers {
     pub app_ids: Vec<String>,
     /// The newest data-changing commit seen, if any.
     pub last_write_ms: Option<i64>,
+    /// The oldest data-changing commit in the window (with `last_write_ms`, the span the
+    /// commit rate is measured over: the log's recent commits may not cover the whole window).
+    pub first_in_window_ms: Option<i64>,
+    /// A writer that keeps committing: a streaming query (a `txn` app id), or data commits
+    /// over at least `STEADY_SPAN_MS` that have not stopped (the last one no older than three
+    /// of its intervals). A burst that ended (a backfill, a batch load) is not.
+    pub steady: bool,
 }
+
+/// How long data commits must have kept coming to count as a steady writer (without a `txn`).
+pub const STEADY_SPAN_MS: i64 = 5_000;
 
 impl Writers {
     pub fn active(&self) -> bool {
@@ -42,6 +65,29 @@ impl Writers {
             return 0.0;
         }
         self.commits as f64 * 60_000.0 / self.window_ms as f64
+    }
+
+    /// Data commits per second: over the span they cover when there are two or more, else
+    /// over the whole window.
+    pub fn commits_per_second(&self) -> f64 {
+        if let (Some(a), Some(b)) = (self.first_in_window_ms, self.last_write_ms)
+            && self.commits >= 2
+            && b > a
+        {
+            return (self.commits - 1) as f64 * 1000.0 / (b - a) as f64;
+        }
+        self.commits_per_minute() / 60.0
+    }
+
+    /// The spacing of compaction commits while this writer is active; None for a writer too
+    /// slow for a retry to matter, or one that is not steady.
+    pub fn commit_spacing_ms(&self) -> Option<u64> {
+        let rate = self.commits_per_second();
+        if rate < MIN_SPACED_COMMITS_PER_SECOND || !self.steady {
+            return None;
+        }
+        let ms = (WRITER_COMMITS_PER_COMPACTION_COMMIT / rate * 1000.0) as u64;
+        Some(ms.min(MAX_COMMIT_SPACING_MS))
     }
 }
 
@@ -66,12 +112,22 @@ pub fn measure(
         .map(|w| w.app_id.clone())
         .collect();
     app_ids.sort();
-    Writers {
-        commits: writes.iter().filter(|t| **t >= since).count() as u64,
+    let in_window = || writes.iter().copied().filter(|t| *t >= since);
+    let mut w = Writers {
+        commits: in_window().count() as u64,
         window_ms,
         app_ids,
         last_write_ms: writes.iter().copied().max(),
-    }
+        first_in_window_ms: in_window().min(),
+        steady: false,
+    };
+    w.steady = !w.app_ids.is_empty() || {
+        let span = w.last_write_ms.unwrap_or(0) - w.first_in_window_ms.unwrap_or(0);
+        let gap = now_ms - w.last_write_ms.unwrap_or(i64::MIN / 2);
+        let interval_ms = 1000.0 / w.commits_per_second().max(1e-9);
+        span >= STEADY_SPAN_MS && (gap as f64) <= (3.0 * interval_ms).max(3000.0)
+    };
+    w
 }
 
 /// What a job may use.
@@ -81,6 +137,12 @@ pub struct Budget {
     pub parallelism: usize,
     /// Input bytes read per second, None: unbounded.
     pub read_bytes_per_second: Option<u64>,
+    /// The job's threads at the lowest CPU priority (`compact::priority`), so a writer on the
+    /// same machine gets a core the moment it wants one.
+    pub background: bool,
+    /// Compaction commits on the table at most one per this (`compact::spacing`); None: as
+    /// bins finish.
+    pub commit_spacing_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -96,6 +158,7 @@ pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
     let cores = cores.max(1);
     let secs = w.window_ms / 1000;
     if w.active() {
+        let spacing = w.commit_spacing_ms();
         let who = if w.app_ids.is_empty() {
             String::new()
         } else {
@@ -105,12 +168,16 @@ pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
             budget: Budget {
                 parallelism: 1,
                 read_bytes_per_second: Some(active_rate.max(1)),
+                background: true,
+                commit_spacing_ms: spacing,
             },
             reason: format!(
-                "writer active: {} data commit(s) in the last {secs} s{who}; \
-                 1 bin at a time, reading at most {}/s",
+                "writer active: {} data commit(s) in the last {secs} s ({:.1}/s){who}; \
+                 1 bin at a time at the lowest CPU priority, reading at most {}/s{}",
                 w.commits,
-                format_bytes(active_rate)
+                w.commits_per_second(),
+                format_bytes(active_rate),
+                spacing_text(spacing)
             ),
         }
     } else {
@@ -118,12 +185,33 @@ pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
             budget: Budget {
                 parallelism: cores,
                 read_bytes_per_second: None,
+                background: false,
+                commit_spacing_ms: None,
             },
             reason: format!(
                 "no writer in the last {secs} s: {cores} bin(s) at a time (every core), unthrottled"
             ),
         }
     }
+}
+
+fn spacing_text(spacing_ms: Option<u64>) -> String {
+    match spacing_ms {
+        Some(ms) => format!(
+            ", one compaction commit per {:.0} s (each makes the writer retry once)",
+            ms as f64 / 1000.0
+        ),
+        None => ", commits as bins finish".into(),
+    }
+}
+
+/// `reason` with its spacing clause replaced by `spacing_ms`'s (a policy's own spacing).
+pub fn with_spacing(reason: &str, spacing_ms: Option<u64>) -> String {
+    let head = reason
+        .split(", one compaction commit per")
+        .next()
+        .unwrap_or(reason);
+    format!("{head}{}", spacing_text(spacing_ms))
 }
 
 /// The cores of this machine (1 when unknown).
@@ -175,7 +263,9 @@ mod tests {
             t.budget,
             Budget {
                 parallelism: 1,
-                read_bytes_per_second: Some(ACTIVE_READ_RATE)
+                read_bytes_per_second: Some(ACTIVE_READ_RATE),
+                background: true,
+                commit_spacing_ms: None,
             }
         );
         assert!(
@@ -196,7 +286,9 @@ mod tests {
             t.budget,
             Budget {
                 parallelism: 4,
-                read_bytes_per_second: None
+                read_bytes_per_second: None,
+                background: false,
+                commit_spacing_ms: None,
             }
         );
         assert!(t.reason.contains("every core"), "{}", t.reason);
@@ -247,5 +339,52 @@ mod tests {
             "every commit of the last 30 s, the boundary included"
         );
         assert!((w.commits_per_minute() - 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_writer_committing_ten_times_a_second_spaces_compaction_commits_by_20_s() {
+        // The log's last 100 commits cover 10 s of the 60 s window.
+        let commits: Vec<_> = (0..100)
+            .map(|i| commit(NOW - 10_000 + i * 100, "STREAMING UPDATE", true))
+            .collect();
+        let w = measure(&commits, &[], NOW, WINDOW_MS);
+        assert!((w.commits_per_second() - 10.0).abs() < 0.2, "{w:?}");
+        let t = choose(&w, 2, ACTIVE_READ_RATE);
+        let spacing = t.budget.commit_spacing_ms.unwrap();
+        assert!((19_000..=21_000).contains(&spacing), "{spacing}");
+        assert!(
+            t.reason.contains("one compaction commit per 20 s"),
+            "{}",
+            t.reason
+        );
+        // 2 commits a second: the longest spacing, never more.
+        let every = |ms: i64| -> Vec<_> {
+            (0..20)
+                .map(|i| commit(NOW - 20 * ms + i * ms, "WRITE", true))
+                .collect()
+        };
+        let two = measure(&every(500), &[], NOW, WINDOW_MS);
+        assert_eq!(two.commit_spacing_ms(), Some(MAX_COMMIT_SPACING_MS));
+        // A burst of commits that ended (a backfill, a batch load; no txn): not spaced.
+        let burst: Vec<_> = (0..80)
+            .map(|i| commit(NOW - 4_000 + i * 40, "WRITE", true))
+            .collect();
+        let burst = measure(&burst, &[], NOW, WINDOW_MS);
+        assert!(
+            burst.commits_per_second() > 20.0 && !burst.steady,
+            "{burst:?}"
+        );
+        assert_eq!(burst.commit_spacing_ms(), None);
+        // The same burst from a streaming query is steady.
+        let from_query = measure(&commits, &[stream("q", NOW - 100)], NOW, WINDOW_MS);
+        assert!(from_query.steady);
+        // A writer committing every 5 s (a Spark trigger): too slow to space for.
+        let slow = measure(&every(5_000), &[], NOW, WINDOW_MS);
+        assert_eq!(slow.commit_spacing_ms(), None);
+        assert!(
+            choose(&slow, 2, ACTIVE_READ_RATE)
+                .reason
+                .contains("commits as bins finish")
+        );
     }
 }

@@ -5,7 +5,7 @@
 # the parquet-crate floor (same rows rewritten, no table format).
 # Then a streaming writer's commit latency (p50/p99) without compaction, with the janitor
 # (`watch --once`) throttled (its default) and with it unthrottled (`--no-throttle`).
-# Usage: bench/compact.sh   (Python deltalake + pyarrow: the test harness's venv when it exists,
+# Usage: [ROUNDS=3] bench/compact.sh   (Python deltalake + pyarrow: the test harness's venv when it exists,
 # else python3 with them installed); LATENCY_ONLY=1 for the last part, COMPACT_ONLY=1 for the first
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,23 +28,26 @@ fi
 du -sh "$work/base" >&2
 out="$work/results.jsonl"; : > "$out"
 if [ "${LATENCY_ONLY:-0}" != 1 ]; then
-for tool in lakehealth lakehealth-p1 python floor; do
-  rm -rf "$work/$tool"; cp -r "$work/base" "$work/$tool"
+# ROUNDS rounds (default 3), the tools in turn within each, each on a fresh copy; the summary
+# reports each tool's median.
+for round in $(seq "${ROUNDS:-3}"); do
+  for tool in lakehealth lakehealth-p1 python floor; do
+    rm -rf "$work/$tool" "$work/floor-out"; cp -r "$work/base" "$work/$tool"
+  done
+  sync
+  for p in default 1; do
+    dir="$work/lakehealth"; flag=""
+    [ "$p" = 1 ] && { dir="$work/lakehealth-p1"; flag="--parallelism 1"; }
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    "$bin" compact "$dir" --target 128MiB $flag --json > "$work/lh-$p.json"
+    t1=$(date +%s.%N)
+    # seconds: the whole process (open, plan, rewrite, commits); execute_seconds: rewrite + commits.
+    "$py" -c "import json; s=json.load(open('$work/lh-$p.json')); print(json.dumps({'round':$round,'tool':'lakehealth-$p','seconds':$t1-$t0,'execute_seconds':s['seconds'],'verify_seconds':s['verify_seconds'],'files_removed':s['files_removed'],'files_added':s['files_added'],'bytes_out':s['bytes_added'],'commits':len(s['commits'])}))" | tee -a "$out"
+  done
+  "$py" bench/py_optimize.py "$work/python" "$target" | sed "s/^{/{\"round\": $round, /" | tee -a "$out"
+  "$ex" floor "$work/floor" "$work/floor-out" "$target" | sed "s/^{/{\"round\":$round,/" | tee -a "$out"
 done
-sync
-for p in default 1; do
-  dir="$work/lakehealth"; flag=""
-  [ "$p" = 1 ] && { dir="$work/lakehealth-p1"; flag="--parallelism 1"; }
-  t0=$(date +%s.%N)
-  # shellcheck disable=SC2086
-  "$bin" compact "$dir" --target 128MiB $flag --json > "$work/lh-$p.json"
-  t1=$(date +%s.%N)
-  # seconds: the whole process (open, plan, rewrite, commits); execute_seconds: rewrite + commits.
-  "$py" -c "import json; s=json.load(open('$work/lh-$p.json')); print(json.dumps({'tool':'lakehealth-$p','seconds':$t1-$t0,'execute_seconds':s['seconds'],'verify_seconds':s['verify_seconds'],'files_removed':s['files_removed'],'files_added':s['files_added'],'bytes_out':s['bytes_added'],'commits':len(s['commits'])}))" | tee -a "$out"
-done
-"$py" bench/py_optimize.py "$work/python" "$target" | tee -a "$out"
-"$ex" floor "$work/floor" "$work/floor-out" "$target" | tee -a "$out"
-
 fi
 
 if [ "${COMPACT_ONLY:-0}" != 1 ]; then
@@ -84,18 +87,23 @@ done
 fi
 
 "$py" - "$out" <<'PY'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-t = {r["tool"]: r for r in rows if "tool" in r}
+runs = {}
+for r in rows:
+    if "tool" in r:
+        runs.setdefault(r["tool"], []).append(r)
+med = lambda tool, key="seconds": statistics.median(r[key] for r in runs[tool])
 lat = {r["latency"]: r for r in rows if "latency" in r}
 jan = {r["janitor"]: r for r in rows if "janitor" in r}
-if "python-deltalake" in t:
-    py, fl = t["python-deltalake"]["seconds"], t["parquet-floor"]["seconds"]
-    print(f"python-deltalake optimize.compact() {py:.2f}s   parquet floor {fl:.2f}s (1 thread)")
+if "python-deltalake" in runs:
+    py, fl = med("python-deltalake"), med("parquet-floor")
+    n = len(runs["python-deltalake"])
+    print(f"medians of {n} round(s): python-deltalake optimize.compact() {py:.2f}s   parquet floor {fl:.2f}s (1 thread)")
     for name, key in (("lakehealth compact (default)", "lakehealth-default"), ("lakehealth compact --parallelism 1", "lakehealth-1")):
-        l = t[key]
-        print(f"{name}: process {l['seconds']:.2f}s (rewrite+commits {l['execute_seconds']:.2f}s, content proof {l['verify_seconds']:.2f}s of bin time), "
-              f"{l['commits']} commits; /python {l['seconds']/py:.2f}, /floor {l['seconds']/fl:.2f}")
+        ratios = ", ".join(f"{r['seconds']/p['seconds']:.2f}" for r, p in zip(runs[key], runs["python-deltalake"]))
+        print(f"{name}: process {med(key):.2f}s (rewrite+commits {med(key, 'execute_seconds'):.2f}s, content proof {med(key, 'verify_seconds'):.2f}s of bin time); "
+              f"/python {med(key)/py:.2f} (per round: {ratios}), /floor {med(key)/fl:.2f}")
 for mode in [m for m in ("throttled", "unthrottled") if m in jan]:
     a, w, j = lat[f"alone-{mode}"], lat[mode], jan[mode]
     print(f"janitor {mode} ({j['seconds']:.1f}s, {j['compacted']}/{j['jobs']} jobs compacted; {j['throttle']}): writer alone, same window (n={a['n']}) "

@@ -406,3 +406,34 @@ async fn in_the_tui_c_says_why_not_and_shift_c_previews_then_converts_to_delta()
     assert!(t.app.error().is_none(), "{:?}", t.app.error());
     assert_eq!(t.app.table.as_ref().unwrap().stats.files, 12);
 }
+
+/// A writer still adding files after the preview (a streaming query left running): the
+/// conversion is refused and the folder is left exactly as it was; previewed again, it converts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_that_changed_since_the_preview_is_not_converted() {
+    use lakehealth::engine::formats::convert::{convert, plan_convert};
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("events");
+    plain_hive_folder(&root);
+    let loc = lakehealth::engine::location::Location::parse(root.to_str().unwrap()).unwrap();
+    let opts = lakehealth::engine::open::OpenOptions::default();
+    let plan = plan_convert(&loc, &opts, &[], &|_| {}).await.unwrap();
+    // The next batch lands: one more file in a partition the preview saw.
+    let first = snapshot(&root)
+        .into_keys()
+        .find(|k| k.starts_with("day=") && k.ends_with(".parquet"))
+        .unwrap();
+    let src = root.join(&first);
+    std::fs::copy(&src, src.with_file_name("part-99999-late.parquet")).unwrap();
+    let before = snapshot(&root);
+    let err = convert(&loc, &plan, &opts).await.unwrap_err().to_string();
+    assert!(
+        err.contains("changed since the preview (1 file(s) added, 0 gone)"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&root), before, "nothing was written");
+    let again = plan_convert(&loc, &opts, &[], &|_| {}).await.unwrap();
+    assert_eq!(again.files, plan.files + 1);
+    let done = convert(&loc, &again, &opts).await.unwrap();
+    assert_eq!(done.files, again.files);
+}

@@ -100,6 +100,9 @@ pub struct ConvertPlan {
     keep: Arc<HashSet<String>>,
     #[serde(skip)]
     fields: Vec<StructField>,
+    /// As given, to look again before converting.
+    #[serde(skip)]
+    partition_by: Vec<PartitionColumn>,
 }
 
 impl ConvertPlan {
@@ -285,6 +288,7 @@ pub async fn plan_convert(
         steps,
         keep: Arc::new(keep),
         fields,
+        partition_by: partition_by.to_vec(),
     })
 }
 
@@ -374,13 +378,15 @@ fn steps(uri: &str, format: TableFormat, files: u64, bytes: u64, d: &FolderDetai
     s
 }
 
-/// Converts the folder as `plan` previewed. The commit names exactly the previewed files.
+/// Converts the folder as `plan` previewed. The commit names exactly the previewed files, and
+/// only if the folder still holds exactly them.
 pub async fn convert(
     loc: &Location,
     plan: &ConvertPlan,
     opts: &OpenOptions,
 ) -> Result<ConvertOutcome> {
     let uri = loc.display();
+    unchanged_since(loc, plan, opts).await?;
     let derr = |what: &str, e: deltalake::DeltaTableError| EngineError::from_delta(&uri, what, e);
     let config = deltalake::logstore::StorageConfig::parse_options(opts.storage_options.clone())
         .map_err(|e| derr("reading the storage options", e))?;
@@ -418,6 +424,22 @@ pub async fn convert(
         files: written.stats.files,
         bytes: written.stats.bytes,
     })
+}
+
+/// Looks at the folder again: a writer still running (a streaming query's next batch, a job
+/// still adding files) would otherwise leave its new files out of the table, or a file it
+/// deleted in it. Refuses when the files to convert are not exactly the previewed ones.
+async fn unchanged_since(loc: &Location, plan: &ConvertPlan, opts: &OpenOptions) -> Result<()> {
+    let now = plan_convert(loc, opts, &plan.partition_by, &|_| {}).await?;
+    if now.keep == plan.keep {
+        return Ok(());
+    }
+    let added = now.keep.difference(&plan.keep).count();
+    let gone = plan.keep.difference(&now.keep).count();
+    Err(EngineError::InvalidRequest(format!(
+        "{}: the folder changed since the preview ({added} file(s) added, {gone} gone): a writer is still running. Stop it (the streaming query, the job), preview again, then convert. Nothing was changed",
+        plan.uri
+    )))
 }
 
 /// The table's store as the converter sees it: listings hold only the chosen Parquet files of

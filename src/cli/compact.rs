@@ -155,7 +155,7 @@ fn progress_line(p: &Progress, secs: f64) -> String {
         "-".into()
     };
     format!(
-        "bins {}/{}  files {}/{}  read {}  written {}  rows {}  {}/s  ETA {eta}",
+        "bins {}/{}  files {}/{}  read {}  written {}  rows {}  {}/s  ETA {eta}{}",
         p.bins_done,
         p.bins_total,
         p.files_read,
@@ -164,6 +164,7 @@ fn progress_line(p: &Progress, secs: f64) -> String {
         format_bytes(p.bytes_written),
         p.rows,
         format_bytes(rate as u64),
+        p.commit_wait_text(),
     )
 }
 

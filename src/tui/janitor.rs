@@ -17,6 +17,7 @@ use super::jobs::JobView;
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{PreparedJob, prepare};
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::compact::spacing::{CommitSpacer, LastCommit};
 use crate::engine::janitor::decide::DecisionKind;
 use crate::engine::janitor::history::{DecisionLine, History, Line};
 use crate::engine::janitor::policy::Policy;
@@ -304,6 +305,8 @@ pub struct JanitorRunner {
     history: PathBuf,
     janitor: Arc<tokio::sync::Mutex<Option<Janitor>>>,
     due: Arc<Mutex<HashMap<(String, PartitionValues), DueJob>>>,
+    /// Each table's last compaction commit: its jobs' commits are spaced from one another.
+    last_commits: Arc<Mutex<HashMap<String, LastCommit>>>,
 }
 
 impl JanitorRunner {
@@ -313,7 +316,19 @@ impl JanitorRunner {
             history,
             janitor: Arc::default(),
             due: Arc::default(),
+            last_commits: Arc::default(),
         }
+    }
+
+    /// The commit spacing of `uri`'s next job, shared with its earlier jobs.
+    fn spacer(&self, uri: &str, spacing_ms: Option<u64>) -> Option<Arc<CommitSpacer>> {
+        let ms = spacing_ms?;
+        let mut map = self.last_commits.lock().ok()?;
+        let last = map.entry(uri.to_string()).or_default().clone();
+        Some(Arc::new(CommitSpacer::sharing(
+            Duration::from_millis(ms),
+            last,
+        )))
     }
 
     pub fn cycle(&self, id: u64, uri: String, opts: OpenOptions, tx: UnboundedSender<Action>) {
@@ -376,6 +391,9 @@ impl JanitorRunner {
             .lock()
             .ok()
             .and_then(|m| m.get(&(uri.clone(), partition.clone())).cloned());
+        let spacer = due
+            .as_ref()
+            .and_then(|d| self.spacer(&uri, d.throttle.budget.commit_spacing_ms));
         tokio::spawn(async move {
             let work = async {
                 let due = due.ok_or("the janitor no longer finds the partition due")?;
@@ -384,6 +402,7 @@ impl JanitorRunner {
                     .await
                     .map_err(|e| e.to_string())?;
                 job.set_budget(due.throttle.budget);
+                job.exec.commit_spacing = spacer;
                 job.exec.executor = executor;
                 Ok::<_, String>(job)
             };

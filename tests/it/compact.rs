@@ -487,18 +487,25 @@ async fn spaced_commits_land_the_interval_apart_and_a_cancel_while_waiting_leave
     let c2 = cancel.clone();
     // Cancel once the second commit landed: the next bin is then rewriting or waiting.
     let watcher = tokio::spawn(async move {
-        let mut commits = 0;
+        let (mut commits, mut longest_wait_ms) = (0, 0);
         while let Some(e) = rx.recv().await {
-            if matches!(e, JobEvent::Committed(_)) {
-                commits += 1;
-                if commits == 2 {
-                    c2.cancel();
+            match e {
+                JobEvent::Committed(_) => {
+                    commits += 1;
+                    if commits == 2 {
+                        c2.cancel();
+                    }
                 }
+                JobEvent::Progress(p) => longest_wait_ms = longest_wait_ms.max(p.commit_wait_ms),
+                _ => {}
             }
         }
+        longest_wait_ms
     });
     let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await;
-    watcher.await.unwrap();
+    let longest_wait_ms = watcher.await.unwrap();
+    // The wait is on screen: progress says how long the next commit still waits.
+    assert!((1..=1500).contains(&longest_wait_ms), "{longest_wait_ms}");
     assert!(s.cancelled);
     assert_eq!(s.commits.len(), 2, "{:?}", s.commits);
     let ts = optimize_timestamps(d.path());

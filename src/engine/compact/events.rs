@@ -19,6 +19,21 @@ pub struct Progress {
     pub bins_total: u64,
     pub files_total: u64,
     pub bytes_total: u64,
+    /// A finished bin waits this long more for its commit (`spacing`: a writer is active).
+    pub commit_wait_ms: u64,
+}
+
+impl Progress {
+    /// "  next commit in 12 s (…)" while a finished bin waits for its turn; else empty.
+    pub fn commit_wait_text(&self) -> String {
+        if self.commit_wait_ms == 0 {
+            return String::new();
+        }
+        format!(
+            "  next commit in {} s (a writer is active: commits spaced)",
+            self.commit_wait_ms.div_ceil(1000)
+        )
+    }
 }
 
 /// One commit that landed.

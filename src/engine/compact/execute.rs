@@ -60,6 +60,7 @@ fn progress(ct: &CompactionTable, c: &Counters, total: &Totals) -> Progress {
         bins_total: total.bins,
         files_total: total.files,
         bytes_total: total.bytes,
+        commit_wait_ms: 0,
     }
 }
 
@@ -350,11 +351,13 @@ impl<'a> Run<'a> {
             if wait.is_zero() {
                 return true;
             }
+            let mut p = progress(self.ct, counters, totals);
+            p.commit_wait_ms = wait.as_millis().min(u64::MAX as u128) as u64;
+            self.send(JobEvent::Progress(p));
             tokio::select! {
                 _ = cancel.cancelled() => return false,
                 _ = tokio::time::sleep(wait.min(Duration::from_millis(250))) => {}
             }
-            self.send(JobEvent::Progress(progress(self.ct, counters, totals)));
         }
     }
 

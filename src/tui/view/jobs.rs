@@ -33,10 +33,11 @@ pub fn summary_line(j: &JobView, now: Instant) -> String {
         .bytes_per_second(now)
         .map_or("-".into(), |r| format_bytes(r as u64));
     format!(
-        "bins {}/{}  rows {}  {rate}/s  ETA {eta}",
+        "bins {}/{}  rows {}  {rate}/s  ETA {eta}{}",
         p.bins_done,
         p.bins_total,
         format_count(p.rows),
+        p.commit_wait_text(),
     )
 }
 

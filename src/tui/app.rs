@@ -969,7 +969,7 @@ impl App {
         let uri = j.table_uri.clone();
         if ended {
             let error = (j.status() == super::jobs::JobStatus::Failed).then(|| j.errors.join("; "));
-            self.janitor.job_ended(job, error);
+            self.janitor.job_ended(job, error, now);
         }
         // A commit changed the table: reload it so counts and histograms follow.
         // (A followed table's watcher reads the commit itself.)

@@ -21,10 +21,20 @@ use crate::engine::compact::spacing::{CommitSpacer, LastCommit};
 use crate::engine::janitor::decide::DecisionKind;
 use crate::engine::janitor::history::{DecisionLine, History, Line};
 use crate::engine::janitor::policy::Policy;
+use crate::engine::janitor::schedule::Backoff;
 use crate::engine::janitor::{DueJob, Janitor};
 use crate::engine::location::Location;
 use crate::engine::open::OpenOptions;
 use crate::engine::stats::table_report::PartitionValues;
+
+/// A partition whose janitor jobs failed in a row.
+#[derive(Debug, Clone, PartialEq)]
+struct Held {
+    failures: u32,
+    error: String,
+    /// When it may be started again; None: suspended until the janitor is switched off.
+    retry_at: Option<Instant>,
+}
 
 /// Decisions the why view keeps (newest first).
 const KEEP: usize = 200;
@@ -58,9 +68,10 @@ pub struct TuiJanitor {
     planning: HashMap<u64, PartitionValues>,
     /// Partitions with a janitor job (planned or running): partition -> job id.
     running: HashMap<PartitionValues, u64>,
-    /// Partitions whose last janitor job failed: not started again while switched on (it
-    /// never spins), with the error.
-    failed: HashMap<PartitionValues, String>,
+    /// Partitions whose last janitor jobs failed: started again only after the policy's
+    /// backoff, and never once suspended (it never spins).
+    failed: HashMap<PartitionValues, Held>,
+    backoff: Backoff,
     /// The last round's error (the table could not be read).
     pub error: Option<String>,
 }
@@ -78,6 +89,11 @@ impl TuiJanitor {
             planning: HashMap::new(),
             running: HashMap::new(),
             failed: HashMap::new(),
+            backoff: Backoff {
+                base: policy.backoff_base,
+                max: policy.backoff_max,
+                max_failures: policy.max_failures,
+            },
             error: None,
         }
     }
@@ -152,8 +168,13 @@ impl TuiJanitor {
             });
         }
         self.why.truncate(KEEP);
+        let held = |p: &PartitionValues| {
+            self.failed
+                .get(p)
+                .is_some_and(|h| h.retry_at.is_none_or(|t| now < t))
+        };
         due.into_iter()
-            .filter(|p| !self.running.contains_key(p) && !self.failed.contains_key(p))
+            .filter(|p| !self.running.contains_key(p) && !held(p))
             .collect()
     }
 
@@ -168,8 +189,10 @@ impl TuiJanitor {
         self.planning.remove(&id)
     }
 
-    /// The janitor's job `id` ended (None: it never started); `error` when it failed.
-    pub fn job_ended(&mut self, id: u64, error: Option<String>) {
+    /// The janitor's job `id` ended at `now` (None: it never started); `error` when it failed:
+    /// the partition is held for the policy's backoff, then suspended after `max_failures` in a
+    /// row. A success forgets its failures.
+    pub fn job_ended(&mut self, id: u64, error: Option<String>, now: Instant) {
         let Some(p) = self
             .running
             .iter()
@@ -179,11 +202,24 @@ impl TuiJanitor {
             return;
         };
         self.running.remove(&p);
-        if let Some(e) = error
-            && self.is_on()
-        {
-            self.failed.insert(p, e);
+        let Some(error) = error else {
+            self.failed.remove(&p);
+            return;
+        };
+        if !self.is_on() {
+            return;
         }
+        let failures = self.failed.get(&p).map_or(0, |h| h.failures) + 1;
+        let retry_at =
+            (failures < self.backoff.max_failures).then(|| now + self.backoff.delay(failures));
+        self.failed.insert(
+            p,
+            Held {
+                failures,
+                error,
+                retry_at,
+            },
+        );
     }
 
     pub fn owns(&self, id: u64) -> bool {
@@ -206,10 +242,21 @@ impl TuiJanitor {
         if let Some(e) = &self.error {
             s.push_str(&format!(" · cannot read the table: {e}"));
         }
-        if !self.failed.is_empty() {
+        let suspended = self
+            .failed
+            .values()
+            .filter(|h| h.retry_at.is_none())
+            .count();
+        let backing_off = self.failed.len() - suspended;
+        if backing_off > 0 {
             s.push_str(&format!(
-                " · {} partition(s) held after a failed job",
-                self.failed.len()
+                " · {backing_off} partition(s) backing off after a failed job"
+            ));
+        }
+        if let Some(h) = self.failed.values().find(|h| h.retry_at.is_none()) {
+            s.push_str(&format!(
+                " · {suspended} partition(s) suspended after {} failed jobs (switch off and on to retry; last error: {})",
+                self.backoff.max_failures, h.error
             ));
         }
         Some(s)
@@ -285,12 +332,12 @@ impl App {
             }
             Ok(_) => {
                 // Another compactor got there first: nothing left to merge.
-                self.janitor.job_ended(id, None);
+                self.janitor.job_ended(id, None, self.clock.now());
                 vec![Effect::DiscardPlan { id }]
             }
             Err(e) => {
-                self.janitor
-                    .job_ended(id, Some(format!("{}: planning failed: {e}", p.label())));
+                let error = format!("{}: planning failed: {e}", p.label());
+                self.janitor.job_ended(id, Some(error), self.clock.now());
                 vec![Effect::DiscardPlan { id }]
             }
         }
@@ -444,7 +491,7 @@ mod tests {
     }
 
     #[test]
-    fn due_partitions_are_flagged_and_started_once_and_a_failed_one_is_held() {
+    fn due_partitions_are_flagged_and_started_once_and_a_failed_one_backs_off_then_suspends() {
         let mut j = janitor();
         let now = Instant::now();
         assert!(!j.due_for_cycle(now), "off");
@@ -480,13 +527,36 @@ mod tests {
             j.decided(8, now, Ok((lines.clone(), vec![pv("1")])))
                 .is_empty()
         );
-        j.job_ended(9, Some("boom".into()));
+        j.job_ended(9, Some("boom".into()), now);
         j.cycle = Some(10);
         assert!(
-            j.decided(10, now, Ok((lines, vec![pv("1")]))).is_empty(),
+            j.decided(10, now, Ok((lines.clone(), vec![pv("1")])))
+                .is_empty(),
             "held after a failure"
         );
-        assert!(j.status().unwrap().contains("1 partition(s) held"));
+        assert!(j.status().unwrap().contains("1 partition(s) backing off"));
+        // Retried once the policy's backoff has passed; suspended after max_failures in a row.
+        let mut t = now;
+        for failures in 1..j.backoff.max_failures {
+            t += j.backoff.delay(failures);
+            j.cycle = Some(20 + failures as u64);
+            let start = j.decided(20 + failures as u64, t, Ok((lines.clone(), vec![pv("1")])));
+            assert_eq!(start, vec![pv("1")], "retried after failure {failures}");
+            j.planning(100 + failures as u64, pv("1"));
+            j.job_ended(100 + failures as u64, Some("boom".into()), t);
+        }
+        j.cycle = Some(99);
+        let later = t + j.backoff.max * 2;
+        assert!(
+            j.decided(99, later, Ok((lines, vec![pv("1")]))).is_empty(),
+            "suspended"
+        );
+        let status = j.status().unwrap();
+        assert!(
+            status.contains("1 partition(s) suspended after 4 failed jobs")
+                && status.contains("boom"),
+            "{status}"
+        );
         assert!(!j.toggle("t"), "off");
         assert!(j.flag(&pv("1")).is_none());
     }

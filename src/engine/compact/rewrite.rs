@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::events::{Failure, FailureKind};
-use super::fingerprint::Fingerprint;
+use super::fingerprint::{BatchHasher, Fingerprint};
 use super::pace::Pacer;
 use super::plan::{Bin, FileRef};
 use super::read_ahead::ReadAhead;
@@ -209,6 +209,7 @@ async fn fingerprint_outputs(
     pace: Option<&Pacer>,
 ) -> Result<Fingerprint, String> {
     let mut fp = Fingerprint::default();
+    let mut hasher = BatchHasher::default();
     for a in adds {
         let (mut stream, file_rows) = open_input(
             store.clone(),
@@ -224,7 +225,7 @@ async fn fingerprint_outputs(
             let batch = batch.map_err(|e| format!("reading back {}: {e}", a.path))?;
             let n = batch.num_rows();
             let batch = conform(batch, schema).map_err(|e| format!("{}: {e}", a.path))?;
-            fp.add(Fingerprint::of_batch(&batch).map_err(|e| e.to_string())?);
+            fp.add(hasher.fingerprint(&batch).map_err(|e| e.to_string())?);
             if let Some(p) = pace {
                 p.consume((size * n as f64 / file_rows) as u64).await;
             }
@@ -317,6 +318,7 @@ struct Writing {
     ledger: Arc<Mutex<Vec<String>>>,
     roll: Roller,
     input_fp: Fingerprint,
+    hasher: BatchHasher,
     pace: Option<Arc<Pacer>>,
 }
 
@@ -366,8 +368,11 @@ impl Writing {
                     path: f.path.clone(),
                     source: Box::new(source),
                 })?;
-            self.input_fp
-                .add(Fingerprint::of_batch(&batch).map_err(|e| BinFailure::Verify(e.to_string()))?);
+            self.input_fp.add(
+                self.hasher
+                    .fingerprint(&batch)
+                    .map_err(|e| BinFailure::Verify(e.to_string()))?,
+            );
             self.writer
                 .write_partition(batch, &self.pv, WriteMode::Default)
                 .await
@@ -458,6 +463,7 @@ pub async fn rewrite_bin(
             goal: opts.target_file_size as f64 * ROLL_MARGIN,
         },
         input_fp: Fingerprint::default(),
+        hasher: BatchHasher::default(),
         pace: opts.pace.clone(),
     };
     let store = table.object_store();

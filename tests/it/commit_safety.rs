@@ -15,11 +15,8 @@ use lakehealth::engine::compact::job::{CompactRequest, prepare, prepare_table, r
 use lakehealth::engine::compact::locks::PartitionLocks;
 use lakehealth::engine::compact::plan::Selection;
 use lakehealth::engine::compact::table::{StoreWrapper, open_for_compaction_with};
-use lakehealth::engine::demo::create_sensor_table;
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
-use lakehealth::engine::stats::file_sizes::Thresholds;
-use lakehealth::engine::stream::writer::{StreamOptions, run_stream};
 use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
@@ -30,14 +27,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::*;
 
-fn thresholds() -> Thresholds {
-    Thresholds {
-        target_file_size: 64 * KIB,
-        small_file_size: 64 * KIB,
-        max_file_size: 1024 * KIB,
-    }
-}
-
 fn request() -> CompactRequest {
     CompactRequest {
         selection: Selection::All,
@@ -47,29 +36,6 @@ fn request() -> CompactRequest {
         max_bin_bytes: Some(160 * KIB),
         storage_options: HashMap::new(),
     }
-}
-
-/// A sensor table of `batches` small files in two partitions; returns the rows written.
-async fn seeded(batches: u64) -> (tempfile::TempDir, Location, u64) {
-    let d = tempfile::tempdir().unwrap();
-    let l = loc(d.path());
-    create_sensor_table(&l).await.unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let o = StreamOptions {
-        query_id: "seed".into(),
-        interval: std::time::Duration::from_millis(1),
-        rows: 200,
-        max_batches: Some(batches),
-        storage_options: HashMap::new(),
-    };
-    run_stream(&l, &o, CancellationToken::new(), tx)
-        .await
-        .unwrap();
-    let mut rows = 0;
-    while let Ok(b) = rx.try_recv() {
-        rows += b.rows as u64;
-    }
-    (d, l, rows)
 }
 
 fn events(mut rx: mpsc::UnboundedReceiver<JobEvent>) -> Vec<JobEvent> {
@@ -98,7 +64,9 @@ fn assert_exact(path: &std::path::Path, rows: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bin_whose_files_another_compactor_took_is_refused_and_says_who() {
     let (d, l, rows) = seeded(40).await;
-    let job = prepare(&l, &request(), thresholds(), 1.0).await.unwrap();
+    let job = prepare(&l, &request(), kib64_thresholds(), 1.0)
+        .await
+        .unwrap();
     assert!(job.plan.bins >= 2);
     // Python deltalake compacts every file the plan holds after the plan was made.
     python_compacts(d.path());
@@ -131,7 +99,9 @@ async fn a_bin_whose_files_another_compactor_took_is_refused_and_says_who() {
 async fn a_plan_older_than_the_table_is_planned_again_before_it_runs() {
     let (d, l, rows) = seeded(40).await;
     // The preview dialog's plan...
-    let job = prepare(&l, &request(), thresholds(), 1.0).await.unwrap();
+    let job = prepare(&l, &request(), kib64_thresholds(), 1.0)
+        .await
+        .unwrap();
     let planned_at = job.plan.table_version;
     // ...another compaction lands before the user presses Enter.
     python_compacts(d.path());
@@ -274,7 +244,7 @@ async fn compact_through(l: &Location, f: Faults) -> JobSummary {
     let table = open_for_compaction_with(l, &HashMap::new(), Some(wrap.as_ref()))
         .await
         .unwrap();
-    let job = prepare_table(table, &request(), thresholds(), 1.0).unwrap();
+    let job = prepare_table(table, &request(), kib64_thresholds(), 1.0).unwrap();
     assert!(job.plan.bins >= 2);
     let (tx, _rx) = mpsc::unbounded_channel();
     run_isolated(

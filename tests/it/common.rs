@@ -152,3 +152,52 @@ pub fn render(app: &lakehealth::tui::app::App, w: u16, h: u16) -> String {
     }
     out
 }
+
+/// Thresholds for tables of small seeded files: 64 KiB target and small-file size.
+pub fn kib64_thresholds() -> lakehealth::engine::stats::file_sizes::Thresholds {
+    use lakehealth::engine::size::KIB;
+    lakehealth::engine::stats::file_sizes::Thresholds {
+        target_file_size: 64 * KIB,
+        small_file_size: 64 * KIB,
+        max_file_size: 1024 * KIB,
+    }
+}
+
+/// A sensor table of `batches` small files (200 rows each, written by the in-process
+/// streaming writer, one commit each); returns what the writer reports for each batch.
+pub async fn seeded_batches(
+    batches: u64,
+) -> (
+    tempfile::TempDir,
+    Location,
+    Vec<lakehealth::engine::stream::writer::BatchCommitted>,
+) {
+    use lakehealth::engine::stream::writer::{StreamOptions, run_stream};
+    let d = tempfile::tempdir().unwrap();
+    let l = loc(d.path());
+    lakehealth::engine::demo::create_sensor_table(&l)
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let o = StreamOptions {
+        query_id: "seed".into(),
+        interval: std::time::Duration::from_millis(1),
+        rows: 200,
+        max_batches: Some(batches),
+        storage_options: HashMap::new(),
+    };
+    run_stream(&l, &o, tokio_util::sync::CancellationToken::new(), tx)
+        .await
+        .unwrap();
+    let mut evs = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        evs.push(e);
+    }
+    (d, l, evs)
+}
+
+/// `seeded_batches`, returning the rows written.
+pub async fn seeded(batches: u64) -> (tempfile::TempDir, Location, u64) {
+    let (d, l, evs) = seeded_batches(batches).await;
+    (d, l, evs.iter().map(|b| b.rows as u64).sum())
+}

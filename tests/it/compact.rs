@@ -53,14 +53,6 @@ fn verify(path: &Path) -> Verified {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-fn small_thresholds() -> Thresholds {
-    Thresholds {
-        target_file_size: 64 * KIB,
-        small_file_size: 64 * KIB,
-        max_file_size: 1024 * KIB,
-    }
-}
-
 fn request(max_bin: u64) -> CompactRequest {
     CompactRequest {
         selection: Selection::All,
@@ -80,27 +72,6 @@ fn stream_opts(query: &str, interval_ms: u64, batches: Option<u64>) -> StreamOpt
         max_batches: batches,
         storage_options: HashMap::new(),
     }
-}
-
-/// A sensor table with `batches` small files, all rows reported by the writer.
-async fn seeded(batches: u64) -> (tempfile::TempDir, Location, Vec<BatchCommitted>) {
-    let d = tempfile::tempdir().unwrap();
-    let l = loc(d.path());
-    create_sensor_table(&l).await.unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    run_stream(
-        &l,
-        &stream_opts("seed", 1, Some(batches)),
-        CancellationToken::new(),
-        tx,
-    )
-    .await
-    .unwrap();
-    let mut evs = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        evs.push(e);
-    }
-    (d, l, evs)
 }
 
 /// The in-process writer on its own thread and runtime, as the demo runs it.
@@ -132,7 +103,7 @@ async fn compact(
     req: &CompactRequest,
     cancel: CancellationToken,
 ) -> (JobSummary, Vec<JobEvent>) {
-    let job = prepare(l, req, small_thresholds(), 1.0).await.unwrap();
+    let job = prepare(l, req, kib64_thresholds(), 1.0).await.unwrap();
     assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await;
@@ -159,7 +130,7 @@ fn assert_no_row_lost(v: &Verified, written: &[BatchCommitted]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_beside_the_in_process_writer_loses_no_row() {
-    let (d, l, mut written) = seeded(80).await;
+    let (d, l, mut written) = seeded_batches(80).await;
     let before = verify(d.path());
     assert_eq!(before.files, 80);
     let cancel_writer = CancellationToken::new();
@@ -224,7 +195,7 @@ async fn compaction_beside_the_in_process_writer_loses_no_row() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_beside_a_separate_stream_process_loses_no_row() {
-    let (d, l, mut written) = seeded(60).await;
+    let (d, l, mut written) = seeded_batches(60).await;
     let mut child = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
         .args([
             "stream",
@@ -273,8 +244,8 @@ async fn compaction_beside_a_separate_stream_process_loses_no_row() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_midway_keeps_the_table_valid_and_complete() {
-    let (d, l, written) = seeded(120).await;
-    let job = prepare(&l, &request(64 * KIB), small_thresholds(), 1.0)
+    let (d, l, written) = seeded_batches(120).await;
+    let job = prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0)
         .await
         .unwrap();
     let bins = job.plan.bins;
@@ -328,14 +299,14 @@ fn count_parquet(p: &Path) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_the_same_compaction_twice_does_not_churn_or_duplicate() {
-    let (d, l, written) = seeded(50).await;
+    let (d, l, written) = seeded_batches(50).await;
     let mut req = request(10 * 1024 * KIB);
     // Outputs of ~64 KiB and up are healthy: the second run must leave them alone.
     req.max_bin_bytes = None;
     let (first, _) = compact(&l, &req, CancellationToken::new()).await;
     assert!(first.errors.is_empty(), "{:?}", first.errors);
     let mid = verify(d.path());
-    let job = prepare(&l, &req, small_thresholds(), 1.0).await.unwrap();
+    let job = prepare(&l, &req, kib64_thresholds(), 1.0).await.unwrap();
     assert_eq!(job.plan.bins, 0, "nothing left to compact: {:?}", job.plan);
     let after = verify(d.path());
     assert_eq!(after.files, mid.files);
@@ -475,8 +446,8 @@ fn optimize_timestamps(table: &Path) -> Vec<i64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spaced_commits_land_the_interval_apart_and_a_cancel_while_waiting_leaves_nothing() {
     use lakehealth::engine::compact::spacing::CommitSpacer;
-    let (d, l, written) = seeded(60).await;
-    let mut job = prepare(&l, &request(64 * KIB), small_thresholds(), 1.0)
+    let (d, l, written) = seeded_batches(60).await;
+    let mut job = prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0)
         .await
         .unwrap();
     assert!(job.plan.bins >= 3, "{}", job.plan.bins);

@@ -15,24 +15,13 @@ use lakehealth::engine::compact::executor::{Executor, RayOptions};
 use lakehealth::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isolated};
 use lakehealth::engine::compact::locks::PartitionLocks;
 use lakehealth::engine::compact::plan::Selection;
-use lakehealth::engine::demo::create_sensor_table;
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
-use lakehealth::engine::stats::file_sizes::Thresholds;
-use lakehealth::engine::stream::writer::{StreamOptions, run_stream};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::*;
 use crate::harness::{http, ray_head};
-
-fn thresholds() -> Thresholds {
-    Thresholds {
-        target_file_size: 64 * KIB,
-        small_file_size: 64 * KIB,
-        max_file_size: 1024 * KIB,
-    }
-}
 
 /// Small targets: a bin closes once it predicts two targets of output, so a small target makes
 /// many bins of a few small files.
@@ -54,31 +43,8 @@ fn ray() -> Executor {
     Executor::Ray(r)
 }
 
-/// A sensor table of `batches` small files in two partitions; returns the rows written.
-async fn seeded(batches: u64) -> (tempfile::TempDir, Location, u64) {
-    let d = tempfile::tempdir().unwrap();
-    let l = loc(d.path());
-    create_sensor_table(&l).await.unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let o = StreamOptions {
-        query_id: "seed".into(),
-        interval: std::time::Duration::from_millis(1),
-        rows: 200,
-        max_batches: Some(batches),
-        storage_options: HashMap::new(),
-    };
-    run_stream(&l, &o, CancellationToken::new(), tx)
-        .await
-        .unwrap();
-    let mut rows = 0;
-    while let Ok(b) = rx.try_recv() {
-        rows += b.rows as u64;
-    }
-    (d, l, rows)
-}
-
 async fn prepared(l: &Location, max_bin: u64, executor: Executor) -> PreparedJob {
-    let mut job = prepare(l, &request(max_bin), thresholds(), 1.0)
+    let mut job = prepare(l, &request(max_bin), kib64_thresholds(), 1.0)
         .await
         .unwrap();
     job.exec.executor = executor;

@@ -58,6 +58,23 @@ pub fn python() -> &'static Path {
     }
 }
 
+/// An exclusive lock on `name` in the target's tmp dir, held until the file is dropped: one
+/// venv installer at a time across test processes.
+fn install_lock(name: &str) -> Result<std::fs::File, String> {
+    std::fs::create_dir_all(target_tmp())
+        .map_err(|e| format!("cannot create {}: {e}", target_tmp().display()))?;
+    let lock_path = target_tmp().join(name);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    Ok(lock)
+}
+
 fn install_venv() -> Result<PathBuf, String> {
     let venv = target_tmp().join("pyenv");
     let py = venv.join("bin").join("python");
@@ -73,17 +90,7 @@ fn install_venv() -> Result<PathBuf, String> {
     // One installer at a time across processes (cargo-nextest runs each test in its own
     // process). The OS drops the lock when its holder exits, so a killed installer leaves no
     // stale lock; its half-made venv has no marker and is rebuilt below.
-    std::fs::create_dir_all(target_tmp())
-        .map_err(|e| format!("cannot create {}: {e}", target_tmp().display()))?;
-    let lock_path = target_tmp().join("pyenv.lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
-    lock.lock()
-        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    let lock = install_lock("pyenv.lock")?;
     if installed() {
         return Ok(py);
     }
@@ -317,16 +324,7 @@ fn install_ray_venv() -> Result<PathBuf, String> {
     if installed() {
         return Ok(bin);
     }
-    std::fs::create_dir_all(target_tmp()).map_err(|e| e.to_string())?;
-    let lock_path = target_tmp().join("rayenv.lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
-    lock.lock()
-        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    let lock = install_lock("rayenv.lock")?;
     if installed() {
         return Ok(bin);
     }

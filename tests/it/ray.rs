@@ -131,14 +131,22 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
     }
 }
 
-/// What is left in the job folders lakehealth owns under the table.
+/// What is left in the job folders lakehealth owns under the table. Not object_store's local
+/// staging files (`<key>#<n>`): a process SIGKILLed mid-write leaves one, no listing shows it,
+/// and the README says so (the S3 equivalent is an incomplete multipart upload).
 fn job_state(table: &Path) -> Vec<String> {
     let dir = table.join("_lakehealth/jobs");
     let mut out = Vec::new();
     if dir.exists() {
         walk(&dir, &dir, &mut out);
     }
+    out.retain(|p| !is_staging(p));
     out
+}
+
+fn is_staging(p: &str) -> bool {
+    p.rsplit_once('#')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn python_compacts(path: &Path, filter: Option<&str>) {

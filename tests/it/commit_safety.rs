@@ -1,6 +1,7 @@
 //! How a compaction commits when the world is not kind: another compactor took its files, the
 //! plan is older than the table, the commit call fails after the commit landed, the log's
-//! maintenance fails. Rows are checked by the independent reader (tests/py/verify_table.py).
+//! maintenance fails, storage gives back other content than was written. Rows are checked by
+//! the independent reader (tests/py/verify_table.py).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -9,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use lakehealth::engine::compact::events::{JobEvent, JobSummary};
+use lakehealth::engine::compact::events::{FailureKind, JobEvent, JobSummary};
 use lakehealth::engine::compact::execute::execute;
 use lakehealth::engine::compact::job::{CompactRequest, prepare, prepare_table, run_isolated};
 use lakehealth::engine::compact::locks::PartitionLocks;
@@ -140,6 +141,88 @@ struct Faulty {
     fail_instead_of_commit: AtomicBool,
     /// Every delete under `_delta_log/` fails.
     fail_log_deletes: bool,
+    /// Every data file written holds one value other than the writer gave (`tampered`).
+    tamper_outputs: bool,
+}
+
+fn is_data_file(p: &Path) -> bool {
+    let s = p.as_ref();
+    !s.contains("_delta_log/") && !s.contains("_lakehealth/") && s.ends_with(".parquet")
+}
+
+/// The Parquet file `bytes` with the first row's `reading` changed (+1), of the very same
+/// length (the log records each file's size, and the reader trusts it): re-encoded with zstd,
+/// then padded between its column chunks and its footer, where no reader looks.
+fn tampered(bytes: &[u8]) -> bytes::Bytes {
+    use arrow::array::{Array, AsArray, Int64Array, RecordBatch};
+    use arrow::datatypes::Int64Type;
+    use parquet::arrow::ArrowWriter;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::WriterProperties;
+
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::copy_from_slice(bytes))
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    let first = &batches[0];
+    let i = first.schema().index_of("reading").unwrap();
+    let old = first.column(i).as_primitive::<Int64Type>();
+    let changed: Int64Array = (0..old.len())
+        .map(|r| (!old.is_null(r)).then(|| old.value(r) + i64::from(r == 0)))
+        .collect();
+    let mut cols = first.columns().to_vec();
+    cols[i] = Arc::new(changed);
+    batches[0] = RecordBatch::try_new(first.schema(), cols).unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(19).unwrap()))
+        .build();
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, batches[0].schema(), Some(props)).unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    w.close().unwrap();
+    assert!(
+        out.len() <= bytes.len(),
+        "the tampered file must not be longer"
+    );
+    let n = out.len();
+    let footer = 8 + u32::from_le_bytes(out[n - 8..n - 4].try_into().unwrap()) as usize;
+    let mut t = out[..n - footer].to_vec();
+    t.resize(bytes.len() - footer, 0);
+    t.extend_from_slice(&out[n - footer..]);
+    t.into()
+}
+
+/// A multipart upload that keeps its parts, and on completion writes them tampered.
+#[derive(Debug)]
+struct Tampering {
+    inner: Arc<dyn ObjectStore>,
+    location: Path,
+    data: Vec<u8>,
+}
+
+#[async_trait]
+impl MultipartUpload for Tampering {
+    fn put_part(&mut self, data: PutPayload) -> object_store::UploadPart {
+        for chunk in data.iter() {
+            self.data.extend_from_slice(chunk);
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    async fn complete(&mut self) -> Result<PutResult> {
+        let payload = PutPayload::from_bytes(tampered(&self.data));
+        self.inner
+            .put_opts(&self.location, payload, PutOptions::default())
+            .await
+    }
+
+    async fn abort(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl fmt::Display for Faulty {
@@ -171,6 +254,13 @@ impl ObjectStore for Faulty {
         if is_commit_file(location) && self.fail_instead_of_commit.swap(false, Ordering::SeqCst) {
             return Err(injected("connection reset before the commit was written"));
         }
+        let payload = if self.tamper_outputs && is_data_file(location) {
+            PutPayload::from_bytes(tampered(
+                &payload.iter().flatten().copied().collect::<Vec<u8>>(),
+            ))
+        } else {
+            payload
+        };
         let r = self.inner.put_opts(location, payload, opts).await?;
         if is_commit_file(location) && self.fail_after_commit.swap(false, Ordering::SeqCst) {
             return Err(injected("connection reset after the commit was written"));
@@ -183,6 +273,13 @@ impl ObjectStore for Faulty {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
+        if self.tamper_outputs && is_data_file(location) {
+            return Ok(Box::new(Tampering {
+                inner: self.inner.clone(),
+                location: location.clone(),
+                data: Vec::new(),
+            }));
+        }
         self.inner.put_multipart_opts(location, opts).await
     }
 
@@ -230,6 +327,7 @@ struct Faults {
     fail_after_commit: bool,
     fail_instead_of_commit: bool,
     fail_log_deletes: bool,
+    tamper_outputs: bool,
 }
 
 async fn compact_through(l: &Location, f: Faults) -> JobSummary {
@@ -239,6 +337,7 @@ async fn compact_through(l: &Location, f: Faults) -> JobSummary {
             fail_after_commit: AtomicBool::new(f.fail_after_commit),
             fail_instead_of_commit: AtomicBool::new(f.fail_instead_of_commit),
             fail_log_deletes: f.fail_log_deletes,
+            tamper_outputs: f.tamper_outputs,
         }) as Arc<dyn ObjectStore>
     });
     let table = open_for_compaction_with(l, &HashMap::new(), Some(wrap.as_ref()))
@@ -292,6 +391,44 @@ async fn a_commit_that_failed_after_it_landed_is_reported_landed_never_undone_or
     assert_exact(d.path(), rows);
     let r = read_back(d.path().to_str().unwrap(), None);
     assert_eq!(r.files, 40 - s.files_removed + s.files_added);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_output_that_reads_back_with_one_value_changed_is_never_committed() {
+    let (d, l, rows) = seeded(40).await;
+    let before = crate::values::dump(d.path().to_str().unwrap());
+    let s = compact_through(
+        &l,
+        Faults {
+            tamper_outputs: true,
+            ..Faults::default()
+        },
+    )
+    .await;
+    assert!(s.commits.is_empty(), "{:?}", s.commits);
+    assert_eq!(optimize_commits(d.path()), 0);
+    assert!(!s.failures.is_empty());
+    for f in &s.failures {
+        assert_eq!(f.failure.kind, FailureKind::Verify, "{f:?}");
+        // The very check under test: rows read back fine, their content differs.
+        assert!(
+            f.failure.message.contains("as many with different content"),
+            "{f:?}"
+        );
+    }
+    assert!(s.orphaned_files.is_empty(), "tampered outputs deleted");
+    let after = crate::values::dump(d.path().to_str().unwrap());
+    assert_eq!(
+        after.fingerprint, before.fingerprint,
+        "every value as it was"
+    );
+    assert_eq!(after.files, 40);
+    assert_exact(d.path(), rows);
+    assert_eq!(
+        leftover_files(d.path()),
+        Vec::<String>::new(),
+        "no output left on storage"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

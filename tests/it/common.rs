@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use lakehealth::engine::location::Location;
@@ -200,4 +200,61 @@ pub async fn seeded_batches(
 pub async fn seeded(batches: u64) -> (tempfile::TempDir, Location, u64) {
     let (d, l, evs) = seeded_batches(batches).await;
     (d, l, evs.iter().map(|b| b.rows as u64).sum())
+}
+
+/// A path in the log as a file name on disk.
+pub fn decoded(p: &str) -> String {
+    percent_encoding::percent_decode_str(p)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Every commit file's actions from version `first`, in version order.
+pub fn commits_from(table: &Path, first: u64) -> Vec<Vec<serde_json::Value>> {
+    let mut out = Vec::new();
+    for v in first.. {
+        let f = table.join(format!("_delta_log/{v:020}.json"));
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            break;
+        };
+        out.push(
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+        );
+    }
+    out
+}
+
+/// Data files in the folder that no commit ever added: uncommitted outputs left behind.
+pub fn leftover_files(table: &Path) -> Vec<String> {
+    let mut referenced = BTreeSet::new();
+    for c in commits_from(table, 0) {
+        for a in c {
+            if let Some(p) = a.get("add").and_then(|a| a["path"].as_str()) {
+                referenced.insert(decoded(p));
+            }
+        }
+    }
+    let mut on_disk = Vec::new();
+    walk(table, table, &mut on_disk);
+    on_disk.retain(|p| p.ends_with(".parquet") && !referenced.contains(p));
+    on_disk
+}
+
+/// Every file below `dir`, relative to `root`, outside `_delta_log`.
+pub fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    for e in std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()) {
+        let p = e.path();
+        let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
+        if rel.starts_with("_delta_log") {
+            continue;
+        }
+        if p.is_dir() {
+            walk(root, &p, out);
+        } else {
+            out.push(rel);
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! Rows and values are read by the independent reader (tests/py/dump_rows.py,
 //! tests/py/verify_table.py); leftover files are found by listing the table's folder.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -72,63 +72,9 @@ fn dump(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-fn decoded(p: &str) -> String {
-    percent_encoding::percent_decode_str(p)
-        .decode_utf8_lossy()
-        .into_owned()
-}
-
 /// Every commit file's actions after `after`, in version order.
 fn commits_after(table: &Path, after: u64) -> Vec<Vec<serde_json::Value>> {
     commits_from(table, after + 1)
-}
-
-fn commits_from(table: &Path, first: u64) -> Vec<Vec<serde_json::Value>> {
-    let mut out = Vec::new();
-    for v in first.. {
-        let f = table.join(format!("_delta_log/{v:020}.json"));
-        let Ok(text) = std::fs::read_to_string(&f) else {
-            break;
-        };
-        out.push(
-            text.lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect(),
-        );
-    }
-    out
-}
-
-/// Data files in the folder that no commit ever added: uncommitted outputs left behind.
-fn leftover_files(table: &Path) -> Vec<String> {
-    let mut referenced = BTreeSet::new();
-    for c in commits_from(table, 0) {
-        for a in c {
-            if let Some(p) = a.get("add").and_then(|a| a["path"].as_str()) {
-                referenced.insert(decoded(p));
-            }
-        }
-    }
-    let mut on_disk = Vec::new();
-    walk(table, table, &mut on_disk);
-    on_disk.retain(|p| p.ends_with(".parquet") && !referenced.contains(p));
-    on_disk
-}
-
-fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-    for e in std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()) {
-        let p = e.path();
-        let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
-        if rel.starts_with("_delta_log") {
-            continue;
-        }
-        if p.is_dir() {
-            walk(root, &p, out);
-        } else {
-            out.push(rel);
-        }
-    }
 }
 
 /// What is left in the job folders lakehealth owns under the table. Not object_store's local

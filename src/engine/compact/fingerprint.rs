@@ -1,26 +1,28 @@
-//! An order-independent fingerprint of a multiset of rows: the proof a bin gives, before it may
-//! commit, that its output files hold exactly the rows (every column, every value) its input
-//! files held. Rows are encoded with Arrow's row format (a byte string that is equal exactly
-//! when every value is equal, nested types, NaN payloads and -0.0 included), hashed with XXH3-128
-//! (seeded), and summed modulo 2^128: the sum does not depend on
-//! row order or on how rows are split into batches or files, and a lost, duplicated or changed
-//! row changes it (short of a 128-bit collision).
+//! The content fingerprint of a stream of rows: the proof a bin gives, before it may commit,
+//! that its output files hold exactly the rows (every column, every value) its input files
+//! held, in the same order. The rewrite writes rows in the order it reads them, and reads the
+//! outputs back in the order it wrote them, so the two sequences must be equal: a stricter
+//! test than equal multisets, and one that can be computed column by column at memory speed
+//! (`column_digest`) instead of row by row.
+//!
+//! The fingerprint is the row count and XXH3-128 (seeded) over the column types and every
+//! column's digests: it does not depend on how rows are split into batches or files, and a
+//! lost, duplicated, changed or reordered row changes it (short of a 128-bit collision).
 
-use std::sync::Arc;
-
-use arrow::array::{Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray};
-use arrow::datatypes::{DataType, Field, Fields};
+use arrow::array::RecordBatch;
+use arrow::datatypes::DataType;
 use arrow::error::ArrowError;
-use arrow::row::{RowConverter, Rows, SortField};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_128_with_seed;
+
+use super::column_digest::ColumnDigest;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
     pub rows: u64,
-    /// Sum of 128-bit row hashes, modulo 2^128, as hex (JSON has no 128-bit integers).
+    /// The content digest, as hex (JSON has no 128-bit integers).
     #[serde(serialize_with = "hex", deserialize_with = "unhex")]
-    pub sum: u128,
+    pub digest: u128,
 }
 
 fn hex<S: serde::Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
@@ -36,165 +38,210 @@ fn unhex<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
 const SEED: u64 = 0x6c61_6b65_6865_616c; // "lakeheal"
 
 impl Fingerprint {
-    pub fn add(&mut self, other: Fingerprint) {
-        self.rows += other.rows;
-        self.sum = self.sum.wrapping_add(other.sum);
-    }
-
-    /// Fingerprint of one batch (all columns, in schema order).
-    pub fn of_batch(batch: &RecordBatch) -> Result<Fingerprint, ArrowError> {
-        BatchHasher::default().fingerprint(batch)
+    /// Fingerprint of the rows of `batches`, in order.
+    pub fn of_batches<'a>(
+        batches: impl IntoIterator<Item = &'a RecordBatch>,
+    ) -> Result<Fingerprint, ArrowError> {
+        let mut h = ContentHasher::default();
+        for b in batches {
+            h.update(b)?;
+        }
+        Ok(h.finish())
     }
 }
 
-/// Fingerprints a stream of batches, keeping the row converter and its row buffer from one
-/// batch to the next: a fresh buffer per batch is a fresh zeroed allocation, page faults
-/// included, on the hot path of every rewrite and every proof.
+/// Fingerprints a stream of batches of one schema, as they pass.
 #[derive(Default)]
-pub struct BatchHasher {
-    /// The column types the converter was made for, the converter, and its buffer.
-    state: Option<(Vec<DataType>, RowConverter, Rows)>,
+pub struct ContentHasher {
+    rows: u64,
+    /// The column types (from the first batch) and each column's digest.
+    columns: Option<(Vec<DataType>, Vec<ColumnDigest>)>,
 }
 
-impl BatchHasher {
-    pub fn fingerprint(&mut self, batch: &RecordBatch) -> Result<Fingerprint, ArrowError> {
-        if batch.num_columns() == 0 {
-            return Ok(Fingerprint {
-                rows: batch.num_rows() as u64,
-                sum: 0,
-            });
-        }
-        let columns: Vec<ArrayRef> = batch.columns().iter().map(maps_as_lists).collect();
-        let types: Vec<DataType> = columns.iter().map(|c| c.data_type().clone()).collect();
-        let (converter, rows) = match &mut self.state {
-            Some((t, converter, rows)) if *t == types => (converter, rows),
-            state => {
-                let fields = types.iter().cloned().map(SortField::new).collect();
-                let converter = RowConverter::new(fields)?;
-                let rows = converter.empty_rows(0, 0);
-                let (_, converter, rows) = state.insert((types, converter, rows));
-                (converter, rows)
-            }
-        };
-        rows.clear();
-        converter.append(rows, &columns)?;
-        let mut sum = 0u128;
-        for row in rows.iter() {
-            sum = sum.wrapping_add(xxh3_128_with_seed(row.as_ref(), SEED));
-        }
-        Ok(Fingerprint {
-            rows: batch.num_rows() as u64,
-            sum,
-        })
-    }
-}
-
-/// A map is a list of key/value structs; encoding it as one keeps every entry (and its order)
-/// while using the row format's list codec, which handles every nesting depth.
-fn maps_as_lists(a: &ArrayRef) -> ArrayRef {
-    match a.data_type() {
-        DataType::Map(_, _) => {
-            let Some(m) = a.as_any().downcast_ref::<MapArray>() else {
-                return a.clone();
-            };
-            let entries: ArrayRef = Arc::new(m.entries().clone());
-            let entries = maps_as_lists(&entries);
-            let field = Arc::new(Field::new("entries", entries.data_type().clone(), true));
-            Arc::new(ListArray::new(
-                field,
-                m.offsets().clone(),
-                entries,
-                m.nulls().cloned(),
-            ))
-        }
-        DataType::Struct(fields) => {
-            let Some(s) = a.as_any().downcast_ref::<StructArray>() else {
-                return a.clone();
-            };
-            if !fields.iter().any(|f| has_map(f.data_type())) {
-                return a.clone();
-            }
-            let cols: Vec<ArrayRef> = s.columns().iter().map(maps_as_lists).collect();
-            let fields: Fields = fields
+impl ContentHasher {
+    /// Feeds the next rows. A batch whose column types differ from the first batch's is an
+    /// error: the two sides of a proof are conformed to one schema.
+    pub fn update(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
+        let types = || -> Vec<DataType> {
+            batch
+                .columns()
                 .iter()
-                .zip(&cols)
-                .map(|(f, c)| Field::new(f.name(), c.data_type().clone(), true))
-                .collect();
-            Arc::new(StructArray::new(fields, cols, s.nulls().cloned()))
+                .map(|c| c.data_type().clone())
+                .collect()
+        };
+        let (expected, digests) = self.columns.get_or_insert_with(|| {
+            let t = types();
+            let d = t.iter().map(|_| ColumnDigest::default()).collect();
+            (t, d)
+        });
+        if batch.num_columns() != expected.len()
+            || batch
+                .columns()
+                .iter()
+                .zip(expected.iter())
+                .any(|(c, t)| c.data_type() != t)
+        {
+            return Err(ArrowError::SchemaError(format!(
+                "a batch of columns {:?} in a stream of {expected:?}",
+                types()
+            )));
         }
-        DataType::List(f) if has_map(f.data_type()) => {
-            let Some(l) = a.as_any().downcast_ref::<ListArray>() else {
-                return a.clone();
-            };
-            let values = maps_as_lists(l.values());
-            let field = Arc::new(Field::new(f.name(), values.data_type().clone(), true));
-            Arc::new(ListArray::new(
-                field,
-                l.offsets().clone(),
-                values,
-                l.nulls().cloned(),
-            ))
+        for (c, d) in batch.columns().iter().zip(digests.iter_mut()) {
+            d.update(c)?;
         }
-        _ => a.clone(),
+        self.rows += batch.num_rows() as u64;
+        Ok(())
     }
-}
 
-fn has_map(t: &DataType) -> bool {
-    match t {
-        DataType::Map(_, _) => true,
-        DataType::Struct(fs) => fs.iter().any(|f| has_map(f.data_type())),
-        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
-            has_map(f.data_type())
+    pub fn finish(&self) -> Fingerprint {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&self.rows.to_le_bytes());
+        if let Some((types, digests)) = &self.columns {
+            for (t, d) in types.iter().zip(digests) {
+                bytes.extend_from_slice(t.to_string().as_bytes());
+                bytes.push(0);
+                for x in d.finish() {
+                    bytes.extend_from_slice(&x.to_le_bytes());
+                }
+            }
         }
-        _ => false,
+        Fingerprint {
+            rows: self.rows,
+            digest: xxh3_128_with_seed(&bytes, SEED),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Float64Array, Int64Array, StringArray};
-    use arrow::datatypes::Schema;
+    use arrow::array::{
+        ArrayRef, BooleanArray, Decimal128Array, FixedSizeBinaryArray, Float64Array, Int32Array,
+        Int64Array, ListArray, StringArray, StringViewArray, StructArray, UInt32Array,
+    };
+    use arrow::datatypes::{Field, Int32Type};
+    use std::sync::Arc;
 
     fn batch(ids: Vec<i64>, names: Vec<Option<&str>>, x: Vec<f64>) -> RecordBatch {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("id", DataType::Int64, false),
-            Field::new("name", DataType::Utf8, true),
-            Field::new("x", DataType::Float64, false),
-        ]));
-        RecordBatch::try_new(
-            schema,
-            vec![
-                Arc::new(Int64Array::from(ids)),
-                Arc::new(StringArray::from(names)),
-                Arc::new(Float64Array::from(x)),
-            ],
-        )
+        RecordBatch::try_from_iter([
+            ("id", Arc::new(Int64Array::from(ids)) as ArrayRef),
+            ("name", Arc::new(StringArray::from(names)) as ArrayRef),
+            ("x", Arc::new(Float64Array::from(x)) as ArrayRef),
+        ])
         .unwrap()
     }
 
     fn fp(b: &RecordBatch) -> Fingerprint {
-        Fingerprint::of_batch(b).unwrap()
+        Fingerprint::of_batches([b]).unwrap()
+    }
+
+    /// One column of every kind the digest reads differently, with nulls.
+    fn every_kind() -> RecordBatch {
+        RecordBatch::try_from_iter([
+            (
+                "i64",
+                Arc::new(Int64Array::from(vec![Some(1), None, Some(3), Some(4)])) as ArrayRef,
+            ),
+            (
+                "utf8",
+                Arc::new(StringArray::from(vec![
+                    Some("a"),
+                    Some(""),
+                    None,
+                    Some("dd"),
+                ])),
+            ),
+            (
+                "bool",
+                Arc::new(BooleanArray::from(vec![
+                    Some(true),
+                    None,
+                    Some(false),
+                    Some(true),
+                ])),
+            ),
+            (
+                "fsb",
+                Arc::new(
+                    FixedSizeBinaryArray::try_from_sparse_iter_with_size(
+                        vec![Some(b"ab"), None, Some(b"cd"), Some(b"ef")].into_iter(),
+                        2,
+                    )
+                    .unwrap(),
+                ),
+            ),
+            (
+                "f64",
+                Arc::new(Float64Array::from(vec![0.0, -0.0, f64::NAN, 1.5])),
+            ),
+            (
+                "dec",
+                Arc::new(
+                    Decimal128Array::from(vec![Some(10), Some(-10), None, Some(0)])
+                        .with_precision_and_scale(10, 2)
+                        .unwrap(),
+                ),
+            ),
+            (
+                "view",
+                Arc::new(StringViewArray::from(vec![
+                    Some("a string longer than twelve bytes"),
+                    Some("short"),
+                    None,
+                    Some(""),
+                ])),
+            ),
+            (
+                "list",
+                Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+                    Some(vec![Some(1), None]),
+                    None,
+                    Some(vec![]),
+                    Some(vec![Some(2)]),
+                ])),
+            ),
+        ])
+        .unwrap()
     }
 
     #[test]
-    fn row_order_and_batch_split_do_not_matter() {
-        let whole = fp(&batch(
-            vec![1, 2, 3],
-            vec![Some("a"), None, Some("c")],
-            vec![1.0, 2.0, 3.0],
-        ));
-        let mut split = fp(&batch(vec![3], vec![Some("c")], vec![3.0]));
-        split.add(fp(&batch(
-            vec![2, 1],
-            vec![None, Some("a")],
-            vec![2.0, 1.0],
-        )));
-        assert_eq!(whole, split);
+    fn batch_splits_slices_and_copies_of_the_same_rows_agree() {
+        let b = every_kind();
+        let whole = fp(&b);
+        // Readers hand out sliced arrays (offsets into shared buffers), and the two sides of
+        // a proof split rows into batches differently.
+        assert_eq!(
+            Fingerprint::of_batches(&[b.slice(0, 1), b.slice(1, 2), b.slice(3, 1)]).unwrap(),
+            whole
+        );
+        let idx = UInt32Array::from(vec![1, 2, 3]);
+        let copied = RecordBatch::try_new(
+            b.schema(),
+            b.columns()
+                .iter()
+                .map(|c| arrow::compute::take(c.as_ref(), &idx, None).unwrap())
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(fp(&b.slice(1, 3)), fp(&copied));
     }
 
     #[test]
-    fn a_changed_duplicated_or_lost_row_changes_it() {
+    fn a_changed_value_in_any_kind_of_column_changes_it() {
+        let b = every_kind();
+        let whole = fp(&b);
+        // Each column in turn, its rows 1 and 2 swapped (every column differs there).
+        for i in 0..b.num_columns() {
+            let idx = UInt32Array::from(vec![0, 2, 1, 3]);
+            let mut cols = b.columns().to_vec();
+            cols[i] = arrow::compute::take(cols[i].as_ref(), &idx, None).unwrap();
+            let changed = RecordBatch::try_new(b.schema(), cols).unwrap();
+            assert_ne!(fp(&changed), whole, "column {}", b.schema().field(i).name());
+        }
+    }
+
+    #[test]
+    fn a_changed_duplicated_lost_or_moved_row_changes_it() {
         let base = fp(&batch(
             vec![1, 2],
             vec![Some("a"), Some("b")],
@@ -206,7 +253,7 @@ mod tests {
             vec![Some("a"), Some("b")],
             vec![1.0, -0.0],
         ));
-        let base0 = fp(&batch(
+        let zero = fp(&batch(
             vec![1, 2],
             vec![Some("a"), Some("b")],
             vec![1.0, 0.0],
@@ -216,31 +263,67 @@ mod tests {
             vec![Some("a"), Some("a")],
             vec![1.0, 1.0],
         ));
+        let lost = fp(&batch(vec![1], vec![Some("a")], vec![1.0]));
+        let moved = fp(&batch(
+            vec![2, 1],
+            vec![Some("b"), Some("a")],
+            vec![2.0, 1.0],
+        ));
         assert_ne!(base, changed);
-        assert_ne!(zero_sign, base0, "-0.0 and 0.0 are different values");
+        assert_ne!(zero_sign, zero, "-0.0 and 0.0 are different values");
         assert_eq!(dup.rows, base.rows);
         assert_ne!(
             dup, base,
             "a duplicate replacing a row is caught with equal counts"
         );
+        assert_ne!(lost, base);
+        assert_ne!(
+            moved, base,
+            "the outputs must hold the rows in the order written"
+        );
+        // Where one string ends and the next begins, and which row a null is in, count.
+        let ab_c = fp(&batch(
+            vec![1, 2],
+            vec![Some("ab"), Some("c")],
+            vec![1.0, 2.0],
+        ));
+        let a_bc = fp(&batch(
+            vec![1, 2],
+            vec![Some("a"), Some("bc")],
+            vec![1.0, 2.0],
+        ));
+        assert_ne!(ab_c, a_bc);
+        let a_null = fp(&batch(vec![1, 2], vec![Some("a"), None], vec![1.0, 2.0]));
+        let null_a = fp(&batch(vec![1, 2], vec![None, Some("a")], vec![1.0, 2.0]));
+        assert_ne!(a_null, null_a);
+        // Null, empty and zero are three values.
+        let int = |v: Option<i32>| {
+            fp(&RecordBatch::try_from_iter([(
+                "v",
+                Arc::new(Int32Array::from(vec![v])) as ArrayRef,
+            )])
+            .unwrap())
+        };
+        assert_ne!(int(None), int(Some(0)));
+        let s = |v: Option<&str>| {
+            fp(&RecordBatch::try_from_iter([(
+                "v",
+                Arc::new(StringArray::from(vec![v])) as ArrayRef,
+            )])
+            .unwrap())
+        };
+        assert_ne!(s(None), s(Some("")));
     }
 
     #[test]
-    fn a_reused_hasher_gives_each_batch_the_fingerprint_a_fresh_one_does() {
-        let a = batch(vec![1, 2], vec![Some("a"), None], vec![1.0, 2.0]);
-        let b = batch(vec![3], vec![Some("a much longer name")], vec![-0.0]);
-        let mut h = BatchHasher::default();
-        for x in [&a, &b, &a] {
-            assert_eq!(h.fingerprint(x).unwrap(), fp(x));
-        }
-        // Another schema in between: a converter of its own.
-        let other = RecordBatch::try_new(
-            Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)])),
-            vec![Arc::new(Int64Array::from(vec![1]))],
-        )
-        .unwrap();
-        assert_eq!(h.fingerprint(&other).unwrap(), fp(&other));
-        assert_eq!(h.fingerprint(&b).unwrap(), fp(&b));
+    fn a_batch_of_other_column_types_is_refused() {
+        let mut h = ContentHasher::default();
+        h.update(&batch(vec![1], vec![Some("a")], vec![1.0]))
+            .unwrap();
+        let other =
+            RecordBatch::try_from_iter([("id", Arc::new(Int32Array::from(vec![1])) as ArrayRef)])
+                .unwrap();
+        assert!(h.update(&other).is_err());
     }
 
     #[test]
@@ -256,13 +339,13 @@ mod tests {
             Arc::new(Field::new("m", m.data_type().clone(), true)),
             m.clone(),
         )]));
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("m", m.data_type().clone(), true),
-            Field::new("s", s.data_type().clone(), true),
-        ]));
-        let b = RecordBatch::try_new(schema, vec![m, s]).unwrap();
+        let b = RecordBatch::try_from_iter([("m", m), ("s", s)]).unwrap();
         let f = fp(&b);
         assert_eq!(f.rows, 2);
         assert_ne!(fp(&b.slice(0, 1)), fp(&b.slice(1, 1)));
+        assert_eq!(
+            Fingerprint::of_batches(&[b.slice(0, 1), b.slice(1, 1)]).unwrap(),
+            f
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! rows (`rewrite`, `fingerprint`), so concurrent writers, readers and compactors never lose,
 //! duplicate or change a row.
 
+mod column_digest;
 pub mod commit;
 pub mod conform;
 pub mod counting_store;

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::events::{Failure, FailureKind};
-use super::fingerprint::{BatchHasher, Fingerprint};
+use super::fingerprint::{ContentHasher, Fingerprint};
 use super::pace::Pacer;
 use super::plan::{Bin, FileRef};
 use super::read_ahead::ReadAhead;
@@ -208,8 +208,7 @@ async fn fingerprint_outputs(
     schema: &SchemaRef,
     pace: Option<&Pacer>,
 ) -> Result<Fingerprint, String> {
-    let mut fp = Fingerprint::default();
-    let mut hasher = BatchHasher::default();
+    let mut hasher = ContentHasher::default();
     for a in adds {
         let (mut stream, file_rows) = open_input(
             store.clone(),
@@ -225,13 +224,13 @@ async fn fingerprint_outputs(
             let batch = batch.map_err(|e| format!("reading back {}: {e}", a.path))?;
             let n = batch.num_rows();
             let batch = conform(batch, schema).map_err(|e| format!("{}: {e}", a.path))?;
-            fp.add(hasher.fingerprint(&batch).map_err(|e| e.to_string())?);
+            hasher.update(&batch).map_err(|e| e.to_string())?;
             if let Some(p) = pace {
                 p.consume((size * n as f64 / file_rows) as u64).await;
             }
         }
     }
-    Ok(fp)
+    Ok(hasher.finish())
 }
 
 /// The largest row group an output gets, as a share of the target: closed row groups are
@@ -308,7 +307,7 @@ fn removes_for(files: &[FileRef], values: &PartitionValues) -> Vec<Remove> {
 }
 
 /// One bin being rewritten: its writer, the outputs flushed so far, and the fingerprint of
-/// every input row conformed so far.
+/// the input rows conformed so far.
 struct Writing {
     writer: RecordBatchWriter,
     /// Typed partition values every output is written under.
@@ -317,8 +316,8 @@ struct Writing {
     /// Shared with the caller, so outputs are known even if this task panics.
     ledger: Arc<Mutex<Vec<String>>>,
     roll: Roller,
-    input_fp: Fingerprint,
-    hasher: BatchHasher,
+    /// The rows conformed so far, in the order they were written.
+    input: ContentHasher,
     pace: Option<Arc<Pacer>>,
 }
 
@@ -368,11 +367,9 @@ impl Writing {
                     path: f.path.clone(),
                     source: Box::new(source),
                 })?;
-            self.input_fp.add(
-                self.hasher
-                    .fingerprint(&batch)
-                    .map_err(|e| BinFailure::Verify(e.to_string()))?,
-            );
+            self.input
+                .update(&batch)
+                .map_err(|e| BinFailure::Verify(e.to_string()))?;
             self.writer
                 .write_partition(batch, &self.pv, WriteMode::Default)
                 .await
@@ -397,29 +394,32 @@ impl Writing {
         Ok(())
     }
 
-    /// Reads the outputs back: their fingerprint must equal the inputs'. (`&mut`: a shared
+    /// Reads the outputs back: their fingerprint must equal the inputs' (which it returns).
+    /// (`&mut`: a shared
     /// borrow held across an await would need the writer to be `Sync`.)
     async fn prove(
         &mut self,
         store: &Arc<dyn ObjectStore>,
         file_schema: &SchemaRef,
-    ) -> Result<(), BinFailure> {
+    ) -> Result<Fingerprint, BinFailure> {
         let output_fp = fingerprint_outputs(store, &self.adds, file_schema, self.pace.as_deref())
             .await
             .map_err(BinFailure::Verify)?;
-        if output_fp == self.input_fp {
-            return Ok(());
+        let input_fp = self.input.finish();
+        if output_fp == input_fp {
+            return Ok(input_fp);
         }
-        Err(BinFailure::Verify(format!(
-            "read {} rows, the outputs hold {} rows with {} content",
-            self.input_fp.rows,
-            output_fp.rows,
-            if output_fp.sum == self.input_fp.sum {
-                "the same"
-            } else {
-                "different"
-            }
-        )))
+        Err(BinFailure::Verify(if output_fp.rows == input_fp.rows {
+            format!(
+                "read {} rows, the outputs hold as many with different content",
+                input_fp.rows
+            )
+        } else {
+            format!(
+                "read {} rows, the outputs hold {}",
+                input_fp.rows, output_fp.rows
+            )
+        }))
     }
 }
 
@@ -462,8 +462,7 @@ pub async fn rewrite_bin(
             row_group: row_group as f64,
             goal: opts.target_file_size as f64 * ROLL_MARGIN,
         },
-        input_fp: Fingerprint::default(),
-        hasher: BatchHasher::default(),
+        input: ContentHasher::default(),
         pace: opts.pace.clone(),
     };
     let store = table.object_store();
@@ -485,16 +484,17 @@ pub async fn rewrite_bin(
         a.data_change = false;
     }
     let started = Instant::now();
-    if let Err(e) = w.prove(&store, &file_schema).await {
-        return Err(fail(e, w.outputs()));
-    }
+    let fingerprint = match w.prove(&store, &file_schema).await {
+        Ok(f) => f,
+        Err(e) => return Err(fail(e, w.outputs())),
+    };
     counters.bins_done.fetch_add(1, Ordering::Relaxed);
     Ok(BinOutput {
         partition: values.clone(),
         removes: removes_for(&bin.files, &values),
-        rows: w.input_fp.rows,
+        rows: fingerprint.rows,
         bytes_in: bin.bytes,
-        fingerprint: w.input_fp,
+        fingerprint,
         verify_seconds: started.elapsed().as_secs_f64(),
         adds: w.adds,
     })

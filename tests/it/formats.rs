@@ -195,6 +195,65 @@ fn a_hive_folder_on_s3_reports_what_an_independent_listing_finds() {
 }
 
 #[test]
+fn a_hive_folder_on_s3_converts_in_place_then_compacts_with_every_row_kept() {
+    let moto = Moto::start();
+    moto.create_bucket("lake");
+    let opts = moto.options_json();
+    let uri = "s3://lake/raw/events";
+    let made = py(&["hive", uri, "--plain"], Some(&opts));
+    let listing = py(&["list", uri], Some(&opts));
+    let cli = moto.cli_args();
+    let with_store = |args: &[&str]| {
+        let mut a: Vec<&str> = args.to_vec();
+        a.extend(cli.iter().map(String::as_str));
+        lakehealth(&a)
+    };
+    let dry = ok(
+        &with_store(&[
+            "convert",
+            uri,
+            "--partition-by",
+            "day:date",
+            "--dry-run",
+            "--json",
+        ]),
+        "convert --dry-run on s3",
+    );
+    assert_eq!(dry["files"], 12);
+    let done = ok(
+        &with_store(&[
+            "convert",
+            uri,
+            "--partition-by",
+            "day:date",
+            "--yes",
+            "--json",
+        ]),
+        "convert on s3",
+    );
+    assert_eq!(done["files"], 12);
+    // An independent reader (Python deltalake on the same bucket) sees exactly the rows.
+    let read = py(&["delta-rows", uri], Some(&opts));
+    assert_eq!(read["files"], 12);
+    assert_eq!(read["rows"], made["rows"]);
+    let report = ok(&with_store(&["report", uri, "--json"]), "report on s3");
+    assert_eq!(report["format"], "delta");
+    assert_eq!(report_partitions(&report), listed_partitions(&listing));
+    // The converted table compacts like any other: fewer files, the same rows.
+    let compacted = ok(
+        &with_store(&["compact", uri, "--json", "--target", "1MiB"]),
+        "compact on s3",
+    );
+    assert!(
+        compacted["files_removed"].as_u64().unwrap() > 0,
+        "{compacted}"
+    );
+    let read = py(&["delta-rows", uri], Some(&opts));
+    assert_eq!(read["rows"], made["rows"], "rows after convert + compact");
+    assert!(read["files"].as_u64().unwrap() < 12);
+}
+
+#[test]
 fn a_spark_sink_folder_counts_exactly_the_logs_files_and_shows_orphans_apart() {
     let d = tempfile::tempdir().unwrap();
     let root = d.path().canonicalize().unwrap().join("sink");

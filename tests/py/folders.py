@@ -1,6 +1,8 @@
 """Plain Parquet folders for the format tests, and independent readers of them.
 
-    folders.py hive URI [--storage-options JSON]   write a Hive-partitioned folder with pyarrow
+    folders.py hive URI [--storage-options JSON] [--plain]
+                                                   write a Hive-partitioned folder with pyarrow
+                                                   (--plain: without the percent-escaped city)
     folders.py list URI [--storage-options JSON]   list it independently: files/bytes per partition
     folders.py sink DIR                            a Spark file-sink folder with _spark_metadata/
     folders.py delta-rows URI [--storage-options JSON]   rows of a Delta table (Python deltalake)
@@ -30,14 +32,14 @@ def canon(rows):
     return sorted(json.dumps(r, default=str) for r in rows)
 
 
-def hive(uri, opts):
+def hive(uri, opts, plain=False):
     fs, root = filesystem_for(uri, opts)
     rows = []
     next_id = 0
     for batch in range(4):
         ids, values, days, cities = [], [], [], []
         for day in DAYS:
-            for city in CITIES:
+            for city in (c for c in CITIES if not (plain and "/" in c)):
                 for _ in range(3):
                     ids.append(next_id)
                     values.append(f"v{next_id}")
@@ -156,9 +158,10 @@ def main():
     ap.add_argument("cmd")
     ap.add_argument("uri")
     ap.add_argument("--storage-options", default="{}")
+    ap.add_argument("--plain", action="store_true")
     a = ap.parse_args()
     opts = json.loads(a.storage_options)
-    out = {"hive": lambda: hive(a.uri, opts), "list": lambda: listing(a.uri, opts),
+    out = {"hive": lambda: hive(a.uri, opts, a.plain), "list": lambda: listing(a.uri, opts),
            "sink": lambda: sink(a.uri), "delta-rows": lambda: delta_rows(a.uri, opts)}[a.cmd]()
     print(json.dumps(out))
     sys.stdout.flush()

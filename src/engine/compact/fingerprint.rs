@@ -20,8 +20,10 @@ use super::column_digest::ColumnDigest;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
     pub rows: u64,
-    /// The content digest, as hex (JSON has no 128-bit integers).
-    #[serde(serialize_with = "hex", deserialize_with = "unhex")]
+    /// The content digest, as hex (JSON has no 128-bit integers). A worker result written by
+    /// an older version calls it `sum` (a row-hash sum): it is only reported, never compared
+    /// with this version's digest, so such a result can still be picked up.
+    #[serde(serialize_with = "hex", deserialize_with = "unhex", alias = "sum")]
     pub digest: u128,
 }
 
@@ -313,6 +315,18 @@ mod tests {
             .unwrap())
         };
         assert_ne!(s(None), s(Some("")));
+    }
+
+    #[test]
+    fn a_worker_result_of_an_older_version_still_reads() {
+        let old: Fingerprint =
+            serde_json::from_str(r#"{"rows":2,"sum":"000000000000000000000000000000ff"}"#).unwrap();
+        assert_eq!((old.rows, old.digest), (2, 255));
+        let new = serde_json::to_string(&old).unwrap();
+        assert_eq!(
+            new,
+            r#"{"rows":2,"digest":"000000000000000000000000000000ff"}"#
+        );
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! memory, statistics for every output), conform each batch to the table schema without
 //! changing a value, roll outputs by measured encoded size so they land in the target band, and
 //! prove before anything may commit that the outputs hold exactly the rows the inputs held: the
-//! outputs are read back and their content fingerprint (every column of every row, order
-//! independent) must equal the inputs'.
+//! outputs are read back and their content fingerprint (every column of every row, in the
+//! order written) must equal the inputs'.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -395,8 +395,7 @@ impl Writing {
     }
 
     /// Reads the outputs back: their fingerprint must equal the inputs' (which it returns).
-    /// (`&mut`: a shared
-    /// borrow held across an await would need the writer to be `Sync`.)
+    /// (`&mut`: a shared borrow held across an await would need the writer to be `Sync`.)
     async fn prove(
         &mut self,
         store: &Arc<dyn ObjectStore>,

@@ -70,6 +70,27 @@ fn listed_partitions(listing: &serde_json::Value) -> BTreeMap<String, (u64, u64)
         .collect()
 }
 
+/// `compact` (target 1 MiB) on a converted table removes files, and the independent reader then
+/// finds exactly `rows` in fewer than `files_before` files. `store_args`: the CLI's storage flags.
+fn compacts_keeping_rows(
+    uri: &str,
+    opts: Option<&str>,
+    store_args: &[String],
+    rows: &serde_json::Value,
+    files_before: u64,
+) {
+    let mut args = vec!["compact", uri, "--json", "--target", "1MiB"];
+    args.extend(store_args.iter().map(String::as_str));
+    let compacted = ok(&lakehealth(&args), "compact");
+    assert!(
+        compacted["files_removed"].as_u64().unwrap() > 0,
+        "{compacted}"
+    );
+    let read = py(&["delta-rows", uri], opts);
+    assert_eq!(&read["rows"], rows, "rows after convert + compact");
+    assert!(read["files"].as_u64().unwrap() < files_before);
+}
+
 /// A JSON object with sorted keys, as text.
 fn canonical(v: &serde_json::Value) -> String {
     let m: BTreeMap<String, serde_json::Value> = serde_json::from_value(v.clone()).unwrap();
@@ -240,17 +261,7 @@ fn a_hive_folder_on_s3_converts_in_place_then_compacts_with_every_row_kept() {
     assert_eq!(report["format"], "delta");
     assert_eq!(report_partitions(&report), listed_partitions(&listing));
     // The converted table compacts like any other: fewer files, the same rows.
-    let compacted = ok(
-        &with_store(&["compact", uri, "--json", "--target", "1MiB"]),
-        "compact on s3",
-    );
-    assert!(
-        compacted["files_removed"].as_u64().unwrap() > 0,
-        "{compacted}"
-    );
-    let read = py(&["delta-rows", uri], Some(&opts));
-    assert_eq!(read["rows"], made["rows"], "rows after convert + compact");
-    assert!(read["files"].as_u64().unwrap() < 12);
+    compacts_keeping_rows(uri, Some(&opts), &cli, &made["rows"], 12);
 }
 
 #[test]
@@ -329,17 +340,7 @@ fn converting_a_sink_then_compacting_keeps_exactly_the_logged_rows_and_a_dry_run
     assert_eq!(converted["rows"], made["rows"]);
     assert_eq!(converted["files"], active.len() as u64);
 
-    let compacted = ok(
-        &lakehealth(&["compact", uri, "--json", "--target", "1MiB"]),
-        "compact",
-    );
-    assert!(
-        compacted["files_removed"].as_u64().unwrap() > 0,
-        "{compacted}"
-    );
-    let read = py(&["delta-rows", uri], None);
-    assert_eq!(read["rows"], made["rows"], "rows after convert + compact");
-    assert!(read["files"].as_u64().unwrap() < active.len() as u64);
+    compacts_keeping_rows(uri, None, &[], &made["rows"], active.len() as u64);
     let report = ok(&lakehealth(&["report", uri, "--json"]), "report");
     assert_eq!(report["format"], "delta");
 }

@@ -192,14 +192,24 @@ fn a_hive_folder_written_by_pyarrow_reports_each_partitions_files_and_bytes() {
     assert!(text.contains("parquet"), "{text}");
 }
 
-#[test]
-fn a_hive_folder_on_s3_reports_what_an_independent_listing_finds() {
+/// A Hive folder written by pyarrow (`folders.py hive`, with `flags`) to a fresh moto bucket:
+/// the server, the folder's URI, what was written, and pyarrow's own listing of it.
+fn hive_on_moto(flags: &[&str]) -> (Moto, String, serde_json::Value, serde_json::Value) {
     let moto = Moto::start();
     moto.create_bucket("lake");
     let opts = moto.options_json();
     let uri = "s3://lake/raw/events";
-    py(&["hive", uri], Some(&opts));
+    let mut args = vec!["hive", uri];
+    args.extend(flags);
+    let made = py(&args, Some(&opts));
     let listing = py(&["list", uri], Some(&opts));
+    (moto, uri.to_string(), made, listing)
+}
+
+#[test]
+fn a_hive_folder_on_s3_reports_what_an_independent_listing_finds() {
+    let (moto, uri, _, listing) = hive_on_moto(&[]);
+    let uri = uri.as_str();
     let mut args = vec!["report", uri, "--json"];
     let cli = moto.cli_args();
     args.extend(cli.iter().map(String::as_str));
@@ -217,12 +227,9 @@ fn a_hive_folder_on_s3_reports_what_an_independent_listing_finds() {
 
 #[test]
 fn a_hive_folder_on_s3_converts_in_place_then_compacts_with_every_row_kept() {
-    let moto = Moto::start();
-    moto.create_bucket("lake");
+    let (moto, uri, made, listing) = hive_on_moto(&["--plain"]);
+    let uri = uri.as_str();
     let opts = moto.options_json();
-    let uri = "s3://lake/raw/events";
-    let made = py(&["hive", uri, "--plain"], Some(&opts));
-    let listing = py(&["list", uri], Some(&opts));
     let cli = moto.cli_args();
     let with_store = |args: &[&str]| {
         let mut a: Vec<&str> = args.to_vec();

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod discover;
 pub mod error;
 pub mod formats;
+pub mod forward_store;
 pub mod janitor;
 pub mod location;
 pub mod log;

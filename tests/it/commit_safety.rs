@@ -20,8 +20,7 @@ use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    MultipartUpload, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -283,9 +282,7 @@ impl ObjectStore for Faulty {
         self.inner.put_multipart_opts(location, opts).await
     }
 
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
+    lakehealth::forward_to_inner!(get_opts, list, list_with_delimiter, copy_opts);
 
     fn delete_stream(
         &self,
@@ -307,18 +304,6 @@ impl ObjectStore for Faulty {
                 }
             })
             .boxed()
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.inner.copy_opts(from, to, options).await
     }
 }
 

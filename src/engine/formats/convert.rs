@@ -18,10 +18,7 @@ use deltalake::operations::convert_to_delta::ConvertToDeltaBuilder;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::{ListResult, ObjectMeta, ObjectStore};
 use serde::Serialize;
 
 use super::hive::PartitionParser;
@@ -476,37 +473,13 @@ impl fmt::Display for OnlyTheseFiles {
 
 #[async_trait]
 impl ObjectStore for OnlyTheseFiles {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        self.inner.put_opts(location, payload, opts).await
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
+    crate::forward_to_inner!(
+        put_opts,
+        put_multipart_opts,
+        get_opts,
+        delete_stream,
+        copy_opts
+    );
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         let (table, keep) = (self.prefix.clone(), self.keep.clone());
@@ -527,15 +500,6 @@ impl ObjectStore for OnlyTheseFiles {
         r.objects
             .retain(|m| Self::listed(&self.prefix, &self.keep, &m.location));
         Ok(r)
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
     }
 }
 

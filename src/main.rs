@@ -6,6 +6,7 @@ use lakehealth::cli::args::Cli;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let _log = lakehealth::logging::init(cli.common.log_file.clone());
+    lakehealth::engine::panic_guard::install_hook();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("lakehealth")

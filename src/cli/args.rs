@@ -63,6 +63,10 @@ pub struct Common {
     /// Folder levels searched for tables under a root.
     #[arg(long, global = true, value_name = "N")]
     pub depth: Option<usize>,
+    /// Iceberg: follow manifest paths outside the table's folder (a table copied or moved
+    /// without rewriting its metadata). Off by default: metadata can point anywhere.
+    #[arg(long, global = true)]
+    pub trust_metadata_paths: bool,
     /// How often the TUI reads the open table's log for new commits (default: 1s for local
     /// tables, 5s for object stores).
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::CompactArgs;
 use super::run::Settings;
 use crate::engine::compact::events::{JobEvent, JobSummary, Progress};
-use crate::engine::compact::executor::pickup::{PickupSummary, pickup};
+use crate::engine::compact::executor::pickup::{PickupMode, PickupSummary, pickup};
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
@@ -234,7 +234,13 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
     .await?;
     job.exec.executor = s.executor.clone();
     if a.pickup {
-        let p = pickup(&mut job.table.table, &job.table.uri).await?;
+        // A dry run changes nothing: pickup only says what it would commit and delete.
+        let mode = if a.dry_run {
+            PickupMode::Preview
+        } else {
+            PickupMode::Apply
+        };
+        let p = pickup(&mut job.table.table, &job.table.uri, mode).await?;
         eprintln!("{}", pickup_line(&p));
         job.replan_if_stale().await?;
     }
@@ -256,20 +262,36 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
 }
 
 fn pickup_line(p: &PickupSummary) -> String {
-    let mut line = format!(
-        "pickup: {} results committed ({}), {} already committed, {} discarded, {} outputs deleted",
-        p.committed.len(),
-        p.committed
-            .iter()
-            .map(|v| format!("v{v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        p.already_committed,
-        p.discarded.len(),
-        p.deleted_outputs
-    );
+    let mut line = if p.dry_run {
+        format!(
+            "pickup (dry run, nothing changed): {} results would commit, {} already committed, {} would be discarded, {} outputs would be deleted",
+            p.would_commit.len(),
+            p.already_committed,
+            p.discarded.len(),
+            p.deleted_outputs
+        )
+    } else {
+        format!(
+            "pickup: {} results committed ({}), {} already committed, {} discarded, {} outputs deleted",
+            p.committed.len(),
+            p.committed
+                .iter()
+                .map(|v| format!("v{v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            p.already_committed,
+            p.discarded.len(),
+            p.deleted_outputs
+        )
+    };
+    for c in &p.would_commit {
+        line.push_str(&format!("\n  would commit {c}"));
+    }
     for d in &p.discarded {
         line.push_str(&format!("\n  discarded {d}"));
+    }
+    for r in &p.refused_paths {
+        line.push_str(&format!("\n  not deleted: {r}"));
     }
     if !p.kept_outputs.is_empty() {
         line.push_str(&format!(

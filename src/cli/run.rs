@@ -75,6 +75,7 @@ pub fn settings(common: &Common) -> Result<Settings> {
         },
         storage_options: storage,
         discovery_depth: common.depth.unwrap_or(config.discovery.max_depth),
+        trust_metadata_paths: common.trust_metadata_paths,
     };
     Ok(Settings {
         config,

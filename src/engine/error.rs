@@ -143,6 +143,12 @@ pub enum EngineError {
     #[error("{uri}: {detail}")]
     Unsupported { uri: String, detail: String },
 
+    /// Reading the table hit a bug (a panic, caught): the table is reported as unreadable.
+    #[error(
+        "{uri}: lakehealth hit a bug while reading this table ({detail}); nothing was changed. Other tables are unaffected; please report this with the table's metadata"
+    )]
+    Panicked { uri: String, detail: String },
+
     /// A request that cannot be carried out as given (a bad selection or option).
     #[error("{0}")]
     InvalidRequest(String),
@@ -172,6 +178,7 @@ pub enum ErrorKind {
     IcebergMetadata,
     Unsupported,
     InvalidRequest,
+    Panicked,
 }
 
 /// An access failure recognised from the types in an error's chain.
@@ -306,6 +313,7 @@ impl EngineError {
             EngineError::IcebergMetadata { .. } => ErrorKind::IcebergMetadata,
             EngineError::Unsupported { .. } => ErrorKind::Unsupported,
             EngineError::InvalidRequest(_) => ErrorKind::InvalidRequest,
+            EngineError::Panicked { .. } => ErrorKind::Panicked,
         }
     }
 }

@@ -10,6 +10,7 @@ use super::discover::discover;
 use super::error::{EngineError, ErrorKind, Result};
 use super::location::Location;
 use super::log::replay::ReplayOptions;
+use super::panic_guard::guarded;
 use super::progress::LoadProgress;
 use super::size::{GIB, MIB};
 use super::stats::file_sizes::Thresholds;
@@ -22,6 +23,9 @@ pub struct OpenOptions {
     pub replay: ReplayOptions,
     pub storage_options: HashMap<String, String>,
     pub discovery_depth: usize,
+    /// Iceberg: read manifest lists and manifests wherever the metadata points, not only under
+    /// the table's folder (for tables copied or moved without rewriting their metadata).
+    pub trust_metadata_paths: bool,
 }
 
 /// Secret storage options never show, even in a debug print.
@@ -35,6 +39,7 @@ impl std::fmt::Debug for OpenOptions {
                 &super::secrets::redacted_options(&self.storage_options),
             )
             .field("discovery_depth", &self.discovery_depth)
+            .field("trust_metadata_paths", &self.trust_metadata_paths)
             .finish()
     }
 }
@@ -52,6 +57,7 @@ impl Default for OpenOptions {
             replay: ReplayOptions::default(),
             storage_options: HashMap::new(),
             discovery_depth: 3,
+            trust_metadata_paths: false,
         }
     }
 }
@@ -67,7 +73,15 @@ pub async fn load_table(
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<TableReport> {
-    super::formats::load_table_any(loc, opts, progress).await
+    // A table's files are untrusted input: a bug they trip is this table's error, not the
+    // process's end (under a root, the other tables are still reported).
+    match guarded(super::formats::load_table_any(loc, opts, progress)).await {
+        Ok(r) => r,
+        Err(detail) => Err(EngineError::Panicked {
+            uri: loc.display(),
+            detail,
+        }),
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -14,6 +14,9 @@ pub struct Terminal {
 impl Terminal {
     pub fn enter() -> Result<Self> {
         let t = ratatui::try_init()?;
+        // Over ratatui's hook: a panic caught while reading a table must not restore the
+        // terminal under a running TUI.
+        crate::engine::panic_guard::install_hook();
         Ok(Self { inner: Some(t) })
     }
 

@@ -353,6 +353,31 @@ fn converting_a_sink_then_compacting_keeps_exactly_the_logged_rows_and_a_dry_run
 }
 
 #[test]
+fn a_sink_whose_log_sizes_differ_from_its_files_is_refused_before_anything_is_committed() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap().join("sink");
+    std::fs::create_dir(&root).unwrap();
+    let uri = root.to_str().unwrap();
+    let made = py(&["sink", uri], None);
+    let active: BTreeMap<String, u64> = serde_json::from_value(made["active"].clone()).unwrap();
+    let (resized, _) = active.iter().next().unwrap();
+    // The file no longer has the size the sink log recorded for it.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(root.join(resized))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"appended").unwrap();
+    drop(f);
+    let before = snapshot(&root);
+    let o = lakehealth(&["convert", uri, "--yes"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("another size") && err.contains(resized.as_str()), "{err}");
+    assert!(!root.join("_delta_log").exists(), "nothing may be committed");
+    assert_eq!(snapshot(&root), before);
+}
+
+#[test]
 fn converting_a_hive_folder_checks_partition_types_and_refuses_escaped_names() {
     let d = tempfile::tempdir().unwrap();
     let root = d.path().join("events");

@@ -16,6 +16,7 @@ mod live;
 mod maintenance;
 mod race;
 mod ray;
+mod root_links;
 mod replay;
 mod stream;
 mod tui;

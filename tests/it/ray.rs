@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use lakehealth::engine::compact::events::{JobEvent, JobSummary};
 use lakehealth::engine::compact::execute::execute;
-use lakehealth::engine::compact::executor::pickup::pickup;
+use lakehealth::engine::compact::executor::pickup::{PickupMode, pickup};
 use lakehealth::engine::compact::executor::spec::BinSpec;
 use lakehealth::engine::compact::executor::{Executor, RayOptions};
 use lakehealth::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isolated};
@@ -339,9 +339,11 @@ async fn worker_results_are_durable_and_pickup_commits_those_whose_inputs_are_st
     let first_outputs = output_paths(&first);
     assert!(first_outputs.iter().all(|p| d.path().join(p).exists()));
     let saved = std::fs::read(&first).unwrap();
+    let first_spec = jobs.join("bin-1.spec.json");
+    let saved_spec = std::fs::read(&first_spec).unwrap();
     // A restarted coordinator commits it: its inputs are all still active.
     let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
-    let p = pickup(&mut table.table, &table.uri).await.unwrap();
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
     assert_eq!((p.committed.len(), p.discarded.len()), (1, 0), "{p:?}");
     let c = commits_after(d.path(), v0);
     assert_eq!(c.len(), 1);
@@ -353,8 +355,9 @@ async fn worker_results_are_durable_and_pickup_commits_those_whose_inputs_are_st
     // 2. The coordinator crashed after that commit, before removing the result: the result is
     // recognised as committed (its outputs are active) and nothing is deleted.
     std::fs::create_dir_all(&jobs).unwrap();
+    std::fs::write(&first_spec, &saved_spec).unwrap();
     std::fs::write(&first, &saved).unwrap();
-    let p = pickup(&mut table.table, &table.uri).await.unwrap();
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
     assert_eq!(p.already_committed, 1, "{p:?}");
     assert!(p.committed.is_empty() && p.deleted_outputs == 0, "{p:?}");
     assert!(first_outputs.iter().all(|p| d.path().join(p).exists()));
@@ -364,7 +367,7 @@ async fn worker_results_are_durable_and_pickup_commits_those_whose_inputs_are_st
     let second_outputs = output_paths(&jobs.join("bin-2.result.json"));
     assert!(second_outputs.iter().all(|p| d.path().join(p).exists()));
     python_compacts(d.path(), None);
-    let p = pickup(&mut table.table, &table.uri).await.unwrap();
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
     assert!(p.committed.is_empty(), "{p:?}");
     assert_eq!(p.discarded.len(), 1, "{p:?}");
     assert_eq!(p.deleted_outputs as usize, second_outputs.len());
@@ -480,10 +483,197 @@ async fn a_worker_killed_the_instant_an_output_lands_has_listed_it_and_pickup_de
             "outputs not in the ledger: {unlisted:?}"
         );
         let mut table = prepared(&l, 4096 * KIB, Executor::Local).await.table;
-        let s = pickup(&mut table.table, &table.uri).await.unwrap();
+        let s = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
         assert!(s.committed.is_empty(), "{s:?}");
         assert_eq!(leftover_files(d.path()), Vec::<String>::new());
         assert_eq!(job_state(d.path()), Vec::<String>::new());
     }
+    assert_exact(d.path(), rows);
+}
+
+/// Every file under the table (the log and lakehealth's state included) with its bytes.
+fn everything(table: &Path) -> Vec<(String, Vec<u8>)> {
+    fn all(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()) {
+            let p = e.path();
+            if p.is_dir() {
+                all(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    all(table, table, &mut out);
+    out.sort();
+    out
+}
+
+/// The bins of a prepared job, with their partitions.
+fn bins_of(job: &PreparedJob) -> Vec<(lakehealth::engine::stats::table_report::PartitionValues, lakehealth::engine::compact::plan::Bin)> {
+    job.plan
+        .partitions
+        .iter()
+        .flat_map(|p| p.bins.iter().map(move |b| (p.values.clone(), b.clone())))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_pickup_dry_run_commits_nothing_and_deletes_nothing() {
+    let (d, l, rows) = seeded(40).await;
+    let job = prepared(&l, 48 * KIB, Executor::Local).await;
+    let bins = bins_of(&job);
+    let v0 = job.plan.table_version;
+    let spec = BinSpec::new(
+        &job.table.uri,
+        "dry",
+        1,
+        v0,
+        &bins[0].0,
+        &bins[0].1,
+        &job.exec.rewrite,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    // A finished result pickup would commit, and a ledger of a worker that never finished.
+    assert_eq!(worker(&spec, tmp.path())["status"], "done");
+    let mut unfinished = spec.clone();
+    unfinished.bin_id = 2;
+    std::fs::write(
+        d.path().join("_lakehealth/jobs/dry/bin-2.spec.json"),
+        serde_json::to_vec(&unfinished).unwrap(),
+    )
+    .unwrap();
+    let stray = output_paths(&d.path().join("_lakehealth/jobs/dry/bin-1.result.json"));
+    std::fs::write(
+        d.path().join("_lakehealth/jobs/dry/bin-2.outputs.json"),
+        serde_json::to_vec(&stray).unwrap(),
+    )
+    .unwrap();
+    let before = everything(d.path());
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .args(["compact", d.path().to_str().unwrap(), "--pickup", "--dry-run"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("pickup (dry run, nothing changed): 1 results would commit"), "{err}");
+    assert!(everything(d.path()) == before, "a dry run changed files: {err}");
+    assert!(commits_after(d.path(), v0).is_empty());
+    assert_exact(d.path(), rows);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pickup_never_commits_a_result_whose_outputs_hold_other_rows_than_the_inputs_it_removes() {
+    let (d, l, rows) = seeded(40).await;
+    let job = prepared(&l, 48 * KIB, Executor::Local).await;
+    let bins = bins_of(&job);
+    assert!(bins.len() >= 2 && bins[0].0 == bins[1].0, "two bins of one partition");
+    let v0 = job.plan.table_version;
+    let spec = |i: usize| {
+        BinSpec::new(&job.table.uri, "forged", 1, v0, &bins[i].0, &bins[i].1, &job.exec.rewrite)
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(worker(&spec(0), tmp.path())["status"], "done");
+    // The spec and result now claim the second bin's inputs, but the outputs hold the first
+    // bin's rows: consistent on paper, wrong in content (committing it would lose the second
+    // bin's rows and duplicate the first's).
+    let jobs = d.path().join("_lakehealth/jobs/forged");
+    let spec_file = jobs.join("bin-1.spec.json");
+    let written = std::fs::metadata(&spec_file).unwrap().modified().unwrap();
+    std::fs::write(&spec_file, serde_json::to_vec(&spec(1)).unwrap()).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&spec_file)
+        .unwrap()
+        .set_modified(written)
+        .unwrap();
+    let result_file = jobs.join("bin-1.result.json");
+    let mut result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&result_file).unwrap()).unwrap();
+    let template = result["removes"][0].clone();
+    result["removes"] = spec(1)
+        .files
+        .iter()
+        .map(|f| {
+            let mut r = template.clone();
+            r["path"] = f.path.clone().into();
+            r["size"] = f.size.into();
+            r
+        })
+        .collect::<Vec<_>>()
+        .into();
+    std::fs::write(&result_file, serde_json::to_vec(&result).unwrap()).unwrap();
+    let outputs = output_paths(&result_file);
+
+    let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
+    assert!(p.committed.is_empty(), "{p:?}");
+    assert_eq!(p.discarded.len(), 1, "{p:?}");
+    assert!(p.discarded[0].contains("its outputs"), "{p:?}");
+    assert!(commits_after(d.path(), v0).is_empty());
+    assert!(outputs.iter().all(|o| !d.path().join(o).exists()), "outputs deleted");
+    assert_exact(d.path(), rows);
+    assert_eq!(job_state(d.path()), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_ledger_never_makes_pickup_delete_the_log_an_active_file_or_another_partitions_file()
+ {
+    let (d, l, rows) = seeded(20).await;
+    let job = prepared(&l, 48 * KIB, Executor::Local).await;
+    let bins = bins_of(&job);
+    let spec = BinSpec::new(
+        &job.table.uri,
+        "planted",
+        1,
+        job.plan.table_version,
+        &bins[0].0,
+        &bins[0].1,
+        &job.exec.rewrite,
+    );
+    let jobs = d.path().join("_lakehealth/jobs/planted");
+    std::fs::create_dir_all(&jobs).unwrap();
+    // A data file in another partition's folder, newer than the spec (not an output of it).
+    let other = d.path().join("ingestion_date=1999-01-01");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("x.parquet"), b"not ours").unwrap();
+    std::fs::write(
+        jobs.join("bin-1.spec.json"),
+        serde_json::to_vec(&spec).unwrap(),
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let old_output = d.path().join(&spec.files[0].store_path);
+    let planted = vec![
+        "_delta_log/00000000000000000001.json".to_string(),
+        "_delta_log/00000000000000000000.json".to_string(),
+        spec.files[0].path.clone(),
+        "ingestion_date=1999-01-01/x.parquet".to_string(),
+        "../outside.parquet".to_string(),
+    ];
+    std::fs::write(
+        jobs.join("bin-1.outputs.json"),
+        serde_json::to_vec(&planted).unwrap(),
+    )
+    .unwrap();
+    // A ledger with no spec beside it: nothing of it is touched.
+    let orphan = d.path().join("_lakehealth/jobs/nospec");
+    std::fs::create_dir_all(&orphan).unwrap();
+    std::fs::write(
+        orphan.join("bin-1.outputs.json"),
+        serde_json::to_vec(&planted).unwrap(),
+    )
+    .unwrap();
+    let log_before = everything(&d.path().join("_delta_log"));
+
+    let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
+    assert_eq!(p.deleted_outputs, 0, "{p:?}");
+    assert!(p.refused_paths.len() >= 3, "{p:?}");
+    assert_eq!(everything(&d.path().join("_delta_log")), log_before);
+    assert!(old_output.exists(), "an active file");
+    assert!(other.join("x.parquet").exists(), "another partition's file");
+    assert!(orphan.join("bin-1.outputs.json").exists(), "left as is: {p:?}");
     assert_exact(d.path(), rows);
 }

@@ -171,3 +171,19 @@ async fn invalid_table_properties_are_named_with_the_table() {
     let o = lakehealth(&["compact", path, "--dry-run", "--target", "1MiB"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_target_of_one_byte_is_refused_before_anything_is_planned() {
+    let d = tempfile::tempdir().unwrap();
+    sensor_table(d.path(), Some(r#"{"delta.targetFileSize":"1"}"#)).await;
+    let path = d.path().to_str().unwrap();
+    let o = lakehealth(&["compact", path, "--dry-run"]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("delta.targetFileSize is 1 bytes") && err.contains("--target"),
+        "{err}"
+    );
+    let o = lakehealth(&["compact", path, "--dry-run", "--target", "1MiB"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

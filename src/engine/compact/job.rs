@@ -17,6 +17,7 @@ use super::rewrite::RewriteOptions;
 use super::table::{CompactionTable, open_for_compaction};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
+use crate::engine::size::format_bytes;
 use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stats::table_report::PartitionValues;
 
@@ -134,9 +135,15 @@ pub async fn prepare(
     thresholds: Thresholds,
     ratio: f64,
 ) -> Result<PreparedJob> {
+    crate::engine::root_links::refuse_links_leaving(loc, "compact")?;
     let table = open_for_compaction(loc, &req.storage_options).await?;
     prepare_table(table, req, thresholds, ratio)
 }
+
+/// The smallest target any plan accepts (tests and tiny tables use KiB targets).
+pub const MIN_TARGET_FILE_SIZE: u64 = crate::engine::size::KIB;
+/// The smallest `delta.targetFileSize` taken from a table: below it the property is a mistake.
+pub const MIN_TABLE_TARGET_FILE_SIZE: u64 = crate::engine::size::MIB;
 
 /// Plans `req` on a table already opened for compaction.
 pub fn prepare_table(
@@ -147,14 +154,26 @@ pub fn prepare_table(
 ) -> Result<PreparedJob> {
     let target = match req.target_file_size {
         Some(t) => t,
-        None => table
-            .table_target_file_size()?
-            .unwrap_or(thresholds.target_file_size),
+        None => match table.table_target_file_size()? {
+            // A plan holds one predicted size per output: a target of a few bytes would
+            // predict (and the executor write) millions of files.
+            Some(t) if t < MIN_TABLE_TARGET_FILE_SIZE => {
+                return Err(EngineError::InvalidRequest(format!(
+                    "{}: the table property delta.targetFileSize is {t} bytes, below {}: that \
+                     would write a file every few bytes. Pass --target (e.g. 128MiB)",
+                    table.uri,
+                    format_bytes(MIN_TABLE_TARGET_FILE_SIZE)
+                )));
+            }
+            Some(t) => t,
+            None => thresholds.target_file_size,
+        },
     };
-    if target == 0 {
-        return Err(EngineError::InvalidRequest(
-            "the target file size must be greater than 0".into(),
-        ));
+    if target < MIN_TARGET_FILE_SIZE {
+        return Err(EngineError::InvalidRequest(format!(
+            "the target file size must be at least {} (got {target} bytes)",
+            format_bytes(MIN_TARGET_FILE_SIZE)
+        )));
     }
     let min = req.min_file_size.unwrap_or(thresholds.small_file_size);
     let o = PlanOptions {

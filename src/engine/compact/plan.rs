@@ -184,13 +184,19 @@ pub struct PlanOptions {
 /// (unless the whole partition is smaller), as the executor rolls files.
 pub fn predicted_output_sizes(input: u64, ratio: f64, target: u64) -> Vec<u64> {
     let out = (input as f64 * ratio).round() as u64;
-    let n = (out / target.max(1)).max(1);
+    let n = predicted_output_count(input, ratio, target);
     let each = out / n;
     let mut v = vec![each; n as usize];
     if let Some(last) = v.last_mut() {
         *last += out - each * n;
     }
     v
+}
+
+/// How many files `predicted_output_sizes` predicts, without listing them.
+pub fn predicted_output_count(input: u64, ratio: f64, target: u64) -> u64 {
+    let out = (input as f64 * ratio).round() as u64;
+    (out / target.max(1)).max(1)
 }
 
 /// Packs candidates into bins of about `max_bin_bytes`: a bin closes only once it predicts at
@@ -228,12 +234,11 @@ fn pack(mut files: Vec<FileRef>, o: &PlanOptions) -> Vec<Bin> {
         .map(|files| {
             let bytes = files.iter().map(|f| f.size).sum();
             Bin {
-                predicted_outputs: predicted_output_sizes(
+                predicted_outputs: predicted_output_count(
                     bytes,
                     o.compression_ratio,
                     o.target_file_size,
-                )
-                .len() as u64,
+                ),
                 files,
                 bytes,
             }

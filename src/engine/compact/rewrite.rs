@@ -201,6 +201,13 @@ pub async fn open_input(
     Ok((stream, rows))
 }
 
+/// One file to fingerprint: its object key, its size when known, and its name for errors.
+pub struct FileToProve {
+    pub key: Path,
+    pub size: Option<u64>,
+    pub name: String,
+}
+
 /// Reads the outputs back and fingerprints them.
 async fn fingerprint_outputs(
     store: &Arc<dyn ObjectStore>,
@@ -208,22 +215,36 @@ async fn fingerprint_outputs(
     schema: &SchemaRef,
     pace: Option<&Pacer>,
 ) -> Result<Fingerprint, String> {
+    let files: Vec<FileToProve> = adds
+        .iter()
+        .map(|a| FileToProve {
+            key: object_key(&a.path),
+            size: Some(a.size.max(0) as u64),
+            name: format!("back the output {}", a.path),
+        })
+        .collect();
+    fingerprint_files(store, &files, schema, pace).await
+}
+
+/// The fingerprint of `files`' rows in order, each conformed to the table's file schema as a
+/// rewrite reads them (so inputs and outputs of one bin compare).
+pub async fn fingerprint_files(
+    store: &Arc<dyn ObjectStore>,
+    files: &[FileToProve],
+    schema: &SchemaRef,
+    pace: Option<&Pacer>,
+) -> Result<Fingerprint, String> {
     let mut hasher = ContentHasher::default();
-    for a in adds {
-        let (mut stream, file_rows) = open_input(
-            store.clone(),
-            object_key(&a.path),
-            Some(a.size.max(0) as u64),
-            schema,
-        )
-        .await
-        .map_err(|e| format!("reading back {}: {e}", a.path))?;
-        let size = a.size.max(0) as f64;
+    for f in files {
+        let (mut stream, file_rows) = open_input(store.clone(), f.key.clone(), f.size, schema)
+            .await
+            .map_err(|e| format!("reading {}: {e}", f.name))?;
+        let size = f.size.unwrap_or(0) as f64;
         let file_rows = file_rows.max(1) as f64;
         while let Some(batch) = stream.next().await {
-            let batch = batch.map_err(|e| format!("reading back {}: {e}", a.path))?;
+            let batch = batch.map_err(|e| format!("reading {}: {e}", f.name))?;
             let n = batch.num_rows();
-            let batch = conform(batch, schema).map_err(|e| format!("{}: {e}", a.path))?;
+            let batch = conform(batch, schema).map_err(|e| format!("{}: {e}", f.name))?;
             hasher.update(&batch).map_err(|e| e.to_string())?;
             if let Some(p) = pace {
                 p.consume((size * n as f64 / file_rows) as u64).await;

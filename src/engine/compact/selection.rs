@@ -11,7 +11,8 @@ use deltalake::datafusion::sql::sqlparser::ast::{
 };
 use deltalake::datafusion::sql::sqlparser::dialect::GenericDialect;
 use deltalake::datafusion::sql::sqlparser::parser::{Parser, ParserError};
-use deltalake::datafusion::sql::sqlparser::tokenizer::Token;
+use deltalake::datafusion::sql::sqlparser::keywords::Keyword;
+use deltalake::datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Literal {
@@ -257,6 +258,9 @@ fn translate(e: &Expr, cols: &Columns) -> Result<Filter, String> {
     }
 }
 
+/// The most conditions a predicate may join (`a = 1 OR a = 2 ...`).
+pub const MAX_CONDITIONS: usize = 256;
+
 fn parse_sql(input: &str) -> Result<Expr, String> {
     let syntax = |e: ParserError| match e {
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => {
@@ -264,9 +268,22 @@ fn parse_sql(input: &str) -> Result<Expr, String> {
         }
         ParserError::RecursionLimitExceeded => "the predicate is nested too deeply".into(),
     };
-    let mut parser = Parser::new(&GenericDialect {})
-        .try_with_sql(input)
-        .map_err(syntax)?;
+    let tokens = Tokenizer::new(&GenericDialect {}, input)
+        .tokenize()
+        .map_err(|e| format!("not valid SQL: {e}"))?;
+    // The parser chains AND/OR without recursion, but the tree it builds is as deep as the
+    // chain, and walking or dropping it recurses: bound it before parsing.
+    let joins = tokens
+        .iter()
+        .filter(|t| matches!(t, Token::Word(w) if w.keyword == Keyword::AND || w.keyword == Keyword::OR))
+        .count();
+    if joins >= MAX_CONDITIONS {
+        return Err(format!(
+            "it joins {} conditions with AND/OR; at most {MAX_CONDITIONS} are accepted (list many values with IN (...))",
+            joins + 1
+        ));
+    }
+    let mut parser = Parser::new(&GenericDialect {}).with_tokens(tokens);
     let expr = parser.parse_expr().map_err(syntax)?;
     let next = parser.peek_token();
     if next.token != Token::EOF {
@@ -374,6 +391,26 @@ mod tests {
 
     fn reason(input: &str) -> String {
         Predicate::parse(input, &cols()).unwrap_err().reason
+    }
+
+    #[test]
+    fn an_or_of_eighteen_thousand_terms_is_refused_without_overflowing_the_stack() {
+        let chain = |n: usize| {
+            (0..n)
+                .map(|i| format!("hour = {i}"))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        };
+        // Run on a small stack, as a tokio worker's: a recursion this deep would abort.
+        let r = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || reason(&chain(18_000)))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(r.contains("18000 conditions") && r.contains("IN ("), "{r}");
+        let ok = Predicate::parse(&chain(MAX_CONDITIONS), &cols()).unwrap();
+        assert!(ok.matches(&part("2026-11-30", None, "3")));
     }
 
     #[test]

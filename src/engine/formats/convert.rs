@@ -172,11 +172,13 @@ pub async fn plan_convert(
     partition_by: &[PartitionColumn],
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<ConvertPlan> {
+    crate::engine::root_links::refuse_links_leaving(loc, "convert")?;
     let uri = loc.display();
     let store = loc.open_store(&opts.storage_options)?;
     let children = list_children(&store, &uri, None).await?;
     let format = probe_format(&store, &uri, None, &children).await?;
     let mut keep: HashSet<String> = HashSet::new();
+    let mut resized: Vec<(String, u64, u64)> = Vec::new();
     let (partitions, parser, details) = match format {
         Some(TableFormat::ParquetFolder) => {
             let mut parser = PartitionParser::default();
@@ -206,10 +208,30 @@ pub async fn plan_convert(
                 parser,
                 details,
                 ..
-            } = scan_sink(loc, &store, opts, progress, |rel, _| {
+            } = scan_sink(loc, &store, opts, progress, |rel, logged, actual| {
                 keep.insert(rel.to_string());
+                if logged != actual {
+                    resized.push((rel.to_string(), logged, actual));
+                }
             })
             .await?;
+            // Verified before anything is written: the commit would name sizes the files do
+            // not have, and readers would fail on them.
+            if !resized.is_empty() {
+                resized.sort();
+                let examples: Vec<String> = resized
+                    .iter()
+                    .take(3)
+                    .map(|(rel, logged, actual)| {
+                        format!("{rel} (log: {logged} bytes, file: {actual} bytes)")
+                    })
+                    .collect();
+                return Err(EngineError::InvalidRequest(format!(
+                    "{uri}: {} file(s) in the sink log (_spark_metadata/) have another size than the file in the folder, e.g. {}; a file was rewritten or the log is stale, so lakehealth does not convert this folder (nothing was changed)",
+                    resized.len(),
+                    examples.join(", ")
+                )));
+            }
             (partitions, parser, details)
         }
         Some(TableFormat::Delta) => {

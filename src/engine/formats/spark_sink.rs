@@ -309,7 +309,8 @@ pub async fn scan_sink(
     store: &Arc<dyn ObjectStore>,
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
-    mut keep: impl FnMut(&str, u64),
+    // Each file the log lists and the folder holds: its path, the log's size, the folder's.
+    mut keep: impl FnMut(&str, u64, u64),
 ) -> Result<SinkScan> {
     let uri = loc.display();
     progress(LoadProgress::Listing);
@@ -329,7 +330,7 @@ pub async fn scan_sink(
             Entry::Data(rel) => match log.active.remove(rel) {
                 Some(size) => {
                     partitions.push(parser.key_of(rel), size);
-                    keep(rel, size);
+                    keep(rel, size, meta.size);
                 }
                 None => orphans.add(rel, meta.size),
             },
@@ -339,7 +340,7 @@ pub async fn scan_sink(
                 // The sink names its files; whatever it names is data, extension or not.
                 Some(size) => {
                     partitions.push(parser.key_of(rel), size);
-                    keep(rel, size);
+                    keep(rel, size, meta.size);
                 }
                 None => details.other_files.add(rel, meta.size),
             },
@@ -368,7 +369,7 @@ pub async fn load_spark_sink(
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<TableReport> {
-    let scan = scan_sink(loc, store, opts, progress, |_, _| {}).await?;
+    let scan = scan_sink(loc, store, opts, progress, |_, _, _| {}).await?;
     progress(LoadProgress::Computing);
     let SinkScan {
         log,

@@ -305,20 +305,66 @@ pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
+/// How many scrapes are served at once, and how long one may take to send its request.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeLimits {
+    pub connections: usize,
+    pub request_timeout: Duration,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        Self {
+            connections: 32,
+            request_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
 /// Serves `/metrics` and `/healthz` until `cancel`.
 pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, cancel: CancellationToken) {
+    serve_with(listener, metrics, cancel, ServeLimits::default()).await
+}
+
+/// `serve` with explicit limits: at most `connections` are held open (the next ones wait in
+/// the kernel's backlog, not in this process), and a failed accept (no file descriptor left)
+/// pauses the loop instead of spinning on it.
+pub async fn serve_with(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    cancel: CancellationToken,
+    limits: ServeLimits,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.connections.max(1)));
     loop {
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+            _ = cancel.cancelled() => return,
+        };
         let conn = tokio::select! {
             c = listener.accept() => c,
             _ = cancel.cancelled() => return,
         };
-        let Ok((mut sock, _)) = conn else { continue };
+        let mut sock = match conn {
+            Ok((sock, _)) => sock,
+            Err(e) => {
+                tracing::warn!("metrics endpoint: accept failed: {e}");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(200)) => continue,
+                    _ = cancel.cancelled() => return,
+                }
+            }
+        };
         let m = metrics.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             // The request head only (a GET has no body), bounded in size and time.
             let mut buf = Vec::with_capacity(1024);
             let mut chunk = [0u8; 1024];
-            let read = tokio::time::timeout(Duration::from_secs(5), async {
+            let read = tokio::time::timeout(limits.request_timeout, async {
                 while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
                     match sock.read(&mut chunk).await {
                         Ok(0) | Err(_) => break,
@@ -375,6 +421,38 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
         }
+    }
+
+    #[tokio::test]
+    async fn idle_connections_beyond_the_limit_wait_and_are_served_once_one_closes() {
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cancel = CancellationToken::new();
+        let limits = ServeLimits {
+            connections: 2,
+            request_timeout: Duration::from_secs(120),
+        };
+        let m = Arc::new(Metrics::new(Duration::from_secs(10), 0));
+        tokio::spawn(serve_with(listener, m, cancel.clone(), limits));
+        // Two idle clients hold both slots.
+        let idle1 = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let _idle2 = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut third = tokio::net::TcpStream::connect(addr).await.unwrap();
+        third
+            .write_all(b"GET /healthz HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 64];
+        let early = tokio::time::timeout(Duration::from_millis(500), third.read(&mut buf)).await;
+        assert!(early.is_err(), "served beyond the limit");
+        drop(idle1);
+        let n = tokio::time::timeout(Duration::from_secs(30), third.read(&mut buf))
+            .await
+            .expect("served once a slot freed")
+            .unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+        cancel.cancel();
     }
 
     #[test]

@@ -388,7 +388,7 @@ fn read_adds(
             first_row + i as u64,
             key.as_deref(),
             buf,
-            size.value(i).max(0) as u64,
+            super::file_size::logged_size(size.value(i)),
         );
     }
     Ok(())

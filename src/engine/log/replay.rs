@@ -295,6 +295,8 @@ fn finish(
     let checkpoint_version = plan.checkpoint.as_ref().map(|c| c.version);
     let (repeated_removes, origins, fully_read_from) =
         walker.finish_runs(&cp.tombstoned_again, checkpoint_version);
+    let mut warnings = plan.warnings;
+    warnings.extend(walker.implausible.warning());
     let mut partitions = walker.partitions;
     partitions.extend(cp.partitions);
     let mut tombstones = walker.tombstones;
@@ -329,7 +331,7 @@ fn finish(
         commits: walker.commits,
         listing,
         json_bytes_since_checkpoint,
-        warnings: plan.warnings,
+        warnings,
         repeated_removes,
         origins,
         fully_read_from,

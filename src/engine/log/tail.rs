@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::actions::{AddFile, RemoveFile};
+use super::file_size::logged_size;
 use super::partition_key::{encode_into, resolve_key};
 use super::state::{CommitSummary, LogState, TxnState};
 use super::walker::{FetchedCommit, parse_commit};
@@ -379,12 +380,12 @@ fn add_place(add: &AddFile, buf: &mut String) -> (String, u64) {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_deref())),
     );
-    (buf.clone(), add.size.max(0) as u64)
+    (buf.clone(), logged_size(add.size))
 }
 
 fn remove_place(rm: &RemoveFile, buf: &mut String) -> Option<(String, u64)> {
     let pv = rm.partition_values.as_ref()?;
-    let size = rm.size.filter(|s| *s >= 0)? as u64;
+    let size = logged_size(rm.size.filter(|s| *s >= 0)?);
     encode_into(buf, pv.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
     Some((buf.clone(), size))
 }

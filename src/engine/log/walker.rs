@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use bytes::Bytes;
 
 use super::actions::{ActionLine, AddFile, MetaData, Protocol, RemoveFile, file_key};
+use super::file_size::{ImplausibleSizes, logged_size};
 use super::partition_key::{PartitionSizes, encode_into};
 use super::state::{CommitOrigin, CommitSummary, RepeatedRemove, Tombstones, TxnState};
 use crate::engine::error::{EngineError, Result};
@@ -61,6 +62,8 @@ pub struct Walker {
     expect: Option<u64>,
     fully_read_from: Option<u64>,
     buf: String,
+    /// Adds whose size no file can have (counted clamped).
+    pub implausible: ImplausibleSizes,
 }
 
 impl Walker {
@@ -82,6 +85,7 @@ impl Walker {
             expect: Some(latest),
             fully_read_from: None,
             buf: String::new(),
+            implausible: ImplausibleSizes::default(),
         }
     }
 
@@ -138,7 +142,8 @@ impl Walker {
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_deref())),
         );
-        let size = add.size.max(0) as u64;
+        let size = logged_size(add.size);
+        self.implausible.note(&add.path, add.size);
         if !self.files.contains_key(key) {
             // The newest action on the key: it is live.
             self.partitions.push(&self.buf, size);
@@ -167,7 +172,7 @@ impl Walker {
             key.to_string(),
             Oldest::Remove {
                 part,
-                size: rm.size.filter(|s| *s >= 0).map(|s| s as u64),
+                size: rm.size.filter(|s| *s >= 0).map(logged_size),
             },
         );
     }
@@ -356,12 +361,14 @@ fn summarize(c: &FetchedCommit, actions: &[ActionLine]) -> CommitSummary {
     for a in actions {
         if let Some(add) = &a.add {
             s.files_added += 1;
-            s.bytes_added += add.size.max(0) as u64;
+            s.bytes_added = s.bytes_added.saturating_add(logged_size(add.size));
             s.data_change |= add.data_change.unwrap_or(true);
         }
         if let Some(rm) = &a.remove {
             s.files_removed += 1;
-            s.bytes_removed += rm.size.unwrap_or(0).max(0) as u64;
+            s.bytes_removed = s
+                .bytes_removed
+                .saturating_add(logged_size(rm.size.unwrap_or(0)));
             s.data_change |= rm.data_change.unwrap_or(true);
         }
         if let Some(ci) = &a.commit_info {

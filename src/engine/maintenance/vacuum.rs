@@ -318,6 +318,7 @@ async fn checked_candidates(
 
 /// Makes the plan: what a vacuum with `req` would delete now, and changes nothing.
 pub async fn plan_vacuum(loc: &Location, req: &VacuumRequest) -> Result<VacuumPlan> {
+    crate::engine::root_links::refuse_links_leaving(loc, "vacuum")?;
     let uri = loc.display();
     let table = open_delta(loc, &req.storage_options, "opening the table for VACUUM").await?;
     let version = table.version().unwrap_or_default();
@@ -408,6 +409,7 @@ pub async fn run_vacuum(
     cancel: &CancellationToken,
     on_event: &(dyn Fn(VacuumEvent) + Send + Sync),
 ) -> Result<VacuumOutcome> {
+    crate::engine::root_links::refuse_links_leaving(loc, "vacuum")?;
     let uri = loc.display();
     let nothing = |version_read| VacuumOutcome {
         table: uri.clone(),

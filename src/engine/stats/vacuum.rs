@@ -31,7 +31,7 @@ impl VacuumDebt {
         };
         for &(ts, size) in &t.entries {
             d.removed_files += 1;
-            let size = size.map(|s| s.max(0) as u64);
+            let size = size.map(crate::engine::log::file_size::logged_size);
             match size {
                 Some(s) => d.removed_bytes += s,
                 None => d.files_without_size += 1,

@@ -15,6 +15,7 @@ pub mod pickup;
 pub mod ray;
 pub mod ray_api;
 pub mod spec;
+pub mod trust;
 pub mod worker;
 
 use std::path::PathBuf;

@@ -24,6 +24,7 @@ use tokio::task::JoinSet;
 use super::package::{Entry, content_hash, package_name, zip};
 use super::ray_api::{JobInfo, RayClient, RayError};
 use super::spec::{BinReport, BinSpec, job_prefix, ledger_key, result_key};
+use super::trust::{check_result, deletable_output};
 use super::worker::read_json;
 use super::{BinResult, RayOptions, RunContext, Work};
 use crate::engine::compact::rewrite::{BinError, BinFailure};
@@ -56,6 +57,8 @@ struct Line {
 struct Pending {
     values: PartitionValues,
     files: u64,
+    /// What the bin was given: its result must answer it (`trust::check_result`).
+    spec: BinSpec,
 }
 
 pub(crate) fn spawn(
@@ -272,12 +275,14 @@ impl Batch {
         };
         let mut pending: BTreeMap<u64, Pending> = bins
             .into_iter()
-            .map(|(bin_id, (values, bin))| {
+            .zip(specs)
+            .map(|((bin_id, (values, bin)), spec)| {
                 (
                     bin_id,
                     Pending {
                         values,
                         files: bin.files.len() as u64,
+                        spec,
                     },
                 )
             })
@@ -384,6 +389,15 @@ impl Batch {
         let store = self.ctx.table.object_store();
         let key = result_key(&self.prefix(), bin_id);
         let r = match read_json::<BinReport>(&store, &self.ctx.uri, &key).await {
+            Ok(Some(report)) if check_result(&p.spec, &report).is_err() => {
+                let why = check_result(&p.spec, &report)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                let failure =
+                    BinFailure::Verify(format!("the bin's result does not answer its spec: {why}"));
+                Err(self.lost(bin_id, p.values.clone(), &p.spec, failure).await)
+            }
             Ok(Some(report)) => {
                 let m = report.metrics.clone();
                 let r = report.into_result();
@@ -406,21 +420,29 @@ impl Batch {
                 r
             }
             Ok(None) => Err(self
-                .lost(bin_id, p.values, BinFailure::Setup(why.into()))
+                .lost(bin_id, p.values.clone(), &p.spec, BinFailure::Setup(why.into()))
                 .await),
             Err(e) => Err(self
                 .lost(
                     bin_id,
-                    p.values,
+                    p.values.clone(),
+                    &p.spec,
                     BinFailure::Setup(format!("{why}; its result could not be read: {e}")),
                 )
                 .await),
         };
-        let _ = self.results.send(r).await;
+        let _ = self.results.send(only_outputs_of(&p.spec, r)).await;
     }
 
-    /// A bin without a result: the failure, with the outputs its ledger lists.
-    async fn lost(&self, bin_id: u64, values: PartitionValues, failure: BinFailure) -> BinError {
+    /// A bin without a result: the failure, with the outputs its ledger lists (those that can
+    /// be outputs of `spec`).
+    async fn lost(
+        &self,
+        bin_id: u64,
+        values: PartitionValues,
+        spec: &BinSpec,
+        failure: BinFailure,
+    ) -> BinError {
         let store = self.ctx.table.object_store();
         let key = ledger_key(&self.prefix(), bin_id);
         let outputs = read_json::<Vec<String>>(&store, &self.ctx.uri, &key)
@@ -431,7 +453,7 @@ impl Batch {
         BinError {
             partition: values,
             failure,
-            outputs,
+            outputs: only_outputs(spec, outputs),
         }
     }
 
@@ -467,16 +489,37 @@ impl Batch {
             let key = result_key(&self.prefix(), bin_id);
             let r = match read_json::<BinReport>(&store, &self.ctx.uri, &key).await {
                 // Finished before the stop: the coordinator deletes its outputs (cancelled).
-                Ok(Some(report)) => report.into_result().map_err(|mut e| {
-                    e.failure = BinFailure::Cancelled;
-                    e
-                }),
-                _ => Err(self.lost(bin_id, p.values, BinFailure::Cancelled).await),
+                Ok(Some(report)) if check_result(&p.spec, &report).is_ok() => {
+                    report.into_result().map_err(|mut e| {
+                        e.failure = BinFailure::Cancelled;
+                        e
+                    })
+                }
+                _ => Err(self
+                    .lost(bin_id, p.values.clone(), &p.spec, BinFailure::Cancelled)
+                    .await),
             };
-            let _ = self.results.send(r).await;
+            let _ = self.results.send(only_outputs_of(&p.spec, r)).await;
         }
         ended
     }
+}
+
+/// Of paths a worker's files name, those that can be outputs of `spec`'s bin (`trust`): the
+/// coordinator deletes a failed bin's outputs, never the log or a file of another partition.
+fn only_outputs(spec: &BinSpec, paths: Vec<String>) -> Vec<String> {
+    let columns: Vec<String> = spec.partition.iter().map(|(k, _)| k.clone()).collect();
+    paths
+        .into_iter()
+        .filter(|p| deletable_output(&columns, &spec.partition, p).is_ok())
+        .collect()
+}
+
+fn only_outputs_of(spec: &BinSpec, r: BinResult) -> BinResult {
+    r.map_err(|mut e| {
+        e.outputs = only_outputs(spec, std::mem::take(&mut e.outputs));
+        e
+    })
 }
 
 fn ended(id: &str, info: &JobInfo) -> String {

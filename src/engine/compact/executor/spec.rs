@@ -112,6 +112,12 @@ impl BinSpec {
     pub fn ledger_key(&self) -> Path {
         ledger_key(&self.output_prefix, self.bin_id)
     }
+
+    /// Where the worker keeps the spec it was given, before it writes any output: what
+    /// `pickup` checks a result against.
+    pub fn spec_key(&self) -> Path {
+        Path::from(format!("{}/bin-{}.spec.json", self.output_prefix, self.bin_id))
+    }
 }
 
 pub fn result_key(prefix: &str, bin_id: u64) -> Path {

@@ -122,6 +122,20 @@ pub async fn run_spec(
     {
         return Ok(r);
     }
+    // The spec beside its result, written before any output (kept from a first attempt, so
+    // every output is newer): pickup commits only results that answer it, and deletes only
+    // files that can be its outputs.
+    match read_json::<BinSpec>(&store, &uri, &spec.spec_key()).await? {
+        None => write_json(&store, &uri, &spec.spec_key(), spec).await?,
+        Some(stored) if stored == *spec => {}
+        Some(_) => {
+            return Err(EngineError::InvalidRequest(format!(
+                "{uri}: {} holds another spec for this bin; a worker never runs a bin twice \
+                 with different specs",
+                spec.spec_key()
+            )));
+        }
+    }
     // An earlier attempt of this bin was stopped midway: its outputs are never committed.
     if let Some(old) = read_json::<Vec<String>>(&store, &uri, &spec.ledger_key()).await? {
         ledger.keep(delete_outputs(&store, &old).await).await;

@@ -237,6 +237,37 @@ impl<'a> Stores<'a> {
     }
 }
 
+/// The table's folder as a URL ending in `/`: the folder opened, or the parent of the
+/// `metadata/` folder when a metadata file was opened.
+fn table_folder(loc: &Location) -> String {
+    let s = loc.url.as_str().trim_end_matches('/');
+    if is_metadata_file_url(&loc.url)
+        && let Some((meta_dir, _)) = s.rsplit_once('/')
+        && let Some((table, _)) = meta_dir.rsplit_once('/')
+    {
+        return format!("{table}/");
+    }
+    format!("{s}/")
+}
+
+/// Whether `target` (an absolute URI or local path, as metadata writes them) is inside the
+/// folder `root` (a URL ending in `/`), after resolving `.` and `..`.
+fn is_under(root: &str, target: &str) -> bool {
+    let parsed = if target.starts_with('/') {
+        Url::from_file_path(target).ok()
+    } else {
+        Url::parse(target).ok()
+    };
+    let (Some(t), Ok(r)) = (parsed, Url::parse(root)) else {
+        return false;
+    };
+    if t.path().split('/').any(|seg| seg == ".." || seg == "." || seg.eq_ignore_ascii_case("%2e%2e"))
+    {
+        return false;
+    }
+    t.scheme() == r.scheme() && t.authority() == r.authority() && t.path().starts_with(r.path())
+}
+
 /// `v12.metadata.json`, `v12.gz.metadata.json` (Hadoop tables) and `00012-<uuid>.metadata.json`
 /// (catalogs) are version 12.
 fn metadata_version(file_name: &str) -> Option<u64> {
@@ -505,6 +536,19 @@ pub async fn load_iceberg(
                 detail: "the current snapshot lists its manifests inline (an early Iceberg v1 writer); lakehealth reads manifest lists only".into(),
             });
         };
+        let root = table_folder(loc);
+        let inside = |what: &str, target: &str| -> Result<()> {
+            if opts.trust_metadata_paths || is_under(&root, target) {
+                return Ok(());
+            }
+            Err(EngineError::Unsupported {
+                uri: uri.clone(),
+                detail: format!(
+                    "the metadata points the {what} at {target}, outside the table's folder {root}; lakehealth reads only under the table (metadata can point anywhere). If the table was copied or moved and you trust its metadata, pass --trust-metadata-paths"
+                ),
+            })
+        };
+        inside("manifest list", &list_uri)?;
         let (list_bytes, n) = stores.read(&uri, "manifest list", &list_uri).await?;
         manifest_bytes += n;
         let list = read_manifest_list(&list_bytes)
@@ -514,6 +558,7 @@ pub async fn load_iceberg(
         // Resolve every store first: reads then run concurrently, in manifest order.
         let mut reads = Vec::with_capacity(total);
         for m in &list {
+            inside("manifest", &m.path)?;
             reads.push((m.clone(), stores.resolve(&m.path)?));
         }
         // Futures built eagerly: a closure kept inside the stream makes the spawned load
@@ -665,6 +710,29 @@ pub async fn load_iceberg(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_paths_inside_the_table_folder_are_read() {
+        let root = "s3://lake/wh/t/";
+        assert!(is_under(root, "s3://lake/wh/t/metadata/snap-1.avro"));
+        assert!(!is_under(root, "s3://lake/wh/t2/metadata/snap-1.avro"));
+        assert!(!is_under(root, "s3://other/wh/t/metadata/snap-1.avro"));
+        assert!(!is_under(root, "s3://lake/wh/t/../u/x.avro"));
+        assert!(!is_under(root, "file:///etc/passwd"));
+        let local = "file:///data/t/";
+        assert!(is_under(local, "/data/t/metadata/m.avro"));
+        assert!(!is_under(local, "/etc/passwd"));
+        assert!(!is_under(local, "/data/t/../../etc/passwd"));
+        assert!(!is_under(local, "not a uri"));
+    }
+
+    #[test]
+    fn the_table_folder_of_a_metadata_file_is_above_its_metadata_folder() {
+        let l = Location::parse("s3://lake/wh/t/metadata/v3.metadata.json").unwrap();
+        assert_eq!(table_folder(&l), "s3://lake/wh/t/");
+        let l = Location::parse("s3://lake/wh/t").unwrap();
+        assert_eq!(table_folder(&l), "s3://lake/wh/t/");
+    }
 
     #[test]
     fn metadata_versions_of_catalog_and_hadoop_names() {

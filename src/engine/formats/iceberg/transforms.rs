@@ -91,6 +91,9 @@ fn as_i64(v: &Value) -> Option<i64> {
     }
 }
 
+/// The most digits an Iceberg decimal has (`decimal(P,S)`: P <= 38).
+const MAX_DECIMAL_DIGITS: u32 = 38;
+
 /// A decimal's unscaled big-endian two's-complement bytes as text with `scale` digits.
 fn decimal_text(bytes: &[u8], scale: u32) -> String {
     if bytes.len() > 16 {
@@ -103,9 +106,15 @@ fn decimal_text(bytes: &[u8], scale: u32) -> String {
     if scale == 0 {
         return n.to_string();
     }
+    // Iceberg's decimals hold at most 38 digits; a larger scale is a corrupt or hostile schema
+    // (and a format width above 65535 would panic): show the raw bytes.
+    if scale > MAX_DECIMAL_DIGITS {
+        return hex(bytes);
+    }
     let digits = n.unsigned_abs().to_string();
     let scale = scale as usize;
-    let padded = format!("{digits:0>width$}", width = scale + 1);
+    let zeros = (scale + 1).saturating_sub(digits.len());
+    let padded = format!("{}{digits}", "0".repeat(zeros));
     let (int, frac) = padded.split_at(padded.len() - scale);
     format!("{}{int}.{frac}", if n < 0 { "-" } else { "" })
 }
@@ -264,5 +273,21 @@ mod tests {
             Some("-1.23")
         );
         assert_eq!(display(&Value::Int(3), &Transform::Void, "int"), None);
+    }
+
+    #[test]
+    fn a_decimal_with_an_absurd_scale_shows_its_bytes_instead_of_panicking() {
+        let v = Value::Bytes(vec![0x01, 0x02]);
+        for t in ["decimal(9,70000)", "decimal(9,4294967295)", "decimal(9,39)"] {
+            assert_eq!(
+                display(&v, &Transform::Identity, t).as_deref(),
+                Some("0102"),
+                "{t}"
+            );
+        }
+        assert_eq!(
+            display(&v, &Transform::Identity, "decimal(38,38)").as_deref(),
+            Some("0.00000000000000000000000000000000000258")
+        );
     }
 }

@@ -1,0 +1,106 @@
+//! Reading untrusted input must not end the process: a table whose metadata trips a bug (ours
+//! or a dependency's) becomes one error, and the other tables of a root are still reported.
+//!
+//! `guarded` runs a future and turns a panic inside it into `Err(message)`. While such a future
+//! is being polled, the panic hook installed by `install_hook` only logs the panic: it does not
+//! print it over the TUI or restore the terminal (ratatui's hook would), because the program
+//! goes on. Any other panic reaches the previous hook unchanged.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::FutureExt;
+
+thread_local! {
+    /// How many guarded futures this thread is polling right now.
+    static GUARDED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether a panic on this thread now would be caught by `guarded`.
+pub fn is_guarded() -> bool {
+    GUARDED.with(|g| g.get() > 0)
+}
+
+/// Marks the thread as guarded while alive (also while unwinding).
+struct Mark;
+
+impl Mark {
+    fn enter() -> Self {
+        GUARDED.with(|g| g.set(g.get() + 1));
+        Mark
+    }
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        GUARDED.with(|g| g.set(g.get().saturating_sub(1)));
+    }
+}
+
+struct Guarded<'a, T> {
+    inner: Pin<Box<dyn Future<Output = T> + Send + 'a>>,
+}
+
+impl<T> Future for Guarded<'_, T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let _mark = Mark::enter();
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// The text of a panic's payload.
+fn message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Runs `fut`; a panic inside it is `Err(its message)`.
+pub async fn guarded<'a, T>(fut: impl Future<Output = T> + Send + 'a) -> Result<T, String> {
+    AssertUnwindSafe(Guarded {
+        inner: Box::pin(fut),
+    })
+    .catch_unwind()
+    .await
+    .map_err(message)
+}
+
+/// Wraps the current panic hook: panics inside `guarded` are logged, not printed.
+pub fn install_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if is_guarded() {
+            tracing::error!("caught while reading untrusted input: {info}");
+        } else {
+            previous(info);
+        }
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_inside_becomes_an_error_and_the_guard_is_released() {
+        let r: Result<u8, String> = guarded(async {
+            tokio::task::yield_now().await;
+            if is_guarded() {
+                panic!("a bug met while reading a table");
+            }
+            0u8
+        })
+        .await;
+        let e = r.unwrap_err();
+        assert!(!e.is_empty());
+        assert!(!is_guarded());
+        assert_eq!(guarded(async { 7 }).await, Ok(7));
+    }
+}

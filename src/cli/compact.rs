@@ -223,6 +223,7 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
         min_file_size: a.min_file_size.map(|m| m.0),
         parallelism: a.parallelism.unwrap_or(1),
         max_bin_bytes: None,
+        strategy: Default::default(),
         storage_options: s.open.storage_options.clone(),
     };
     let mut job = prepare(

@@ -134,6 +134,15 @@ fn log_text(t: &TableReport, o: &mut String) {
         l.window_commits,
         ops.join(", ")
     );
+    if let Some(wa) = l.rewrite.write_amplification {
+        let _ = writeln!(
+            o,
+            "rewrites (last {} commits): compaction wrote {} for {} the writers wrote ({wa:.2}x)",
+            l.window_commits,
+            format_bytes(l.rewrite.compaction_bytes),
+            format_bytes(l.rewrite.writer_bytes),
+        );
+    }
     let _ = writeln!(
         o,
         "vacuum debt: {} removed files, {} ({} past the {}h retention)",

@@ -34,6 +34,7 @@ fn request() -> CompactRequest {
         min_file_size: Some(64 * KIB),
         parallelism: 1,
         max_bin_bytes: Some(160 * KIB),
+        strategy: Default::default(),
         storage_options: HashMap::new(),
     }
 }

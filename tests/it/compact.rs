@@ -60,6 +60,7 @@ fn request(max_bin: u64) -> CompactRequest {
         min_file_size: Some(64 * KIB),
         parallelism: 1,
         max_bin_bytes: Some(max_bin),
+        strategy: Default::default(),
         storage_options: HashMap::new(),
     }
 }
@@ -353,6 +354,7 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
         min_file_size: Some(target),
         parallelism: 2,
         max_bin_bytes: None,
+        strategy: Default::default(),
         storage_options: HashMap::new(),
     };
     let job = prepare(&l, &req, thresholds, 1.0).await.unwrap();

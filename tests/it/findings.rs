@@ -250,6 +250,7 @@ async fn compact_demo(l: &lakehealth::engine::location::Location) {
         min_file_size: Some(MIB),
         parallelism: 2,
         max_bin_bytes: Some(128 * KIB),
+        strategy: Default::default(),
         storage_options: HashMap::new(),
     };
     let job = prepare(l, &req, small(), 1.0).await.expect("plan");

@@ -204,14 +204,15 @@ fn metrics_equal_the_tables_report_and_the_history_and_healthz_says_alive() {
             .unwrap()
     );
     assert!(get("lakehealth_table_compacted_bytes_total") > 0.0);
-    // The table's two seeding appends were seconds ago: the job yielded to them.
+    // The table's two seeding appends: the result says what the janitor made of them (a
+    // load that stopped by the time the job starts, or still within its rhythm; which one
+    // depends on the clock, `throttle`'s unit tests pin the rule) and what that chose.
+    let throttle = results[0]["throttle"].as_str().unwrap();
     assert!(
-        results[0]["throttle"]
-            .as_str()
-            .unwrap()
-            .starts_with("writer active: 2 data commit(s) in the last 60 s"),
-        "{}",
-        results[0]["throttle"]
+        (throttle.starts_with("writer active: ") && throttle.contains("1 bin at a time"))
+            || (throttle.starts_with("no active writer: the last data commit was ")
+                && throttle.contains("every core")),
+        "{throttle}"
     );
     let last = get("lakehealth_table_last_decision_timestamp_seconds");
     let now = std::time::SystemTime::now()

@@ -32,6 +32,7 @@ fn request(max_bin: u64) -> CompactRequest {
         min_file_size: Some(64 * KIB),
         parallelism: 2,
         max_bin_bytes: Some(max_bin),
+        strategy: Default::default(),
         storage_options: HashMap::new(),
     }
 }

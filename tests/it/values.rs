@@ -70,6 +70,7 @@ pub async fn compact_all(path: &Path) -> JobSummary {
         min_file_size: Some(256 * KIB),
         parallelism: 2,
         max_bin_bytes: None,
+        strategy: Default::default(),
         storage_options: HashMap::new(),
     };
     let job = prepare(&loc(path), &req, small_thresholds(), 1.0)

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::{FailureKind, JobEvent, JobSummary};
 use super::execute::{ExecOptions, execute};
 use super::locks::{PartitionLocks, key};
-use super::plan::{CompactionPlan, PlanOptions, Selection, plan};
+use super::plan::{CompactionPlan, PlanOptions, Selection, Strategy, plan};
 use super::rewrite::RewriteOptions;
 use super::table::{CompactionTable, open_for_compaction};
 use crate::engine::error::{EngineError, Result};
@@ -31,6 +31,8 @@ pub struct CompactRequest {
     pub parallelism: usize,
     /// Input bytes per bin (one commit each); None: 8 x target, at least 512 MiB.
     pub max_bin_bytes: Option<u64>,
+    /// Which small files are merged: all of them (`compact`), or due tiers (the janitor).
+    pub strategy: Strategy,
     pub storage_options: HashMap<String, String>,
 }
 
@@ -43,6 +45,7 @@ impl std::fmt::Debug for CompactRequest {
             .field("min_file_size", &self.min_file_size)
             .field("parallelism", &self.parallelism)
             .field("max_bin_bytes", &self.max_bin_bytes)
+            .field("strategy", &self.strategy)
             .field(
                 "storage_options",
                 &crate::engine::secrets::redacted_options(&self.storage_options),
@@ -63,6 +66,7 @@ impl CompactRequest {
             min_file_size: None,
             parallelism: 1,
             max_bin_bytes: None,
+            strategy: Strategy::BinPack,
             storage_options,
         }
     }
@@ -183,6 +187,7 @@ pub fn prepare_table(
         max_bin_bytes: req
             .max_bin_bytes
             .unwrap_or((8 * target).max(512 * 1024 * 1024)),
+        strategy: req.strategy,
     };
     let t = Thresholds {
         target_file_size: target,

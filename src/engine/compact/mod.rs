@@ -22,3 +22,4 @@ pub mod rewrite;
 pub mod selection;
 pub mod spacing;
 pub mod table;
+pub mod tiers;

@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use super::selection::Predicate;
+use super::tiers::due_groups;
 use crate::engine::stats::file_sizes::{SizeStats, Thresholds};
 use crate::engine::stats::histogram::Histogram;
 use crate::engine::stats::table_report::PartitionValues;
@@ -23,6 +24,9 @@ pub struct FileRef {
     pub size: u64,
     #[serde(skip)]
     pub has_deletion_vector: bool,
+    /// Its tier (`tiers`): 0 for a writer's file, t + 1 for lakehealth's output of tier-t files.
+    #[serde(skip)]
+    pub tier: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -178,6 +182,20 @@ pub struct PlanOptions {
     pub compression_ratio: f64,
     /// Input bytes per bin at most (each bin is committed on its own).
     pub max_bin_bytes: u64,
+    /// Which small files are merged now.
+    pub strategy: Strategy,
+}
+
+/// Which of a partition's small files a plan merges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Strategy {
+    /// Every small file, as Delta's OPTIMIZE does (`lakehealth compact`).
+    #[default]
+    BinPack,
+    /// Only tiers that are due (`tiers`): a byte is rewritten a bounded number of times (the
+    /// janitor's default).
+    Tiered { fanout: u32 },
 }
 
 /// Predicted output file sizes of `input` bytes: equal shares, each at least the target
@@ -270,7 +288,15 @@ pub fn plan(
             .iter()
             .cloned()
             .partition(|f| f.size < o.min_file_size && !f.has_deletion_vector);
-        let bins = pack(candidates, o);
+        let bins: Vec<Bin> = match o.strategy {
+            Strategy::BinPack => pack(candidates, o),
+            Strategy::Tiered { fanout } => {
+                due_groups(candidates, fanout, o.target_file_size)
+                    .into_iter()
+                    .flat_map(|group| pack(group, o))
+                    .collect()
+            }
+        };
         if bins.is_empty() {
             continue;
         }
@@ -343,6 +369,7 @@ mod tests {
             min_file_size: 128 * MIB,
             compression_ratio: 1.0,
             max_bin_bytes: 1024 * MIB,
+            strategy: Strategy::BinPack,
         }
     }
 
@@ -355,6 +382,7 @@ mod tests {
                 store_path: format!("{prefix}/f{i:05}"),
                 size,
                 has_deletion_vector: false,
+                tier: 0,
             })
             .collect()
     }

@@ -30,6 +30,7 @@ use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::events::{Failure, FailureKind};
 use super::fingerprint::{ContentHasher, Fingerprint};
 use super::pace::Pacer;
+use super::tiers::{TIER_TAG, output_tier};
 use super::plan::{Bin, FileRef};
 use super::read_ahead::ReadAhead;
 use crate::engine::parquet_reader::StoreReader;
@@ -500,8 +501,13 @@ pub async fn rewrite_bin(
     if let Err(e) = w.flush().await {
         return Err(fail(e, w.outputs()));
     }
+    // Outputs carry their tier, so the janitor's next plans merge them only with their peers.
+    let tier = output_tier(&bin.files).to_string();
     for a in &mut w.adds {
         a.data_change = false;
+        a.tags
+            .get_or_insert_with(HashMap::new)
+            .insert(TIER_TAG.to_string(), Some(tier.clone()));
     }
     let started = Instant::now();
     let fingerprint = match w.prove(&store, &file_schema).await {

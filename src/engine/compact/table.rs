@@ -11,6 +11,7 @@ use deltalake::table::builder::DeltaTableBuilder;
 use object_store::ObjectStore;
 
 use super::counting_store::{ByteCounters, CountingStore};
+use super::tiers::tier_of;
 use super::plan::FileRef;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
@@ -157,11 +158,15 @@ pub fn partition_files(
                 })
                 .collect(),
         );
+        // The tags are only reachable through the whole add action in delta-rs 1.1.
+        #[allow(deprecated)]
+        let tier = tier_of(f.add_action().tags.as_ref());
         groups.entry(values).or_default().push(FileRef {
             path: f.path().to_string(),
             store_path: f.object_store_path().to_string(),
-            size: f.size().max(0) as u64,
+            size: crate::engine::log::file_size::logged_size(f.size()),
             has_deletion_vector: f.deletion_vector_descriptor().is_some(),
+            tier,
         });
     }
     let mut out: Vec<(PartitionValues, Vec<FileRef>)> = groups.into_iter().collect();

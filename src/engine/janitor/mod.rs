@@ -534,6 +534,7 @@ impl Janitor {
                         min_file_size: Some(self.policy.min_file_size),
                         parallelism: 1,
                         max_bin_bytes: None,
+                        strategy: self.policy.strategy,
                         storage_options: self.open.storage_options.clone(),
                     },
                     thresholds: self.thresholds(),

@@ -11,6 +11,8 @@ use toml::Spanned;
 
 use super::maintenance::MaintenancePolicy;
 use crate::engine::compact::executor::{Executor, RayOptions};
+use crate::engine::compact::plan::Strategy;
+use crate::engine::compact::tiers::DEFAULT_FANOUT;
 use crate::engine::size::{ByteSize, MIB, format_bytes};
 use crate::engine::stats::file_sizes::Thresholds;
 
@@ -129,6 +131,9 @@ pub struct Policy {
     pub executor: Executor,
     /// How a table's compaction commits are spaced while a writer is active.
     pub commit_spacing: CommitSpacing,
+    /// Which small files a job merges (`compact::tiers`): due tiers of `fanout` files, so a
+    /// streamed byte is rewritten about log_fanout(files) times; or every small file.
+    pub strategy: Strategy,
 }
 
 /// Spacing of a table's compaction commits while a writer is active (`compact::spacing`):
@@ -187,6 +192,7 @@ struct PolicyFile {
     vacuum_retention: Option<Duration>,
     executor: Option<Spanned<String>>,
     commit_spacing: Option<Spanned<String>>,
+    tier_fanout: Option<Spanned<u64>>,
     ray_address: Option<Spanned<String>>,
     worker_binary: Option<String>,
 }
@@ -369,9 +375,26 @@ impl Policy {
                 CommitSpacing::parse(s.get_ref()).map_err(|m| at(s.span(), "commit_spacing", &m))?
             }
         };
+        let strategy = match &f.tier_fanout {
+            None => Strategy::Tiered {
+                fanout: DEFAULT_FANOUT,
+            },
+            Some(n) if *n.get_ref() == 0 => Strategy::BinPack,
+            Some(n) if *n.get_ref() < 2 || *n.get_ref() > 1024 => {
+                return Err(at(
+                    n.span(),
+                    "tier_fanout",
+                    "must be 0 (merge every small file each time) or from 2 to 1024",
+                ));
+            }
+            Some(n) => Strategy::Tiered {
+                fanout: *n.get_ref() as u32,
+            },
+        };
         Ok(Policy {
             executor,
             commit_spacing,
+            strategy,
             source: source.to_string(),
             preset,
             min_small_files,
@@ -443,6 +466,12 @@ impl Policy {
                 .unwrap_or_else(|| "the table's delta.targetFileSize, else the config's".into()),
             format_bytes(self.min_file_size)
         ));
+        match self.strategy {
+            Strategy::Tiered { fanout } => {
+                s.push_str(&format!("; merges tiers of {fanout} files (each byte rewritten about log{fanout}(files) times)"))
+            }
+            Strategy::BinPack => s.push_str("; merges every small file each time"),
+        }
         if let Some(p) = &self.partitions {
             s.push_str(&format!("; partitions {}", p.text));
         }
@@ -491,6 +520,10 @@ impl Policy {
             "vacuum_every_s": secs(self.maintenance.vacuum_every),
             "vacuum_retention_s": secs(self.maintenance.vacuum_retention),
             "executor": self.executor.name(),
+            "tier_fanout": match self.strategy {
+                Strategy::Tiered { fanout } => fanout,
+                Strategy::BinPack => 0,
+            },
         })
     }
 }

@@ -50,6 +50,38 @@ pub struct Writers {
     /// over at least `STEADY_SPAN_MS` that have not stopped (the last one no older than three
     /// of its intervals). A burst that ended (a backfill, a batch load) is not.
     pub steady: bool,
+    /// The writer's rhythm: the median interval between its recent data commits (None with
+    /// fewer than two).
+    pub rhythm_ms: Option<i64>,
+    /// Still writing: its last data commit is no older than `STOPPED_AFTER_RHYTHMS` of its
+    /// intervals (at least `MIN_STOP_MS`), or a streaming query's batch is that recent. A load
+    /// that has stopped is not a writer, however recent it was.
+    pub still_writing: bool,
+    /// Milliseconds since the last data commit, when there was one.
+    pub idle_ms: Option<i64>,
+}
+
+/// A writer has stopped once this many of its intervals passed without a commit.
+pub const STOPPED_AFTER_RHYTHMS: i64 = 5;
+
+/// ... and at least this long (jitter of a fast writer).
+pub const MIN_STOP_MS: i64 = 1_000;
+
+/// The median of the intervals between `times` (any order); None with fewer than two.
+fn median_interval(times: &[i64]) -> Option<i64> {
+    let mut t = times.to_vec();
+    t.sort_unstable();
+    let mut gaps: Vec<i64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    if gaps.is_empty() {
+        return None;
+    }
+    gaps.sort_unstable();
+    Some(gaps[gaps.len() / 2])
+}
+
+/// Whether a writer with `rhythm_ms` whose last commit was `idle_ms` ago is still writing.
+fn still_going(rhythm_ms: i64, idle_ms: i64) -> bool {
+    idle_ms <= (STOPPED_AFTER_RHYTHMS * rhythm_ms).max(MIN_STOP_MS)
 }
 
 /// How long data commits must have kept coming to count as a steady writer (without a `txn`).
@@ -57,7 +89,36 @@ pub const STEADY_SPAN_MS: i64 = 5_000;
 
 impl Writers {
     pub fn active(&self) -> bool {
-        self.commits > 0 || !self.app_ids.is_empty()
+        self.still_writing
+    }
+
+    /// For humans: which writer was seen and why it counts as writing or stopped.
+    pub fn describe(&self) -> String {
+        let who = if self.app_ids.is_empty() {
+            String::new()
+        } else {
+            format!(" (streaming queries: {})", self.app_ids.join(", "))
+        };
+        let secs = |ms: i64| format!("{:.1} s", ms as f64 / 1000.0);
+        match (self.rhythm_ms, self.idle_ms) {
+            (Some(r), Some(idle)) if self.still_writing => format!(
+                "writer active: {:.1} data commit(s)/s, one every {}, the last {} ago{who}",
+                self.commits_per_second(),
+                secs(r),
+                secs(idle)
+            ),
+            (Some(r), Some(idle)) => format!(
+                "no active writer: the last data commit was {} ago, more than {STOPPED_AFTER_RHYTHMS} of its {} intervals (a load that stopped)",
+                secs(idle),
+                secs(r)
+            ),
+            (None, Some(idle)) if !self.still_writing => format!(
+                "no active writer: one data commit, {} ago (no rhythm to keep)",
+                secs(idle)
+            ),
+            _ if self.still_writing => format!("writer active{who}"),
+            _ => "no writer in the recent log".into(),
+        }
     }
 
     pub fn commits_per_minute(&self) -> f64 {
@@ -106,21 +167,43 @@ pub fn measure(
         .filter(|c| c.data_change && c.operation != "OPTIMIZE")
         .filter_map(|c| c.timestamp_ms)
         .collect();
-    let mut app_ids: Vec<String> = streaming
-        .iter()
-        .filter(|w| w.last_updated_ms.is_some_and(|t| t >= since))
-        .map(|w| w.app_id.clone())
-        .collect();
-    app_ids.sort();
     let in_window = || writes.iter().copied().filter(|t| *t >= since);
     let mut w = Writers {
         commits: in_window().count() as u64,
         window_ms,
-        app_ids,
+        app_ids: Vec::new(),
         last_write_ms: writes.iter().copied().max(),
         first_in_window_ms: in_window().min(),
         steady: false,
+        rhythm_ms: None,
+        still_writing: false,
+        idle_ms: None,
     };
+    // The rhythm from the most recent data commits (the history may reach past the window).
+    let mut recent = writes.clone();
+    recent.sort_unstable();
+    let tail = &recent[recent.len().saturating_sub(RHYTHM_COMMITS)..];
+    w.rhythm_ms = median_interval(tail);
+    w.idle_ms = w.last_write_ms.map(|t| (now_ms - t).max(0));
+    let commits_going = matches!((w.rhythm_ms, w.idle_ms), (Some(r), Some(i)) if still_going(r, i));
+    // A streaming query's batches: by its own rate when the history holds it, else by the
+    // window (a busy table's history may hold none of its commits).
+    w.app_ids = streaming
+        .iter()
+        .filter(|s| {
+            let Some(last) = s.last_updated_ms else {
+                return false;
+            };
+            let idle = (now_ms - last).max(0);
+            match s.batches_per_minute.filter(|b| *b > 0.0) {
+                Some(bpm) => still_going((60_000.0 / bpm) as i64, idle),
+                None => last >= since,
+            }
+        })
+        .map(|s| s.app_id.clone())
+        .collect();
+    w.app_ids.sort();
+    w.still_writing = commits_going || !w.app_ids.is_empty();
     w.steady = !w.app_ids.is_empty() || {
         let span = w.last_write_ms.unwrap_or(0) - w.first_in_window_ms.unwrap_or(0);
         let gap = now_ms - w.last_write_ms.unwrap_or(i64::MIN / 2);
@@ -129,6 +212,9 @@ pub fn measure(
     };
     w
 }
+
+/// How many of the latest data commits set the rhythm.
+const RHYTHM_COMMITS: usize = 20;
 
 /// What a job may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -156,14 +242,8 @@ pub struct Throttle {
 /// is active, every core when none is.
 pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
     let cores = cores.max(1);
-    let secs = w.window_ms / 1000;
     if w.active() {
         let spacing = w.commit_spacing_ms();
-        let who = if w.app_ids.is_empty() {
-            String::new()
-        } else {
-            format!(" (streaming queries: {})", w.app_ids.join(", "))
-        };
         Throttle {
             budget: Budget {
                 parallelism: 1,
@@ -172,10 +252,8 @@ pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
                 commit_spacing_ms: spacing,
             },
             reason: format!(
-                "writer active: {} data commit(s) in the last {secs} s ({:.1}/s){who}; \
-                 1 bin at a time at the lowest CPU priority, reading at most {}/s{}",
-                w.commits,
-                w.commits_per_second(),
+                "{}; 1 bin at a time at the lowest CPU priority, reading at most {}/s{}",
+                w.describe(),
                 format_bytes(active_rate),
                 spacing_text(spacing)
             ),
@@ -189,7 +267,8 @@ pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
                 commit_spacing_ms: None,
             },
             reason: format!(
-                "no writer in the last {secs} s: {cores} bin(s) at a time (every core), unthrottled"
+                "{}: {cores} bin(s) at a time (every core), unthrottled",
+                w.describe()
             ),
         }
     }
@@ -254,10 +333,14 @@ mod tests {
     const NOW: i64 = 10_000_000;
 
     #[test]
-    fn a_recent_append_makes_the_job_one_bin_at_a_bounded_rate() {
-        let w = measure(&[commit(NOW - 5_000, "WRITE", true)], &[], NOW, WINDOW_MS);
+    fn a_writer_still_committing_makes_the_job_one_bin_at_a_bounded_rate() {
+        let commits = [
+            commit(NOW - 3_000, "WRITE", true),
+            commit(NOW - 1_000, "WRITE", true),
+        ];
+        let w = measure(&commits, &[], NOW, WINDOW_MS);
         assert!(w.active());
-        assert_eq!(w.commits, 1);
+        assert_eq!((w.commits, w.rhythm_ms, w.idle_ms), (2, Some(2_000), Some(1_000)));
         let t = choose(&w, 8, ACTIVE_READ_RATE);
         assert_eq!(
             t.budget,
@@ -269,10 +352,42 @@ mod tests {
             }
         );
         assert!(
-            t.reason.starts_with("writer active: 1 data commit"),
+            t.reason
+                .starts_with("writer active: 1.0 data commit(s)/s, one every 2.0 s, the last 1.0 s ago"),
             "{}",
             t.reason
         );
+    }
+
+    #[test]
+    fn a_batch_load_that_stopped_is_not_a_writer_however_recent() {
+        // 100 commits 100 ms apart, the last 3 s ago: 30 of its intervals without a commit.
+        let load: Vec<_> = (0..100)
+            .map(|i| commit(NOW - 3_000 - i * 100, "WRITE", true))
+            .collect();
+        let w = measure(&load, &[], NOW, WINDOW_MS);
+        assert_eq!(w.commits, 100, "all in the window");
+        assert!(!w.active(), "{w:?}");
+        let t = choose(&w, 2, ACTIVE_READ_RATE);
+        assert_eq!(t.budget.parallelism, 2);
+        assert!(
+            t.reason.starts_with("no active writer: the last data commit was 3.0 s ago"),
+            "{}",
+            t.reason
+        );
+        // The same writer 400 ms after its last commit is still writing.
+        let w = measure(&load, &[], NOW - 2_600, WINDOW_MS);
+        assert!(w.active(), "{w:?}");
+        // A single append has no rhythm: not a writer.
+        let one = measure(&[commit(NOW - 500, "WRITE", true)], &[], NOW, WINDOW_MS);
+        assert!(!one.active());
+        // A streaming query known to commit every 10 s is writing 30 s after its last batch
+        // only if that is within 5 of its intervals.
+        let mut q = stream("q", NOW - 30_000);
+        q.batches_per_minute = Some(6.0);
+        assert!(measure(&[], &[q.clone()], NOW, WINDOW_MS).active());
+        q.last_updated_ms = Some(NOW - 55_000);
+        assert!(!measure(&[], &[q], NOW, WINDOW_MS).active());
     }
 
     #[test]

@@ -27,6 +27,38 @@ pub struct LogHealth {
     pub min_reader_version: Option<i32>,
     pub min_writer_version: Option<i32>,
     pub features: Vec<String>,
+    /// Over the summarised window: bytes compactions wrote (commits without a data change)
+    /// per byte the writers wrote (`write_amplification`).
+    pub rewrite: Rewrite,
+}
+
+/// Bytes written by compaction beside bytes written by the table's writers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Rewrite {
+    pub compaction_bytes: u64,
+    pub writer_bytes: u64,
+    /// `compaction_bytes / writer_bytes`; None when the writers wrote nothing in the window.
+    pub write_amplification: Option<f64>,
+}
+
+impl Rewrite {
+    /// From commit summaries: a commit that changes no data (OPTIMIZE, ZORDER, a janitor's)
+    /// rewrites; any other adds ingested bytes.
+    pub fn of(commits: &[crate::engine::log::state::CommitSummary]) -> Self {
+        let (mut compaction, mut writers) = (0u64, 0u64);
+        for c in commits {
+            if c.data_change {
+                writers = writers.saturating_add(c.bytes_added);
+            } else {
+                compaction = compaction.saturating_add(c.bytes_added);
+            }
+        }
+        Self {
+            compaction_bytes: compaction,
+            writer_bytes: writers,
+            write_amplification: (writers > 0).then(|| compaction as f64 / writers as f64),
+        }
+    }
 }
 
 /// Commits per minute between the oldest and newest timestamps of `timestamps`.
@@ -83,6 +115,7 @@ impl LogHealth {
             min_reader_version: s.protocol.as_ref().map(|p| p.min_reader_version),
             min_writer_version: s.protocol.as_ref().map(|p| p.min_writer_version),
             features,
+            rewrite: Rewrite::of(&s.commits),
         }
     }
 }
@@ -90,6 +123,27 @@ impl LogHealth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_amplification_is_compaction_bytes_per_ingested_byte() {
+        let c = |data_change, bytes_added| crate::engine::log::state::CommitSummary {
+            version: 0,
+            timestamp_ms: None,
+            operation: if data_change { "WRITE" } else { "OPTIMIZE" }.into(),
+            files_added: 1,
+            files_removed: 0,
+            bytes_added,
+            bytes_removed: 0,
+            data_change,
+            query_id: None,
+            epoch_id: None,
+            engine: None,
+        };
+        let r = Rewrite::of(&[c(true, 100), c(true, 100), c(false, 300)]);
+        assert_eq!((r.compaction_bytes, r.writer_bytes), (300, 200));
+        assert_eq!(r.write_amplification, Some(1.5));
+        assert_eq!(Rewrite::of(&[c(false, 5)]).write_amplification, None);
+    }
 
     #[test]
     fn rate_counts_intervals() {

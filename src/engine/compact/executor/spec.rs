@@ -29,6 +29,9 @@ pub struct SpecFile {
     /// The object-store path relative to the table root.
     pub store_path: String,
     pub size: u64,
+    /// Its tier (`tiers`); absent in a spec of an older version.
+    #[serde(default)]
+    pub tier: u32,
 }
 
 /// One bin for a worker.
@@ -75,6 +78,7 @@ impl BinSpec {
                     path: f.path.clone(),
                     store_path: f.store_path.clone(),
                     size: f.size,
+                    tier: f.tier,
                 })
                 .collect(),
             target_file_size: rewrite.target_file_size,
@@ -98,6 +102,7 @@ impl BinSpec {
                     store_path: f.store_path.clone(),
                     size: f.size,
                     has_deletion_vector: false,
+                    tier: f.tier,
                 })
                 .collect(),
             bytes: self.files.iter().map(|f| f.size).sum(),
@@ -251,6 +256,7 @@ mod tests {
                 store_path: "d=1/k=__HIVE_DEFAULT_PARTITION__/a b.parquet".into(),
                 size: 10,
                 has_deletion_vector: false,
+                tier: 0,
             }],
             bytes: 10,
             predicted_outputs: 1,

@@ -231,6 +231,7 @@ mod tests {
                     path: format!("d=2026-11-01/{n}.parquet"),
                     store_path: format!("d=2026-11-01/{n}.parquet"),
                     size: 10,
+                    tier: 0,
                 })
                 .collect(),
             target_file_size: 1 << 20,

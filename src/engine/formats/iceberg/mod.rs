@@ -656,6 +656,7 @@ pub async fn load_iceberg(
         min_reader_version: None,
         min_writer_version: None,
         features: Vec::new(),
+        rewrite: crate::engine::stats::log_health::Rewrite::of(&commits),
     };
     let name = if is_metadata_file_url(&loc.url) {
         meta.location

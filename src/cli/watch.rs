@@ -63,6 +63,12 @@ fn human(line: &Line, once: bool) -> Option<(bool, String)> {
              {failed_jobs} failed; {}",
             human_ms(*duration_ms as i64)
         )),
+        Line::Activity {
+            table,
+            partition,
+            message,
+            ..
+        } => err(format!("{table} {}: {message}", partition.label())),
         Line::Stopped { reason, .. } => err(format!("stopped: {reason}")),
         Line::Warning { message, .. } => err(format!("warning: {message}")),
         Line::Schedule {

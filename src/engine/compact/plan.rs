@@ -194,8 +194,9 @@ pub enum Strategy {
     #[default]
     BinPack,
     /// Only tiers that are due (`tiers`): a byte is rewritten a bounded number of times (the
-    /// janitor's default).
-    Tiered { fanout: u32 },
+    /// janitor's default); lower tiers merge early so that fewer than `keep_below` small files
+    /// stay (the policy's threshold).
+    Tiered { fanout: u32, keep_below: u64 },
 }
 
 /// Predicted output file sizes of `input` bytes: equal shares, each at least the target
@@ -290,8 +291,8 @@ pub fn plan(
             .partition(|f| f.size < o.min_file_size && !f.has_deletion_vector);
         let bins: Vec<Bin> = match o.strategy {
             Strategy::BinPack => pack(candidates, o),
-            Strategy::Tiered { fanout } => {
-                due_groups(candidates, fanout, o.target_file_size)
+            Strategy::Tiered { fanout, keep_below } => {
+                due_groups(candidates, fanout, o.target_file_size, keep_below)
                     .into_iter()
                     .flat_map(|group| pack(group, o))
                     .collect()

@@ -33,21 +33,43 @@ pub fn tier_of(tags: Option<&std::collections::HashMap<String, Option<String>>>)
         .unwrap_or(0)
 }
 
-/// The groups of `candidates` (small files of one partition) to merge now, each of one tier:
-/// a tier with at least `fanout` files, or with at least `target` bytes. The rest wait.
-pub fn due_groups(candidates: Vec<FileRef>, fanout: u32, target: u64) -> Vec<Vec<FileRef>> {
+/// The groups of `candidates` (small files of one partition) to merge now: each tier with at
+/// least `fanout` files, or with at least `target` bytes. If the partition would still keep
+/// `keep_below` small files or more (the policy's bound), its lowest waiting tiers are merged
+/// together too, until it would not: the bound holds, at the price of an early merge.
+pub fn due_groups(
+    candidates: Vec<FileRef>,
+    fanout: u32,
+    target: u64,
+    keep_below: u64,
+) -> Vec<Vec<FileRef>> {
     let fanout = fanout.max(2) as usize;
     let mut tiers: BTreeMap<u32, Vec<FileRef>> = BTreeMap::new();
     for f in candidates {
         tiers.entry(f.tier).or_default().push(f);
     }
-    tiers
-        .into_values()
-        .filter(|files| {
+    let (mut due, waiting): (Vec<Vec<FileRef>>, Vec<Vec<FileRef>>) =
+        tiers.into_values().partition(|files| {
             let bytes: u64 = files.iter().map(|f| f.size).sum();
             files.len() >= 2 && (files.len() >= fanout || bytes >= target)
-        })
-        .collect()
+        });
+    // Files left after this plan: the waiting ones and one output per due group (at least).
+    let mut left: u64 = waiting.iter().map(|t| t.len() as u64).sum::<u64>() + due.len() as u64;
+    let mut early: Vec<FileRef> = Vec::new();
+    for tier in waiting {
+        if left < keep_below.max(2) {
+            break;
+        }
+        left -= tier.len() as u64;
+        if early.is_empty() {
+            left += 1;
+        }
+        early.extend(tier);
+    }
+    if early.len() >= 2 {
+        due.push(early);
+    }
+    due
 }
 
 /// The tier of the output of merging `files`.
@@ -95,7 +117,7 @@ mod tests {
             let (small, big): (Vec<FileRef>, Vec<FileRef>) =
                 self.files.drain(..).partition(|f| f.size < min);
             self.files = big;
-            let groups = due_groups(small.clone(), fanout, target);
+            let groups = due_groups(small.clone(), fanout, target, u64::MAX);
             let merged: std::collections::HashSet<String> = groups
                 .iter()
                 .flat_map(|g| g.iter().map(|f| f.path.clone()))
@@ -109,6 +131,37 @@ mod tests {
                 self.next += 1;
             }
             self.max_files = self.max_files.max(self.files.len());
+        }
+    }
+
+    impl Day {
+        /// A cycle of the janitor's plan with the policy's bound.
+        fn cycle_bounded(&mut self, arrivals: u64, size: u64, fanout: u32, keep_below: u64) {
+            for _ in 0..arrivals {
+                self.files.push(file(self.next, size, 0));
+                self.next += 1;
+                self.ingested += size;
+            }
+            let files = std::mem::take(&mut self.files);
+            let groups = if files.len() as u64 >= keep_below {
+                due_groups(files.clone(), fanout, 64 * MIB, keep_below)
+            } else {
+                Vec::new()
+            };
+            let merged: std::collections::HashSet<String> = groups
+                .iter()
+                .flat_map(|g| g.iter().map(|f| f.path.clone()))
+                .collect();
+            self.files = files
+                .into_iter()
+                .filter(|f| !merged.contains(&f.path))
+                .collect();
+            for g in groups {
+                let bytes: u64 = g.iter().map(|f| f.size).sum();
+                self.rewritten += bytes;
+                self.files.push(file(self.next, bytes, output_tier(&g)));
+                self.next += 1;
+            }
         }
     }
 
@@ -161,16 +214,41 @@ mod tests {
     #[test]
     fn a_tier_merges_at_fanout_files_or_at_a_target_of_bytes() {
         let few: Vec<FileRef> = (0..7).map(|i| file(i, KIB, 0)).collect();
-        assert!(due_groups(few.clone(), 8, 64 * MIB).is_empty());
+        assert!(due_groups(few.clone(), 8, 64 * MIB, u64::MAX).is_empty());
         let mut eight = few.clone();
         eight.push(file(7, KIB, 0));
-        assert_eq!(due_groups(eight, 8, 64 * MIB).len(), 1);
+        assert_eq!(due_groups(eight, 8, 64 * MIB, u64::MAX).len(), 1);
         let big: Vec<FileRef> = (0..3).map(|i| file(i, 30 * MIB, 2)).collect();
-        let g = due_groups(big, 8, 64 * MIB);
+        let g = due_groups(big, 8, 64 * MIB, u64::MAX);
         assert_eq!((g.len(), output_tier(&g[0])), (1, 3));
         // Tiers never mix: 7 of tier 0 and 7 of tier 1 wait.
         let mixed: Vec<FileRef> = (0..14).map(|i| file(i, KIB, (i % 2) as u32)).collect();
-        assert!(due_groups(mixed, 8, 64 * MIB).is_empty());
+        assert!(due_groups(mixed.clone(), 8, 64 * MIB, u64::MAX).is_empty());
+        // ... unless the partition would keep the policy's number of small files: then the
+        // lowest tiers merge together, leaving fewer.
+        let g = due_groups(mixed, 8, 64 * MIB, 10);
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].len(), 7, "the lowest tier: 7 + 1 output left, below 10");
+        assert_eq!(output_tier(&g[0]), 1);
+    }
+
+    #[test]
+    fn the_policys_bound_holds_every_cycle_at_a_bounded_rewrite_cost() {
+        // The benchmark's stream: 2 partitions x 2 commits/s, a cycle every 5 s, a policy of
+        // 20 small files: 10 new files per partition and cycle, for 4 minutes.
+        let mut d = Day {
+            files: Vec::new(),
+            next: 0,
+            ingested: 0,
+            rewritten: 0,
+            max_files: 0,
+        };
+        for _ in 0..48 {
+            d.cycle_bounded(10, 3 * KIB, DEFAULT_FANOUT, 20);
+            assert!(d.files.len() < 20, "{} files after a cycle", d.files.len());
+        }
+        let amplification = d.rewritten as f64 / d.ingested as f64;
+        assert!(amplification <= 3.0, "write amplification {amplification:.2}");
     }
 
     #[test]

@@ -140,6 +140,14 @@ pub enum Line {
         ts: String,
         message: String,
     },
+    /// What a running job is doing: it started (and how it is throttled), it waits for a
+    /// commit slot, it committed. Its result is a `Result` line.
+    Activity {
+        ts: String,
+        table: String,
+        partition: PartitionValues,
+        message: String,
+    },
 }
 
 /// The history file, opened for appending.

@@ -107,6 +107,8 @@ struct JobSpec {
     throttle: Throttle,
     /// The table's commit spacing (a writer is active), shared by its jobs.
     spacer: Option<Arc<CommitSpacer>>,
+    /// Where the job says what it is doing (`Line::Activity`).
+    talk: Option<mpsc::UnboundedSender<Line>>,
 }
 
 struct JobDone {
@@ -542,6 +544,7 @@ impl Janitor {
                     executor: self.policy.executor.clone(),
                     throttle: budget.clone(),
                     spacer: spacer.clone(),
+                    talk: None,
                 });
             }
             lines.push(Line::Decision(DecisionLine {
@@ -621,14 +624,28 @@ impl Janitor {
             self.policy.max_jobs.max(1)
         };
         let locks = self.locks.clone();
-        let mut running = futures::stream::iter(
-            jobs.into_iter()
-                .map(|spec| run_job(spec, locks.clone(), cancel.clone())),
-        )
+        let (talk, mut heard) = mpsc::unbounded_channel();
+        let mut running = futures::stream::iter(jobs.into_iter().map(|mut spec| {
+            spec.talk = Some(talk.clone());
+            run_job(spec, locks.clone(), cancel.clone())
+        }))
         .buffer_unordered(at_once);
+        drop(talk);
         // Per table: the first failure of this cycle, and whether any job completed.
         let mut outcomes: HashMap<String, (Option<String>, bool)> = HashMap::new();
-        while let Some(done) = running.next().await {
+        loop {
+            // A job's activity as it happens; its result when it ends.
+            let done = tokio::select! {
+                Some(line) = heard.recv() => {
+                    self.emit(line);
+                    continue;
+                }
+                done = running.next() => done,
+            };
+            let Some(done) = done else { break };
+            while let Ok(line) = heard.try_recv() {
+                self.emit(line);
+            }
             let Some((outcome, summary_text)) = done.outcome.clone() else {
                 stats.not_started += 1;
                 continue;
@@ -800,33 +817,86 @@ async fn run_job(spec: JobSpec, locks: Arc<PartitionLocks>, cancel: Cancellation
         spec.values.label(),
         spec.throttle.reason
     );
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let label = format!("{} {}", spec.table, spec.values.label());
-    let log_label = label.clone();
-    let drain = tokio::spawn(async move {
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                JobEvent::Committed(c) => tracing::info!(
-                    "janitor: {log_label}: committed v{} (-{} +{} files)",
-                    c.version,
-                    c.files_removed,
-                    c.files_added
-                ),
-                JobEvent::Conflict(c) => {
-                    tracing::info!("janitor: {log_label}: conflict: {}", c.conflict)
-                }
-                JobEvent::BinFailed { error, .. } => {
-                    tracing::warn!("janitor: {log_label}: bin failed: {error}")
-                }
-                _ => {}
-            }
-        }
-    });
+    let (tx, rx) = mpsc::unbounded_channel();
+    let talker = Talker {
+        table: spec.table.clone(),
+        partition: spec.values.clone(),
+        out: spec.talk.clone(),
+    };
+    talker.say(format!(
+        "started: {} bin(s), {} files ({}); {}",
+        job.plan.bins,
+        job.plan.files_in,
+        format_bytes(job.plan.bytes_in),
+        spec.throttle.reason
+    ));
+    let drain = tokio::spawn(talker.follow(rx));
     let summary = run_isolated(job, locks, cancel, tx).await;
     let _ = drain.await;
     let outcome = classify(&summary);
     let text = describe(&summary, outcome);
     done(spec, Some((outcome, text)), summary, started)
+}
+
+/// Says what a job does, as `Line::Activity` (and in the log).
+struct Talker {
+    table: String,
+    partition: PartitionValues,
+    out: Option<mpsc::UnboundedSender<Line>>,
+}
+
+impl Talker {
+    fn say(&self, message: String) {
+        tracing::info!("janitor: {} {}: {message}", self.table, self.partition.label());
+        if let Some(out) = &self.out {
+            let _ = out.send(Line::Activity {
+                ts: ts(now_ms()),
+                table: self.table.clone(),
+                partition: self.partition.clone(),
+                message,
+            });
+        }
+    }
+
+    /// Every commit, conflict and failed bin, and each wait for a commit slot once.
+    async fn follow(self, mut rx: mpsc::UnboundedReceiver<JobEvent>) {
+        let mut waiting = false;
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                JobEvent::Progress(p) => {
+                    let now_waiting = p.commit_wait_ms > 0;
+                    if now_waiting && !waiting {
+                        self.say(format!(
+                            "waiting {} s for the next commit slot (a writer is active: commits spaced)",
+                            p.commit_wait_ms.div_ceil(1000)
+                        ));
+                    }
+                    waiting = now_waiting;
+                }
+                JobEvent::Committed(c) => {
+                    waiting = false;
+                    self.say(format!(
+                        "committed v{}: -{} +{} files ({} -> {}), {} rows",
+                        c.version,
+                        c.files_removed,
+                        c.files_added,
+                        format_bytes(c.bytes_removed),
+                        format_bytes(c.bytes_added),
+                        c.rows
+                    ))
+                }
+                JobEvent::Conflict(c) => self.say(format!("conflict: {}", c.conflict)),
+                JobEvent::BinFailed { error, .. } => {
+                    tracing::warn!(
+                        "janitor: {} {}: bin failed: {error}",
+                        self.table,
+                        self.partition.label()
+                    )
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 fn classify(s: &JobSummary) -> Outcome {

@@ -378,6 +378,7 @@ impl Policy {
         let strategy = match &f.tier_fanout {
             None => Strategy::Tiered {
                 fanout: DEFAULT_FANOUT,
+                keep_below: min_small_files,
             },
             Some(n) if *n.get_ref() == 0 => Strategy::BinPack,
             Some(n) if *n.get_ref() < 2 || *n.get_ref() > 1024 => {
@@ -389,6 +390,7 @@ impl Policy {
             }
             Some(n) => Strategy::Tiered {
                 fanout: *n.get_ref() as u32,
+                keep_below: min_small_files,
             },
         };
         Ok(Policy {
@@ -467,7 +469,7 @@ impl Policy {
             format_bytes(self.min_file_size)
         ));
         match self.strategy {
-            Strategy::Tiered { fanout } => {
+            Strategy::Tiered { fanout, .. } => {
                 s.push_str(&format!("; merges tiers of {fanout} files (each byte rewritten about log{fanout}(files) times)"))
             }
             Strategy::BinPack => s.push_str("; merges every small file each time"),
@@ -521,7 +523,7 @@ impl Policy {
             "vacuum_retention_s": secs(self.maintenance.vacuum_retention),
             "executor": self.executor.name(),
             "tier_fanout": match self.strategy {
-                Strategy::Tiered { fanout } => fanout,
+                Strategy::Tiered { fanout, .. } => fanout,
                 Strategy::BinPack => 0,
             },
         })

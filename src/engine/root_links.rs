@@ -96,7 +96,12 @@ mod tests {
         let names: Vec<String> = links.iter().map(|l| l.link.display().to_string()).collect();
         assert_eq!(names, vec!["day=1/x.parquet", "day=2"]);
         let loc = Location::parse(table.to_str().unwrap()).unwrap();
-        let e = refuse_links_leaving(&loc, "compact").unwrap_err().to_string();
-        assert!(e.contains("day=1/x.parquet") && e.contains("(2 such links)"), "{e}");
+        let e = refuse_links_leaving(&loc, "compact")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("day=1/x.parquet") && e.contains("(2 such links)"),
+            "{e}"
+        );
     }
 }

@@ -372,8 +372,14 @@ fn a_sink_whose_log_sizes_differ_from_its_files_is_refused_before_anything_is_co
     let o = lakehealth(&["convert", uri, "--yes"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
-    assert!(err.contains("another size") && err.contains(resized.as_str()), "{err}");
-    assert!(!root.join("_delta_log").exists(), "nothing may be committed");
+    assert!(
+        err.contains("another size") && err.contains(resized.as_str()),
+        "{err}"
+    );
+    assert!(
+        !root.join("_delta_log").exists(),
+        "nothing may be committed"
+    );
     assert_eq!(snapshot(&root), before);
 }
 

@@ -344,7 +344,9 @@ async fn worker_results_are_durable_and_pickup_commits_those_whose_inputs_are_st
     let saved_spec = std::fs::read(&first_spec).unwrap();
     // A restarted coordinator commits it: its inputs are all still active.
     let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
-    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply)
+        .await
+        .unwrap();
     assert_eq!((p.committed.len(), p.discarded.len()), (1, 0), "{p:?}");
     let c = commits_after(d.path(), v0);
     assert_eq!(c.len(), 1);
@@ -358,7 +360,9 @@ async fn worker_results_are_durable_and_pickup_commits_those_whose_inputs_are_st
     std::fs::create_dir_all(&jobs).unwrap();
     std::fs::write(&first_spec, &saved_spec).unwrap();
     std::fs::write(&first, &saved).unwrap();
-    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply)
+        .await
+        .unwrap();
     assert_eq!(p.already_committed, 1, "{p:?}");
     assert!(p.committed.is_empty() && p.deleted_outputs == 0, "{p:?}");
     assert!(first_outputs.iter().all(|p| d.path().join(p).exists()));
@@ -368,7 +372,9 @@ async fn worker_results_are_durable_and_pickup_commits_those_whose_inputs_are_st
     let second_outputs = output_paths(&jobs.join("bin-2.result.json"));
     assert!(second_outputs.iter().all(|p| d.path().join(p).exists()));
     python_compacts(d.path(), None);
-    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply)
+        .await
+        .unwrap();
     assert!(p.committed.is_empty(), "{p:?}");
     assert_eq!(p.discarded.len(), 1, "{p:?}");
     assert_eq!(p.deleted_outputs as usize, second_outputs.len());
@@ -484,7 +490,9 @@ async fn a_worker_killed_the_instant_an_output_lands_has_listed_it_and_pickup_de
             "outputs not in the ledger: {unlisted:?}"
         );
         let mut table = prepared(&l, 4096 * KIB, Executor::Local).await.table;
-        let s = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
+        let s = pickup(&mut table.table, &table.uri, PickupMode::Apply)
+            .await
+            .unwrap();
         assert!(s.committed.is_empty(), "{s:?}");
         assert_eq!(leftover_files(d.path()), Vec::<String>::new());
         assert_eq!(job_state(d.path()), Vec::<String>::new());
@@ -512,7 +520,12 @@ fn everything(table: &Path) -> Vec<(String, Vec<u8>)> {
 }
 
 /// The bins of a prepared job, with their partitions.
-fn bins_of(job: &PreparedJob) -> Vec<(lakehealth::engine::stats::table_report::PartitionValues, lakehealth::engine::compact::plan::Bin)> {
+fn bins_of(
+    job: &PreparedJob,
+) -> Vec<(
+    lakehealth::engine::stats::table_report::PartitionValues,
+    lakehealth::engine::compact::plan::Bin,
+)> {
     job.plan
         .partitions
         .iter()
@@ -553,13 +566,24 @@ async fn compact_pickup_dry_run_commits_nothing_and_deletes_nothing() {
     .unwrap();
     let before = everything(d.path());
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(["compact", d.path().to_str().unwrap(), "--pickup", "--dry-run"])
+        .args([
+            "compact",
+            d.path().to_str().unwrap(),
+            "--pickup",
+            "--dry-run",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains("pickup (dry run, nothing changed): 1 results would commit"), "{err}");
-    assert!(everything(d.path()) == before, "a dry run changed files: {err}");
+    assert!(
+        err.contains("pickup (dry run, nothing changed): 1 results would commit"),
+        "{err}"
+    );
+    assert!(
+        everything(d.path()) == before,
+        "a dry run changed files: {err}"
+    );
     assert!(commits_after(d.path(), v0).is_empty());
     assert_exact(d.path(), rows);
 }
@@ -569,10 +593,21 @@ async fn pickup_never_commits_a_result_whose_outputs_hold_other_rows_than_the_in
     let (d, l, rows) = seeded(40).await;
     let job = prepared(&l, 48 * KIB, Executor::Local).await;
     let bins = bins_of(&job);
-    assert!(bins.len() >= 2 && bins[0].0 == bins[1].0, "two bins of one partition");
+    assert!(
+        bins.len() >= 2 && bins[0].0 == bins[1].0,
+        "two bins of one partition"
+    );
     let v0 = job.plan.table_version;
     let spec = |i: usize| {
-        BinSpec::new(&job.table.uri, "forged", 1, v0, &bins[i].0, &bins[i].1, &job.exec.rewrite)
+        BinSpec::new(
+            &job.table.uri,
+            "forged",
+            1,
+            v0,
+            &bins[i].0,
+            &bins[i].1,
+            &job.exec.rewrite,
+        )
     };
     let tmp = tempfile::tempdir().unwrap();
     assert_eq!(worker(&spec(0), tmp.path())["status"], "done");
@@ -608,12 +643,17 @@ async fn pickup_never_commits_a_result_whose_outputs_hold_other_rows_than_the_in
     let outputs = output_paths(&result_file);
 
     let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
-    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply)
+        .await
+        .unwrap();
     assert!(p.committed.is_empty(), "{p:?}");
     assert_eq!(p.discarded.len(), 1, "{p:?}");
     assert!(p.discarded[0].contains("its outputs"), "{p:?}");
     assert!(commits_after(d.path(), v0).is_empty());
-    assert!(outputs.iter().all(|o| !d.path().join(o).exists()), "outputs deleted");
+    assert!(
+        outputs.iter().all(|o| !d.path().join(o).exists()),
+        "outputs deleted"
+    );
     assert_exact(d.path(), rows);
     assert_eq!(job_state(d.path()), Vec::<String>::new());
 }
@@ -669,12 +709,17 @@ async fn a_planted_ledger_never_makes_pickup_delete_the_log_an_active_file_or_an
     let log_before = everything(&d.path().join("_delta_log"));
 
     let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
-    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply).await.unwrap();
+    let p = pickup(&mut table.table, &table.uri, PickupMode::Apply)
+        .await
+        .unwrap();
     assert_eq!(p.deleted_outputs, 0, "{p:?}");
     assert!(p.refused_paths.len() >= 3, "{p:?}");
     assert_eq!(everything(&d.path().join("_delta_log")), log_before);
     assert!(old_output.exists(), "an active file");
     assert!(other.join("x.parquet").exists(), "another partition's file");
-    assert!(orphan.join("bin-1.outputs.json").exists(), "left as is: {p:?}");
+    assert!(
+        orphan.join("bin-1.outputs.json").exists(),
+        "left as is: {p:?}"
+    );
     assert_exact(d.path(), rows);
 }

@@ -57,16 +57,14 @@ async fn compact_vacuum_and_convert_refuse_a_partition_folder_linked_out_of_the_
 
     refused(&lakehealth(&["compact", t, "--target", "1MiB"]), "compact");
     refused(
-        &lakehealth(&[
-            "vacuum",
-            t,
-            "--retention",
-            "0h",
-            "--allow-short-retention",
-        ]),
+        &lakehealth(&["vacuum", t, "--retention", "0h", "--allow-short-retention"]),
         "vacuum",
     );
-    assert_eq!(contents(outside.path()), before, "the outside folder changed");
+    assert_eq!(
+        contents(outside.path()),
+        before,
+        "the outside folder changed"
+    );
     assert_eq!(read_back(t, None).rows, rows);
 
     // Without its log the folder is a plain Hive folder: converting it would commit files

@@ -30,9 +30,9 @@ use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::events::{Failure, FailureKind};
 use super::fingerprint::{ContentHasher, Fingerprint};
 use super::pace::Pacer;
-use super::tiers::{TIER_TAG, output_tier};
 use super::plan::{Bin, FileRef};
 use super::read_ahead::ReadAhead;
+use super::tiers::{TIER_TAG, output_tier};
 use crate::engine::parquet_reader::StoreReader;
 use crate::engine::stats::table_report::PartitionValues;
 

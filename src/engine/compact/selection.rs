@@ -10,8 +10,8 @@ use deltalake::datafusion::sql::sqlparser::ast::{
     BinaryOperator, Expr, Ident, UnaryOperator, Value,
 };
 use deltalake::datafusion::sql::sqlparser::dialect::GenericDialect;
-use deltalake::datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use deltalake::datafusion::sql::sqlparser::keywords::Keyword;
+use deltalake::datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use deltalake::datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 #[derive(Debug, Clone, PartialEq)]

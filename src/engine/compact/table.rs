@@ -11,8 +11,8 @@ use deltalake::table::builder::DeltaTableBuilder;
 use object_store::ObjectStore;
 
 use super::counting_store::{ByteCounters, CountingStore};
-use super::tiers::tier_of;
 use super::plan::FileRef;
+use super::tiers::tier_of;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 use crate::engine::properties::TableProps;

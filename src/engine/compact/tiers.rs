@@ -186,7 +186,10 @@ mod tests {
         let d = day(17_280, 10, 3 * KIB, DEFAULT_FANOUT);
         let amplification = d.rewritten as f64 / d.ingested as f64;
         // log_8(172,800 files) = 5.8 tiers: every byte rewritten at most once per tier.
-        assert!(amplification <= 6.0, "write amplification {amplification:.2}");
+        assert!(
+            amplification <= 6.0,
+            "write amplification {amplification:.2}"
+        );
         assert!(amplification >= 1.0, "it compacts: {amplification:.2}");
         // Every tier holds fewer than `fanout` small files after a cycle.
         assert!(d.max_files <= 7 * 7 + 10, "{} files", d.max_files);
@@ -208,7 +211,10 @@ mod tests {
         let binpack = rewritten as f64 / ingested as f64;
         let tiered = day(1_000, 10, 3 * KIB, DEFAULT_FANOUT);
         let tiered = tiered.rewritten as f64 / tiered.ingested as f64;
-        assert!(binpack > 100.0 && tiered < 5.0, "{binpack:.1} vs {tiered:.2}");
+        assert!(
+            binpack > 100.0 && tiered < 5.0,
+            "{binpack:.1} vs {tiered:.2}"
+        );
     }
 
     #[test]
@@ -228,7 +234,11 @@ mod tests {
         // lowest tiers merge together, leaving fewer.
         let g = due_groups(mixed, 8, 64 * MIB, 10);
         assert_eq!(g.len(), 1);
-        assert_eq!(g[0].len(), 7, "the lowest tier: 7 + 1 output left, below 10");
+        assert_eq!(
+            g[0].len(),
+            7,
+            "the lowest tier: 7 + 1 output left, below 10"
+        );
         assert_eq!(output_tier(&g[0]), 1);
     }
 
@@ -248,7 +258,10 @@ mod tests {
             assert!(d.files.len() < 20, "{} files after a cycle", d.files.len());
         }
         let amplification = d.rewritten as f64 / d.ingested as f64;
-        assert!(amplification <= 3.0, "write amplification {amplification:.2}");
+        assert!(
+            amplification <= 3.0,
+            "write amplification {amplification:.2}"
+        );
     }
 
     #[test]

@@ -440,7 +440,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut third = tokio::net::TcpStream::connect(addr).await.unwrap();
         third
-            .write_all(b"GET /healthz HTTP/1.1\r\n\r\n")
+            .write_all(b"GET /metrics HTTP/1.1\r\n\r\n")
             .await
             .unwrap();
         let mut buf = [0u8; 64];
@@ -451,7 +451,8 @@ mod tests {
             .await
             .expect("served once a slot freed")
             .unwrap();
-        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+        let head = String::from_utf8_lossy(&buf[..n]);
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         cancel.cancel();
     }
 

@@ -625,12 +625,20 @@ impl Janitor {
         };
         let locks = self.locks.clone();
         let (talk, mut heard) = mpsc::unbounded_channel();
-        let mut running = futures::stream::iter(jobs.into_iter().map(|mut spec| {
-            spec.talk = Some(talk.clone());
-            run_job(spec, locks.clone(), cancel.clone())
-        }))
-        .buffer_unordered(at_once);
+        let jobs: Vec<JobSpec> = jobs
+            .into_iter()
+            .map(|mut spec| {
+                spec.talk = Some(talk.clone());
+                spec
+            })
+            .collect();
+        // The channel closes once every job is done.
         drop(talk);
+        let mut running = futures::stream::iter(
+            jobs.into_iter()
+                .map(|spec| run_job(spec, locks.clone(), cancel.clone())),
+        )
+        .buffer_unordered(at_once);
         // Per table: the first failure of this cycle, and whether any job completed.
         let mut outcomes: HashMap<String, (Option<String>, bool)> = HashMap::new();
         loop {
@@ -847,7 +855,11 @@ struct Talker {
 
 impl Talker {
     fn say(&self, message: String) {
-        tracing::info!("janitor: {} {}: {message}", self.table, self.partition.label());
+        tracing::info!(
+            "janitor: {} {}: {message}",
+            self.table,
+            self.partition.label()
+        );
         if let Some(out) = &self.out {
             let _ = out.send(Line::Activity {
                 ts: ts(now_ms()),

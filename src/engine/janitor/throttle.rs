@@ -340,7 +340,10 @@ mod tests {
         ];
         let w = measure(&commits, &[], NOW, WINDOW_MS);
         assert!(w.active());
-        assert_eq!((w.commits, w.rhythm_ms, w.idle_ms), (2, Some(2_000), Some(1_000)));
+        assert_eq!(
+            (w.commits, w.rhythm_ms, w.idle_ms),
+            (2, Some(2_000), Some(1_000))
+        );
         let t = choose(&w, 8, ACTIVE_READ_RATE);
         assert_eq!(
             t.budget,
@@ -352,8 +355,9 @@ mod tests {
             }
         );
         assert!(
-            t.reason
-                .starts_with("writer active: 1.0 data commit(s)/s, one every 2.0 s, the last 1.0 s ago"),
+            t.reason.starts_with(
+                "writer active: 0.5 data commit(s)/s, one every 2.0 s, the last 1.0 s ago"
+            ),
             "{}",
             t.reason
         );
@@ -371,7 +375,8 @@ mod tests {
         let t = choose(&w, 2, ACTIVE_READ_RATE);
         assert_eq!(t.budget.parallelism, 2);
         assert!(
-            t.reason.starts_with("no active writer: the last data commit was 3.0 s ago"),
+            t.reason
+                .starts_with("no active writer: the last data commit was 3.0 s ago"),
             "{}",
             t.reason
         );

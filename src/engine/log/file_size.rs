@@ -63,6 +63,9 @@ mod tests {
         s.note("b.parquet", i64::MAX);
         s.note("c.parquet", -1);
         let w = s.warning().unwrap();
-        assert!(w.starts_with("2 add action(s)") && w.contains("b.parquet"), "{w}");
+        assert!(
+            w.starts_with("2 add action(s)") && w.contains("b.parquet"),
+            "{w}"
+        );
     }
 }

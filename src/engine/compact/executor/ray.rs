@@ -420,7 +420,12 @@ impl Batch {
                 r
             }
             Ok(None) => Err(self
-                .lost(bin_id, p.values.clone(), &p.spec, BinFailure::Setup(why.into()))
+                .lost(
+                    bin_id,
+                    p.values.clone(),
+                    &p.spec,
+                    BinFailure::Setup(why.into()),
+                )
                 .await),
             Err(e) => Err(self
                 .lost(

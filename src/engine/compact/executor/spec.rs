@@ -121,7 +121,10 @@ impl BinSpec {
     /// Where the worker keeps the spec it was given, before it writes any output: what
     /// `pickup` checks a result against.
     pub fn spec_key(&self) -> Path {
-        Path::from(format!("{}/bin-{}.spec.json", self.output_prefix, self.bin_id))
+        Path::from(format!(
+            "{}/bin-{}.spec.json",
+            self.output_prefix, self.bin_id
+        ))
     }
 }
 

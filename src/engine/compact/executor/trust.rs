@@ -211,8 +211,8 @@ mod tests {
     use deltalake::kernel::{Add, Remove};
 
     use super::*;
-    use crate::engine::compact::fingerprint::Fingerprint;
     use crate::engine::compact::executor::spec::{SpecFile, WorkerMetrics};
+    use crate::engine::compact::fingerprint::Fingerprint;
 
     fn part() -> Vec<(String, Option<String>)> {
         vec![("d".into(), Some("2026-11-01".into()))]
@@ -285,10 +285,7 @@ mod tests {
                 removes: removes.iter().map(|p| remove(p)).collect(),
                 rows,
                 bytes_in: 20,
-                fingerprint: Fingerprint {
-                    rows,
-                    digest: 1,
-                },
+                fingerprint: Fingerprint { rows, digest: 1 },
             },
         }
     }
@@ -299,7 +296,10 @@ mod tests {
 
     #[test]
     fn a_result_that_removes_exactly_its_spec_inputs_is_trusted() {
-        assert_eq!(check_result(&spec(), &report(&[A, B], vec![add(OUT, 7)], 7)), Ok(()));
+        assert_eq!(
+            check_result(&spec(), &report(&[A, B], vec![add(OUT, 7)], 7)),
+            Ok(())
+        );
     }
 
     #[test]
@@ -408,7 +408,10 @@ mod tests {
             Err(Untrusted::OtherFolder { .. })
         ));
         let spaced = vec![("d".to_string(), Some("a b".to_string()))];
-        assert_eq!(deletable_output(&cols, &spaced, "d=a%2520b/x.parquet"), Ok(()));
+        assert_eq!(
+            deletable_output(&cols, &spaced, "d=a%2520b/x.parquet"),
+            Ok(())
+        );
         let null = vec![("d".to_string(), None)];
         assert_eq!(
             deletable_output(&cols, &null, "d=__HIVE_DEFAULT_PARTITION__/x.parquet"),

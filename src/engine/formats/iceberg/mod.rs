@@ -261,7 +261,9 @@ fn is_under(root: &str, target: &str) -> bool {
     let (Some(t), Ok(r)) = (parsed, Url::parse(root)) else {
         return false;
     };
-    if t.path().split('/').any(|seg| seg == ".." || seg == "." || seg.eq_ignore_ascii_case("%2e%2e"))
+    if t.path()
+        .split('/')
+        .any(|seg| seg == ".." || seg == "." || seg.eq_ignore_ascii_case("%2e%2e"))
     {
         return false;
     }

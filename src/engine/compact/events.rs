@@ -47,8 +47,11 @@ pub struct CommitRecord {
     pub rows: u64,
     pub retries: u64,
     pub partitions: Vec<PartitionValues>,
-    /// Content fingerprint of the rows the commit moved (equal in inputs and outputs).
-    pub fingerprint: Fingerprint,
+    /// Bins in the commit: more than one when bins finished while the commit spacing held the
+    /// first back (one commit slot spent on all of them).
+    pub bins: u64,
+    /// Each bin's content fingerprint (equal in its inputs and outputs), in commit order.
+    pub fingerprints: Vec<Fingerprint>,
 }
 
 /// A bin that did not commit because another commit took its files.

@@ -71,6 +71,24 @@ struct Totals {
     bytes: u64,
 }
 
+/// Whether every file of `removes` is active in `table` without a deletion vector.
+fn still_active(table: &DeltaTable, removes: &[deltalake::kernel::Remove]) -> bool {
+    let Ok(snapshot) = table.snapshot() else {
+        return false;
+    };
+    let mut wanted: std::collections::HashSet<&str> =
+        removes.iter().map(|r| r.path.as_str()).collect();
+    for f in snapshot.log_data() {
+        if f.deletion_vector_descriptor().is_none() {
+            wanted.remove(f.path().as_ref());
+        }
+        if wanted.is_empty() {
+            return true;
+        }
+    }
+    wanted.is_empty()
+}
+
 /// The table's file schema (partition columns are not in data files).
 pub(super) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, String> {
     let s = table.snapshot().map_err(|e| e.to_string())?;
@@ -154,35 +172,119 @@ impl<'a> Run<'a> {
         p.partitions.into_iter().flat_map(|p| p.bins).collect()
     }
 
-    /// Commits a proven bin; returns bins to run for its partition after a conflict.
-    async fn commit(&mut self, out: BinOutput) -> Vec<Bin> {
-        self.summary.verify_seconds += out.verify_seconds;
-        self.send(JobEvent::BinFinished {
-            partition: out.partition.clone(),
-            files_in: out.removes.len() as u64,
-            files_out: out.adds.len() as u64,
-            bytes_in: out.bytes_in,
-            bytes_out: out.bytes_out(),
-            rows: out.rows,
-        });
+    /// Commits proven bins that are ready together: one commit for all of them (a commit slot
+    /// is spent on everything that is ready), each bin validated on its own first. Returns
+    /// bins to run again for partitions whose bins met a conflict.
+    async fn commit_ready(&mut self, outs: Vec<BinOutput>) -> Vec<(PartitionValues, Bin)> {
+        for out in &outs {
+            self.summary.verify_seconds += out.verify_seconds;
+            self.send(JobEvent::BinFinished {
+                partition: out.partition.clone(),
+                files_in: out.removes.len() as u64,
+                files_out: out.adds.len() as u64,
+                bytes_in: out.bytes_in,
+                bytes_out: out.bytes_out(),
+                rows: out.rows,
+            });
+        }
+        if outs.len() > 1 {
+            // Bins whose files another commit took go alone (each reports its conflict).
+            let _ = self.table.update_incremental(None).await;
+            let (fit, taken): (Vec<BinOutput>, Vec<BinOutput>) = outs
+                .into_iter()
+                .partition(|o| still_active(&self.table, &o.removes));
+            let mut again = Vec::new();
+            for out in taken {
+                again.extend(self.commit_alone(out).await);
+            }
+            if fit.len() > 1 {
+                again.extend(self.commit_together(fit).await);
+            } else {
+                for out in fit {
+                    again.extend(self.commit_alone(out).await);
+                }
+            }
+            return again;
+        }
+        let mut again = Vec::new();
+        for out in outs {
+            again.extend(self.commit_alone(out).await);
+        }
+        again
+    }
+
+    fn operation(&self) -> DeltaOperation {
+        DeltaOperation::Optimize {
+            predicate: self.opts.predicate.clone(),
+            target_size: self.opts.rewrite.target_file_size as i64,
+        }
+    }
+
+    /// Several validated bins as one commit; a race lost in between (a file taken after the
+    /// check) commits each bin on its own instead, so only the taken bins stay out.
+    async fn commit_together(&mut self, outs: Vec<BinOutput>) -> Vec<(PartitionValues, Bin)> {
+        let removes: Vec<_> = outs.iter().flat_map(|o| o.removes.iter().cloned()).collect();
+        let adds: Vec<_> = outs.iter().flat_map(|o| o.adds.iter().cloned()).collect();
         let bin = BinActions {
-            removes: &out.removes,
-            adds: &out.adds,
+            removes: &removes,
+            adds: &adds,
             read_version: self.read_version,
-            operation: DeltaOperation::Optimize {
-                predicate: self.opts.predicate.clone(),
-                target_size: self.opts.rewrite.target_file_size as i64,
-            },
+            operation: self.operation(),
         };
         match commit_bin(&mut self.table, &bin).await {
             CommitOutcome::Landed { version, retries } => {
                 if let Some(s) = &self.opts.commit_spacing {
                     s.committed(Instant::now());
                 }
-                self.landed(out, version, retries);
+                self.landed(outs, version, retries);
                 Vec::new()
             }
-            CommitOutcome::Conflict(conflict) => self.conflicted(out, conflict).await,
+            CommitOutcome::Conflict(_) => {
+                let mut again = Vec::new();
+                for out in outs {
+                    again.extend(self.commit_alone(out).await);
+                }
+                again
+            }
+            CommitOutcome::Failed(error) => {
+                for out in outs {
+                    self.commit_failed(out, error.clone()).await;
+                }
+                Vec::new()
+            }
+            CommitOutcome::Unknown(error) => {
+                for out in outs {
+                    self.commit_unknown(out, error.clone());
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    /// Commits one proven bin; returns bins to run for its partition after a conflict.
+    async fn commit_alone(&mut self, out: BinOutput) -> Vec<(PartitionValues, Bin)> {
+        let bin = BinActions {
+            removes: &out.removes,
+            adds: &out.adds,
+            read_version: self.read_version,
+            operation: self.operation(),
+        };
+        match commit_bin(&mut self.table, &bin).await {
+            CommitOutcome::Landed { version, retries } => {
+                if let Some(s) = &self.opts.commit_spacing {
+                    s.committed(Instant::now());
+                }
+                self.landed(vec![out], version, retries);
+                Vec::new()
+            }
+            CommitOutcome::Conflict(conflict) => {
+                let values = out.partition.clone();
+                self.conflicted(out, conflict)
+                    .await
+                    .into_iter()
+                    .map(|b| (values.clone(), b))
+                    .collect()
+            }
             CommitOutcome::Failed(error) => {
                 self.commit_failed(out, error).await;
                 Vec::new()
@@ -194,17 +296,25 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn landed(&mut self, out: BinOutput, version: u64, retries: u64) {
+    /// One commit that landed, of one bin or several.
+    fn landed(&mut self, outs: Vec<BinOutput>, version: u64, retries: u64) {
+        let mut partitions: Vec<PartitionValues> = Vec::new();
+        for o in &outs {
+            if !partitions.contains(&o.partition) {
+                partitions.push(o.partition.clone());
+            }
+        }
         let rec = CommitRecord {
             version,
-            files_removed: out.removes.len() as u64,
-            files_added: out.adds.len() as u64,
-            bytes_removed: out.bytes_in,
-            bytes_added: out.bytes_out(),
-            rows: out.rows,
+            files_removed: outs.iter().map(|o| o.removes.len() as u64).sum(),
+            files_added: outs.iter().map(|o| o.adds.len() as u64).sum(),
+            bytes_removed: outs.iter().map(|o| o.bytes_in).sum(),
+            bytes_added: outs.iter().map(|o| o.bytes_out()).sum(),
+            rows: outs.iter().map(|o| o.rows).sum(),
             retries,
-            partitions: vec![out.partition],
-            fingerprint: out.fingerprint,
+            partitions,
+            bins: outs.len() as u64,
+            fingerprints: outs.iter().map(|o| o.fingerprint).collect(),
         };
         self.summary.files_removed += rec.files_removed;
         self.summary.files_added += rec.files_added;
@@ -289,8 +399,10 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Receives finished bins and commits each, until every bin (those planned again after a
-    /// conflict included) is done; sends progress meanwhile.
+    /// Receives finished bins and commits them, until every bin (those planned again after a
+    /// conflict included) is done; sends progress meanwhile. While the commit spacing holds a
+    /// finished bin back, the bins that finish meanwhile join it: the next commit slot commits
+    /// all of them at once.
     async fn drive(
         &mut self,
         mut results: mpsc::Receiver<BinResult>,
@@ -301,9 +413,40 @@ impl<'a> Run<'a> {
         cancel: &CancellationToken,
     ) {
         let mut ticker = tokio::time::interval(Duration::from_millis(250));
-        while pending > 0 {
+        let mut ready: Vec<BinOutput> = Vec::new();
+        while pending > 0 || !ready.is_empty() {
+            let wait = self.commit_wait();
+            if !ready.is_empty() && cancel.is_cancelled() {
+                // Cancelled while waiting to commit: the outputs never commit.
+                for out in ready.drain(..) {
+                    let left = delete_outputs(&self.store, &out.output_paths()).await;
+                    self.summary.orphaned_files.extend(left);
+                }
+                continue;
+            }
+            if !ready.is_empty() && wait.is_zero() {
+                for (values, b) in self.commit_ready(std::mem::take(&mut ready)).await {
+                    totals.bins += 1;
+                    totals.files += b.files.len() as u64;
+                    totals.bytes += b.bytes;
+                    pending += 1;
+                    let _ = work.send((values, b));
+                }
+                continue;
+            }
+            let holding = !ready.is_empty();
             let r = tokio::select! {
-                r = results.recv() => match r { Some(r) => r, None => break },
+                r = results.recv(), if pending > 0 => match r {
+                    Some(r) => r,
+                    None => { pending = 0; continue }
+                },
+                _ = tokio::time::sleep(wait.min(Duration::from_millis(250))), if holding => {
+                    let mut p = progress(self.ct, counters, totals);
+                    p.commit_wait_ms = self.commit_wait().as_millis().min(u64::MAX as u128) as u64;
+                    self.send(JobEvent::Progress(p));
+                    continue;
+                }
+                _ = cancel.cancelled(), if holding => continue,
                 _ = ticker.tick() => {
                     self.send(JobEvent::Progress(progress(self.ct, counters, totals)));
                     continue;
@@ -315,49 +458,17 @@ impl<'a> Run<'a> {
                     let left = delete_outputs(&self.store, &out.output_paths()).await;
                     self.summary.orphaned_files.extend(left);
                 }
-                Ok(out) if !self.spaced(counters, totals, cancel).await => {
-                    // Cancelled while waiting to commit: the outputs never commit.
-                    let left = delete_outputs(&self.store, &out.output_paths()).await;
-                    self.summary.orphaned_files.extend(left);
-                }
-                Ok(out) => {
-                    let values = out.partition.clone();
-                    for b in self.commit(out).await {
-                        totals.bins += 1;
-                        totals.files += b.files.len() as u64;
-                        totals.bytes += b.bytes;
-                        pending += 1;
-                        let _ = work.send((values.clone(), b));
-                    }
-                }
+                Ok(out) => ready.push(out),
                 Err(e) => self.failed(e).await,
             }
         }
     }
 
-    /// Waits until the commit spacing lets the next commit go, sending progress meanwhile;
-    /// false when cancelled first.
-    async fn spaced(
-        &mut self,
-        counters: &Counters,
-        totals: &Totals,
-        cancel: &CancellationToken,
-    ) -> bool {
-        let Some(s) = self.opts.commit_spacing.clone() else {
-            return true;
-        };
-        loop {
-            let wait = s.remaining(Instant::now());
-            if wait.is_zero() {
-                return true;
-            }
-            let mut p = progress(self.ct, counters, totals);
-            p.commit_wait_ms = wait.as_millis().min(u64::MAX as u128) as u64;
-            self.send(JobEvent::Progress(p));
-            tokio::select! {
-                _ = cancel.cancelled() => return false,
-                _ = tokio::time::sleep(wait.min(Duration::from_millis(250))) => {}
-            }
+    /// How long the next commit must still wait for the spacing (zero: it may go).
+    fn commit_wait(&self) -> Duration {
+        match &self.opts.commit_spacing {
+            Some(s) => s.remaining(Instant::now()),
+            None => Duration::ZERO,
         }
     }
 

@@ -140,7 +140,7 @@ pub struct Policy {
 /// each one makes the writer's next commit retry, and each wait lets small files pile up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CommitSpacing {
-    /// From the writer's commit rate: one compaction commit per 200 of its commits, at most
+    /// From the writer's commit rate: one compaction commit per 20 of its commits, at most
     /// one minute apart.
     #[default]
     Auto,

@@ -1,0 +1,53 @@
+"""A streaming writer for bench/janitor.sh: every `interval` seconds, one append commit holding
+one small file per partition (`rows` rows each, partitions p0..p{n-1} of column `part`), for
+`seconds`. Prints one JSON line per commit: its version, latency and landing time, so the
+benchmark can read the writer's cadence and latency beside the janitor.
+Usage: janitor_writer.py URI INTERVAL_S SECONDS [--rows 20] [--partitions 2] [--create]"""
+import argparse
+import json
+import time
+
+import pyarrow as pa
+from deltalake import write_deltalake
+
+a = argparse.ArgumentParser()
+a.add_argument("uri")
+a.add_argument("interval", type=float)
+a.add_argument("seconds", type=float)
+a.add_argument("--rows", type=int, default=20)
+a.add_argument("--partitions", type=int, default=2)
+a.add_argument("--create", action="store_true")
+o = a.parse_args()
+
+next_id = 0
+
+
+def batch():
+    global next_id
+    n = o.rows * o.partitions
+    ids = list(range(next_id, next_id + n))
+    next_id += n
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "value": pa.array([i * 0.5 for i in ids], pa.float64()),
+        "part": pa.array([f"p{i % o.partitions}" for i in range(n)], pa.string()),
+    })
+
+
+if o.create:
+    # Ids apart from the stream's (which start at 0 in its own process).
+    next_id = 10**12
+    write_deltalake(o.uri, batch(), mode="append", partition_by=["part"])
+    print(json.dumps({"created": True, "rows": next_id - 10**12}), flush=True)
+    raise SystemExit(0)
+
+end = time.time() + o.seconds
+tick = time.time()
+while time.time() < end:
+    t0 = time.time()
+    write_deltalake(o.uri, batch(), mode="append", partition_by=["part"])
+    t1 = time.time()
+    print(json.dumps({"latency_ms": (t1 - t0) * 1000, "committed_at_ms": int(t1 * 1000),
+                      "rows_total": next_id}), flush=True)
+    tick += o.interval
+    time.sleep(max(0.0, tick - time.time()))

@@ -52,7 +52,7 @@ cycles = []
 cur = {}
 for l in lines:
     if l["type"] == "decision":
-        cur[l["partition"][0][1] if l["partition"] else ""] = l["files"]
+        cur["/".join(f"{k}={v}" for k, v in l["partition"].items())] = l["files"]
     if l["type"] == "cycle":
         if cur:
             cycles.append(max(cur.values()))

@@ -223,7 +223,10 @@ impl<'a> Run<'a> {
     /// Several validated bins as one commit; a race lost in between (a file taken after the
     /// check) commits each bin on its own instead, so only the taken bins stay out.
     async fn commit_together(&mut self, outs: Vec<BinOutput>) -> Vec<(PartitionValues, Bin)> {
-        let removes: Vec<_> = outs.iter().flat_map(|o| o.removes.iter().cloned()).collect();
+        let removes: Vec<_> = outs
+            .iter()
+            .flat_map(|o| o.removes.iter().cloned())
+            .collect();
         let adds: Vec<_> = outs.iter().flat_map(|o| o.adds.iter().cloned()).collect();
         let bin = BinActions {
             removes: &removes,
@@ -448,7 +451,11 @@ impl<'a> Run<'a> {
                 }
                 _ = cancel.cancelled(), if holding => continue,
                 _ = ticker.tick() => {
-                    self.send(JobEvent::Progress(progress(self.ct, counters, totals)));
+                    let mut p = progress(self.ct, counters, totals);
+                    if holding {
+                        p.commit_wait_ms = self.commit_wait().as_millis().min(u64::MAX as u128) as u64;
+                    }
+                    self.send(JobEvent::Progress(p));
                     continue;
                 }
             };

@@ -875,15 +875,12 @@ impl Talker {
         let mut waiting = false;
         while let Some(ev) = rx.recv().await {
             match ev {
-                JobEvent::Progress(p) => {
-                    let now_waiting = p.commit_wait_ms > 0;
-                    if now_waiting && !waiting {
-                        self.say(format!(
-                            "waiting {} s for the next commit slot (a writer is active: commits spaced)",
-                            p.commit_wait_ms.div_ceil(1000)
-                        ));
-                    }
-                    waiting = now_waiting;
+                JobEvent::Progress(p) if p.commit_wait_ms > 0 && !waiting => {
+                    waiting = true;
+                    self.say(format!(
+                        "waiting {} s for the next commit slot (a writer is active: commits spaced)",
+                        p.commit_wait_ms.div_ceil(1000)
+                    ));
                 }
                 JobEvent::Committed(c) => {
                     waiting = false;

@@ -659,6 +659,7 @@ pub async fn load_iceberg(
         },
         iceberg: Some(Box::new(details)),
         folder: None,
+        orphans: None,
     })
 }
 

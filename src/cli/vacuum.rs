@@ -16,6 +16,7 @@ use crate::engine::maintenance::orphans::{
 use crate::engine::maintenance::vacuum::{
     VacuumEvent, VacuumOutcome, VacuumPlan, VacuumRequest, human, plan_vacuum, run_vacuum,
 };
+use crate::engine::secrets::scrub;
 use crate::engine::size::format_bytes;
 
 /// Paths listed in the text output (all of them with --json).
@@ -206,19 +207,32 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
     };
     let plan = plan_vacuum(&loc, &req).await?;
     let retention = std::time::Duration::from_millis(plan.retention_ms);
-    let orphans = plan_orphans(&loc, &req.storage_options, plan.now_ms, retention).await?;
-    let text = plan_text(&plan, a.dry_run) + &orphan_plan_text(&orphans, a.dry_run);
+    // Orphans that cannot be checked do not hold up the removed files: said, and exit 1.
+    let orphans = plan_orphans(&loc, &req.storage_options, plan.now_ms, retention)
+        .await
+        .map_err(|e| scrub(&e.to_string()).into_owned());
+    let text = plan_text(&plan, a.dry_run)
+        + &match &orphans {
+            Ok(o) => orphan_plan_text(o, a.dry_run),
+            Err(e) => format!("orphan files could not be checked: {e}\n"),
+        };
+    let orphans_json = |outcome: serde_json::Value| match &orphans {
+        Ok(p) => serde_json::json!({ "plan": p, "outcome": outcome }),
+        Err(e) => serde_json::json!({ "error": e }),
+    };
     if a.dry_run {
         if a.json {
             let v = serde_json::json!({
                 "dry_run": true, "plan": plan, "outcome": null,
-                "orphans": { "plan": orphans, "outcome": null },
+                "orphans": orphans_json(serde_json::Value::Null),
             });
             println!("{}", serde_json::to_string_pretty(&v)?);
         } else {
             print!("{text}");
         }
-        return Ok(());
+        return orphans
+            .map(|_| ())
+            .map_err(|e| anyhow::anyhow!("orphan files could not be checked: {e}"));
     }
     eprint!("{text}");
     let cancel = CancellationToken::new();
@@ -228,16 +242,22 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
         }
     })
     .await?;
-    let deleted = delete_orphans(&loc, &req.storage_options, &orphans, &cancel).await?;
+    let deleted = match &orphans {
+        Ok(p) => delete_orphans(&loc, &req.storage_options, p, &cancel).await?,
+        Err(_) => OrphanOutcome::default(),
+    };
     if a.json {
         let v = serde_json::json!({
             "dry_run": false, "plan": plan, "outcome": outcome,
-            "orphans": { "plan": orphans, "outcome": deleted },
+            "orphans": orphans_json(serde_json::to_value(&deleted)?),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", outcome_text(&outcome));
         print!("{}", orphan_outcome_text(&deleted));
+    }
+    if let Err(e) = &orphans {
+        anyhow::bail!("orphan files could not be checked: {e}");
     }
     if !deleted.failed.is_empty() {
         anyhow::bail!(

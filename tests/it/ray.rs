@@ -494,10 +494,10 @@ async fn upload(dir: &Path, store: &Arc<dyn object_store::ObjectStore>) {
     let mut files = Vec::new();
     walk(dir, dir, &mut files);
     for e in std::fs::read_dir(dir.join("_delta_log")).unwrap() {
-        files.push(format!(
-            "_delta_log/{}",
-            e.unwrap().file_name().to_string_lossy()
-        ));
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            files.push(format!("_delta_log/{}", e.file_name().to_string_lossy()));
+        }
     }
     for rel in files {
         let bytes = std::fs::read(dir.join(&rel)).unwrap();
@@ -530,7 +530,10 @@ async fn s3_leftovers(store: &Arc<dyn object_store::ObjectStore>) -> (Vec<String
             .bytes()
             .await
             .unwrap();
-        for line in String::from_utf8_lossy(&bytes).lines() {
+        for line in String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
             let a: serde_json::Value = serde_json::from_str(line).unwrap();
             if let Some(p) = a["add"]["path"].as_str() {
                 added.insert(decoded(p));

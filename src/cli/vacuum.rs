@@ -253,7 +253,10 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{}", outcome_text(&outcome));
+        // "Nothing to delete" would read wrong above the orphans it did delete.
+        if outcome.files_deleted > 0 || deleted.files_deleted == 0 {
+            print!("{}", outcome_text(&outcome));
+        }
         print!("{}", orphan_outcome_text(&deleted));
     }
     if let Err(e) = &orphans {

@@ -209,7 +209,8 @@ async fn a_killed_compactions_outputs_are_reported_offered_by_the_dry_run_and_va
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn young_ledgered_hidden_and_symlinked_files_are_never_offered_nor_deleted() {
+async fn young_ledgered_hidden_and_symlinked_files_are_never_deleted_nor_any_while_a_job_file_is_unreadable()
+ {
     let (d, _, rows) = seeded(6).await;
     let dir = d.path();
     let uri = dir.to_str().unwrap();
@@ -284,6 +285,28 @@ async fn young_ledgered_hidden_and_symlinked_files_are_never_offered_nor_deleted
     let removed: Vec<_> = before.difference(&after).map(|(p, _)| p.clone()).collect();
     assert_eq!(removed, vec![orphan]);
     assert!(outside_file.exists(), "nothing outside the table root");
+
+    // A job file that cannot be read: which outputs its job owns is unknown, so no orphan goes.
+    let second = part
+        .join("part-orphan-2.parquet")
+        .to_str()
+        .unwrap()
+        .to_string();
+    put(&second, 30 * DAY);
+    std::fs::write(jobs.join("bin-2.result.json"), b"{ not json").unwrap();
+    let before = everything(dir);
+    let v = ok_json(&["vacuum", uri, "--json"]);
+    let plan = &v["orphans"]["plan"];
+    assert_eq!(plan["files_to_delete"], 0, "{plan}");
+    assert!(
+        plan["refused"]
+            .as_str()
+            .unwrap()
+            .contains("_lakehealth/jobs/j-1/bin-2.result.json"),
+        "{plan}"
+    );
+    assert_eq!(v["orphans"]["outcome"]["files_deleted"], 0);
+    assert_eq!(everything(dir), before);
     let back = read_back(uri, None);
     assert_eq!((back.rows, back.distinct_ids), (rows, rows));
 }

@@ -32,8 +32,12 @@ def run_bin(spec_json):
     with os.fdopen(fd, "w") as f:
         f.write(spec_json)
     try:
+        # The worker watches this process: once the task is gone (a stopped job), it stops
+        # and writes nothing more, even if it had not started its bin yet.
+        env = dict(os.environ, LAKEHEALTH_WORKER_PARENT=str(os.getpid()))
         r = subprocess.run(
             [_binary(), "worker", "--spec", path],
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

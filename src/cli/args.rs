@@ -101,7 +101,8 @@ pub enum Command {
     Watch(WatchArgs),
     /// Write a checkpoint of a table's current version (or say why none is needed).
     Checkpoint(CheckpointArgs),
-    /// Delete data files the log removed longer ago than the retention (VACUUM).
+    /// Delete data files the log removed, and orphan files no version references, older than the
+    /// retention (VACUUM).
     Vacuum(VacuumArgs),
     /// Print the config file location and the default configuration.
     Config,

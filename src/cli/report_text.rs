@@ -54,6 +54,7 @@ pub fn table_text(t: &TableReport) -> String {
         _ => {
             log_text(t, &mut o);
             findings_text(t, &mut o);
+            orphans_text(t, &mut o);
         }
     }
     folder_text(t, &mut o);
@@ -180,6 +181,81 @@ fn sink_text(t: &TableReport, o: &mut String) {
             .and_then(chrono::DateTime::from_timestamp_millis)
             .map_or("-".into(), |t| t.to_rfc3339())
     );
+}
+
+fn utc(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|| format!("{ms} ms"))
+}
+
+/// Files in the table's folders that no version references (Delta, when they were listed).
+pub fn orphans_text(t: &TableReport, o: &mut String) {
+    let Some(s) = &t.orphans else { return };
+    let age = humantime::format_duration(std::time::Duration::from_millis(s.min_age_ms));
+    if s.files == 0 {
+        let _ = writeln!(
+            o,
+            "orphans: none (data files no version references, older than {age})"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "orphans: {} files, {} (no version up to {} references them, no running job owns them, older than {age}; `lakehealth vacuum` deletes them past its retention):",
+            s.files,
+            format_bytes(s.bytes),
+            s.version
+        );
+        for f in &s.orphans {
+            let _ = writeln!(
+                o,
+                "  {:<72} {:>10}  modified {}",
+                f.path,
+                format_bytes(f.bytes),
+                utc(f.modified_ms)
+            );
+        }
+        if s.files > s.orphans.len() as u64 {
+            let _ = writeln!(
+                o,
+                "  ... and {} more (--json: the first {})",
+                s.files - s.orphans.len() as u64,
+                s.orphans.len()
+            );
+        }
+    }
+    let jobs = s.jobs.join(", ");
+    for (what, g) in [
+        (
+            format!("unreferenced files younger than {age} (a writer may still commit them)"),
+            &s.recent,
+        ),
+        (
+            format!(
+                "outputs of unsettled lakehealth jobs ({jobs}; `lakehealth compact --pickup` settles them)"
+            ),
+            &s.job_owned,
+        ),
+        (
+            "unreferenced files of partitions a compaction is rewriting".to_string(),
+            &s.in_flight,
+        ),
+        (
+            "unreferenced files behind symbolic links (never deleted)".to_string(),
+            &s.behind_symlinks,
+        ),
+    ] {
+        if g.files > 0 {
+            let _ = writeln!(o, "{what}: {} files, {}", g.files, format_bytes(g.bytes));
+        }
+    }
+    if !s.unreadable_job_files.is_empty() {
+        let _ = writeln!(
+            o,
+            "unreadable job files (no orphan is deleted while they remain): {}",
+            s.unreadable_job_files.join(", ")
+        );
+    }
 }
 
 /// What the listing cost, and the files beside the data (orphans of a sink apart).

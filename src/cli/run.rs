@@ -13,6 +13,7 @@ use crate::engine::compact::executor::{Executor, RayOptions};
 use crate::engine::demo::{DemoShape, default_demo_dir, ensure_demo_table};
 use crate::engine::location::Location;
 use crate::engine::log::replay::ReplayOptions;
+use crate::engine::maintenance::orphans::attach_orphans_to;
 use crate::engine::open::{OpenOptions, Opened, open};
 use crate::engine::secrets::scrub;
 use crate::engine::stream::writer::{StreamOptions, run_stream};
@@ -141,7 +142,8 @@ pub async fn run(cli: Cli) -> Result<()> {
 
 async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
-    let opened = open(&loc, &s.open, &super::convert::stderr_progress()).await?;
+    let mut opened = open(&loc, &s.open, &super::convert::stderr_progress()).await?;
+    attach_orphans_to(&mut opened, &s.open.storage_options).await;
     match (opened, a.json) {
         (Opened::Table(t), true) => println!("{}", scrub(&serde_json::to_string_pretty(&t)?)),
         (Opened::Root(r), true) => println!("{}", scrub(&serde_json::to_string_pretty(&r)?)),

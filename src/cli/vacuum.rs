@@ -1,6 +1,8 @@
-//! `lakehealth vacuum`: deletes the data files the log removed longer ago than the retention
-//! (`--dry-run` lists them and deletes nothing). The plan is printed first; the real run
-//! deletes exactly that list or nothing.
+//! `lakehealth vacuum`: deletes the data files the log removed longer ago than the retention,
+//! and the orphan files (no version references them) last modified longer ago than it
+//! (`--dry-run` lists both and deletes nothing). The plan is printed first; the real run
+//! deletes exactly the removed files listed or nothing, and of the orphans listed those still
+//! orphans when checked again.
 
 use anyhow::Result;
 use tokio_util::sync::CancellationToken;
@@ -8,9 +10,13 @@ use tokio_util::sync::CancellationToken;
 use super::args::VacuumArgs;
 use super::run::Settings;
 use crate::engine::location::Location;
+use crate::engine::maintenance::orphans::{
+    MIN_ORPHAN_AGE, OrphanOutcome, OrphanPlan, delete_orphans, plan_orphans,
+};
 use crate::engine::maintenance::vacuum::{
     VacuumEvent, VacuumOutcome, VacuumPlan, VacuumRequest, human, plan_vacuum, run_vacuum,
 };
+use crate::engine::secrets::scrub;
 use crate::engine::size::format_bytes;
 
 /// Paths listed in the text output (all of them with --json).
@@ -84,6 +90,93 @@ pub fn plan_text(p: &VacuumPlan, dry_run: bool) -> String {
     o
 }
 
+/// The orphans part of the plan: what is deleted, and the unreferenced files that are kept.
+pub fn orphan_plan_text(p: &OrphanPlan, dry_run: bool) -> String {
+    let s = &p.scan;
+    let mut o = format!(
+        "orphan files (no version up to {} references them, no running job owns them): {} {} files ({}) last modified before {} (the retention, at least {})\n",
+        s.version,
+        if dry_run {
+            "would delete"
+        } else {
+            "to delete:"
+        },
+        p.files_to_delete,
+        format_bytes(p.bytes_to_delete),
+        utc(p.cutoff_ms),
+        human(MIN_ORPHAN_AGE),
+    );
+    if let Some(why) = &p.refused {
+        o.push_str(&format!(
+            "  {} orphan files ({}) are kept: {why}\n",
+            s.files,
+            format_bytes(s.bytes)
+        ));
+    }
+    for f in s.orphans.iter().take(LISTED) {
+        o.push_str(&format!(
+            "  {:<72} {:>10}  modified {}\n",
+            f.path,
+            format_bytes(f.bytes),
+            utc(f.modified_ms)
+        ));
+    }
+    if s.orphans.len() > LISTED {
+        o.push_str(&format!(
+            "  ... and {} more (--json lists all)\n",
+            s.orphans.len() - LISTED
+        ));
+    }
+    let jobs = s.jobs.join(", ");
+    for (what, g) in [
+        ("unreferenced files inside the retention, kept", &s.recent),
+        (
+            &*format!(
+                "outputs of unsettled lakehealth jobs ({jobs}), kept: `lakehealth compact --pickup` settles them"
+            ),
+            &s.job_owned,
+        ),
+        (
+            "unreferenced files of partitions a compaction is rewriting, kept",
+            &s.in_flight,
+        ),
+        (
+            "unreferenced files behind symbolic links, never deleted",
+            &s.behind_symlinks,
+        ),
+    ] {
+        if g.files > 0 {
+            o.push_str(&format!(
+                "  {what}: {} files ({})\n",
+                g.files,
+                format_bytes(g.bytes)
+            ));
+        }
+    }
+    o
+}
+
+pub fn orphan_outcome_text(o: &OrphanOutcome) -> String {
+    let mut t = String::new();
+    if o.files_deleted > 0 {
+        t.push_str(&format!(
+            "deleted {} orphan files ({})\n",
+            o.files_deleted,
+            format_bytes(o.bytes_deleted)
+        ));
+    }
+    if !o.skipped.is_empty() {
+        t.push_str(&format!(
+            "kept {} planned orphan files: no longer orphans when checked again\n",
+            o.skipped.len()
+        ));
+    }
+    for f in &o.failed {
+        t.push_str(&format!("could not delete orphan file {f}\n"));
+    }
+    t
+}
+
 pub fn outcome_text(o: &VacuumOutcome) -> String {
     match (o.vacuum_start_version, o.vacuum_end_version) {
         _ if o.files_deleted == 0 => {
@@ -113,15 +206,33 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
         storage_options: s.open.storage_options.clone(),
     };
     let plan = plan_vacuum(&loc, &req).await?;
-    let text = plan_text(&plan, a.dry_run);
+    let retention = std::time::Duration::from_millis(plan.retention_ms);
+    // Orphans that cannot be checked do not hold up the removed files: said, and exit 1.
+    let orphans = plan_orphans(&loc, &req.storage_options, plan.now_ms, retention)
+        .await
+        .map_err(|e| scrub(&e.to_string()).into_owned());
+    let text = plan_text(&plan, a.dry_run)
+        + &match &orphans {
+            Ok(o) => orphan_plan_text(o, a.dry_run),
+            Err(e) => format!("orphan files could not be checked: {e}\n"),
+        };
+    let orphans_json = |outcome: serde_json::Value| match &orphans {
+        Ok(p) => serde_json::json!({ "plan": p, "outcome": outcome }),
+        Err(e) => serde_json::json!({ "error": e }),
+    };
     if a.dry_run {
         if a.json {
-            let v = serde_json::json!({ "dry_run": true, "plan": plan, "outcome": null });
+            let v = serde_json::json!({
+                "dry_run": true, "plan": plan, "outcome": null,
+                "orphans": orphans_json(serde_json::Value::Null),
+            });
             println!("{}", serde_json::to_string_pretty(&v)?);
         } else {
             print!("{text}");
         }
-        return Ok(());
+        return orphans
+            .map(|_| ())
+            .map_err(|e| anyhow::anyhow!("orphan files could not be checked: {e}"));
     }
     eprint!("{text}");
     let cancel = CancellationToken::new();
@@ -131,11 +242,32 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
         }
     })
     .await?;
+    let deleted = match &orphans {
+        Ok(p) => delete_orphans(&loc, &req.storage_options, p, &cancel).await?,
+        Err(_) => OrphanOutcome::default(),
+    };
     if a.json {
-        let v = serde_json::json!({ "dry_run": false, "plan": plan, "outcome": outcome });
+        let v = serde_json::json!({
+            "dry_run": false, "plan": plan, "outcome": outcome,
+            "orphans": orphans_json(serde_json::to_value(&deleted)?),
+        });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{}", outcome_text(&outcome));
+        // "Nothing to delete" would read wrong above the orphans it did delete.
+        if outcome.files_deleted > 0 || deleted.files_deleted == 0 {
+            print!("{}", outcome_text(&outcome));
+        }
+        print!("{}", orphan_outcome_text(&deleted));
+    }
+    if let Err(e) = &orphans {
+        anyhow::bail!("orphan files could not be checked: {e}");
+    }
+    if !deleted.failed.is_empty() {
+        anyhow::bail!(
+            "{} orphan files could not be deleted: {}",
+            deleted.failed.len(),
+            deleted.failed.join("; ")
+        );
     }
     Ok(())
 }

@@ -238,6 +238,11 @@ impl Moto {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The server's process id (a process-wide server is stopped by a watchdog, not by drop).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn create_bucket(&self, bucket: &str) {
         let (code, body) = http(self.port, "PUT", &format!("/{bucket}")).expect("PUT bucket");
         assert_eq!(code, 200, "creating bucket {bucket}: {body}");
@@ -371,9 +376,13 @@ fn install_ray_venv() -> Result<PathBuf, String> {
 
 /// A local Ray head (`ray start --head --num-cpus 2`) on 127.0.0.1, started once per test
 /// process and stopped when the process exits (a watchdog kills the head's process group).
+/// Its nodes have a moto S3 server's endpoint and credentials in their environment (`AWS_*`),
+/// as a cluster's nodes have their cloud credentials: workers read S3 tables with them.
 pub struct RayHead {
     /// The dashboard (Jobs API) address.
     pub address: String,
+    /// The S3 server the head's environment names (stopped by the same watchdog).
+    pub moto: Moto,
 }
 
 /// The test process's Ray head; starts it on first use.
@@ -383,6 +392,15 @@ pub fn ray_head() -> &'static RayHead {
         Ok(h) => h,
         Err(e) => panic!("{e}"),
     }
+}
+
+/// What a node needs in its environment to reach `moto` (object_store reads `AWS_*`); not
+/// the commit setting `conditional_put`: workers never commit.
+fn moto_environment(moto: &Moto) -> Vec<(String, String)> {
+    moto.storage_options()
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("AWS_"))
+        .collect()
 }
 
 fn start_ray_head() -> Result<RayHead, String> {
@@ -402,6 +420,7 @@ fn start_ray_head() -> Result<RayHead, String> {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let moto = Moto::start();
     let mut child = Command::new(bin.join("ray"))
         .args(["start", "--head", "--block", "--disable-usage-stats"])
         .args(["--num-cpus", "2", "--node-ip-address", "127.0.0.1"])
@@ -413,6 +432,7 @@ fn start_ray_head() -> Result<RayHead, String> {
         .arg(&temp)
         .env("PATH", path)
         .env("RAY_USAGE_STATS_ENABLED", "0")
+        .envs(moto_environment(&moto))
         .stdin(Stdio::null())
         .stdout(out.try_clone().map_err(|e| e.to_string())?)
         .stderr(out)
@@ -421,10 +441,11 @@ fn start_ray_head() -> Result<RayHead, String> {
         .spawn()
         .map_err(|e| format!("cannot start ray: {e}"))?;
     let pgid = child.id();
-    // Stops the head when this test process exits, however it exits.
+    // Stops the head and moto when this test process exits, however it exits.
     let script = format!(
-        "while kill -0 {me} 2>/dev/null; do sleep 1; done; kill -TERM -{pgid} 2>/dev/null; sleep 5; kill -KILL -{pgid} 2>/dev/null; rm -rf '{temp}'",
+        "while kill -0 {me} 2>/dev/null; do sleep 1; done; kill -TERM -{pgid} {moto} 2>/dev/null; sleep 5; kill -KILL -{pgid} {moto} 2>/dev/null; rm -rf '{temp}'",
         me = std::process::id(),
+        moto = moto.pid(),
         temp = temp.display()
     );
     Command::new("sh")
@@ -449,6 +470,7 @@ fn start_ray_head() -> Result<RayHead, String> {
             Ok((200, _)) => {
                 return Ok(RayHead {
                     address: format!("http://127.0.0.1:{dashboard}"),
+                    moto,
                 });
             }
             Ok((code, body)) => last = format!("GET /api/jobs/ answered {code}: {body}"),

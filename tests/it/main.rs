@@ -14,6 +14,7 @@ mod janitor;
 mod janitor_ops;
 mod live;
 mod maintenance;
+mod orphans;
 mod race;
 mod ray;
 mod replay;

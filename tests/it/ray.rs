@@ -721,5 +721,174 @@ async fn a_planted_ledger_never_makes_pickup_delete_the_log_an_active_file_or_an
         orphan.join("bin-1.outputs.json").exists(),
         "left as is: {p:?}"
     );
+
+/// Copies the local table `dir` (log and data files) into `store` (the S3 table's root).
+async fn upload(dir: &Path, store: &Arc<dyn object_store::ObjectStore>) {
+    use object_store::ObjectStoreExt;
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    for e in std::fs::read_dir(dir.join("_delta_log")).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            files.push(format!("_delta_log/{}", e.file_name().to_string_lossy()));
+        }
+    }
+    for rel in files {
+        let bytes = std::fs::read(dir.join(&rel)).unwrap();
+        store
+            .put(&object_store::path::Path::from(rel.as_str()), bytes.into())
+            .await
+            .unwrap();
+    }
+}
+
+/// The S3 table's data files no commit added, and what is left under `_lakehealth/jobs/`.
+async fn s3_leftovers(store: &Arc<dyn object_store::ObjectStore>) -> (Vec<String>, Vec<String>) {
+    use futures::TryStreamExt;
+    use object_store::ObjectStoreExt;
+    let keys: Vec<String> = store
+        .list(None)
+        .map_ok(|m| m.location.to_string())
+        .try_collect()
+        .await
+        .unwrap();
+    let mut added = std::collections::BTreeSet::new();
+    for k in keys
+        .iter()
+        .filter(|k| k.starts_with("_delta_log/") && k.ends_with(".json"))
+    {
+        let bytes = store
+            .get(&object_store::path::Path::from(k.as_str()))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        for line in String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
+            let a: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(p) = a["add"]["path"].as_str() {
+                added.insert(decoded(p));
+            }
+        }
+    }
+    let data = keys
+        .iter()
+        .filter(|k| k.ends_with(".parquet") && !k.starts_with('_') && !added.contains(&decoded(k)))
+        .cloned()
+        .collect();
+    let jobs = keys
+        .iter()
+        .filter(|k| k.starts_with("_lakehealth/jobs/"))
+        .cloned()
+        .collect();
+    (data, jobs)
+}
+
+/// The same stop as `a_ray_job_stopped_midway_leaves_no_uncommitted_output`, on S3 (moto):
+/// the workers reach the bucket with the credentials of their nodes' environment (none are
+/// passed), the finished bins commit, every other output is deleted, and Python deltalake reads
+/// every row exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_s3_a_ray_job_stopped_midway_commits_what_finished_and_deletes_every_other_output() {
+    let moto = &ray_head().moto;
+    let bucket = format!("ray-stop-{}", std::process::id());
+    moto.create_bucket(&bucket);
+    let (d, _, rows) = seeded(60).await;
+    let uri = format!("s3://{bucket}/t");
+    let s3 = Location::parse(&uri).unwrap();
+    let store = s3.open_store(&moto.storage_options()).unwrap();
+    upload(d.path(), &store).await;
+    let mut req = request(16 * KIB);
+    req.storage_options = moto.storage_options();
+    let mut job = prepare(&s3, &req, kib64_thresholds(), 1.0).await.unwrap();
+    job.exec.executor = ray();
+    let bins = job.plan.bins;
+    assert!(bins >= 6, "enough bins to stop midway: {bins}");
+    assert_eq!(job.table.uri, uri);
+    let cancel = CancellationToken::new();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let c2 = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        let mut evs = Vec::new();
+        while let Some(e) = rx.recv().await {
+            if matches!(e, JobEvent::Committed(_)) {
+                c2.cancel();
+            }
+            evs.push(e);
+        }
+        evs
+    });
+    let s = run_isolated(job, Arc::new(PartitionLocks::default()), cancel, tx).await;
+    let evs = watcher.await.unwrap();
+    assert!(s.cancelled);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(
+        !s.commits.is_empty() && (s.commits.len() as u64) < bins,
+        "{:?}",
+        s.commits
+    );
+    assert!(evs.iter().any(|e| matches!(e, JobEvent::Cancelled { .. })));
+    assert_eq!(ray_job_statuses(&uri), vec!["STOPPED".to_string()]);
+    assert!(s.orphaned_files.is_empty(), "{:?}", s.orphaned_files);
+    let back = read_back(&uri, Some(&moto.options_json()));
+    assert_eq!(
+        (back.rows, back.distinct_ids),
+        (rows, rows),
+        "every row, once"
+    );
+    assert_eq!(
+        s3_leftovers(&store).await,
+        (Vec::new(), Vec::new()),
+        "no uncommitted output, no job folder"
+    );
+}
+
+/// A worker whose Ray task is gone before it started its bin (on S3 the table takes seconds to
+/// open; a stopped job's coordinator has cleaned up by then, or a retry owns the bin): it writes
+/// nothing, neither an output nor a result, and deletes nothing. Without the driver naming the
+/// parent it belongs to, such a worker ran the whole bin after the cleanup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_task_is_gone_before_it_starts_writes_nothing() {
+    let (d, l, rows) = seeded(20).await;
+    let job = prepared(&l, 1024 * KIB, Executor::Local).await;
+    let p = &job.plan.partitions[0];
+    let spec = BinSpec::new(
+        &job.table.uri,
+        "gone-test",
+        1,
+        job.plan.table_version,
+        &p.values,
+        &p.bins[0],
+        &job.exec.rewrite,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("spec.json");
+    std::fs::write(&file, serde_json::to_vec(&spec).unwrap()).unwrap();
+    let before = dump(d.path());
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .arg("worker")
+        .arg("--spec")
+        .arg(&file)
+        // No process has this id: the task that started the worker is gone.
+        .env(
+            lakehealth::engine::compact::executor::worker::PARENT_ENV,
+            u32::MAX.to_string(),
+        )
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "a bin not run is not a success");
+    let line: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(line["status"], "failed", "{line}");
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
+    assert_eq!(
+        job_state(d.path()),
+        Vec::<String>::new(),
+        "no result, no ledger"
+    );
+    assert!(commits_after(d.path(), job.plan.table_version).is_empty());
+    assert_eq!(dump(d.path()), before);
     assert_exact(d.path(), rows);
 }

@@ -1,5 +1,8 @@
 //! Two jobs never compact the same partition at once in one process: a job holds a lock on
 //! each (table, partition) it rewrites, and a queued job waits until its partitions are free.
+//! Every lock held by any `PartitionLocks` of the process is also listed process-wide
+//! (`held_partitions`): the orphan scan never offers a file of a partition a job of this process
+//! is rewriting (its outputs exist before they are committed).
 
 use std::collections::HashSet;
 
@@ -11,6 +14,19 @@ pub type LockKey = (String, PartitionValues);
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
+
+/// Every key held by any `PartitionLocks` of this process (a key twice when two instances
+/// hold it).
+static HELD_IN_PROCESS: Mutex<Vec<LockKey>> = Mutex::new(Vec::new());
+
+/// The partitions of `table_uri` a compaction job of this process holds right now.
+pub fn held_partitions(table_uri: &str) -> Vec<PartitionValues> {
+    let held = HELD_IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
+    held.iter()
+        .filter(|(t, _)| t == table_uri)
+        .map(|(_, p)| p.clone())
+        .collect()
+}
 
 #[derive(Debug, Default)]
 pub struct PartitionLocks {
@@ -31,6 +47,10 @@ impl PartitionLocks {
             return None;
         }
         held.extend(keys.iter().cloned());
+        HELD_IN_PROCESS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(keys.iter().cloned());
         Some(LockGuard {
             locks: self.clone(),
             keys: keys.to_vec(),
@@ -60,6 +80,13 @@ impl Drop for LockGuard {
             held.remove(k);
         }
         drop(held);
+        let mut all = HELD_IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
+        for k in &self.keys {
+            if let Some(i) = all.iter().position(|h| h == k) {
+                all.swap_remove(i);
+            }
+        }
+        drop(all);
         self.locks.freed.notify_waiters();
     }
 }
@@ -94,6 +121,28 @@ mod tests {
         drop(a);
         waiter.await.unwrap();
         assert!(!l.is_held(&k(Some("1"))));
+    }
+
+    #[test]
+    fn held_partitions_lists_every_instances_locks_until_they_are_released() {
+        let uri = "held-partitions-test";
+        let p = |v: &str| PartitionValues(vec![("d".into(), Some(v.into()))]);
+        let (a, b) = (
+            Arc::new(PartitionLocks::default()),
+            Arc::new(PartitionLocks::default()),
+        );
+        let ga = a.try_acquire(&[key(uri, &p("1"))]).unwrap();
+        let gb = b
+            .try_acquire(&[key(uri, &p("1")), key(uri, &p("2"))])
+            .unwrap();
+        let mut held = held_partitions(uri);
+        held.sort();
+        assert_eq!(held, vec![p("1"), p("1"), p("2")]);
+        assert!(held_partitions("another table").is_empty());
+        drop(gb);
+        assert_eq!(held_partitions(uri), vec![p("1")]);
+        drop(ga);
+        assert!(held_partitions(uri).is_empty());
     }
 
     #[test]

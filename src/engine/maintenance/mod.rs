@@ -1,8 +1,10 @@
 //! Log maintenance: checkpoints (`checkpoint`) and VACUUM (`vacuum`), both through delta-rs's
-//! own machinery, with lakehealth's guards around it. The CLI, the TUI and the janitor call
+//! own machinery, with lakehealth's guards around it; and orphan files (`orphans`: data files
+//! no version references, which `report` counts and the CLI's `vacuum` deletes). The CLI, the TUI and the janitor call
 //! these functions; nothing here draws or prints.
 
 pub mod checkpoint;
+pub mod orphans;
 pub mod vacuum;
 
 use std::collections::HashMap;

@@ -1,4 +1,5 @@
-//! Findings: damage the log shows has already happened, said plainly.
+//! Findings: damage the log shows has already happened, said plainly. (`orphan_files`, files
+//! in the table's folders no version references, comes from a listing: `maintenance::orphans`.)
 //!
 //! `duplicated_rows`: two commits removed the same file (same path and deletion vector) with no
 //! add of it in between. A commit that removes a file and adds files rewrote its rows (OPTIMIZE
@@ -18,6 +19,8 @@ use crate::engine::size::format_bytes;
 #[serde(rename_all = "snake_case")]
 pub enum FindingKind {
     DuplicatedRows,
+    /// Data files no version of the log references (`versions` is empty).
+    OrphanFiles,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

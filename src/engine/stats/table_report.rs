@@ -14,6 +14,7 @@ use crate::engine::formats::TableFormat;
 use crate::engine::formats::iceberg::IcebergDetails;
 use crate::engine::formats::scan::FolderDetails;
 use crate::engine::log::state::{CommitSummary, LogState};
+use crate::engine::maintenance::orphans::OrphanScan;
 use crate::engine::properties::TableProps;
 
 /// Partition values in partition-column order (NULL as None; the log reader reads `""` as NULL);
@@ -83,6 +84,10 @@ pub struct TableReport {
     /// Iceberg tables: snapshot, manifests, delete files and the rewrite_data_files preview.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iceberg: Option<Box<IcebergDetails>>,
+    /// Delta tables, when `report` listed the folders: files no version references
+    /// (`maintenance::orphans`; the TUI does not list them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orphans: Option<OrphanScan>,
 }
 
 /// Logical partition column names by physical name (column mapping), from the schema string.
@@ -185,6 +190,7 @@ impl TableReport {
             findings_checked,
             folder: None,
             iceberg: None,
+            orphans: None,
         }
     }
 }

@@ -543,8 +543,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_driver_prints_the_progress_lines_the_coordinator_reads() {
+    fn the_driver_prints_the_progress_lines_the_coordinator_reads_and_names_itself_the_parent() {
         assert!(DRIVER.contains("\"LAKEHEALTH_BIN \""));
+        assert!(DRIVER.contains(&format!(
+            "{}=str(os.getpid())",
+            super::super::worker::PARENT_ENV
+        )));
         let l: Line =
             serde_json::from_str(r#"{"bin": 3, "status": "failed", "error": "boom"}"#).unwrap();
         assert_eq!((l.bin, l.status.as_str()), (3, "failed"));

@@ -59,26 +59,59 @@ pub async fn write_json<T: serde::Serialize>(
         .map_err(|e| EngineError::from_store(uri, &format!("writing {key}"), e))
 }
 
+/// The variable the Ray driver sets to its own process id: the worker's parent for as long as
+/// its task runs.
+pub const PARENT_ENV: &str = "LAKEHEALTH_WORKER_PARENT";
+
+/// The process this worker belongs to: the one `PARENT_ENV` names (so a task stopped before
+/// the worker even started is noticed), else the parent it started with.
+#[cfg(unix)]
+fn expected_parent() -> u32 {
+    std::env::var(PARENT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(std::os::unix::process::parent_id)
+}
+
+#[cfg(unix)]
+fn orphaned(parent: u32) -> bool {
+    std::os::unix::process::parent_id() != parent
+}
+
 /// Cancels the bin when the process that started this worker goes away (a stopped Ray task
 /// leaves its subprocess behind): no output is written after the job was stopped for long.
+/// Checked at once too: on S3 opening the table takes seconds, and a task stopped meanwhile
+/// must not find its worker starting the bin afterwards.
 #[cfg(unix)]
-fn cancel_when_orphaned(cancel: CancellationToken) {
-    let parent = std::os::unix::process::parent_id();
+fn cancel_when_orphaned(cancel: CancellationToken, parent: u32) {
+    if orphaned(parent) {
+        cancel.cancel();
+    }
     tokio::spawn(async move {
         loop {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            if std::os::unix::process::parent_id() != parent {
+            if orphaned(parent) {
                 cancel.cancel();
                 // The bin stops at its next input file; a file larger than this takes too long.
                 tokio::time::sleep(Duration::from_secs(20)).await;
                 std::process::exit(3);
             }
+            tokio::time::sleep(Duration::from_millis(300)).await;
         }
     });
 }
 
 #[cfg(not(unix))]
-fn cancel_when_orphaned(_cancel: CancellationToken) {}
+fn expected_parent() -> u32 {
+    0
+}
+
+#[cfg(not(unix))]
+fn orphaned(_parent: u32) -> bool {
+    false
+}
+
+#[cfg(not(unix))]
+fn cancel_when_orphaned(_cancel: CancellationToken, _parent: u32) {}
 
 /// The table's folder within the store delta-rs opens for its URL (as delta-rs prefixes it).
 fn table_root(loc: &Location) -> Result<Path> {
@@ -91,13 +124,40 @@ fn table_root(loc: &Location) -> Result<Path> {
     }
 }
 
+/// The (unwritten) report of a worker whose task was gone before it started the bin.
+fn gone_before_start(spec: &BinSpec, started: Instant) -> BinReport {
+    BinReport {
+        job_id: spec.job_id.clone(),
+        bin_id: spec.bin_id,
+        table_uri: spec.table_uri.clone(),
+        table_version: spec.table_version,
+        partition: spec.partition.clone(),
+        metrics: WorkerMetrics {
+            seconds: started.elapsed().as_secs_f64(),
+            ..WorkerMetrics::default()
+        },
+        outcome: Outcome::Failed {
+            kind: BinFailure::Cancelled.kind(),
+            error: "the task that started this worker is gone; nothing was written".into(),
+            outputs: Vec::new(),
+        },
+    }
+}
+
 /// Runs `spec`'s bin and writes its result; returns the result. Err only when the table or the
 /// job folder cannot be used at all (nothing was written then).
+///
+/// A worker whose task is gone (`orphaned`) writes no result: its coordinator has settled the
+/// bin already (or a retry of the task owns its result key now), its outputs are deleted here,
+/// and any it could not delete stay listed in the ledger for `pickup`.
 pub async fn run_spec(
     spec: &BinSpec,
     storage_options: &HashMap<String, String>,
 ) -> Result<BinReport> {
     let started = Instant::now();
+    let parent = expected_parent();
+    let cancel = CancellationToken::new();
+    cancel_when_orphaned(cancel.clone(), parent);
     let loc = Location::parse(&spec.table_uri)?;
     // Every output is listed in the ledger before it exists (see `ledger`).
     let slot: Arc<Mutex<Option<Arc<LedgerStore>>>> = Arc::default();
@@ -111,6 +171,11 @@ pub async fn run_spec(
         l
     };
     let ct = open_for_compaction_with(&loc, storage_options, Some(&wrap)).await?;
+    // Gone while the table opened: a retry of the task may be running on this bin's ledger and
+    // result already, so nothing of it is touched.
+    if cancel.is_cancelled() || orphaned(parent) {
+        return Ok(gone_before_start(spec, started));
+    }
     let ledger =
         slot.lock().ok().and_then(|s| s.clone()).ok_or_else(|| {
             EngineError::InvalidRequest("the output ledger was not set up".into())
@@ -145,9 +210,7 @@ pub async fn run_spec(
     })?;
     let schema = file_schema(&ct.table)
         .map_err(|e| EngineError::InvalidRequest(format!("{uri}: reading the schema: {e}")))?;
-    let cancel = CancellationToken::new();
-    cancel_when_orphaned(cancel.clone());
-    let orphaned = cancel.clone();
+    let gone = cancel.clone();
     let counters = Arc::new(Counters::default());
     let r = rewrite_bin(
         ct.table.clone(),
@@ -166,7 +229,7 @@ pub async fn run_spec(
         Arc::default(),
     )
     .await;
-    let cancel = orphaned;
+    let cancel = gone;
     // Orphaned right as the bin finished: the coordinator has given up on it, so nothing of it
     // may stay.
     let r = match r {
@@ -216,6 +279,9 @@ pub async fn run_spec(
         },
         outcome,
     };
+    if cancel.is_cancelled() || orphaned(parent) {
+        return Ok(report);
+    }
     write_json(&store, &uri, &spec.result_key(), &report).await?;
     Ok(report)
 }

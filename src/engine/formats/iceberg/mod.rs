@@ -707,6 +707,7 @@ pub async fn load_iceberg(
         },
         iceberg: Some(Box::new(details)),
         folder: None,
+        orphans: None,
     })
 }
 

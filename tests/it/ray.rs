@@ -721,6 +721,8 @@ async fn a_planted_ledger_never_makes_pickup_delete_the_log_an_active_file_or_an
         orphan.join("bin-1.outputs.json").exists(),
         "left as is: {p:?}"
     );
+    assert_exact(d.path(), rows);
+}
 
 /// Copies the local table `dir` (log and data files) into `store` (the S3 table's root).
 async fn upload(dir: &Path, store: &Arc<dyn object_store::ObjectStore>) {

@@ -79,7 +79,7 @@ pub struct StorageArgs {
 pub struct SizeArgs {
     /// Target file size, with a unit (e.g. 128MiB; at least 1MiB). A partition's ideal files:
     /// its files at or above the small threshold, plus floor(small bytes / max(target, small
-    /// threshold)) for its small files, at least 1 when it has one (as the README says).
+    /// threshold)) for its small files, at least 1 when it has one (README: How each number is computed).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub target: Option<ByteSize>,
     /// Files below this size are small (default: the target).

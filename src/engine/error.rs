@@ -261,9 +261,12 @@ fn no_credentials(e: &(dyn StdError + 'static)) -> bool {
             err.downcast_ref::<object_store::Error>(),
             Some(object_store::Error::NotSupported { .. })
         ) && text.contains("credential");
+        // IMDS: its address, or its token path when AWS_METADATA_ENDPOINT moves it.
         if credential_error
-            || text.contains("imds")
             || text.contains("169.254.169.254")
+            || text.contains("/latest/api/token")
+            || text.contains("/latest/meta-data/iam")
+            || text.contains("imds session token")
             || text.contains("no credentials")
             || text.contains("credentials provider was not enabled")
             || text.contains("failed to load credentials")
@@ -437,7 +440,8 @@ mod tests {
 
     #[test]
     fn missing_s3_credentials_say_what_to_set() {
-        let imds: BoxError = "failed to load IMDS session token: dispatch failure".into();
+        let imds: BoxError =
+            "Error performing PUT http://169.254.169.254/latest/api/token: 403 Forbidden".into();
         let e = EngineError::from_store(
             "s3://b/t",
             "_delta_log/",

@@ -408,3 +408,40 @@ fn help_lists_only_the_options_a_command_takes() {
         "{report}"
     );
 }
+
+#[test]
+fn s3_without_credentials_says_what_to_set() {
+    // A closed local port for both the endpoint and the instance metadata service (IMDS, the
+    // credential chain's last resort): no network, no real credentials, quick failures.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let closed = format!("http://127.0.0.1:{port}");
+    let home = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .args(["report", "s3://bucket/t", "-o", "AWS_REGION=us-east-1"])
+        .args([
+            "-o",
+            &format!("AWS_ENDPOINT_URL={closed}"),
+            "-o",
+            "AWS_ALLOW_HTTP=true",
+        ])
+        .arg("--log-file")
+        .arg(home.path().join("l.log"))
+        .env_clear()
+        .env("HOME", home.path())
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .env("AWS_METADATA_ENDPOINT", &closed)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("no credentials for s3://bucket/t"), "{err}");
+    assert!(
+        err.contains("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+            && err.contains("-o AWS_ACCESS_KEY_ID="),
+        "{err}"
+    );
+}

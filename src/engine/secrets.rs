@@ -112,8 +112,13 @@ where
     S: AsRef<str>,
 {
     let mut storage_next = false;
+    // `-o KEY VALUE` (a space for the `=`): VALUE is the next argument.
+    let mut value_next = false;
     for arg in args {
         let arg = arg.as_ref();
+        if std::mem::take(&mut value_next) {
+            register([arg.trim().to_string()]);
+        }
         register_url_user_info(arg);
         if let Some((flag, v)) = arg.split_once('=')
             && flag.starts_with("--")
@@ -132,8 +137,15 @@ where
         storage_next = arg == "-o" || arg == "--storage-option";
         if let Some(option) = option {
             register_storage_arg(option);
+            value_next = is_key_name(option);
         }
     }
+}
+
+/// A secret option's name alone (`AWS_SESSION_TOKEN`): letters, digits and `_`, with one.
+fn is_key_name(s: &str) -> bool {
+    let s = s.trim();
+    is_secret_key(s) && s.contains('_') && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// One `-o` argument: `KEY=VALUE`, or a typo of it.
@@ -145,6 +157,8 @@ fn register_storage_arg(option: &str) {
     match split {
         Some((k, v)) if is_secret_key(k.trim()) => register([v.trim().to_string()]),
         Some(_) => {}
+        // A key alone names no secret (its value, if any, is the next argument).
+        None if is_key_name(option) => {}
         None => register([option.trim().to_string()]),
     }
 }
@@ -474,7 +488,16 @@ mod tests {
             "-o",
             "AWS_REGION:eu-west-9",
             "--ray-address=http://u5:pw5@head:8265",
+            "-o",
+            "AWS_SESSION_TOKEN",
+            "spacedtk",
         ]);
+        assert_eq!(scrub("spacedtk"), "***", "-o KEY VALUE: the value");
+        assert_eq!(
+            scrub("AWS_SESSION_TOKEN"),
+            "AWS_SESSION_TOKEN",
+            "a key is no secret"
+        );
         assert_eq!(
             scrub("got AWS_SECRET_ACCESS_KEY:sk1 tk2 ak3 nokeyatall pw5 u5"),
             "got AWS_SECRET_ACCESS_KEY:*** *** *** *** *** ***"

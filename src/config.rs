@@ -112,9 +112,11 @@ pub enum ConfigError {
 
 impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        // Before parsing: an error must not show a credential of [storage] (or anywhere).
+        crate::engine::secrets::register_toml_text(text);
         let c: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            message: crate::engine::secrets::toml_error(&e, text),
         })?;
         c.validate().map_err(|message| ConfigError::Invalid {
             path: path.to_path_buf(),
@@ -124,9 +126,10 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), String> {
-        if self.health.target_file_size.0 == 0 {
-            return Err("health.target_file_size must be greater than 0".into());
-        }
+        crate::engine::size::check_target_file_size(
+            self.health.target_file_size.0,
+            "health.target_file_size",
+        )?;
         if self.health.max_file_size < self.small_file_size() {
             return Err("health.max_file_size must not be below health.small_file_size".into());
         }
@@ -223,5 +226,37 @@ mod tests {
         assert_eq!(t.target_file_size, 256 * MIB);
         assert_eq!(t.small_file_size, 64 * MIB);
         assert_eq!(c.ui.refresh_interval, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_parse_error_on_a_secret_line_does_not_show_the_secret() {
+        for text in [
+            "[storage]\nAWS_SECRET_ACCESS_KEY = \"cfgsecret9\nAWS_REGION = \"x\"\n",
+            "[storage]\nAWS_SECRET_ACCESS_KEY = 12345\n",
+            "[storage]\nAWS_SECRET_ACCESS_KEY = cfgs4\n",
+        ] {
+            let e = Config::parse(text, Path::new("c.toml"))
+                .unwrap_err()
+                .to_string();
+            let shown = e;
+            for secret in ["cfgsecret9", "12345", "cfgs4"] {
+                assert!(!shown.contains(secret), "{shown}");
+            }
+            assert!(shown.contains("line 2"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_tiny_target_is_refused() {
+        let e = Config::parse(
+            "[health]\ntarget_file_size = \"4KiB\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("health.target_file_size 4 KiB is below the minimum"),
+            "{e}"
+        );
     }
 }

@@ -1,10 +1,34 @@
 use std::process::ExitCode;
 
-use clap::Parser;
-use lakehealth::cli::args::Cli;
+use lakehealth::cli::args::{Cli, parse_from};
+use lakehealth::engine::secrets;
+
+/// The command line, parsed after its secrets are registered: clap's errors quote arguments
+/// (a mistyped `-o KEY:SECRET`), so they are printed scrubbed.
+fn parse() -> Result<Cli, ExitCode> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    secrets::register_args(args.iter().map(|a| a.to_string_lossy().into_owned()));
+    parse_from(args).map_err(|e| {
+        let plain = e.render().to_string();
+        let shown = secrets::scrub(&plain);
+        if shown == plain {
+            // Nothing to hide: clap prints it (with colours on a terminal).
+            e.exit()
+        }
+        if e.use_stderr() {
+            eprint!("{shown}");
+        } else {
+            print!("{shown}");
+        }
+        ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+    })
+}
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let _log = lakehealth::logging::init(cli.common.log_file.clone());
     lakehealth::engine::panic_guard::install_hook();
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -22,7 +46,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let text = lakehealth::cli::error_text(&e);
-            let text = lakehealth::engine::secrets::scrub(&text);
+            let text = secrets::scrub(&text);
             tracing::error!("{text}");
             eprintln!("error: {text}");
             ExitCode::FAILURE

@@ -16,11 +16,13 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (e.g. 1s, 500ms, 2m)"))
 }
 
+/// `KEY=VALUE`. The error does not quote the argument: a mistyped `KEY:SECRET` is a
+/// credential (clap quotes the argument itself, scrubbed: `engine::secrets::register_args`).
 fn parse_kv(s: &str) -> Result<(String, String), String> {
     s.split_once('=')
         .map(|(k, v)| (k.trim().to_string(), v.to_string()))
         .filter(|(k, _)| !k.is_empty())
-        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
+        .ok_or_else(|| "expected KEY=VALUE, e.g. -o AWS_REGION=us-east-1".to_string())
 }
 
 #[derive(Debug, Parser)]
@@ -40,48 +42,86 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     #[command(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    pub sizes: SizeArgs,
+    #[command(flatten)]
+    pub discovery: DiscoveryArgs,
+    #[command(flatten)]
+    pub poll: PollArgs,
+    #[command(flatten)]
+    pub executor: ExecutorArgs,
+    #[command(flatten)]
     pub common: Common,
 }
 
-#[derive(Debug, Clone, Args)]
+/// Options of every command.
+#[derive(Debug, Clone, Default, Args)]
 pub struct Common {
     /// Config file (default: $LAKEHEALTH_CONFIG, else config.toml in the platform config dir).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Object store option, e.g. AWS_REGION=us-east-1 (repeatable; overrides [storage] in config).
-    #[arg(short = 'o', long = "storage-option", global = true, value_name = "KEY=VALUE", value_parser = parse_kv)]
-    pub storage_options: Vec<(String, String)>,
-    /// Target file size; ideal files = ceil(bytes / target).
-    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
-    pub target: Option<ByteSize>,
-    /// Files below this size are small (default: the target).
-    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
-    pub small_below: Option<ByteSize>,
-    /// Upper bound of the target band.
-    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
-    pub max_file_size: Option<ByteSize>,
-    /// Folder levels searched for tables under a root.
-    #[arg(long, global = true, value_name = "N")]
-    pub depth: Option<usize>,
-    /// Iceberg: follow manifest paths outside the table's folder (a table copied or moved
-    /// without rewriting its metadata). Off by default: metadata can point anywhere.
-    #[arg(long, global = true)]
-    pub trust_metadata_paths: bool,
-    /// How often the TUI reads the open table's log for new commits (default: 1s for local
-    /// tables, 5s for object stores).
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
-    pub poll: Option<Duration>,
     /// Log file (default: lakehealth.log in the platform data dir).
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
-    /// Where compaction bins are rewritten (compact, TUI); commits always happen here.
-    #[arg(long, value_enum, global = true, default_value = "local")]
+}
+
+/// Options of the commands that open a location.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StorageArgs {
+    /// Object store option, e.g. AWS_REGION=us-east-1 (repeatable; overrides [storage] in config).
+    #[arg(short = 'o', long = "storage-option", value_name = "KEY=VALUE", value_parser = parse_kv)]
+    pub storage_options: Vec<(String, String)>,
+}
+
+/// Options of the commands that judge file sizes.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SizeArgs {
+    /// Target file size, with a unit (e.g. 128MiB; at least 1MiB). A partition's ideal files:
+    /// its files at or above the small threshold, plus floor(small bytes / max(target, small
+    /// threshold)) for its small files, at least 1 when it has one (README: How each number is computed).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub target: Option<ByteSize>,
+    /// Files below this size are small (default: the target).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub small_below: Option<ByteSize>,
+    /// Upper bound of the target band.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_file_size: Option<ByteSize>,
+}
+
+/// Options of the commands that find tables under a root.
+#[derive(Debug, Clone, Default, Args)]
+pub struct DiscoveryArgs {
+    /// Folder levels searched for tables under a root.
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
+    /// Iceberg: follow manifest paths outside the table's folder (a table copied or moved
+    /// without rewriting its metadata). Off by default: metadata can point anywhere.
+    #[arg(long)]
+    pub trust_metadata_paths: bool,
+}
+
+/// Options of the TUI.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PollArgs {
+    /// How often the TUI reads the open table's log for new commits (default: 1s for local
+    /// tables, 5s for object stores).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub poll: Option<Duration>,
+}
+
+/// Options of the commands that compact (compact, the TUI).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ExecutorArgs {
+    /// Where compaction bins are rewritten; commits always happen here.
+    #[arg(long, value_enum, default_value = "local")]
     pub executor: ExecutorArg,
     /// Ray dashboard address for --executor ray, e.g. http://head:8265 (headers: $RAY_JOB_HEADERS).
-    #[arg(long, value_name = "URL", env = "RAY_ADDRESS", global = true)]
+    #[arg(long, value_name = "URL", env = "RAY_ADDRESS")]
     pub ray_address: Option<String>,
     /// lakehealth binary the Ray nodes run (default: this one; build it for the nodes' platform).
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH")]
     pub worker_binary: Option<PathBuf>,
 }
 
@@ -115,12 +155,15 @@ pub struct WorkerArgs {
     /// The bin's spec: a local JSON file, or a URI (s3://, gs://, az://, file://).
     #[arg(long, value_name = "FILE_OR_URI")]
     pub spec: String,
+    #[command(flatten)]
+    pub storage: StorageArgs,
 }
 
 /// Where bins are rewritten.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExecutorArg {
     /// On this machine.
+    #[default]
     Local,
     /// As tasks of a Ray job (needs --ray-address).
     Ray,
@@ -132,6 +175,8 @@ pub struct CheckpointArgs {
     /// Machine-readable output on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub storage: StorageArgs,
 }
 
 #[derive(Debug, Args)]
@@ -150,6 +195,8 @@ pub struct VacuumArgs {
     /// Machine-readable output on stdout (the plan, and what was deleted).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub storage: StorageArgs,
 }
 
 #[derive(Debug, Args)]
@@ -177,6 +224,12 @@ pub struct CompactArgs {
     /// First settle results a stopped coordinator left under _lakehealth/jobs/ (commit or clean up).
     #[arg(long)]
     pub pickup: bool,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    pub sizes: SizeArgs,
+    #[command(flatten)]
+    pub executor: ExecutorArgs,
 }
 
 #[derive(Debug, Args)]
@@ -195,6 +248,8 @@ pub struct ConvertArgs {
     /// Machine-readable output on stdout (the plan with --dry-run, else the outcome).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub storage: StorageArgs,
 }
 
 fn parse_partition_column(
@@ -229,6 +284,12 @@ pub struct WatchArgs {
     /// Serve Prometheus metrics on http://HOST:PORT/metrics and liveness on /healthz.
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    pub sizes: SizeArgs,
+    #[command(flatten)]
+    pub discovery: DiscoveryArgs,
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +298,12 @@ pub struct ReportArgs {
     /// Machine-readable output (schema in the README).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    pub sizes: SizeArgs,
+    #[command(flatten)]
+    pub discovery: DiscoveryArgs,
 }
 
 #[derive(Debug, Args)]
@@ -253,6 +320,12 @@ pub struct DemoArgs {
     /// Create the table and exit without opening the TUI (prints its path).
     #[arg(long)]
     pub no_tui: bool,
+    #[command(flatten)]
+    pub sizes: SizeArgs,
+    #[command(flatten)]
+    pub poll: PollArgs,
+    #[command(flatten)]
+    pub executor: ExecutorArgs,
 }
 
 #[derive(Debug, Args)]
@@ -270,4 +343,198 @@ pub struct StreamArgs {
     /// Stop after this many batches (default: run until Ctrl-C).
     #[arg(long)]
     pub batches: Option<u64>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+/// Parses the command line. A first word that is no subcommand but one letter or two off one
+/// (`reprot`), and not a path that exists, is a typo: clap would take it for the TUI's
+/// location (`lakehealth reprot t` would complain about `t`), so it is refused here with the
+/// subcommand meant.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::CommandFactory;
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cmd = Cli::command();
+    if let Some(word) = first_positional(&cmd, &args)
+        && let Some(meant) = similar_subcommand(&cmd, &word)
+        && !std::path::Path::new(&word).exists()
+    {
+        let mut cmd = cmd;
+        return Err(cmd.error(
+            clap::error::ErrorKind::InvalidSubcommand,
+            format!(
+                "unrecognized subcommand '{word}'\n\n  tip: a similar subcommand exists: '{meant}'\n  (to open a table named '{word}', write ./{word})"
+            ),
+        ));
+    }
+    Cli::try_parse_from(args)
+}
+
+/// The first argument that is neither an option nor an option's value.
+fn first_positional(cmd: &clap::Command, args: &[std::ffi::OsString]) -> Option<String> {
+    let takes_value = |name: &str| {
+        cmd.get_arguments().any(|a| {
+            let named = match name.strip_prefix("--") {
+                Some(long) => a.get_long() == Some(long),
+                None => name.len() == 2 && a.get_short() == name.chars().nth(1),
+            };
+            named && a.get_action().takes_values()
+        })
+    };
+    let mut skip_next = false;
+    for a in args.iter().skip(1) {
+        let a = a.to_string_lossy();
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if a == "--" {
+            return None;
+        }
+        if a.starts_with('-') && a.len() > 1 {
+            skip_next = !a.contains('=') && takes_value(&a);
+            continue;
+        }
+        return Some(a.into_owned());
+    }
+    None
+}
+
+/// The subcommand `word` is probably a typo of: at most one edit (two for longer names) away,
+/// a swap of two letters counting as one. None for a subcommand itself or anything path-like.
+fn similar_subcommand(cmd: &clap::Command, word: &str) -> Option<String> {
+    if word.contains(['/', '\\', '.', ':']) || cmd.find_subcommand(word).is_some() {
+        return None;
+    }
+    let word = word.to_ascii_lowercase();
+    cmd.get_subcommands()
+        .map(|c| c.get_name())
+        .filter(|name| *name != "help")
+        .map(|name| (edit_distance(&word, name), name))
+        .filter(|(d, name)| *d > 0 && *d <= if name.len() >= 5 { 2 } else { 1 })
+        .min()
+        .map(|(_, name)| name.to_string())
+}
+
+/// Optimal string alignment distance: insertions, deletions, substitutions and swaps of
+/// adjacent letters each cost one.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(args: &[&str]) -> String {
+        parse_from(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_mistyped_subcommand_gets_a_suggestion_even_with_a_location_after_it() {
+        for (args, meant) in [
+            (vec!["lakehealth", "reprot", "some/table"], "report"),
+            (vec!["lakehealth", "reprot"], "report"),
+            (
+                vec!["lakehealth", "--config", "c.toml", "compat", "t"],
+                "compact",
+            ),
+            (vec!["lakehealth", "vaccum", "t", "--dry-run"], "vacuum"),
+            (vec!["lakehealth", "wtach", "t"], "watch"),
+        ] {
+            let e = err(&args);
+            assert!(
+                e.contains(&format!("a similar subcommand exists: '{meant}'")),
+                "{args:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn locations_are_not_taken_for_typos() {
+        assert!(
+            similar_subcommand(&<Cli as clap::CommandFactory>::command(), "./reprot").is_none()
+        );
+        assert!(
+            similar_subcommand(&<Cli as clap::CommandFactory>::command(), "s3://b/t").is_none()
+        );
+        assert!(similar_subcommand(&<Cli as clap::CommandFactory>::command(), "events").is_none());
+        let cli = parse_from(["lakehealth", "events"]).unwrap();
+        assert_eq!(cli.uri.as_deref(), Some("events"));
+        let cli = parse_from(["lakehealth", "report", "t"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Report(_))));
+    }
+
+    #[test]
+    fn options_show_only_on_the_commands_that_use_them() {
+        use clap::CommandFactory;
+        // Built: global options are copied into every subcommand then.
+        let mut cmd = Cli::command();
+        cmd.build();
+        let longs = |name: &str| -> Vec<String> {
+            cmd.find_subcommand(name)
+                .unwrap()
+                .get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_string))
+                .collect()
+        };
+        let config = longs("config");
+        for absent in [
+            "ray-address",
+            "executor",
+            "target",
+            "storage-option",
+            "depth",
+            "poll",
+        ] {
+            assert!(!config.iter().any(|l| l == absent), "config has --{absent}");
+        }
+        let vacuum = longs("vacuum");
+        assert!(vacuum.iter().any(|l| l == "storage-option"));
+        assert!(!vacuum.iter().any(|l| l == "ray-address" || l == "target"));
+        let compact = longs("compact");
+        for present in ["ray-address", "executor", "target", "storage-option"] {
+            assert!(
+                compact.iter().any(|l| l == present),
+                "compact lacks --{present}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_storage_option_typo_is_explained_without_its_value() {
+        let e = parse_kv("AWS_SECRET_ACCESS_KEY:abc").unwrap_err();
+        assert!(!e.contains("abc"), "{e}");
+        assert!(e.contains("KEY=VALUE"), "{e}");
+    }
+
+    #[test]
+    fn sizes_need_a_unit() {
+        let e = err(&["lakehealth", "report", "t", "--target", "128"]);
+        assert!(e.contains("128MiB"), "{e}");
+    }
 }

@@ -6,7 +6,10 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{Cli, Command, Common, DemoArgs, ExecutorArg, ReportArgs, StreamArgs};
+use super::args::{
+    Cli, Command, Common, DemoArgs, DiscoveryArgs, ExecutorArg, ExecutorArgs, ReportArgs, SizeArgs,
+    StorageArgs, StreamArgs,
+};
 use super::report_text::{root_text, table_text};
 use crate::config::{Config, DEFAULT_CONFIG};
 use crate::engine::compact::executor::{Executor, RayOptions};
@@ -16,6 +19,7 @@ use crate::engine::log::replay::ReplayOptions;
 use crate::engine::maintenance::orphans::attach_orphans_to;
 use crate::engine::open::{OpenOptions, Opened, open};
 use crate::engine::secrets::scrub;
+use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stream::writer::{StreamOptions, run_stream};
 
 /// Config file merged with flags.
@@ -26,46 +30,105 @@ pub struct Settings {
     pub executor: Executor,
 }
 
+/// The flags of the command being run that `settings` merges with the config file; a
+/// command without one of these groups gets its defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    pub common: Common,
+    pub storage: StorageArgs,
+    pub sizes: SizeArgs,
+    pub discovery: DiscoveryArgs,
+    pub executor: ExecutorArgs,
+}
+
+impl Flags {
+    /// The groups the parsed command line's command takes.
+    pub fn of(cli: &Cli) -> Flags {
+        let mut f = Flags {
+            common: cli.common.clone(),
+            ..Flags::default()
+        };
+        match &cli.command {
+            None => {
+                f.storage = cli.storage.clone();
+                f.sizes = cli.sizes.clone();
+                f.discovery = cli.discovery.clone();
+                f.executor = cli.executor.clone();
+            }
+            Some(Command::Report(a)) => {
+                f.storage = a.storage.clone();
+                f.sizes = a.sizes.clone();
+                f.discovery = a.discovery.clone();
+            }
+            Some(Command::Watch(a)) => {
+                f.storage = a.storage.clone();
+                f.sizes = a.sizes.clone();
+                f.discovery = a.discovery.clone();
+            }
+            Some(Command::Compact(a)) => {
+                f.storage = a.storage.clone();
+                f.sizes = a.sizes.clone();
+                f.executor = a.executor.clone();
+            }
+            Some(Command::Demo(a)) => {
+                f.sizes = a.sizes.clone();
+                f.executor = a.executor.clone();
+            }
+            Some(Command::Stream(a)) => f.storage = a.storage.clone(),
+            Some(Command::Convert(a)) => f.storage = a.storage.clone(),
+            Some(Command::Checkpoint(a)) => f.storage = a.storage.clone(),
+            Some(Command::Vacuum(a)) => f.storage = a.storage.clone(),
+            Some(Command::Worker(a)) => f.storage = a.storage.clone(),
+            Some(Command::Config) => {}
+        }
+        f
+    }
+}
+
 /// The executor the flags ask for.
-fn executor(common: &Common) -> Result<Executor> {
-    Ok(match common.executor {
+fn executor(e: &ExecutorArgs) -> Result<Executor> {
+    Ok(match e.executor {
         ExecutorArg::Local => Executor::Local,
         ExecutorArg::Ray => {
-            let Some(address) = &common.ray_address else {
+            let Some(address) = &e.ray_address else {
                 anyhow::bail!(
                     "--executor ray needs --ray-address (the Ray dashboard, e.g. http://head:8265)"
                 )
             };
             let mut r = RayOptions::new(address);
-            r.worker_binary = common.worker_binary.clone();
+            r.worker_binary = e.worker_binary.clone();
             Executor::Ray(r)
         }
     })
 }
 
-pub fn settings(common: &Common) -> Result<Settings> {
-    let (config, _) = Config::load(common.config.as_deref())?;
+/// The thresholds of the config file with the size flags applied.
+fn thresholds(config: &Config, sizes: &SizeArgs) -> Result<Thresholds> {
     let mut t = config.thresholds();
-    if let Some(v) = common.target {
+    if let Some(v) = sizes.target {
+        crate::engine::size::check_target_file_size(v.0, "--target").map_err(anyhow::Error::msg)?;
         t.target_file_size = v.0;
-        if config.health.small_file_size.is_none() && common.small_below.is_none() {
+        if config.health.small_file_size.is_none() && sizes.small_below.is_none() {
             t.small_file_size = v.0;
         }
     }
-    if let Some(v) = common.small_below {
+    if let Some(v) = sizes.small_below {
         t.small_file_size = v.0;
     }
-    if let Some(v) = common.max_file_size {
+    if let Some(v) = sizes.max_file_size {
         t.max_file_size = v.0;
-    }
-    if t.target_file_size == 0 {
-        anyhow::bail!("--target must be greater than 0");
     }
     if t.max_file_size < t.small_file_size {
         anyhow::bail!("--max-file-size must not be below the small-file threshold");
     }
+    Ok(t)
+}
+
+pub fn settings(flags: &Flags) -> Result<Settings> {
+    let (config, _) = Config::load(flags.common.config.as_deref())?;
+    let t = thresholds(&config, &flags.sizes)?;
     let mut storage: HashMap<String, String> = config.storage.clone();
-    storage.extend(common.storage_options.iter().cloned());
+    storage.extend(flags.storage.storage_options.iter().cloned());
     // Whatever text leaves the process from here on has these replaced (`engine::secrets`).
     crate::engine::secrets::register_options(&storage);
     let open = OpenOptions {
@@ -75,24 +138,28 @@ pub fn settings(common: &Common) -> Result<Settings> {
             ..ReplayOptions::default()
         },
         storage_options: storage,
-        discovery_depth: common.depth.unwrap_or(config.discovery.max_depth),
-        trust_metadata_paths: common.trust_metadata_paths,
+        discovery_depth: flags.discovery.depth.unwrap_or(config.discovery.max_depth),
+        trust_metadata_paths: flags.discovery.trust_metadata_paths,
     };
     Ok(Settings {
         config,
         open,
-        executor: executor(common)?,
+        executor: executor(&flags.executor)?,
     })
 }
 
 pub async fn run(cli: Cli) -> Result<()> {
-    let s = settings(&cli.common)?;
+    let s = settings(&Flags::of(&cli))?;
     match cli.command {
         Some(Command::Report(a)) => report(a, &s).await,
-        Some(Command::Demo(a)) => demo(a, s, cli.common.poll).await,
+        Some(Command::Demo(a)) => {
+            let poll = a.poll.poll;
+            demo(a, s, poll).await
+        }
         Some(Command::Stream(a)) => stream(a, &s).await,
         Some(Command::Compact(a)) => {
-            super::compact::compact(a, &s, cli.common.target.map(|t| t.0)).await
+            let target = a.sizes.target.map(|t| t.0);
+            super::compact::compact(a, &s, target).await
         }
         Some(Command::Convert(a)) => super::convert::convert_cmd(a, &s).await,
         Some(Command::Watch(a)) => super::watch::watch(a, &s).await,
@@ -124,7 +191,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                     loc,
                     s.open,
                     s.config.ui.refresh_interval,
-                    cli.common.poll,
+                    cli.poll.poll,
                     s.executor,
                     policy,
                 )
@@ -144,11 +211,23 @@ async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
     let mut opened = open(&loc, &s.open, &super::convert::stderr_progress()).await?;
     attach_orphans_to(&mut opened, &s.open.storage_options).await;
-    match (opened, a.json) {
-        (Opened::Table(t), true) => println!("{}", scrub(&serde_json::to_string_pretty(&t)?)),
-        (Opened::Root(r), true) => println!("{}", scrub(&serde_json::to_string_pretty(&r)?)),
-        (Opened::Table(t), false) => print!("{}", scrub(&table_text(&t))),
-        (Opened::Root(r), false) => print!("{}", scrub(&root_text(&r))),
+    match (&opened, a.json) {
+        (Opened::Table(t), true) => println!("{}", scrub(&serde_json::to_string_pretty(t)?)),
+        (Opened::Root(r), true) => println!("{}", scrub(&serde_json::to_string_pretty(r)?)),
+        (Opened::Table(t), false) => print!("{}", scrub(&table_text(t))),
+        (Opened::Root(r), false) => print!("{}", scrub(&root_text(r))),
+    }
+    // The tables that read are printed above; one that did not fails the command (scripts
+    // and CI must not take a partial report for a healthy lake).
+    if let Opened::Root(r) = &opened
+        && !r.errors.is_empty()
+    {
+        anyhow::bail!(
+            "{} of {} tables under {} could not be read (listed above)",
+            r.errors.len(),
+            r.errors.len() + r.tables.len(),
+            r.root
+        );
     }
     Ok(())
 }

@@ -50,6 +50,16 @@ pub enum EngineError {
         source: BoxError,
     },
 
+    /// None were given and the cloud's default chain found none (on S3 its last resort, the
+    /// EC2 instance metadata service, fails off EC2 with a token error that explains nothing).
+    #[error("no credentials for {uri}: {hint}. (The credential lookup said: {source})")]
+    NoCredentials {
+        uri: String,
+        hint: &'static str,
+        #[source]
+        source: BoxError,
+    },
+
     #[error("cannot reach {uri}: {source}. Check the endpoint, network and region settings.")]
     Unreachable {
         uri: String,
@@ -229,10 +239,63 @@ fn access_failure(e: &(dyn StdError + 'static)) -> Option<Access> {
     None
 }
 
+/// What to set when a location's store found no credentials, by scheme.
+fn credentials_hint(uri: &str) -> &'static str {
+    let scheme = uri.split("://").next().unwrap_or("");
+    match scheme {
+        "gs" => {
+            "set GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT) to a service account key file, or pass -o GOOGLE_SERVICE_ACCOUNT_KEY=... (or [storage] in the config file)"
+        }
+        "az" | "abfs" | "abfss" | "azure" | "adl" => {
+            "set AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY (or AZURE_STORAGE_SAS_KEY, or AZURE_CLIENT_ID/AZURE_CLIENT_SECRET/AZURE_TENANT_ID), or pass them as -o KEY=VALUE (or [storage] in the config file)"
+        }
+        _ => {
+            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN for temporary ones) or AWS_PROFILE, or pass -o AWS_ACCESS_KEY_ID=... -o AWS_SECRET_ACCESS_KEY=... (or [storage] in the config file); AWS_REGION and AWS_ENDPOINT_URL as needed"
+        }
+    }
+}
+
+/// Whether `e` (or a source of it) says that no credentials were found at all, as opposed to
+/// credentials that were rejected. The AWS SDK's provider chain reports it through
+/// delta-rs as a `NotSupported` store error whose source is the chain's `CredentialsError`
+/// (a crate lakehealth does not link directly, so it is recognised by its text), and its last
+/// resort is the EC2 instance metadata service (IMDS).
+fn no_credentials(e: &(dyn StdError + 'static)) -> bool {
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = cur {
+        let text = err.to_string().to_ascii_lowercase();
+        let credential_error = matches!(
+            err.downcast_ref::<object_store::Error>(),
+            Some(object_store::Error::NotSupported { .. })
+        ) && text.contains("credential");
+        // IMDS: its address, or its token path when AWS_METADATA_ENDPOINT moves it.
+        if credential_error
+            || text.contains("169.254.169.254")
+            || text.contains("/latest/api/token")
+            || text.contains("/latest/meta-data/iam")
+            || text.contains("imds session token")
+            || text.contains("no credentials")
+            || text.contains("credentials provider was not enabled")
+            || text.contains("failed to load credentials")
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
 impl EngineError {
     /// Turns a storage error into the most specific actionable error.
     pub fn from_store(uri: &str, what: &str, e: object_store::Error) -> Self {
         use object_store::Error as E;
+        if no_credentials(&e) {
+            return EngineError::NoCredentials {
+                uri: uri.to_string(),
+                hint: credentials_hint(uri),
+                source: Box::new(e),
+            };
+        }
         match e {
             E::NotFound { .. } => EngineError::NotFound {
                 uri: format!("{uri} ({what})"),
@@ -265,6 +328,11 @@ impl EngineError {
                 depth: 0,
             },
             DeltaTableError::ObjectStore { source } => Self::from_store(uri, what, source),
+            other if no_credentials(&other) => EngineError::NoCredentials {
+                uri: uri.to_string(),
+                hint: credentials_hint(uri),
+                source: Box::new(other),
+            },
             other => match access_failure(&other) {
                 Some(access) => Self::access(uri, what, access, Box::new(other)),
                 None => EngineError::Delta {
@@ -299,7 +367,9 @@ impl EngineError {
             EngineError::NotATable { .. } => ErrorKind::NotATable,
             EngineError::EmptyLog { .. } => ErrorKind::EmptyLog,
             EngineError::PermissionDenied { .. } => ErrorKind::PermissionDenied,
-            EngineError::Credentials { .. } => ErrorKind::Credentials,
+            EngineError::Credentials { .. } | EngineError::NoCredentials { .. } => {
+                ErrorKind::Credentials
+            }
             EngineError::Unreachable { .. } => ErrorKind::Unreachable,
             EngineError::CorruptCommit { .. } => ErrorKind::CorruptCommit,
             EngineError::CorruptCheckpoint { .. } => ErrorKind::CorruptCheckpoint,
@@ -374,6 +444,33 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn missing_s3_credentials_say_what_to_set() {
+        let imds: BoxError =
+            "Error performing PUT http://169.254.169.254/latest/api/token: 403 Forbidden".into();
+        let e = EngineError::from_store(
+            "s3://b/t",
+            "_delta_log/",
+            object_store::Error::NotSupported { source: imds },
+        );
+        assert_eq!(e.kind(), ErrorKind::Credentials, "{e}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("no credentials for s3://b/t: set AWS_ACCESS_KEY_ID"),
+            "{text}"
+        );
+        assert!(text.contains("-o AWS_ACCESS_KEY_ID="), "{text}");
+        let e = EngineError::from_store(
+            "gs://b/t",
+            "x",
+            generic("the credentials provider was not enabled".into()),
+        );
+        assert!(
+            e.to_string().contains("GOOGLE_APPLICATION_CREDENTIALS"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -57,6 +57,11 @@ impl Location {
                 let p = format!("{}/", url.path());
                 url.set_path(&p);
             }
+            refuse_log_folder(url.path(), input, |table| {
+                let mut u = url.clone();
+                u.set_path(table);
+                crate::engine::secrets::redact_url(u.as_str())
+            })?;
             return Ok(Self { url });
         }
         Self::from_local(Path::new(trimmed), input)
@@ -74,6 +79,7 @@ impl Location {
                 detail: e.to_string(),
             },
         })?;
+        refuse_log_folder(&abs.to_string_lossy(), input, |table| table.to_string())?;
         // An Iceberg table may be named by its metadata file.
         if abs.is_file() && abs.to_string_lossy().ends_with(".metadata.json") {
             let url = Url::from_file_path(&abs).map_err(|_| EngineError::InvalidUri {
@@ -155,6 +161,32 @@ impl Location {
     }
 }
 
+/// Refuses a location inside a Delta table's `_delta_log/` (the folder itself or a file in
+/// it), naming the table to open instead: read as a folder it would pass for a Parquet table.
+/// `shown` renders the table's path (the path up to the `_delta_log` segment) for the message.
+fn refuse_log_folder(path: &str, input: &str, shown: impl Fn(&str) -> String) -> Result<()> {
+    let Some(at) = path.match_indices("_delta_log").map(|(i, _)| i).find(|&i| {
+        let before = path[..i].chars().next_back();
+        let after = path[i + "_delta_log".len()..].chars().next();
+        matches!(before, Some('/') | Some('\\')) && matches!(after, None | Some('/') | Some('\\'))
+    }) else {
+        return Ok(());
+    };
+    let table = &path[..at];
+    let table = if table.len() > 1 {
+        table.trim_end_matches(['/', '\\'])
+    } else {
+        table
+    };
+    Err(EngineError::InvalidUri {
+        input: input.into(),
+        detail: format!(
+            "it is inside the log folder (_delta_log) of a Delta table; open the table itself: {}",
+            shown(table)
+        ),
+    })
+}
+
 /// A URL path segment as text (`%20` -> ` `); invalid UTF-8 is replaced, a stray `%` kept.
 fn percent_decode(s: &str) -> String {
     percent_encoding::percent_decode_str(s)
@@ -191,6 +223,36 @@ mod tests {
         assert!(l.is_local());
         assert!(l.url.as_str().starts_with("file:///"));
         assert!(l.url.as_str().ends_with('/'));
+    }
+
+    #[test]
+    fn the_log_folder_points_to_its_table() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("t/_delta_log");
+        std::fs::create_dir_all(&log).unwrap();
+        std::fs::write(log.join("00000000000000000000.json"), "{}").unwrap();
+        let table = std::fs::canonicalize(d.path().join("t")).unwrap();
+        for input in [log.clone(), log.join("00000000000000000000.json")] {
+            let e = Location::parse(input.to_str().unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("open the table itself: {}", table.display())),
+                "{e}"
+            );
+        }
+        let e = Location::parse("s3://b/lake/t/_delta_log/")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("open the table itself: s3://b/lake/t"), "{e}");
+        // A name that merely contains it is no log folder.
+        assert!(Location::parse("s3://b/lake/my_delta_logs/").is_ok());
+    }
+
+    #[test]
+    fn azure_locations_print_with_their_container() {
+        let l = Location::parse("abfss://cont@acct.dfs.core.windows.net/lake/t").unwrap();
+        assert_eq!(l.display(), "abfss://cont@acct.dfs.core.windows.net/lake/t");
     }
 
     #[test]

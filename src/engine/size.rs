@@ -1,4 +1,5 @@
-//! Byte sizes: parsing user input ("128MiB", "1.5GB", "4096") and formatting for humans.
+//! Byte sizes: parsing user input ("128MiB", "1.5GB", "4096B": a unit is required, since
+//! "128" would silently mean 128 bytes) and formatting for humans.
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,22 +15,38 @@ pub const TIB: u64 = 1024 * GIB;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ByteSize(pub u64);
 
+/// The smallest target file size accepted: below it a compaction would write a swarm of tiny
+/// files (and predicting them costs memory per output).
+pub const MIN_TARGET_FILE_SIZE: u64 = MIB;
+
+/// Refuses a target below `MIN_TARGET_FILE_SIZE`; `what` names where it was given.
+pub fn check_target_file_size(bytes: u64, what: &str) -> Result<(), String> {
+    if bytes < MIN_TARGET_FILE_SIZE {
+        return Err(format!(
+            "{what} {} is below the minimum of {}: files that small defeat compaction (the usual target is 128MiB)",
+            format_bytes(bytes),
+            format_bytes(MIN_TARGET_FILE_SIZE)
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid size {input:?}: {reason}; write a number with an optional unit, e.g. 128MiB, 1GiB, 512MB, 4096"
-)]
+#[error("invalid size {input:?}: {reason}")]
 pub struct SizeParseError {
     pub input: String,
-    pub reason: &'static str,
+    pub reason: String,
 }
+
+const EXAMPLES: &str = "write a number with a unit, e.g. 128MiB, 1GiB, 512MB, 4096B";
 
 impl FromStr for ByteSize {
     type Err = SizeParseError;
 
     fn from_str(input: &str) -> Result<Self, Self::Err> {
-        let err = |reason| SizeParseError {
+        let err = |reason: &str| SizeParseError {
             input: input.to_string(),
-            reason,
+            reason: format!("{reason}; {EXAMPLES}"),
         };
         let s = input.trim();
         if s.is_empty() {
@@ -44,6 +61,15 @@ impl FromStr for ByteSize {
         }
         let value: f64 = num.parse().map_err(|_| err("the number is malformed"))?;
         let multiplier = match unit.trim().to_ascii_lowercase().as_str() {
+            // "128" is ambiguous (bytes? MiB?): say which.
+            "" if value != 0.0 => {
+                return Err(SizeParseError {
+                    input: input.to_string(),
+                    reason: format!(
+                        "it has no unit; write {num}MiB (or {num}B if bytes are meant)"
+                    ),
+                });
+            }
             "" | "b" => 1,
             "k" | "kib" => KIB,
             "kb" => 1000,
@@ -148,7 +174,8 @@ mod tests {
         assert_eq!("1GiB".parse::<ByteSize>(), Ok(ByteSize(GIB)));
         assert_eq!("1.5G".parse::<ByteSize>(), Ok(ByteSize(GIB + GIB / 2)));
         assert_eq!("512MB".parse::<ByteSize>(), Ok(ByteSize(512_000_000)));
-        assert_eq!("4096".parse::<ByteSize>(), Ok(ByteSize(4096)));
+        assert_eq!("4096B".parse::<ByteSize>(), Ok(ByteSize(4096)));
+        assert_eq!("0".parse::<ByteSize>(), Ok(ByteSize(0)));
         assert_eq!("10 B".parse::<ByteSize>(), Ok(ByteSize(10)));
     }
 
@@ -160,6 +187,24 @@ mod tests {
         assert!("MiB".parse::<ByteSize>().is_err());
         assert!("1.2.3MiB".parse::<ByteSize>().is_err());
         assert!("-5MiB".parse::<ByteSize>().is_err());
+    }
+
+    #[test]
+    fn a_number_without_a_unit_is_refused_with_a_suggestion() {
+        let e = "128".parse::<ByteSize>().unwrap_err().to_string();
+        assert!(e.contains("no unit") && e.contains("128MiB"), "{e}");
+        assert!(e.contains("128B"), "{e}");
+    }
+
+    #[test]
+    fn targets_below_one_mib_are_refused() {
+        assert!(check_target_file_size(MIB, "--target").is_ok());
+        let e = check_target_file_size(MIB - 1, "--target").unwrap_err();
+        assert!(
+            e.contains("--target 1024 KiB") && e.contains("minimum of 1 MiB"),
+            "{e}"
+        );
+        assert!(check_target_file_size(1, "x").is_err());
     }
 
     #[test]

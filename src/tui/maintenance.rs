@@ -125,7 +125,8 @@ impl MaintenanceJob {
             None => self.phase.clone(),
             Some(Err(e)) => e.clone(),
             Some(Ok(MaintenanceResult::Checkpoint(c))) if c.written => format!(
-                "checkpoint of version {} written ({}): {}",
+                // The job's kind ("checkpoint") is printed before this line.
+                "version {} written ({}): {}",
                 c.version,
                 format_bytes(c.bytes),
                 c.reason.trim_start_matches("written: ")
@@ -183,6 +184,29 @@ mod tests {
         assert_eq!(
             (f.status(), f.detail()),
             (MaintenanceStatus::Failed, "denied".into())
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_line_does_not_repeat_its_kind() {
+        let mut j = MaintenanceJob::new(5, MaintenanceKind::Checkpoint, "/t".into(), "".into());
+        j.apply(MaintenanceEvent::Finished(Ok(
+            MaintenanceResult::Checkpoint(CheckpointOutcome {
+                table: "/t".into(),
+                version: 271,
+                previous_checkpoint: Some(260),
+                commits_since_previous: 11,
+                written: true,
+                files: vec!["_delta_log/x.checkpoint.parquet".into()],
+                bytes: 2048,
+                reason: "written: 11 commits since the checkpoint at version 260".into(),
+                expired_tombstones: 0,
+            }),
+        )));
+        let line = format!("{} {}", j.kind.label(), j.detail());
+        assert_eq!(
+            line,
+            "checkpoint version 271 written (2 KiB): 11 commits since the checkpoint at version 260"
         );
     }
 }

@@ -387,9 +387,10 @@ fn race_two_processes(t: &mut Table, rounds: usize, reseed_files: usize) {
             t.seed(reseed_files);
         }
         let offset = Duration::from_millis(OFFSETS_MS[round % OFFSETS_MS.len()]);
-        let a = t.compact("64KiB", logs.path(), &format!("r{round}-a"));
+        // Files below 64 KiB are rewritten (a target below 1 MiB is refused).
+        let a = t.compact_below("1MiB", "64KiB", logs.path(), &format!("r{round}-a"));
         std::thread::sleep(offset);
-        let b = t.compact("64KiB", logs.path(), &format!("r{round}-b"));
+        let b = t.compact_below("1MiB", "64KiB", logs.path(), &format!("r{round}-b"));
         let (a, b) = (a.finish(), b.finish());
         let back = t.read();
         if let Some(m) = t.mismatch(&back) {

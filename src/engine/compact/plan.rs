@@ -120,30 +120,18 @@ impl Selection {
         }
     }
 
-    /// Labels resolved against the table's partitions: an unknown label selects nothing, a
-    /// label shared by two partitions (NULL and the string "null") is an error.
+    /// Labels resolved against the table's partitions (a label shared by two partitions, NULL
+    /// and the string "null", is an error). A label or a predicate that matches no partition
+    /// of the table is an error that lists the partitions there are: a typo (`2026-11-30` for
+    /// `ingestion_date=2026-11-30`) must not pass for "nothing to compact".
     pub fn resolve(self, partitions: &[PartitionValues]) -> Result<Selection, String> {
-        let Selection::Labels(labels) = self else {
-            return Ok(self);
-        };
-        let mut out = Vec::new();
-        for l in &labels {
-            let matching: Vec<&PartitionValues> =
-                partitions.iter().filter(|p| &p.label() == l).collect();
-            if matching.len() > 1 {
-                return Err(format!(
-                    "--partition {l:?} matches {} partitions (a NULL value and the string \"null\" print alike); select with --where instead, e.g. {}",
-                    matching.len(),
-                    matching
-                        .iter()
-                        .map(|p| partition_sql(p))
-                        .collect::<Vec<_>>()
-                        .join(" / ")
-                ));
+        match self {
+            Selection::Labels(labels) => resolve_labels(&labels, partitions),
+            Selection::Predicate(p) if !partitions.iter().any(|v| p.matches(&v.0)) => {
+                Err(no_match(&format!("--where {:?}", p.text), partitions))
             }
-            out.extend(matching.into_iter().cloned());
+            other => Ok(other),
         }
-        Ok(Selection::Partitions(out))
     }
 
     /// The selection as a SQL predicate, for the OPTIMIZE commit's `predicate`: the parsed
@@ -172,6 +160,78 @@ impl Selection {
             Selection::Predicate(p) => Some(p.text.clone()),
         }
     }
+}
+
+fn resolve_labels(labels: &[String], partitions: &[PartitionValues]) -> Result<Selection, String> {
+    let mut out = Vec::new();
+    for l in labels {
+        let matching: Vec<&PartitionValues> =
+            partitions.iter().filter(|p| &p.label() == l).collect();
+        if matching.is_empty() {
+            return Err(no_match(&format!("--partition {l:?}"), partitions));
+        }
+        if matching.len() > 1 {
+            return Err(format!(
+                "--partition {l:?} matches {} partitions (a NULL value and the string \"null\" print alike); select with --where instead, e.g. {}",
+                matching.len(),
+                matching
+                    .iter()
+                    .map(|p| partition_sql(p))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            ));
+        }
+        out.extend(matching.into_iter().cloned());
+    }
+    Ok(Selection::Partitions(out))
+}
+
+/// Partitions named in a "matches nothing" error.
+const LISTED_PARTITIONS: usize = 10;
+
+/// "`what` matches none of the table's partitions", with the partitions there are (the
+/// first few, as `report` labels them) and the one a bare value probably meant.
+fn no_match(what: &str, partitions: &[PartitionValues]) -> String {
+    if partitions.is_empty() {
+        return format!("{what} matches no partition: the table has no data files");
+    }
+    if partitions.iter().all(|p| p.0.is_empty()) {
+        return format!(
+            "{what} matches no partition: the table is unpartitioned (compact it without --where or --partition)"
+        );
+    }
+    let mut labels: Vec<String> = partitions.iter().map(|p| p.label()).collect();
+    labels.sort();
+    labels.dedup();
+    let mut text = format!(
+        "{what} matches none of the table's {} partitions: {}",
+        labels.len(),
+        labels
+            .iter()
+            .take(LISTED_PARTITIONS)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if labels.len() > LISTED_PARTITIONS {
+        text.push_str(&format!(
+            ", ... ({} more; `lakehealth report` lists them all)",
+            labels.len() - LISTED_PARTITIONS
+        ));
+    }
+    // A bare value typed for a label: `2026-11-30` for `ingestion_date=2026-11-30`.
+    let bare = what
+        .strip_prefix("--partition \"")
+        .and_then(|w| w.strip_suffix('"'));
+    if let Some(bare) = bare
+        && let Some(meant) = labels.iter().find(|l| {
+            l.split('/')
+                .any(|kv| kv.split_once('=').is_some_and(|(_, v)| v == bare))
+        })
+    {
+        text.push_str(&format!("; did you mean --partition {meant}?"));
+    }
+    text
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -489,6 +549,34 @@ mod tests {
         assert!(amb.unwrap_err().contains("d IS NULL"));
         let one = Selection::Labels(vec!["d=null".into()]).resolve(std::slice::from_ref(&s));
         assert!(matches!(one, Ok(Selection::Partitions(v)) if v == vec![s]));
+    }
+
+    #[test]
+    fn a_selection_that_matches_nothing_lists_the_partitions() {
+        let parts = [pv("2026-11-29"), pv("2026-11-30")];
+        let e = Selection::Labels(vec!["2026-11-30".into()])
+            .resolve(&parts)
+            .unwrap_err();
+        assert!(
+            e.contains("--partition \"2026-11-30\" matches none of the table's 2 partitions: d=2026-11-29, d=2026-11-30"),
+            "{e}"
+        );
+        assert!(e.contains("did you mean --partition d=2026-11-30?"), "{e}");
+        let p =
+            super::super::selection::Predicate::parse("d = '2026-12-01'", &["d".into()]).unwrap();
+        let e = Selection::Predicate(p).resolve(&parts).unwrap_err();
+        assert!(
+            e.starts_with("--where \"d = '2026-12-01'\" matches none"),
+            "{e}"
+        );
+        let p =
+            super::super::selection::Predicate::parse("d >= '2026-11-30'", &["d".into()]).unwrap();
+        assert!(Selection::Predicate(p).resolve(&parts).is_ok());
+        let many: Vec<PartitionValues> = (0..25).map(|i| pv(&format!("{i:02}"))).collect();
+        let e = Selection::Labels(vec!["x".into()])
+            .resolve(&many)
+            .unwrap_err();
+        assert!(e.contains("15 more"), "{e}");
     }
 
     #[test]

@@ -262,7 +262,10 @@ impl Policy {
             path: source.to_string(),
             message,
         };
-        let file: PolicyFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        // Before parsing: an error must not show a credential (a Ray address's user info).
+        crate::engine::secrets::register_toml_text(text);
+        let file: PolicyFile = toml::from_str(text)
+            .map_err(|e| invalid(crate::engine::secrets::toml_error(&e, text)))?;
         Self::from_file(file, text, source, base).map_err(invalid)
     }
 
@@ -277,8 +280,11 @@ impl Policy {
         };
         let preset = f.preset.unwrap_or(Preset::Default);
         let target = match &f.target_file_size {
-            Some(t) if t.get_ref().0 == 0 => {
-                return Err(at(t.span(), "target_file_size", "must be greater than 0"));
+            Some(t) if t.get_ref().0 < crate::engine::size::MIN_TARGET_FILE_SIZE => {
+                let why = crate::engine::size::check_target_file_size(t.get_ref().0, "")
+                    .err()
+                    .unwrap_or_default();
+                return Err(at(t.span(), "target_file_size", why.trim_start()));
             }
             Some(t) => Some(t.get_ref().0),
             None => preset.target(),
@@ -709,6 +715,26 @@ mod tests {
         );
         let e = parse("executor = \"spark\"").unwrap_err().to_string();
         assert!(e.contains("expected \"local\" or \"ray\""), "{e}");
+    }
+
+    #[test]
+    fn a_ray_address_password_shows_neither_in_the_summary_nor_in_a_parse_error() {
+        let p =
+            parse("executor = \"ray\"\nray_address = \"http://polu:polpw7@head:8265\"").unwrap();
+        let summary = p.summary();
+        assert!(
+            summary.contains("Ray cluster at http://head:8265"),
+            "{summary}"
+        );
+        assert!(
+            !summary.contains("polpw7") && !summary.contains("polu"),
+            "{summary}"
+        );
+        let e = parse("executor = \"ray\"\nray_address = \"http://polu:polpw8@head:8265\nx = 1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2"), "{e}");
+        assert!(!e.contains("polpw8"), "{e}");
     }
 
     #[test]

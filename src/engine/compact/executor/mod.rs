@@ -58,7 +58,10 @@ pub struct RayOptions {
 }
 
 impl RayOptions {
+    /// Registers the address's user info as secrets (`engine::secrets`): errors of the Ray
+    /// API quote the address.
     pub fn new(address: &str) -> Self {
+        crate::engine::secrets::register_url_user_info(address);
         Self {
             address: address.trim_end_matches('/').to_string(),
             worker_binary: None,
@@ -72,7 +75,11 @@ impl Executor {
     pub fn describe(&self) -> String {
         match self {
             Executor::Local => "local (this machine)".into(),
-            Executor::Ray(r) => format!("Ray cluster at {}", r.address),
+            // Without user info: `http://user:pw@head:8265` must not show.
+            Executor::Ray(r) => format!(
+                "Ray cluster at {}",
+                crate::engine::secrets::redact_url(&r.address).trim_end_matches('/')
+            ),
         }
     }
 

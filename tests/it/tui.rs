@@ -102,11 +102,17 @@ async fn journey_root_drill_down_sort_filter_and_back() {
 }
 
 #[tokio::test]
-async fn help_is_generated_from_the_keymap_and_any_key_closes_it() {
+async fn help_is_generated_from_the_keymap_scrolls_and_any_other_key_closes_it() {
     let mut t = opened(&fixture("delta-0.8.0-partitioned")).await;
     for close in [KeyCode::Char('x'), KeyCode::Char('z'), KeyCode::F(2)] {
         t.keys(&[KeyCode::Char('?')]).await;
-        let screen = t.screen();
+        // Every page of it, scrolled with j.
+        let mut screen = t.screen();
+        for _ in 0..60 {
+            t.key(KeyCode::Char('j'));
+            screen.push_str(&t.screen());
+        }
+        assert_eq!(t.app.context(), Context::Help, "j scrolls, it does not close");
         for b in lakehealth::tui::keymap::BINDINGS {
             assert!(
                 screen.contains(b.help),
@@ -115,7 +121,7 @@ async fn help_is_generated_from_the_keymap_and_any_key_closes_it() {
             );
         }
         assert!(screen.contains("j / ↓"), "{screen}");
-        assert!(screen.contains("any key closes this help"), "{screen}");
+        assert!(screen.contains("other keys close this help"), "{screen}");
         t.keys(&[close]).await;
         assert_eq!(t.app.context(), Context::Table, "{close:?} closes the help");
         assert!(t.app.jobs.is_empty(), "the key did nothing else");

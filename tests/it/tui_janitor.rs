@@ -91,7 +91,8 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
     let screen = stable(&t.screen(), d.path());
     let flagged: Vec<&str> = screen
         .lines()
-        .filter(|l| l.starts_with('│') && l.contains('⚑'))
+        // Partition rows start with their mark column (the janitor panel's reason does not).
+        .filter(|l| l.starts_with("│  ") && l.contains('⚑'))
         // The partitions panel only (the histogram panel is beside it).
         .filter_map(|l| l.split("││").next())
         .collect();
@@ -100,7 +101,7 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
         flagged[0].contains("ingestion_date=2026-11-01  ⚑ 55 small"),
         "{screen}"
     );
-    // The selected partition's reason in full, at the bottom of the partitions panel.
+    // The selected partition's reason in full, in the janitor panel.
     assert!(
         screen.contains("⚑ ingestion_date=2026-11-01: due: 55 small files >= 50 (default)"),
         "{screen}"

@@ -18,8 +18,8 @@ use crate::engine::stats::table_report::TableReport;
 const HEADERS: [&str; 5] = ["version", "when", "files", "added", "removed"];
 /// Least useful first.
 const DROP: [usize; 3] = [2, 4, 1];
-/// What the operation column keeps at least ("OPTIMIZE").
-const OPERATION_MIN: usize = 8;
+/// What the operation column keeps at least (its header, "OPTIMIZE").
+const OPERATION_MIN: usize = 9;
 
 fn cells(c: &CommitSummary, now: i64, live: bool) -> [String; 5] {
     [

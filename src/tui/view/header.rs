@@ -61,7 +61,7 @@ fn totals(t: &TableReport) -> Vec<Item> {
     let s = &t.stats;
     vec![
         vec![Span::styled(
-            format!(" health {:>3}/100 ", s.health_score),
+            format!("health {:>3}/100", s.health_score),
             style::score(s.health_score),
         )],
         raw(format!("v{}", t.version)),
@@ -207,7 +207,10 @@ pub fn header_lines(
 ) -> (Line<'static>, Vec<Line<'static>>) {
     let inner = usize::from(width.saturating_sub(2));
     let (title, first) = title(t, usize::from(width));
-    let last = t.iceberg.as_ref().map_or_else(|| log(t, now_ms), |i| iceberg(i));
+    let last = t
+        .iceberg
+        .as_ref()
+        .map_or_else(|| log(t, now_ms), |i| iceberg(i));
     let mut lines = Vec::new();
     for group in [first, totals(t), sizes(t), last] {
         if group.is_empty() {

@@ -19,7 +19,18 @@ pub fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
         .split(" · ")
         .map(|s| vec![Span::raw(s.to_string())])
         .collect();
-    let mut lines = fit::flow(items, " · ", inner.saturating_sub(1));
+    // Items flow at " · "; one wider than the panel (the policy) wraps at its words, so the
+    // rows counted are the rows drawn.
+    let mut lines: Vec<Line<'static>> = fit::flow(items, " · ", inner)
+        .into_iter()
+        .flat_map(|l| {
+            if l.width() > inner {
+                fit::words(&l.to_string(), ratatui::style::Style::default(), inner)
+            } else {
+                vec![l]
+            }
+        })
+        .collect();
     let flag = app
         .table
         .as_ref()

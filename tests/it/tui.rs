@@ -112,7 +112,11 @@ async fn help_is_generated_from_the_keymap_scrolls_and_any_other_key_closes_it()
             t.key(KeyCode::Char('j'));
             screen.push_str(&t.screen());
         }
-        assert_eq!(t.app.context(), Context::Help, "j scrolls, it does not close");
+        assert_eq!(
+            t.app.context(),
+            Context::Help,
+            "j scrolls, it does not close"
+        );
         for b in lakehealth::tui::keymap::BINDINGS {
             assert!(
                 screen.contains(b.help),

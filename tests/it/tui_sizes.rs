@@ -93,9 +93,10 @@ fn partition_rows(s: &str) -> Vec<String> {
 #[tokio::test]
 async fn at_100_140_and_220_columns_no_partition_value_or_size_is_cut() {
     let d = tempfile::tempdir().unwrap();
-    demo_like_table(d.path());
+    let table = d.path().join("events");
+    demo_like_table(&table);
     for width in WIDTHS {
-        let t = Driven::new(loc(d.path()).display(), (width, HEIGHT))
+        let t = Driven::new(loc(&table).display(), (width, HEIGHT))
             .frozen()
             .open()
             .await;
@@ -131,8 +132,9 @@ async fn at_100_140_and_220_columns_no_partition_value_or_size_is_cut() {
 #[tokio::test]
 async fn the_janitors_policy_and_reasons_wrap_instead_of_being_cut() {
     let d = tempfile::tempdir().unwrap();
-    demo_like_table(d.path());
-    let mut t = Driven::new(loc(d.path()).display(), (100, HEIGHT))
+    let table = d.path().join("events");
+    demo_like_table(&table);
+    let mut t = Driven::new(loc(&table).display(), (100, HEIGHT))
         .frozen()
         .open()
         .await;

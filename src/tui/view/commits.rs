@@ -46,7 +46,8 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Opt
     let widths: Vec<usize> = (0..HEADERS.len())
         .map(|i| fit::column_width(HEADERS[i], texts.iter().map(|c| c[i].as_str())))
         .collect();
-    let avail = usize::from(area.width.saturating_sub(2));
+    // The engine column's separator is taken first: the engine itself may be cut (text).
+    let avail = usize::from(area.width.saturating_sub(3));
     let shown = fit::columns(avail, OPERATION_MIN, &widths, &DROP).unwrap_or_else(|| {
         let mut s = vec![true; HEADERS.len()];
         for d in DROP {

@@ -855,7 +855,7 @@ impl App {
         match picked {
             Some(RootRow::Table(t)) => {
                 self.screen = Screen::Table;
-                self.set_table(t);
+                self.set_table(*t);
             }
             Some(RootRow::Broken(b)) => self
                 .modals

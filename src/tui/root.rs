@@ -41,14 +41,15 @@ impl BrokenTable {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum RootRow {
-    Table(TableReport),
+    /// Boxed: a report is large, a broken table small.
+    Table(Box<TableReport>),
     Broken(BrokenTable),
 }
 
 impl RootRow {
     pub fn table(&self) -> Option<&TableReport> {
         match self {
-            RootRow::Table(t) => Some(t),
+            RootRow::Table(t) => Some(t.as_ref()),
             RootRow::Broken(_) => None,
         }
     }
@@ -112,7 +113,7 @@ impl From<RootReport> for RootView {
             rows: r
                 .tables
                 .into_iter()
-                .map(RootRow::Table)
+                .map(|t| RootRow::Table(Box::new(t)))
                 .chain(broken)
                 .collect(),
         }

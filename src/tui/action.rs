@@ -62,9 +62,24 @@ pub enum TaskProgress {
     Job(Box<JobEvent>),
 }
 
+/// What the mouse did (crossterm's events, reduced to what the TUI uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pointer {
+    /// Left button pressed: selects the row under it (the selected table's row opens it).
+    Click,
+    WheelUp,
+    WheelDown,
+}
+
 #[derive(Debug)]
 pub enum Action {
     Command(Command),
+    /// The mouse at a cell of the screen.
+    Mouse {
+        pointer: Pointer,
+        column: u16,
+        row: u16,
+    },
     /// A character typed into the filter.
     FilterInput(char),
     Tick,

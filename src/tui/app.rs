@@ -5,15 +5,17 @@
 
 use std::time::{Duration, Instant};
 
-use super::action::{Action, Command, Effect, TaskProgress};
+use super::action::{Action, Command, Effect, Pointer, TaskProgress};
 use super::clock::Clock;
 use super::janitor::TuiJanitor;
-use super::jobs::JobView;
+use super::jobs::{JobNumber, JobView};
 use super::keymap::Context;
 use super::layout;
 use super::list::{ListOp, Move, Sort, SortedList};
 use super::live::{Follow, Live, Shown};
 use super::maintenance::{MaintenanceEvent, MaintenanceJob, MaintenanceKind, VacuumDialog};
+use super::root::{RootRow, RootView};
+use super::view;
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::plan::CompactionPlan;
@@ -24,6 +26,9 @@ use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
+
+/// Why-view rows a page key scrolls.
+const WHY_PAGE: usize = 10;
 
 pub use super::list::SortKey;
 
@@ -105,19 +110,24 @@ pub struct ConvertDialog {
 /// A dialog over the screen that takes the keys.
 #[derive(Debug)]
 pub enum Modal {
-    /// The key list; any key closes it.
-    Help,
+    /// The key list, scrolled down by `scroll` rows; keys other than scrolling close it.
+    Help {
+        scroll: usize,
+    },
     /// Typing the filter of the list on screen (applied as it is typed; the list holds it).
     Filter,
     Plan(PlanDialog),
-    /// Asking whether to cancel this job.
+    /// Asking whether to cancel this job (its task id, and the number the user sees).
     ConfirmCancel {
         job: u64,
+        number: JobNumber,
     },
     /// The vacuum dry run, to confirm.
     Vacuum(VacuumDialog),
-    /// The janitor's last decisions (`tui::janitor`).
-    Why,
+    /// The janitor's last decisions (`tui::janitor`), scrolled down by `scroll` rows.
+    Why {
+        scroll: usize,
+    },
     Convert(ConvertDialog),
 }
 
@@ -151,12 +161,12 @@ impl Modals {
             return Some(Context::Error);
         }
         self.modal.as_ref().map(|m| match m {
-            Modal::Help => Context::Help,
+            Modal::Help { .. } => Context::Help,
             Modal::Filter => Context::Filter,
             Modal::Plan(_)
             | Modal::ConfirmCancel { .. }
             | Modal::Vacuum(_)
-            | Modal::Why
+            | Modal::Why { .. }
             | Modal::Convert(_) => Context::Dialog,
         })
     }
@@ -185,9 +195,10 @@ pub struct App {
     /// What the user opened (a table or a root).
     pub uri: String,
     pub screen: Screen,
-    pub root: Option<RootReport>,
-    /// The root's tables, ranked by health, worst first, until sorted otherwise.
-    pub tables: SortedList<TableReport>,
+    pub root: Option<RootView>,
+    /// The root's tables (and the ones that could not be read), ranked by health, worst first,
+    /// until sorted otherwise.
+    pub tables: SortedList<RootRow>,
     pub table: Option<TableReport>,
     pub partitions: SortedList<PartitionReport>,
     pub table_histogram: bool,
@@ -213,6 +224,12 @@ pub struct App {
     /// The janitor, when switched on for the open table (`a`).
     pub janitor: TuiJanitor,
     next_id: u64,
+    /// The number the next job gets (jobs are numbered 1, 2, 3, … as the user sees them; their
+    /// task ids are the effects' and skip).
+    next_job_number: u32,
+    /// A one-line answer to the last key (e.g. why nothing was cancelled), in the status bar
+    /// until the next key.
+    pub notice: Option<String>,
     /// Which executor compaction jobs use (shown in the preview).
     pub executor: String,
 }
@@ -257,6 +274,8 @@ impl App {
                 crate::engine::open::OpenOptions::default().thresholds,
             )),
             next_id: 1,
+            next_job_number: 1,
+            notice: None,
             executor: Executor::Local.describe(),
         }
     }
@@ -287,7 +306,14 @@ impl App {
 
     /// Whether `c` would do something now (the hint bar shows only those).
     pub fn can(&self, c: Command) -> bool {
+        let why_open = matches!(self.modals.modal(), Some(Modal::Why { .. }));
         match c {
+            // In a dialog the moves scroll, and only the why view scrolls.
+            Command::Up | Command::Down | Command::PageUp | Command::PageDown
+                if self.context() == Context::Dialog =>
+            {
+                why_open
+            }
             Command::CancelJob => self.jobs.iter().any(|j| j.status().is_active()),
             Command::Back => {
                 !self.active_filter().is_empty()
@@ -329,7 +355,15 @@ impl App {
 
     fn handle(&mut self, action: Action) -> Vec<Effect> {
         match action {
-            Action::Command(c) => self.command(c),
+            Action::Command(c) => {
+                self.notice = None;
+                self.command(c)
+            }
+            Action::Mouse {
+                pointer,
+                column,
+                row,
+            } => self.mouse(pointer, column, row),
             Action::FilterInput(ch) => {
                 self.type_filter(ch);
                 vec![]
@@ -440,8 +474,18 @@ impl App {
         match self.context() {
             Context::Error => self.error_command(c),
             Context::Help => {
-                // Any key closes the help (the keymap sends Dismiss for every other key).
-                self.modals.close();
+                // j/k scroll; any other key closes the help (the keymap sends Dismiss for it).
+                match (&mut self.modals.modal, c) {
+                    (Some(Modal::Help { scroll }), Command::Down) => {
+                        *scroll = (*scroll + 1).min(view::help_len())
+                    }
+                    (Some(Modal::Help { scroll }), Command::Up) => {
+                        *scroll = scroll.saturating_sub(1)
+                    }
+                    _ => {
+                        self.modals.close();
+                    }
+                }
                 vec![]
             }
             Context::Filter => {
@@ -503,8 +547,19 @@ impl App {
     }
 
     fn dialog_command(&mut self, c: Command) -> Vec<Effect> {
+        if let Some(Modal::Why { scroll }) = &mut self.modals.modal {
+            let last = self.janitor.why.len().saturating_sub(1);
+            *scroll = match c {
+                Command::Down => *scroll + 1,
+                Command::Up => scroll.saturating_sub(1),
+                Command::PageDown => *scroll + WHY_PAGE,
+                Command::PageUp => scroll.saturating_sub(WHY_PAGE),
+                _ => *scroll,
+            }
+            .min(last);
+        }
         match (self.modals.modal(), c) {
-            (Some(Modal::ConfirmCancel { job }), Command::Confirm) => {
+            (Some(Modal::ConfirmCancel { job, .. }), Command::Confirm) => {
                 let job = *job;
                 self.modals.close();
                 self.cancel_job(job)
@@ -528,7 +583,7 @@ impl App {
                 self.modals.close();
                 vec![]
             }
-            (Some(Modal::ConfirmCancel { .. }) | Some(Modal::Why), Command::Dismiss) => {
+            (Some(Modal::ConfirmCancel { .. }) | Some(Modal::Why { .. }), Command::Dismiss) => {
                 self.modals.close();
                 vec![]
             }
@@ -558,12 +613,12 @@ impl App {
             Command::CycleSort => self.on_list(ListOp::CycleSort),
             Command::ReverseSort => self.on_list(ListOp::ReverseSort),
             Command::Filter => self.modals.open(Modal::Filter),
-            Command::Help => self.modals.open(Modal::Help),
+            Command::Help => self.modals.open(Modal::Help { scroll: 0 }),
             Command::ToggleTableHistogram => self.table_histogram = !self.table_histogram,
             Command::ToggleMark => self.toggle_mark(),
             Command::CancelJob => self.ask_cancel(),
             Command::Janitor => return self.toggle_janitor(),
-            Command::Why => self.modals.open(Modal::Why),
+            Command::Why => self.modals.open(Modal::Why { scroll: 0 }),
             _ => {}
         }
         vec![]
@@ -571,10 +626,17 @@ impl App {
 
     /// Applies `op` to the list on screen, over its rows.
     fn on_list(&mut self, op: ListOp) {
+        self.apply_list(op);
+        // What is selected can change the panels below the list (a broken table's error, a
+        // flagged partition's reason), so its height: keep the selection in view of the new one.
+        self.apply_list(ListOp::Fit);
+    }
+
+    fn apply_list(&mut self, op: ListOp) {
         let h = self.list_height();
         match self.screen {
             Screen::Tables => {
-                let rows = self.root.as_ref().map_or(&[][..], |r| &r.tables[..]);
+                let rows = self.root.as_ref().map_or(&[][..], |r| &r.rows[..]);
                 self.tables.apply(op, rows, h);
             }
             Screen::Table => {
@@ -584,11 +646,69 @@ impl App {
         }
     }
 
-    fn list_height(&self) -> usize {
+    /// The panel of the list on screen, as drawn.
+    fn list_panel(&self) -> ratatui::layout::Rect {
+        let area = layout::full(self.size);
         match self.screen {
-            Screen::Tables => layout::tables_rows(self.size),
-            Screen::Table => layout::partition_rows(self.size, !self.marks.is_empty()),
+            Screen::Tables => layout::tables_areas(area, &view::tables_shape(self)).list,
+            Screen::Table => layout::table_areas(area, &view::table_shape(self)).partitions,
         }
+    }
+
+    fn list_height(&self) -> usize {
+        layout::list_rows(self.list_panel())
+    }
+
+    /// A click selects the row under it (on the selected table's row, opens it); the wheel moves
+    /// the selection of the list under it, or scrolls the why view.
+    fn mouse(&mut self, pointer: Pointer, column: u16, row: u16) -> Vec<Effect> {
+        let step = match pointer {
+            Pointer::WheelUp => Some(Command::Up),
+            Pointer::WheelDown => Some(Command::Down),
+            Pointer::Click => None,
+        };
+        match self.context() {
+            Context::Dialog if matches!(self.modals.modal(), Some(Modal::Why { .. })) => {
+                step.map_or_else(Vec::new, |c| self.dialog_command(c))
+            }
+            Context::Help => step.map_or_else(Vec::new, |c| self.command(c)),
+            Context::Tables | Context::Table => {
+                let panel = self.list_panel();
+                let inside = panel.contains(ratatui::layout::Position::new(column, row));
+                match (step, layout::list_row_at(panel, column, row)) {
+                    (Some(c), _) if inside => self.screen_command(c),
+                    (None, Some(i)) => self.click_row(i),
+                    _ => vec![],
+                }
+            }
+            _ => vec![],
+        }
+    }
+
+    /// A click on the `i`-th visible row of the list on screen.
+    fn click_row(&mut self, i: usize) -> Vec<Effect> {
+        let (offset, selected, len) = match self.screen {
+            Screen::Tables => (
+                self.tables.offset(),
+                self.tables.selected_position(),
+                self.tables.len(),
+            ),
+            Screen::Table => (
+                self.partitions.offset(),
+                self.partitions.selected_position(),
+                self.partitions.len(),
+            ),
+        };
+        let pos = offset + i;
+        if pos >= len {
+            return vec![];
+        }
+        if pos == selected && self.screen == Screen::Tables {
+            self.open_selected_table();
+        } else {
+            self.on_list(ListOp::Select(pos));
+        }
+        vec![]
     }
 
     pub(super) fn next_id(&mut self) -> u64 {
@@ -686,18 +806,23 @@ impl App {
     }
 
     fn set_root(&mut self, r: RootReport) {
+        let r = RootView::from(r);
         let keep = self
             .root
             .as_ref()
-            .and_then(|old| self.tables.selected_id(&old.tables));
+            .and_then(|old| self.tables.selected_id(&old.rows));
         let fresh = self
             .table
             .as_ref()
-            .and_then(|t| r.tables.iter().find(|x| x.uri == t.uri))
+            .and_then(|t| r.tables().find(|x| x.uri == t.uri))
             .cloned();
-        let h = layout::tables_rows(self.size);
-        self.tables.rebuild(&r.tables, keep.as_ref(), h);
+        let area = layout::full(self.size);
+        let h = layout::list_rows(layout::tables_areas(area, &view::tables_shape(self)).list);
+        self.tables.rebuild(&r.rows, keep.as_ref(), h);
         self.root = Some(r);
+        if self.screen == Screen::Tables {
+            self.apply_list(ListOp::Fit);
+        }
         if self.table.is_none() {
             self.screen = Screen::Tables;
         } else if let Some(f) = fresh {
@@ -712,20 +837,30 @@ impl App {
             self.marks.clear();
         }
         let keep = same.and_then(|old| self.partitions.selected_id(&old.partitions));
-        let h = layout::partition_rows(self.size, !self.marks.is_empty());
-        self.partitions.rebuild(&t.partitions, keep.as_ref(), h);
         self.table = Some(t);
+        let area = layout::full(self.size);
+        let h = layout::list_rows(layout::table_areas(area, &view::table_shape(self)).partitions);
+        if let Some(t) = &self.table {
+            self.partitions.rebuild(&t.partitions, keep.as_ref(), h);
+        }
     }
 
+    /// Opens the selected table; a table that could not be read shows its error instead.
     fn open_selected_table(&mut self) {
         let picked = self
             .root
             .as_ref()
-            .and_then(|r| self.tables.selected(&r.tables))
+            .and_then(|r| self.tables.selected(&r.rows))
             .cloned();
-        if let Some(t) = picked {
-            self.screen = Screen::Table;
-            self.set_table(t);
+        match picked {
+            Some(RootRow::Table(t)) => {
+                self.screen = Screen::Table;
+                self.set_table(*t);
+            }
+            Some(RootRow::Broken(b)) => self
+                .modals
+                .show_error(format!("{} could not be read: {}", b.uri, b.error)),
+            None => {}
         }
     }
 
@@ -861,7 +996,8 @@ impl App {
         else {
             return vec![];
         };
-        self.jobs.push(JobView::new(id, table_uri, &plan));
+        let job = JobView::new(id, self.job_number(), table_uri, &plan);
+        self.jobs.push(job);
         self.marks.clear();
         // The marks pane closed: more partition rows fit.
         self.on_list(ListOp::Fit);
@@ -903,8 +1039,10 @@ impl App {
         let Some(Modal::Vacuum(v)) = self.modals.close() else {
             return vec![];
         };
+        let number = self.job_number();
         self.maintenance.push(MaintenanceJob::new(
             v.id,
+            number,
             MaintenanceKind::Vacuum,
             v.table_uri,
             "starting".into(),
@@ -917,8 +1055,10 @@ impl App {
             return vec![];
         };
         let id = self.next_id();
+        let number = self.job_number();
         self.maintenance.push(MaintenanceJob::new(
             id,
+            number,
             MaintenanceKind::Checkpoint,
             uri.clone(),
             "writing a checkpoint".into(),
@@ -938,24 +1078,41 @@ impl App {
         vec![]
     }
 
-    /// Asks before cancelling the newest active job.
+    /// The number the next job shows.
+    pub(super) fn job_number(&mut self) -> JobNumber {
+        let n = JobNumber(self.next_job_number);
+        self.next_job_number += 1;
+        n
+    }
+
+    /// Asks before cancelling the newest active job; with none running, says so (a finished
+    /// job cannot be cancelled).
     fn ask_cancel(&mut self) {
-        if let Some(j) = self.jobs.iter().rev().find(|j| j.status().is_active()) {
-            let job = j.id;
-            self.modals.open(Modal::ConfirmCancel { job });
+        match self.jobs.iter().rev().find(|j| j.status().is_active()) {
+            Some(j) => {
+                let (job, number) = (j.id, j.number);
+                self.modals.open(Modal::ConfirmCancel { job, number });
+            }
+            None => {
+                self.notice =
+                    Some("no compaction job is running: only a running job can be cancelled".into())
+            }
         }
     }
 
     fn cancel_job(&mut self, job: u64) -> Vec<Effect> {
-        match self.jobs.iter_mut().find(|j| j.id == job) {
-            Some(j) => {
-                if j.request_cancel() {
-                    vec![Effect::CancelJob { id: job }]
-                } else {
-                    vec![]
-                }
-            }
-            None => vec![],
+        let Some(j) = self.jobs.iter_mut().find(|j| j.id == job) else {
+            return vec![];
+        };
+        if j.request_cancel() {
+            vec![Effect::CancelJob { id: job }]
+        } else {
+            self.notice = Some(format!(
+                "job {} already ended ({}): nothing to cancel",
+                j.number,
+                j.status().label()
+            ));
+            vec![]
         }
     }
 
@@ -969,7 +1126,18 @@ impl App {
         let uri = j.table_uri.clone();
         if ended {
             let error = (j.status() == super::jobs::JobStatus::Failed).then(|| j.errors.join("; "));
+            let ended_text = format!(
+                "job {} ended ({}) before it was cancelled",
+                j.number,
+                j.status().label()
+            );
             self.janitor.job_ended(job, error, now);
+            // The question no longer applies: the job it asks about ended.
+            if matches!(self.modals.modal(), Some(Modal::ConfirmCancel { job: asked, .. }) if *asked == job)
+            {
+                self.modals.close();
+                self.notice = Some(ended_text);
+            }
         }
         // A commit changed the table: reload it so counts and histograms follow.
         // (A followed table's watcher reads the commit itself.)
@@ -992,11 +1160,11 @@ mod tests {
     fn a_roots_tables_list_reloads_every_refresh_interval() {
         let mut app = App::new("root".into(), Duration::from_secs(10), (120, 40));
         app.clock = Clock::frozen(0);
-        app.root = Some(RootReport {
+        app.root = Some(RootView::from(RootReport {
             root: "root".into(),
             tables: vec![],
             errors: vec![],
-        });
+        }));
         app.screen = Screen::Tables;
         let now = app.clock.now();
         app.last_loaded = now.checked_sub(Duration::from_secs(9));
@@ -1068,6 +1236,57 @@ mod tests {
             matches!(e.as_slice(), [Effect::Load { id: 2, .. }]),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn x_without_a_running_job_says_so_instead_of_asking() {
+        let mut app = app();
+        app.update(Action::Command(Command::CancelJob));
+        assert!(app.modals.modal().is_none());
+        assert!(
+            app.notice
+                .as_deref()
+                .is_some_and(|n| n.contains("only a running job can be cancelled")),
+            "{:?}",
+            app.notice
+        );
+        // The next key clears it.
+        app.update(Action::Command(Command::Down));
+        assert!(app.notice.is_none());
+    }
+
+    #[test]
+    fn the_why_view_scrolls_with_keys_and_the_wheel_within_its_rows() {
+        use crate::engine::janitor::decide::DecisionKind;
+        let mut app = app();
+        for i in 0..30 {
+            app.janitor.why.push_back(super::super::janitor::WhyEntry {
+                ts: "2026-11-30T00:00:00.000Z".into(),
+                partition: PartitionValues(vec![("d".into(), Some(i.to_string()))]),
+                rule: "default".into(),
+                decision: DecisionKind::NotDue,
+                reason: "not due: 3 small files < 50".into(),
+            });
+        }
+        app.update(Action::Command(Command::Why));
+        let scroll = |app: &App| match app.modals.modal() {
+            Some(Modal::Why { scroll }) => *scroll,
+            other => panic!("{other:?}"),
+        };
+        app.update(Action::Command(Command::Down));
+        app.update(Action::Command(Command::PageDown));
+        assert_eq!(scroll(&app), 1 + WHY_PAGE);
+        app.update(Action::Mouse {
+            pointer: Pointer::WheelUp,
+            column: 10,
+            row: 10,
+        });
+        assert_eq!(scroll(&app), WHY_PAGE);
+        for _ in 0..10 {
+            app.update(Action::Command(Command::PageDown));
+        }
+        assert_eq!(scroll(&app), 29, "not past the last row");
+        assert!(app.can(Command::Down), "the hint bar offers scrolling");
     }
 
     #[test]

@@ -50,6 +50,12 @@ pub struct WhyEntry {
     pub reason: String,
 }
 
+/// Whether the why view keeps `d`: a partition without a single small file is not worth a row
+/// every round (most of a table's partitions are like that).
+fn worth_a_row(d: &DecisionLine) -> bool {
+    !(d.decision == DecisionKind::NotDue && d.small_files == 0)
+}
+
 #[derive(Debug)]
 pub struct TuiJanitor {
     /// The policy in force, for humans ("built-in default: ..." or the file's).
@@ -158,7 +164,12 @@ impl TuiJanitor {
             .iter()
             .map(|d| (d.partition.clone(), (d.decision, d.reason.clone())))
             .collect();
-        for d in lines {
+        for d in lines.into_iter().filter(worth_a_row) {
+            // The same decision for the same reason again: one row, at its newest time (so a
+            // table decided every 10 s does not grow the list by its partitions each time).
+            self.why.retain(|w| {
+                !(w.partition == d.partition && w.decision == d.decision && w.reason == d.reason)
+            });
             self.why.push_front(WhyEntry {
                 ts: d.ts,
                 partition: d.partition,
@@ -327,7 +338,8 @@ impl App {
         match result {
             Ok(plan) if plan.bins > 0 => {
                 let uri = self.janitor.table.clone().unwrap_or_default();
-                self.jobs.push(JobView::new(id, uri, &plan));
+                let number = self.job_number();
+                self.jobs.push(JobView::new(id, number, uri, &plan));
                 vec![Effect::StartJob { id }]
             }
             Ok(_) => {
@@ -517,6 +529,17 @@ mod tests {
             "only due partitions are flagged"
         );
         assert_eq!(j.why.len(), 2);
+        // The same decisions again, and a partition without small files: no new rows.
+        let mut again = lines.clone();
+        again.push(DecisionLine {
+            small_files: 0,
+            ..line("3", DecisionKind::NotDue, "not due: 0 small files < 50")
+        });
+        j.cycle = Some(70);
+        j.last_cycle = None;
+        j.decided(70, now, Ok((again, vec![])));
+        assert_eq!(j.why.len(), 2, "{:?}", j.why);
+        j.last_cycle = Some(now);
         assert!(!j.due_for_cycle(now), "not before the interval");
         j.planning(9, pv("1"));
         assert_eq!(j.planned(9), Some(pv("1")));

@@ -13,6 +13,18 @@ use crate::engine::compact::events::{
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::stats::table_report::PartitionValues;
 
+/// The number a job shows ("#3"): consecutive over the jobs of the session, compaction and
+/// maintenance alike. The task id the runner knows a job by is another number (`JobView::id`),
+/// shared with loads and plans, so it skips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct JobNumber(pub u32);
+
+impl std::fmt::Display for JobNumber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobStatus {
     /// Waiting for its partitions (another job holds them) or for its thread to start.
@@ -47,7 +59,10 @@ impl JobStatus {
 
 #[derive(Debug, Clone)]
 pub struct JobView {
+    /// The runner's task id.
     pub id: u64,
+    /// What the user sees.
+    pub number: JobNumber,
     pub table_uri: String,
     pub partitions: Vec<String>,
     /// The newest counters; the totals are the plan's until the first progress event, and follow
@@ -56,6 +71,9 @@ pub struct JobView {
     /// Bytes read per second, one sample per progress event (newest last), for the sparkline.
     pub throughput: Vec<u64>,
     pub commits: Vec<CommitRecord>,
+    /// Bins written and proven (`BinFinished`), counted as they come: progress reports are
+    /// periodic, so a commit can arrive before the report that counts its bin.
+    pub bins_finished: u64,
     /// Bins refused because another commit took their files.
     pub conflicts: Vec<ConflictRecord>,
     pub errors: Vec<String>,
@@ -76,9 +94,10 @@ fn labels(p: &[PartitionValues]) -> String {
 }
 
 impl JobView {
-    pub fn new(id: u64, table_uri: String, plan: &CompactionPlan) -> Self {
+    pub fn new(id: u64, number: JobNumber, table_uri: String, plan: &CompactionPlan) -> Self {
         Self {
             id,
+            number,
             table_uri,
             partitions: plan.partitions.iter().map(|p| p.values.label()).collect(),
             progress: Progress {
@@ -89,6 +108,7 @@ impl JobView {
             },
             throughput: Vec::new(),
             commits: Vec::new(),
+            bins_finished: 0,
             conflicts: Vec::new(),
             errors: Vec::new(),
             orphaned: 0,
@@ -162,7 +182,7 @@ impl JobView {
                 self.progress.files_total = files;
                 self.progress.bytes_total = bytes;
             }
-            JobEvent::BinFinished { .. } => {}
+            JobEvent::BinFinished { .. } => self.bins_finished += 1,
             JobEvent::Finished(s) => self.finish(s, now),
         }
         false
@@ -192,6 +212,15 @@ impl JobView {
             self.errors = s.errors.clone();
         }
         self.finished = Some((now, s));
+    }
+
+    /// Bins done, never fewer than the commits or finished bins seen (whichever report came
+    /// last).
+    pub fn bins_done(&self) -> u64 {
+        self.progress
+            .bins_done
+            .max(self.bins_finished)
+            .max(self.commits.len() as u64)
     }
 
     /// Average read throughput since the job started; None before any time passed.
@@ -257,7 +286,7 @@ mod tests {
     #[test]
     fn the_status_follows_the_events_and_the_users_cancel() {
         let now = Instant::now();
-        let mut j = JobView::new(1, "t".into(), &plan(12, 100));
+        let mut j = JobView::new(1, JobNumber(1), "t".into(), &plan(12, 100));
         assert_eq!(j.status(), JobStatus::Queued);
         j.apply(
             JobEvent::Started {
@@ -284,7 +313,7 @@ mod tests {
 
     #[test]
     fn a_job_cancelled_before_it_started_ends_cancelled() {
-        let mut j = JobView::new(1, "t".into(), &plan(12, 100));
+        let mut j = JobView::new(1, JobNumber(1), "t".into(), &plan(12, 100));
         j.request_cancel();
         assert_eq!(j.status(), JobStatus::Cancelling);
         j.apply(
@@ -310,7 +339,7 @@ mod tests {
 
     #[test]
     fn a_final_event_with_errors_is_failed_and_a_second_final_event_changes_nothing() {
-        let mut j = JobView::new(1, "t".into(), &plan(12, 100));
+        let mut j = JobView::new(1, JobNumber(1), "t".into(), &plan(12, 100));
         j.apply(
             JobEvent::Finished(JobSummary {
                 errors: vec!["replan: log unreadable".into()],
@@ -325,8 +354,28 @@ mod tests {
     }
 
     #[test]
+    fn bins_done_counts_a_committed_bin_before_the_next_progress_report() {
+        let mut j = JobView::new(1, JobNumber(1), "t".into(), &plan(12, 100));
+        j.progress.bins_total = 4;
+        j.apply(progress(3, 30), Instant::now());
+        assert_eq!(j.progress.bins_done, 0);
+        j.apply(
+            JobEvent::BinFinished {
+                partition: PartitionValues(vec![]),
+                files_in: 3,
+                files_out: 1,
+                bytes_in: 30,
+                bytes_out: 10,
+                rows: 3,
+            },
+            Instant::now(),
+        );
+        assert_eq!(j.bins_done(), 1, "not 0/4 beside a commit");
+    }
+
+    #[test]
     fn the_gauge_counts_files_read_and_never_passes_full() {
-        let mut j = JobView::new(1, "t".into(), &plan(12, 100));
+        let mut j = JobView::new(1, JobNumber(1), "t".into(), &plan(12, 100));
         j.apply(progress(6, 130), Instant::now());
         assert_eq!(j.ratio(), 0.5, "113 MiB of 111 MiB read is not 100 %");
         j.apply(progress(12, 260), Instant::now());

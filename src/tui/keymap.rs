@@ -16,7 +16,7 @@ pub enum Context {
     /// Typing a filter: letters are text.
     Filter,
     Error,
-    /// The help screen: any key closes it.
+    /// The help screen: j/k scroll it, any other key closes it.
     Help,
 }
 
@@ -48,7 +48,7 @@ impl Context {
     fn hint_prefix(self) -> Option<&'static str> {
         match self {
             Context::Filter => Some("type to filter"),
-            Context::Help => Some("any key closes this help"),
+            Context::Help => Some("other keys close this help"),
             _ => None,
         }
     }
@@ -318,6 +318,34 @@ pub static BINDINGS: &[Binding] = &[
         Some("close"),
     ),
     bind(
+        &[k(KeyCode::Char('j')), k(KeyCode::Down)],
+        C::Down,
+        D,
+        "scroll down (the why view)",
+        Some("scroll"),
+    ),
+    bind(
+        &[k(KeyCode::Char('k')), k(KeyCode::Up)],
+        C::Up,
+        D,
+        "scroll up (the why view)",
+        Some("scroll"),
+    ),
+    bind(
+        &[ctrl('d'), k(KeyCode::PageDown)],
+        C::PageDown,
+        D,
+        "scroll a page down (the why view)",
+        None,
+    ),
+    bind(
+        &[ctrl('u'), k(KeyCode::PageUp)],
+        C::PageUp,
+        D,
+        "scroll a page up (the why view)",
+        None,
+    ),
+    bind(
         &[k(KeyCode::Enter)],
         C::Confirm,
         F,
@@ -339,6 +367,20 @@ pub static BINDINGS: &[Binding] = &[
         None,
     ),
     bind(
+        &[k(KeyCode::Char('j')), k(KeyCode::Down)],
+        C::Down,
+        Context::Help,
+        "scroll the help down",
+        Some("scroll"),
+    ),
+    bind(
+        &[k(KeyCode::Char('k')), k(KeyCode::Up)],
+        C::Up,
+        Context::Help,
+        "scroll the help up",
+        Some("scroll"),
+    ),
+    bind(
         &[k(KeyCode::Esc), k(KeyCode::Enter)],
         C::Dismiss,
         E,
@@ -351,6 +393,19 @@ pub static BINDINGS: &[Binding] = &[
         E,
         "close the error and reload",
         Some("retry"),
+    ),
+];
+
+/// What the mouse does (data like the keys: the help screen and the README list it). Handled in
+/// `App::update` (`Action::Mouse`); the terminal captures the mouse while the TUI runs.
+pub static MOUSE: &[(&str, &str)] = &[
+    (
+        "click",
+        "select the row under it; clicking the selected table opens it",
+    ),
+    (
+        "wheel",
+        "move the selection of the list under it; scroll the help and why views",
     ),
 ];
 
@@ -384,7 +439,7 @@ pub fn command_for(ev: &KeyEvent, ctx: Context) -> Option<Command> {
         .find(|b| keys_in(b, ctx).any(|key| key.matches(ev)))
         .map(|b| b.command);
     match (bound, ctx) {
-        // "Any key closes this help": every key that does not quit.
+        // "Other keys close this help": every key that neither scrolls nor quits.
         (None, Context::Help) => Some(Command::Dismiss),
         (c, _) => c,
     }
@@ -432,6 +487,10 @@ pub fn help_sections() -> Vec<(&'static str, Vec<(String, &'static str)>)> {
             (ctx.title(), rows)
         })
         .filter(|(_, rows)| !rows.is_empty())
+        .chain(std::iter::once((
+            "Mouse",
+            MOUSE.iter().map(|(k, h)| (k.to_string(), *h)).collect(),
+        )))
         .collect()
 }
 
@@ -618,7 +677,7 @@ mod tests {
         );
         assert_eq!(
             hint_line(Context::Help, |_| true),
-            "any key closes this help · q quit"
+            "other keys close this help · j/k scroll · q quit"
         );
         assert_eq!(
             hint_line(Context::Error, |_| true),
@@ -629,6 +688,6 @@ mod tests {
     #[test]
     fn help_lists_every_binding() {
         let n: usize = help_sections().iter().map(|(_, r)| r.len()).sum();
-        assert_eq!(n, BINDINGS.len());
+        assert_eq!(n, BINDINGS.len() + MOUSE.len());
     }
 }

@@ -1,56 +1,89 @@
-//! Screen geometry, shared by drawing and by scrolling (so the selection stays visible without
-//! the draw function mutating state).
+//! Screen geometry, shared by drawing and by scrolling and the mouse (so the selection stays
+//! visible, and a click finds its row, without the draw function mutating state).
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 
-pub const HEADER_ROWS: u16 = 5;
 pub const STATUS_ROWS: u16 = 1;
+/// The live panel in full: borders, status, sparkline (2), last replay, selected partition,
+/// "due soonest" and its 3 rows.
+pub const LIVE_ROWS: u16 = 2 + 1 + 2 + 1 + 1 + 1 + 3;
+/// The live panel when rows are short: borders, status, sparkline, selected, soonest.
+pub const LIVE_COMPACT_ROWS: u16 = 2 + 4;
+/// A job in full (head, gauge, counters, sparkline, two events), and compact (the first three).
+pub const JOB_ROWS: u16 = 6;
+pub const JOB_COMPACT_ROWS: u16 = 3;
+/// Rows the commit feed keeps at least (borders, header, one commit).
+const FEED_MIN_ROWS: u16 = 4;
+
+/// What the table screen shows beyond its fixed panels, from the app's state
+/// (`view::table_shape`); row counts include borders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Shape {
+    pub header_rows: u16,
+    pub buckets: usize,
+    pub writers: usize,
+    pub marks: bool,
+    /// The janitor panel (0: off).
+    pub janitor_rows: u16,
+    pub jobs: usize,
+    /// The table follows its log: the live panel wants room.
+    pub live: bool,
+}
 
 pub struct TableAreas {
     pub header: Rect,
     pub partitions: Rect,
+    /// Zero-height when the janitor is off.
+    pub janitor: Rect,
     /// Zero-height when nothing is marked.
     pub marks: Rect,
     /// Zero-height when there are no jobs.
     pub jobs: Rect,
     pub histogram: Rect,
     pub writers: Rect,
+    /// Findings, the live panel and the commit feed.
     pub commits: Rect,
     pub status: Rect,
 }
 
-pub fn table_areas(
-    area: Rect,
-    buckets: usize,
-    writers: usize,
-    marks: bool,
-    jobs: usize,
-) -> TableAreas {
+/// The jobs panel's rows: what its jobs want, but never so many that the live panel (or the
+/// commit feed) loses its room; then at least one compact job.
+fn job_rows(jobs: usize, room: u16, live: bool) -> u16 {
+    if jobs == 0 {
+        return 0;
+    }
+    let wanted = jobs.min(2) as u16 * JOB_ROWS + 2;
+    let reserve = if live {
+        LIVE_COMPACT_ROWS + FEED_MIN_ROWS
+    } else {
+        FEED_MIN_ROWS
+    };
+    wanted.min(room.saturating_sub(reserve).max(JOB_COMPACT_ROWS + 2))
+}
+
+pub fn table_areas(area: Rect, s: &Shape) -> TableAreas {
     let [header, body, status] = Layout::vertical([
-        Constraint::Length(HEADER_ROWS),
+        Constraint::Length(s.header_rows),
         Constraint::Min(3),
         Constraint::Length(STATUS_ROWS),
     ])
     .areas(area);
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(56), Constraint::Percentage(44)]).areas(body);
-    let [partitions, marks_area] = Layout::vertical([
+    let [partitions, janitor, marks_area] = Layout::vertical([
         Constraint::Min(3),
-        Constraint::Length(if marks { 4 } else { 0 }),
+        Constraint::Length(s.janitor_rows),
+        Constraint::Length(if s.marks { 4 } else { 0 }),
     ])
     .areas(left);
-    let hist_rows = buckets as u16 + 3;
-    let writer_rows = (writers.clamp(1, 3) + 2) as u16;
-    let job_rows = if jobs == 0 {
-        0
-    } else {
-        (jobs.min(2) * 6 + 2) as u16
-    };
+    let hist_rows = s.buckets as u16 + 3;
+    let writer_rows = (s.writers.clamp(1, 3) + 2) as u16;
+    let room = right.height.saturating_sub(hist_rows + writer_rows);
     let [histogram, jobs_area, writers_area, commits] = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(hist_rows),
-            Constraint::Length(job_rows),
+            Constraint::Length(job_rows(s.jobs, room, s.live)),
             Constraint::Length(writer_rows),
             Constraint::Min(3),
         ])
@@ -58,6 +91,7 @@ pub fn table_areas(
     TableAreas {
         header,
         partitions,
+        janitor,
         marks: marks_area,
         jobs: jobs_area,
         histogram,
@@ -67,41 +101,67 @@ pub fn table_areas(
     }
 }
 
+/// The live panel's rows in an area of `height` rows: in full when the feed keeps 5 rows, else
+/// compact when it keeps its minimum, else none.
+pub fn live_rows(height: u16) -> u16 {
+    if height >= LIVE_ROWS + 5 {
+        LIVE_ROWS
+    } else if height >= LIVE_COMPACT_ROWS + FEED_MIN_ROWS {
+        LIVE_COMPACT_ROWS
+    } else {
+        0
+    }
+}
+
+/// What the tables screen shows beyond the list (`view::tables_shape`); rows include borders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TablesShape {
+    pub header_rows: u16,
+    /// The selected broken table's error (0: the selected row is a table).
+    pub detail_rows: u16,
+}
+
 pub struct TablesAreas {
     pub header: Rect,
     pub list: Rect,
+    /// Zero-height unless the selected row is a table that could not be read.
+    pub detail: Rect,
     pub status: Rect,
 }
 
-pub fn tables_areas(area: Rect) -> TablesAreas {
-    let [header, list, status] = Layout::vertical([
-        Constraint::Length(3),
+pub fn tables_areas(area: Rect, s: &TablesShape) -> TablesAreas {
+    let [header, list, detail, status] = Layout::vertical([
+        Constraint::Length(s.header_rows),
         Constraint::Min(3),
+        Constraint::Length(s.detail_rows),
         Constraint::Length(STATUS_ROWS),
     ])
     .areas(area);
     TablesAreas {
         header,
         list,
+        detail,
         status,
     }
 }
 
-fn full(size: (u16, u16)) -> Rect {
+pub fn full(size: (u16, u16)) -> Rect {
     Rect::new(0, 0, size.0, size.1)
 }
 
-/// Visible partition rows (inside borders, below the column header).
-pub fn partition_rows(size: (u16, u16), marks: bool) -> usize {
-    table_areas(full(size), 7, 1, marks, 0)
-        .partitions
-        .height
-        .saturating_sub(3) as usize
+/// Rows of a list panel (inside borders, below the column header).
+pub fn list_rows(panel: Rect) -> usize {
+    panel.height.saturating_sub(3) as usize
 }
 
-/// Visible table rows in the tables list.
-pub fn tables_rows(size: (u16, u16)) -> usize {
-    tables_areas(full(size)).list.height.saturating_sub(3) as usize
+/// The position in a list panel's visible rows that screen row `row` shows, if any.
+pub fn list_row_at(panel: Rect, column: u16, row: u16) -> Option<usize> {
+    let first = panel.y + 2;
+    let inside = column > panel.x
+        && column + 1 < panel.x + panel.width
+        && row >= first
+        && row + 1 < panel.y + panel.height;
+    inside.then(|| usize::from(row - first))
 }
 
 /// A centered box for dialogs.
@@ -114,4 +174,39 @@ pub fn centered(area: Rect, width_pct: u16, height: u16) -> Rect {
         w,
         h,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_never_takes_the_live_panels_room() {
+        // 100 x 40 with one job, following the log: the live panel keeps at least its compact
+        // form above a commit feed.
+        let s = Shape {
+            header_rows: 6,
+            buckets: 7,
+            writers: 1,
+            jobs: 1,
+            live: true,
+            ..Shape::default()
+        };
+        let a = table_areas(Rect::new(0, 0, 100, 40), &s);
+        assert!(a.jobs.height >= JOB_COMPACT_ROWS + 2);
+        assert!(
+            live_rows(a.commits.height) >= LIVE_COMPACT_ROWS,
+            "{}",
+            a.commits.height
+        );
+    }
+
+    #[test]
+    fn a_click_maps_to_the_row_under_it() {
+        let panel = Rect::new(0, 5, 40, 10);
+        assert_eq!(list_row_at(panel, 3, 7), Some(0));
+        assert_eq!(list_row_at(panel, 3, 6), None, "the column header");
+        assert_eq!(list_row_at(panel, 3, 14), None, "the bottom border");
+        assert_eq!(list_row_at(panel, 0, 8), None, "the left border");
+    }
 }

@@ -142,6 +142,8 @@ pub enum ListOp {
     ReverseSort,
     /// The visible height changed: only scrolls.
     Fit,
+    /// Select the row at this position in display order (a click).
+    Select(usize),
 }
 
 /// See the module documentation. `R` ties the list to one kind of row.
@@ -242,6 +244,10 @@ impl<R: ListRow> SortedList<R> {
         match op {
             ListOp::Move(m) => return self.step(m, height),
             ListOp::Fit => return self.fit(height),
+            ListOp::Select(pos) => {
+                self.selected = pos;
+                return self.fit(height);
+            }
             ListOp::SetFilter(f) => self.filter = f,
             ListOp::CycleSort => self.sort = Sort::by(self.sort.key.next()),
             ListOp::ReverseSort => self.sort.desc = !self.sort.desc,

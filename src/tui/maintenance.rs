@@ -67,7 +67,10 @@ impl MaintenanceStatus {
 
 #[derive(Debug, Clone)]
 pub struct MaintenanceJob {
+    /// The runner's task id.
     pub id: u64,
+    /// What the user sees.
+    pub number: super::jobs::JobNumber,
     pub kind: MaintenanceKind,
     pub table_uri: String,
     /// What it is doing now ("checking the plan", "deleting 12 files (3 MiB)").
@@ -76,9 +79,16 @@ pub struct MaintenanceJob {
 }
 
 impl MaintenanceJob {
-    pub fn new(id: u64, kind: MaintenanceKind, table_uri: String, phase: String) -> Self {
+    pub fn new(
+        id: u64,
+        number: super::jobs::JobNumber,
+        kind: MaintenanceKind,
+        table_uri: String,
+        phase: String,
+    ) -> Self {
         Self {
             id,
+            number,
             kind,
             table_uri,
             phase,
@@ -152,7 +162,13 @@ mod tests {
 
     #[test]
     fn a_vacuum_job_folds_its_events_into_a_status_and_a_line() {
-        let mut j = MaintenanceJob::new(3, MaintenanceKind::Vacuum, "/t".into(), "starting".into());
+        let mut j = MaintenanceJob::new(
+            3,
+            super::super::jobs::JobNumber(1),
+            MaintenanceKind::Vacuum,
+            "/t".into(),
+            "starting".into(),
+        );
         assert_eq!(j.status(), MaintenanceStatus::Running);
         assert!(!j.apply(MaintenanceEvent::Vacuum(VacuumEvent::Deleting {
             files: 2,
@@ -179,7 +195,13 @@ mod tests {
             j.detail(),
             "deleted 2 files (2 KiB); VACUUM START v5, END v6"
         );
-        let mut f = MaintenanceJob::new(4, MaintenanceKind::Checkpoint, "/t".into(), "".into());
+        let mut f = MaintenanceJob::new(
+            4,
+            super::super::jobs::JobNumber(2),
+            MaintenanceKind::Checkpoint,
+            "/t".into(),
+            "".into(),
+        );
         f.apply(MaintenanceEvent::Finished(Err("denied".into())));
         assert_eq!(
             (f.status(), f.detail()),

@@ -14,19 +14,23 @@ pub mod live;
 pub mod loader;
 pub mod maintenance;
 pub mod maintenance_tasks;
+pub mod root;
 pub mod terminal;
 pub mod view;
 
 use std::time::Duration;
 
 use anyhow::Result;
-use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{
+    Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent,
+    MouseEventKind,
+};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::engine::location::Location;
 use crate::engine::open::OpenOptions;
-use action::{Action, Command};
+use action::{Action, Command, Pointer};
 use app::App;
 use keymap::Context;
 
@@ -45,6 +49,21 @@ pub fn key_to_action(app: &App, key: KeyEvent) -> Option<Action> {
         }
         _ => None,
     }
+}
+
+/// A mouse event the TUI uses (a left click, the wheel) as an action; moves and drags are not.
+pub fn mouse_to_action(m: MouseEvent) -> Option<Action> {
+    let pointer = match m.kind {
+        MouseEventKind::Down(MouseButton::Left) => Pointer::Click,
+        MouseEventKind::ScrollUp => Pointer::WheelUp,
+        MouseEventKind::ScrollDown => Pointer::WheelDown,
+        _ => return None,
+    };
+    Some(Action::Mouse {
+        pointer,
+        column: m.column,
+        row: m.row,
+    })
 }
 
 /// `poll`: how often the open table's log is read for new commits (None: the default for its
@@ -81,6 +100,7 @@ pub async fn run(
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press => key_to_action(&app, k),
                 Some(Ok(Event::Resize(w, h))) => Some(Action::Resize { width: w, height: h }),
+                Some(Ok(Event::Mouse(m))) => mouse_to_action(m),
                 Some(Ok(_)) => None,
                 // The terminal went away: nothing more can be shown.
                 Some(Err(_)) | None => Some(Action::Command(Command::Quit)),

@@ -1,7 +1,12 @@
 //! Entering and leaving the terminal. The terminal is restored on normal exit, on error (Drop)
-//! and on panic (ratatui's panic hook restores before the message prints).
+//! and on panic (ratatui's panic hook restores before the message prints). The mouse is
+//! captured while the TUI runs and released on each of those paths, first: a shell left with
+//! mouse reporting on prints escape codes for every move.
+
+use std::io::Write;
 
 use anyhow::Result;
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use ratatui::DefaultTerminal;
 
 use super::app::App;
@@ -14,6 +19,9 @@ pub struct Terminal {
 impl Terminal {
     pub fn enter() -> Result<Self> {
         let t = ratatui::try_init()?;
+        release_mouse_on_panic();
+        let mut out = std::io::stdout();
+        crossterm::execute!(out, EnableMouseCapture)?;
         // Over ratatui's hook: a panic caught while reading a table must not restore the
         // terminal under a running TUI.
         crate::engine::panic_guard::install_hook();
@@ -39,6 +47,7 @@ impl Terminal {
 
     pub fn leave(mut self) -> Result<()> {
         self.inner = None;
+        release_mouse();
         ratatui::try_restore()?;
         Ok(())
     }
@@ -47,9 +56,27 @@ impl Terminal {
 impl Drop for Terminal {
     fn drop(&mut self) {
         if self.inner.take().is_some() {
+            release_mouse();
             ratatui::restore();
         }
     }
+}
+
+/// Stops mouse reporting (best effort: the terminal may be gone).
+pub fn release_mouse() {
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(out, DisableMouseCapture);
+    let _ = out.flush();
+}
+
+/// Chains a panic hook that releases the mouse before the one installed before it (ratatui's,
+/// which restores the screen, then prints the panic).
+fn release_mouse_on_panic() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        release_mouse();
+        previous(info);
+    }));
 }
 
 #[cfg(unix)]

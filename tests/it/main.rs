@@ -26,6 +26,7 @@ mod tui_janitor;
 mod tui_jobs;
 mod tui_live;
 mod tui_real;
+mod tui_sizes;
 mod tui_snapshots;
 mod values;
 mod where_sql;

@@ -53,10 +53,11 @@ async fn journey_root_drill_down_sort_filter_and_back() {
         .tables
         .order()
         .iter()
-        .map(|&i| root.tables[i].stats.health_score)
+        .map(|&i| lakehealth::tui::list::ListRow::stats(&root.rows[i]).health_score)
         .collect();
     assert!(scores.windows(2).all(|w| w[0] <= w[1]), "{scores:?}");
-    let n = root.tables.len();
+    let n = root.tables().count();
+    let rows = root.rows.len();
     let screen = t.screen();
     assert!(screen.contains(&format!("{n} tables")), "{screen}");
 
@@ -95,17 +96,27 @@ async fn journey_root_drill_down_sort_filter_and_back() {
     assert_eq!(t.app.screen, Screen::Tables);
     assert_eq!(t.app.tables.len(), 1);
     t.keys(&[KeyCode::Esc]).await;
-    assert_eq!(t.app.tables.len(), n);
+    assert_eq!(t.app.tables.len(), rows);
     t.keys(&[KeyCode::Char('q')]).await;
     assert!(t.app.should_quit);
 }
 
 #[tokio::test]
-async fn help_is_generated_from_the_keymap_and_any_key_closes_it() {
+async fn help_is_generated_from_the_keymap_scrolls_and_any_other_key_closes_it() {
     let mut t = opened(&fixture("delta-0.8.0-partitioned")).await;
     for close in [KeyCode::Char('x'), KeyCode::Char('z'), KeyCode::F(2)] {
         t.keys(&[KeyCode::Char('?')]).await;
-        let screen = t.screen();
+        // Every page of it, scrolled with j.
+        let mut screen = t.screen();
+        for _ in 0..60 {
+            t.key(KeyCode::Char('j'));
+            screen.push_str(&t.screen());
+        }
+        assert_eq!(
+            t.app.context(),
+            Context::Help,
+            "j scrolls, it does not close"
+        );
         for b in lakehealth::tui::keymap::BINDINGS {
             assert!(
                 screen.contains(b.help),
@@ -114,7 +125,7 @@ async fn help_is_generated_from_the_keymap_and_any_key_closes_it() {
             );
         }
         assert!(screen.contains("j / ↓"), "{screen}");
-        assert!(screen.contains("any key closes this help"), "{screen}");
+        assert!(screen.contains("other keys close this help"), "{screen}");
         t.keys(&[close]).await;
         assert_eq!(t.app.context(), Context::Table, "{close:?} closes the help");
         assert!(t.app.jobs.is_empty(), "the key did nothing else");
@@ -167,7 +178,7 @@ async fn esc_closes_an_error_over_the_tables_list() {
     t.keys(&[KeyCode::Esc]).await;
     assert!(t.app.error().is_none());
     assert_eq!(t.app.context(), Context::Tables);
-    assert_eq!(t.app.root.as_ref().unwrap().tables.len(), 2);
+    assert_eq!(t.app.root.as_ref().unwrap().tables().count(), 2);
 }
 
 #[tokio::test]
@@ -215,4 +226,60 @@ async fn hundred_thousand_partitions_render_only_the_visible_rows() {
     assert!(screen.contains("100000/100000"), "{screen}");
     t.key_mod(KeyCode::Char('u'), KeyModifiers::CONTROL);
     assert!(t.app.partitions.selected_position() < 99_999);
+}
+
+/// The screen row whose list cell starts with `name` (followed by a blank: not a longer name).
+fn row_of(screen: &str, name: &str) -> u16 {
+    let y = screen
+        .lines()
+        .position(|l| {
+            l.split('│')
+                .nth(1)
+                .is_some_and(|cell| cell.starts_with(&format!("{name} ")))
+        })
+        .unwrap_or_else(|| panic!("{name} not on screen:\n{screen}"));
+    u16::try_from(y).unwrap()
+}
+
+#[tokio::test]
+async fn the_mouse_selects_the_clicked_row_the_wheel_moves_and_a_click_on_the_selected_opens_it() {
+    use lakehealth::tui::action::Pointer;
+    use lakehealth::tui::list::ListRow;
+    let mut t = opened(&fixtures_dir()).await;
+    let root = t.app.root.as_ref().unwrap();
+    // A readable table below the first row, with a row after it.
+    let order = t.app.tables.order().to_vec();
+    let p = (1..order.len() - 1)
+        .find(|&p| root.rows[order[p]].table().is_some())
+        .unwrap();
+    let third = root.rows[order[p]].name().to_string();
+    let y = row_of(&t.screen(), &third);
+    let click = |row: u16| Action::Mouse {
+        pointer: Pointer::Click,
+        column: 3,
+        row,
+    };
+    t.update(click(y));
+    assert_eq!(t.app.tables.selected_position(), p);
+    t.update(Action::Mouse {
+        pointer: Pointer::WheelDown,
+        column: 10,
+        row: y,
+    });
+    assert_eq!(t.app.tables.selected_position(), p + 1);
+    t.update(Action::Mouse {
+        pointer: Pointer::WheelUp,
+        column: 10,
+        row: y,
+    });
+    assert_eq!(t.app.tables.selected_position(), p);
+    // A click on the totals above the list selects nothing.
+    t.update(click(1));
+    assert_eq!(t.app.tables.selected_position(), p);
+    assert_eq!(t.app.screen, Screen::Tables);
+    // A click on the selected row opens it.
+    t.update(click(y));
+    t.settle().await;
+    assert_eq!(t.app.screen, Screen::Table);
+    assert_eq!(t.app.table.as_ref().unwrap().name, third);
 }

@@ -17,7 +17,7 @@ use crate::tui_driver::Driven;
 
 const SIZE: (u16, u16) = (160, 44);
 
-/// Timestamps of decisions (wall time) replaced, and the temporary folder.
+/// Timestamps and times of day of decisions (wall time) replaced, and the temporary folder.
 fn stable(s: &str, tmp: &std::path::Path) -> String {
     let mut out = String::new();
     let chars: Vec<char> = s.replace(tmp.to_str().unwrap(), "<tmp>").chars().collect();
@@ -29,9 +29,19 @@ fn stable(s: &str, tmp: &std::path::Path) -> String {
             && chars[i + 10] == 'T'
             && chars[i + 23] == 'Z'
             && chars[i..i + 4].iter().all(|c| c.is_ascii_digit());
+        // 12:00:00 (the why view shows the time of day)
+        let is_time = i + 8 <= chars.len()
+            && chars[i + 2] == ':'
+            && chars[i + 5] == ':'
+            && [0, 1, 3, 4, 6, 7]
+                .iter()
+                .all(|&k| chars[i + k].is_ascii_digit());
         if is_ts {
             out.push_str("<time>                  ");
             i += 24;
+        } else if is_time {
+            out.push_str("<time>  ");
+            i += 8;
         } else {
             out.push(chars[i]);
             i += 1;
@@ -81,7 +91,8 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
     let screen = stable(&t.screen(), d.path());
     let flagged: Vec<&str> = screen
         .lines()
-        .filter(|l| l.starts_with('│') && l.contains('⚑'))
+        // Partition rows start with their mark column (the janitor panel's reason does not).
+        .filter(|l| l.starts_with("│  ") && l.contains('⚑'))
         // The partitions panel only (the histogram panel is beside it).
         .filter_map(|l| l.split("││").next())
         .collect();
@@ -90,7 +101,7 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
         flagged[0].contains("ingestion_date=2026-11-01  ⚑ 55 small"),
         "{screen}"
     );
-    // The selected partition's reason in full, at the bottom of the partitions panel.
+    // The selected partition's reason in full, in the janitor panel.
     assert!(
         screen.contains("⚑ ingestion_date=2026-11-01: due: 55 small files >= 50 (default)"),
         "{screen}"
@@ -120,7 +131,7 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
 
     // The why view lists the decisions: rule, decision, reason, time.
     t.key(KeyCode::Char('w'));
-    assert!(matches!(t.app.modals.modal(), Some(Modal::Why)));
+    assert!(matches!(t.app.modals.modal(), Some(Modal::Why { .. })));
     let why = stable(&t.screen(), d.path());
     assert!(why.contains("due: 55 small files >= 50"), "{why}");
     assert!(why.contains("not due: 4 small files < 50"), "{why}");

@@ -189,8 +189,12 @@ async fn a_job_whose_replan_fails_ends_failed_with_the_error_on_screen() {
 async fn confirming_a_cancel_sends_it_and_marks_the_job_cancelling() {
     let mut app = App::new("t".into(), Duration::ZERO, SIZE);
     let plan = one_bin_plan();
-    app.jobs
-        .push(lakehealth::tui::jobs::JobView::new(9, "t".into(), &plan));
+    app.jobs.push(lakehealth::tui::jobs::JobView::new(
+        9,
+        lakehealth::tui::jobs::JobNumber(1),
+        "t".into(),
+        &plan,
+    ));
     let press = |app: &mut App, c: char| {
         let a = key_to_action(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)).unwrap();
         app.update(a)
@@ -237,8 +241,12 @@ async fn a_refused_bin_shows_in_the_jobs_panel_with_who_took_its_files() {
     use lakehealth::tui::action::{Action, TaskProgress};
     let mut app = App::new("t".into(), Duration::ZERO, SIZE);
     let plan = one_bin_plan();
-    app.jobs
-        .push(lakehealth::tui::jobs::JobView::new(9, "t".into(), &plan));
+    app.jobs.push(lakehealth::tui::jobs::JobView::new(
+        9,
+        lakehealth::tui::jobs::JobNumber(1),
+        "t".into(),
+        &plan,
+    ));
     let conflict = ConflictRecord {
         partition: PartitionValues(vec![("d".into(), None)]),
         conflict: Conflict {

@@ -48,16 +48,19 @@ fn text(t: &Driven, tmp: &TempDir) -> String {
         .join("\n")
 }
 
-/// "rate 48.9/min" -> "rate <r>/min", the line padded back to its width inside its border.
+/// "commits 48.9/min" -> "commits <r>/min" (any rate per minute), the line padded back to its
+/// width inside its border.
 fn mask_rate(line: &str) -> String {
-    let Some(at) = line.find("rate ") else {
+    let Some(end) = line.find("/min") else {
         return line.to_string();
     };
-    let rest = &line[at + 5..];
-    let Some(end) = rest.find("/min") else {
+    let start = line[..end]
+        .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or(0, |i| i + 1);
+    if start == end {
         return line.to_string();
-    };
-    let masked = format!("{}rate <r>{}", &line[..at], &rest[end..]);
+    }
+    let masked = format!("{}<r>{}", &line[..start], &line[end..]);
     match masked.strip_suffix('│') {
         Some(body) => {
             let width = line.chars().count() - 1;
@@ -107,6 +110,32 @@ async fn snapshot_a_commit_another_process_writes_appears_in_the_live_feed() {
         "forecast:\n{s}"
     );
     insta::assert_snapshot!("live_feed", s);
+
+    // A job in the jobs panel leaves the live panel on screen (compact when rows are short).
+    let plan = lakehealth::engine::compact::plan::CompactionPlan {
+        table_version: v,
+        target_file_size: 1,
+        min_file_size: 1,
+        compression_ratio: 1.0,
+        partitions: vec![],
+        files_in: 2,
+        bytes_in: 2,
+        predicted_files_out: 1,
+        bins: 1,
+        skipped_deletion_vector_files: 0,
+    };
+    for n in 1..=2 {
+        t.app.jobs.push(lakehealth::tui::jobs::JobView::new(
+            100 + n,
+            lakehealth::tui::jobs::JobNumber(n as u32),
+            "t".into(),
+            &plan,
+        ));
+    }
+    let s = text(&t, &d);
+    assert!(s.contains("Jobs (2 active"), "{s}");
+    assert!(s.contains(" Live log "), "the live panel stays:\n{s}");
+    assert!(s.contains("following v1"), "{s}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,37 +1,86 @@
-//! The commit feed, newest first: version, time, operation, files and bytes added and removed,
-//! and the engine that wrote it (`commitInfo`). Commits that landed while the table is followed
-//! are marked `●`.
+//! The commit feed, newest first: version, time, operation, files and bytes added and removed
+//! (in the same KiB/MiB units as every other panel), and the engine that wrote it
+//! (`commitInfo`). Commits that landed while the table is followed are marked `●`. Columns are
+//! as wide as their widest cell; a narrow panel drops the least useful ones rather than cut a
+//! number.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Row, Table};
 
-use super::{ago, style};
+use super::{ago, fit, style};
+use crate::engine::log::state::CommitSummary;
 use crate::engine::size::format_bytes;
 use crate::engine::stats::table_report::TableReport;
+
+/// The number columns, in display order, after the operation.
+const HEADERS: [&str; 5] = ["version", "when", "files", "added", "removed"];
+/// Least useful first.
+const DROP: [usize; 3] = [2, 4, 1];
+/// What the operation column keeps at least (its header, "OPTIMIZE").
+const OPERATION_MIN: usize = 9;
+
+fn cells(c: &CommitSummary, now: i64, live: bool) -> [String; 5] {
+    [
+        format!("{}v{}", if live { "●" } else { " " }, c.version),
+        ago(c.timestamp_ms, now),
+        format!("+{} -{}", c.files_added, c.files_removed),
+        format!("+{}", format_bytes(c.bytes_added)),
+        format!("-{}", format_bytes(c.bytes_removed)),
+    ]
+}
 
 /// `now` is the app clock's wall time, for the "ago" column; `live_from`: the first version the
 /// watcher applied (rows from it on are marked).
 pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Option<u64>) {
-    let rows: Vec<Row> = t
+    let shown_commits: Vec<&CommitSummary> = t
         .commits
         .iter()
         .take(area.height.saturating_sub(3) as usize)
-        .map(|c| {
-            let live = live_from.is_some_and(|v| c.version >= v);
-            let row = Row::new(vec![
-                format!("{}v{}", if live { "●" } else { " " }, c.version),
-                ago(c.timestamp_ms, now),
+        .collect();
+    let texts: Vec<[String; 5]> = shown_commits
+        .iter()
+        .map(|c| cells(c, now, live_from.is_some_and(|v| c.version >= v)))
+        .collect();
+    let widths: Vec<usize> = (0..HEADERS.len())
+        .map(|i| fit::column_width(HEADERS[i], texts.iter().map(|c| c[i].as_str())))
+        .collect();
+    // The engine column's separator is taken first: the engine itself may be cut (text).
+    let avail = usize::from(area.width.saturating_sub(3));
+    let shown = fit::columns(avail, OPERATION_MIN, &widths, &DROP).unwrap_or_else(|| {
+        let mut s = vec![true; HEADERS.len()];
+        for d in DROP {
+            s[d] = false;
+        }
+        s
+    });
+    // Display order: version, when, operation, files, added, removed, engine.
+    let order = [0usize, 1, usize::MAX, 2, 3, 4];
+    let pick = |row: &[String; 5], op: String, engine: String| -> Vec<String> {
+        let mut v: Vec<String> = order
+            .iter()
+            .filter(|&&i| i == usize::MAX || shown[i])
+            .map(|&i| {
+                if i == usize::MAX {
+                    op.clone()
+                } else {
+                    row[i].clone()
+                }
+            })
+            .collect();
+        v.push(engine);
+        v
+    };
+    let rows: Vec<Row> = shown_commits
+        .iter()
+        .zip(&texts)
+        .map(|(c, text)| {
+            let row = Row::new(pick(
+                text,
                 c.operation.clone(),
-                format!("+{} -{}", c.files_added, c.files_removed),
-                format!(
-                    "+{} -{}",
-                    short_bytes(c.bytes_added),
-                    short_bytes(c.bytes_removed)
-                ),
                 c.engine.clone().unwrap_or_else(|| "-".into()),
-            ]);
+            ));
             if c.data_change {
                 row
             } else {
@@ -40,71 +89,51 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Opt
             }
         })
         .collect();
+    let header_names = HEADERS.map(String::from);
+    let header =
+        Row::new(pick(&header_names, "operation".into(), "engine".into())).style(style::dim());
+    let op_w = shown_commits
+        .iter()
+        .map(|c| fit::width(&c.operation))
+        .fold(OPERATION_MIN, usize::max);
+    let used: usize = widths
+        .iter()
+        .zip(&shown)
+        .filter(|(_, s)| **s)
+        .map(|(w, _)| w + 1)
+        .sum();
+    let op_w = op_w.min(avail.saturating_sub(used).max(OPERATION_MIN));
+    let constraints: Vec<Constraint> = order
+        .iter()
+        .filter(|&&i| i == usize::MAX || shown[i])
+        .map(|&i| {
+            if i == usize::MAX {
+                Constraint::Length(op_w as u16)
+            } else {
+                Constraint::Length(widths[i] as u16)
+            }
+        })
+        .chain(std::iter::once(Constraint::Fill(1)))
+        .collect();
     let ops: Vec<String> = t
         .log
         .operations
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    let title = ratatui::text::Line::from(vec![
-        Span::styled(" Commits ", style::title()),
-        Span::raw(format!(
-            "last {}: {} ",
-            t.log.window_commits,
-            ops.join(", ")
-        )),
-    ]);
-    let header =
-        Row::new(["version", "when", "operation", "files", "bytes", "engine"]).style(style::dim());
+    let summary = format!("last {}: {}", t.log.window_commits, ops.join(", "));
+    // The title is the panel's name; the counts by operation follow only when they fit whole.
+    let room = usize::from(area.width).saturating_sub(12);
+    let mut title = vec![Span::styled(" Commits ", style::title())];
+    if fit::width(&summary) < room {
+        title.push(Span::raw(format!("{summary} ")));
+    }
     f.render_widget(
-        Table::new(
-            rows,
-            [
-                // "●v12345"
-                Constraint::Length(7),
-                // "1022d ago"
-                Constraint::Length(9),
-                Constraint::Length(16),
-                // "+12 -345"
-                Constraint::Length(9),
-                // "+1.2G -512M"
-                Constraint::Length(11),
-                Constraint::Min(0),
-            ],
-        )
-        .header(header)
-        .block(Block::default().borders(Borders::ALL).title(title)),
+        Table::new(rows, constraints).header(header).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(ratatui::text::Line::from(title)),
+        ),
         area,
     );
-}
-
-/// "512B", "2.4K", "1.2M", "128M", "1.0G": bytes in at most five characters.
-pub fn short_bytes(n: u64) -> String {
-    let full = format_bytes(n);
-    let Some((num, unit)) = full.split_once(' ') else {
-        return full;
-    };
-    let unit = unit.chars().next().unwrap_or('B');
-    let num: f64 = num.parse().unwrap_or(0.0);
-    if unit == 'B' {
-        format!("{n}B")
-    } else if num >= 10.0 {
-        format!("{num:.0}{unit}")
-    } else {
-        format!("{num:.1}{unit}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::short_bytes;
-
-    #[test]
-    fn short_bytes_fit_five_characters() {
-        assert_eq!(short_bytes(0), "0B");
-        assert_eq!(short_bytes(512), "512B");
-        assert_eq!(short_bytes(2458), "2.4K");
-        assert_eq!(short_bytes(128 * 1024 * 1024), "128M");
-        assert_eq!(short_bytes(1024 * 1024 * 1024), "1.0G");
-    }
 }

@@ -90,19 +90,27 @@ pub fn draw_panel(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
         .filter(|b| b.band == Band::Target)
         .map(|b| b.files)
         .sum();
-    body.push(Line::from(Span::styled(
-        format!(
-            " {} of {} files in the target band ◀ (green)   t: {}",
-            format_count(in_band),
-            format_count(files),
-            if app.table_histogram {
-                "selected partition"
-            } else {
-                "whole table"
-            }
-        ),
-        style::dim(),
-    )));
+    // The count first; the colour and the `t` hint only when they fit whole.
+    let mut foot = format!(
+        " {} of {} files in the target band ◀",
+        format_count(in_band),
+        format_count(files)
+    );
+    let width = usize::from(area.width.saturating_sub(2));
+    let toggle = format!(
+        "   t: {}",
+        if app.table_histogram {
+            "selected partition"
+        } else {
+            "whole table"
+        }
+    );
+    for extra in [" (green)".to_string(), toggle] {
+        if super::fit::width(&foot) + super::fit::width(&extra) <= width {
+            foot.push_str(&extra);
+        }
+    }
+    body.push(Line::from(Span::styled(foot, style::dim())));
     let title = Line::from(vec![
         Span::styled(" File sizes ", style::title()),
         Span::raw(format!("{what} ")),

@@ -14,6 +14,7 @@ use crate::engine::compact::events::CommitRecord;
 use crate::engine::size::{format_bytes, format_count};
 use crate::tui::app::App;
 use crate::tui::jobs::{JobStatus, JobView};
+use crate::tui::layout::{JOB_COMPACT_ROWS, JOB_ROWS};
 
 fn status_style(s: JobStatus) -> Style {
     match s {
@@ -34,8 +35,8 @@ pub fn summary_line(j: &JobView, now: Instant) -> String {
         .map_or("-".into(), |r| format_bytes(r as u64));
     format!(
         "bins {}/{}  rows {}  {rate}/s  ETA {eta}{}",
-        p.bins_done,
-        p.bins_total,
+        j.bins_done(),
+        p.bins_total.max(j.bins_done()),
         format_count(p.rows),
         p.commit_wait_text(),
     )
@@ -51,7 +52,7 @@ fn head_line(j: &JobView) -> Line<'static> {
     let status = j.status();
     Line::from(vec![
         Span::styled(
-            format!(" #{} {:<10}", j.id, status.label()),
+            format!(" {} {:<10}", j.number, status.label()),
             status_style(status),
         ),
         Span::raw(format!(" {parts}  commits {}", j.commits.len())),
@@ -135,6 +136,7 @@ fn commit_text(c: &CommitRecord) -> String {
     )
 }
 
+/// A job in `area`: in full (`layout::JOB_ROWS`), or its first three rows when short.
 fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
     let [head, gauge_area, stats, spark, events] = Layout::vertical([
         Constraint::Length(1),
@@ -144,6 +146,11 @@ fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
         Constraint::Length(2),
     ])
     .areas(area);
+    let [spark, events] = if area.height < JOB_ROWS {
+        [Rect::default(), Rect::default()]
+    } else {
+        [spark, events]
+    };
     f.render_widget(Paragraph::new(head_line(j)), head);
     f.render_widget(gauge(j), gauge_area);
     f.render_widget(Paragraph::new(format!(" {}", summary_line(j, now))), stats);
@@ -174,11 +181,16 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let now = app.clock.now();
     let mut y = super::vacuum_dialog::draw_jobs(f, inner, inner.y, app);
     for j in app.jobs.iter().rev() {
-        if y + 6 > inner.y + inner.height {
+        let left = (inner.y + inner.height).saturating_sub(y);
+        let rows = if left >= JOB_ROWS {
+            JOB_ROWS
+        } else if left >= JOB_COMPACT_ROWS {
+            JOB_COMPACT_ROWS
+        } else {
             break;
-        }
-        draw_job(f, Rect::new(inner.x, y, inner.width, 6), j, now);
-        y += 6;
+        };
+        draw_job(f, Rect::new(inner.x, y, inner.width, rows), j, now);
+        y += rows;
     }
 }
 

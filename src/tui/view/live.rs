@@ -22,17 +22,16 @@ use crate::tui::live::{Live, LiveStatus};
 pub const BUCKET: Duration = Duration::from_secs(10);
 /// Partitions listed as due soonest.
 const SOONEST: usize = 3;
-/// Borders, status, sparkline (2), last replay, selected partition, "due soonest" and its rows.
-const ROWS: u16 = 2 + 1 + 2 + 1 + 1 + 1 + SOONEST as u16;
-
-/// Splits the commits area into (live panel, the rest): the panel only while following, and it
-/// leaves the feed at least 5 rows.
+/// Splits the commits area into (live panel, the rest): the panel only while following, in full
+/// or compact as the rows allow (`layout::live_rows`; the jobs panel leaves it room).
 pub fn split(area: Rect, app: &App) -> (Rect, Rect) {
-    if app.live.is_none() || area.height < ROWS + 5 {
-        return (Rect::new(area.x, area.y, area.width, 0), area);
-    }
+    let rows = if app.live.is_some() {
+        crate::tui::layout::live_rows(area.height)
+    } else {
+        0
+    };
     let [panel, rest] =
-        Layout::vertical([Constraint::Length(ROWS), Constraint::Min(0)]).areas(area);
+        Layout::vertical([Constraint::Length(rows), Constraint::Min(0)]).areas(area);
     (panel, rest)
 }
 
@@ -119,10 +118,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
     let block = Block::default().borders(Borders::ALL).title(title);
     let inner = block.inner(area);
     f.render_widget(block, area);
+    // Compact: one sparkline row, no replay line, the soonest partition only.
+    let compact = inner.height < crate::tui::layout::LIVE_ROWS - 2;
     let [status, spark, reload, selected, next] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Length(2),
-        Constraint::Length(1),
+        Constraint::Length(if compact { 1 } else { 2 }),
+        Constraint::Length(if compact { 0 } else { 1 }),
         Constraint::Length(1),
         Constraint::Min(0),
     ])
@@ -130,19 +131,24 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
     f.render_widget(Paragraph::new(status_line(live)), status);
 
     let label = format!(" commits/{}s ", BUCKET.as_secs());
-    let [l, s] = Layout::horizontal([Constraint::Length(label.len() as u16), Constraint::Min(0)])
-        .areas(spark);
+    let label_w = label.len() as u16 + if compact { 7 } else { 0 };
+    let [l, s] = Layout::horizontal([Constraint::Length(label_w), Constraint::Min(0)]).areas(spark);
     let counts = live
         .arrivals
         .commit_counts(now, BUCKET, usize::from(s.width));
     let peak = counts.iter().copied().max().unwrap_or(0);
-    f.render_widget(
-        Paragraph::new(vec![
+    let label_lines = if compact {
+        vec![Line::from(Span::styled(
+            format!("{label}max {peak:<3}"),
+            style::dim(),
+        ))]
+    } else {
+        vec![
             Line::from(Span::styled(label, style::dim())),
             Line::from(Span::styled(format!(" max {peak}"), style::dim())),
-        ]),
-        l,
-    );
+        ]
+    };
+    f.render_widget(Paragraph::new(label_lines), l);
     f.render_widget(
         Sparkline::default()
             .data(counts.iter().copied())

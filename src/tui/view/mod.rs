@@ -3,16 +3,18 @@
 mod commits;
 mod convert_dialog;
 mod findings;
-mod header;
+pub mod fit;
+pub mod header;
 mod help;
 pub mod histogram;
+mod janitor;
 pub mod jobs;
 mod live;
 mod overlays;
 mod partitions;
 mod plan_dialog;
 mod status;
-mod tables;
+pub mod tables;
 mod vacuum_dialog;
 mod why;
 mod writers;
@@ -23,20 +25,67 @@ use super::app::{App, Modal, Screen};
 use super::layout;
 use super::list::{ListRow, SortedList};
 
+/// The table screen's shape at the app's size (shared with scrolling and the mouse, see
+/// `layout::Shape`).
+pub fn table_shape(app: &App) -> layout::Shape {
+    let Some(t) = app.table.as_ref() else {
+        return layout::Shape::default();
+    };
+    let area = layout::full(app.size);
+    // The left column's width, as `layout::table_areas` splits it.
+    let left = layout::table_areas(area, &layout::Shape::default())
+        .partitions
+        .width;
+    layout::Shape {
+        header_rows: header::header_rows(t, area.width, app.clock.wall_ms()),
+        buckets: t.stats.histogram.buckets.len(),
+        writers: t.streaming_writers.len(),
+        marks: !app.marks.is_empty(),
+        janitor_rows: janitor::rows(app, left),
+        jobs: app.jobs.len() + app.maintenance.len().min(1),
+        live: app.live.is_some(),
+    }
+}
+
+/// The tables screen's shape at the app's size.
+pub fn tables_shape(app: &App) -> layout::TablesShape {
+    let width = app.size.0;
+    let header_rows = app.root.as_ref().map_or(3, |r| {
+        let lines = tables::header_lines(r, width);
+        let n = fit::wrapped_rows(&lines, usize::from(width.saturating_sub(2)));
+        u16::try_from(n).unwrap_or(u16::MAX).saturating_add(2)
+    });
+    layout::TablesShape {
+        header_rows,
+        detail_rows: tables::detail_rows(app, width),
+    }
+}
+
+/// Rows of the help screen (for scrolling it).
+pub fn help_len() -> usize {
+    help::len()
+}
+
+/// What the health colours mean, as one item of a header or footer.
+pub fn health_legend() -> Vec<ratatui::text::Span<'static>> {
+    use ratatui::text::Span;
+    vec![
+        Span::styled("health:", style::dim()),
+        Span::styled(" ≥80 ok", style::score(100)),
+        Span::styled(" ≥50 fair", style::score(50)),
+        Span::styled(" <50 poor", style::score(0)),
+    ]
+}
+
 pub fn draw(f: &mut Frame, app: &App) {
     let area = f.area();
     match (&app.screen, &app.table) {
         (Screen::Table, Some(t)) => {
-            let a = layout::table_areas(
-                area,
-                t.stats.histogram.buckets.len(),
-                t.streaming_writers.len(),
-                !app.marks.is_empty(),
-                app.jobs.len() + app.maintenance.len().min(1),
-            );
+            let a = layout::table_areas(area, &table_shape(app));
             let now_ms = app.clock.wall_ms();
-            header::draw(f, a.header, t);
+            header::draw(f, a.header, t, now_ms);
             partitions::draw(f, a.partitions, app, t);
+            janitor::draw(f, a.janitor, app);
             jobs::draw_marks(f, a.marks, app);
             histogram::draw_panel(f, a.histogram, app, t);
             jobs::draw(f, a.jobs, app);
@@ -50,7 +99,7 @@ pub fn draw(f: &mut Frame, app: &App) {
             status::draw(f, a.status, app);
         }
         (Screen::Tables, _) if app.root.is_some() => {
-            let a = layout::tables_areas(area);
+            let a = layout::tables_areas(area, &tables_shape(app));
             tables::draw(f, &a, app);
             status::draw(f, a.status, app);
         }
@@ -60,10 +109,12 @@ pub fn draw(f: &mut Frame, app: &App) {
     }
     match app.modals.modal() {
         Some(Modal::Plan(d)) => plan_dialog::draw(f, area, d),
-        Some(Modal::ConfirmCancel { job }) => plan_dialog::draw_confirm_cancel(f, area, *job),
-        Some(Modal::Help) => help::draw(f, area),
+        Some(Modal::ConfirmCancel { number, .. }) => {
+            plan_dialog::draw_confirm_cancel(f, area, *number)
+        }
+        Some(Modal::Help { scroll }) => help::draw(f, area, *scroll),
         Some(Modal::Vacuum(d)) => vacuum_dialog::draw(f, area, d),
-        Some(Modal::Why) => why::draw(f, area, &app.janitor),
+        Some(Modal::Why { scroll }) => why::draw(f, area, &app.janitor, *scroll),
         Some(Modal::Convert(d)) => convert_dialog::draw(f, area, d),
         // Shown in the list's title and the hint bar.
         Some(Modal::Filter) | None => {}

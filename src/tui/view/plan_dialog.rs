@@ -147,13 +147,14 @@ fn partition_row(pp: &PartitionPlan) -> Row<'static> {
     ])
 }
 
-pub fn draw_confirm_cancel(f: &mut Frame, area: Rect, job: u64) {
-    let b = centered(area, 50, 5);
+pub fn draw_confirm_cancel(f: &mut Frame, area: Rect, job: crate::tui::jobs::JobNumber) {
+    // 60 %: its lines stay whole down to 100 columns.
+    let b = centered(area, 60, 5);
     f.render_widget(Clear, b);
     f.render_widget(
         Paragraph::new(vec![
             Line::from(format!(
-                "Cancel job #{job}? It stops before its next commit;"
+                "Cancel job {job}? It stops before its next commit;"
             )),
             Line::from("committed bins stay, uncommitted output is removed."),
             Line::from(Span::styled(

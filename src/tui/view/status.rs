@@ -35,10 +35,38 @@ pub fn hints(app: &App) -> String {
     hint_line(app.context(), |c| app.can(c))
 }
 
+/// `hints` in `width` cells: entries are left out from the middle, so the first ones and the
+/// last two (help, quit) stay whole.
+pub fn fit_hints(hints: &str, width: usize) -> String {
+    let mut entries: Vec<&str> = hints.split(" · ").collect();
+    let fits = |e: &[&str]| super::fit::width(&e.join(" · ")) <= width;
+    while !fits(&entries) && entries.len() > 3 {
+        entries.remove(entries.len() - 3);
+    }
+    entries.join(" · ")
+}
+
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
-    let line = match loading_text(app) {
-        Some(text) => Line::from(Span::styled(text, style::title())),
-        None => Line::from(Span::styled(format!(" {}", hints(app)), style::dim())),
+    let width = usize::from(area.width.saturating_sub(1));
+    let line = match (loading_text(app), &app.notice) {
+        (Some(text), _) => Line::from(Span::styled(text, style::title())),
+        (None, Some(n)) => Line::from(Span::styled(format!(" {n}"), style::score(50))),
+        (None, None) => Line::from(Span::styled(
+            format!(" {}", fit_hints(&hints(app), width)),
+            style::dim(),
+        )),
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_hints;
+
+    #[test]
+    fn a_narrow_hint_bar_keeps_help_and_quit() {
+        let h = "a one · b two · c three · ? help · q quit";
+        assert_eq!(fit_hints(h, 80), h);
+        assert_eq!(fit_hints(h, 30), "a one · ? help · q quit");
+    }
 }

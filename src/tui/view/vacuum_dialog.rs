@@ -127,7 +127,12 @@ fn job_line(j: &MaintenanceJob) -> Line<'static> {
     };
     Line::from(vec![
         Span::styled(
-            format!(" #{} {:<10} {:<10}", j.id, status.label(), j.kind.label()),
+            format!(
+                " {} {:<10} {:<10}",
+                j.number,
+                status.label(),
+                j.kind.label()
+            ),
             Style::default().fg(color),
         ),
         Span::raw(format!(" {}", j.detail())),

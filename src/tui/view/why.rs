@@ -31,7 +31,8 @@ fn label(k: DecisionKind) -> &'static str {
     }
 }
 
-pub fn draw(f: &mut Frame, area: Rect, j: &TuiJanitor) {
+/// `scroll`: rows scrolled down (clamped here so the last page stays full).
+pub fn draw(f: &mut Frame, area: Rect, j: &TuiJanitor, scroll: usize) {
     let b = centered(area, 96, area.height.saturating_sub(4));
     f.render_widget(Clear, b);
     let block = Block::default()
@@ -43,50 +44,90 @@ pub fn draw(f: &mut Frame, area: Rect, j: &TuiJanitor) {
         ));
     let inner = block.inner(b);
     f.render_widget(block, b);
-    let [top, list, foot] = Layout::vertical([
-        Constraint::Length(2),
-        Constraint::Min(1),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
     let state = match (&j.table, j.why.is_empty()) {
         (Some(_), true) => "on, deciding",
         (Some(_), false) => "on",
         (None, _) => "off (a switches it on)",
     };
-    f.render_widget(
-        Paragraph::new(format!("janitor {state} · policy: {}", j.policy)).wrap(Wrap { trim: true }),
-        top,
+    let top_lines = super::fit::words(
+        &format!(
+            "janitor {state} · policy: {} · a decision repeated shows once, at its newest time; partitions without small files are left out",
+            j.policy
+        ),
+        Style::default(),
+        usize::from(inner.width),
     );
-    let rows: Vec<Row> = j
+    let [top, list, foot] = Layout::vertical([
+        Constraint::Length(top_lines.len() as u16),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    f.render_widget(Paragraph::new(top_lines).wrap(Wrap { trim: true }), top);
+    // The time of day (the date is today's, or in the history file); the partition column as
+    // wide as its widest label; the reason takes the rest and wraps, never cut.
+    let time = |ts: &str| ts.get(11..19).unwrap_or(ts).to_string();
+    let part_w = j
         .why
         .iter()
-        .take(list.height.saturating_sub(1) as usize)
-        .map(|w| {
+        .map(|w| super::fit::width(&w.partition.label()))
+        .fold(9, usize::max)
+        .min(usize::from(inner.width) / 3);
+    let fixed = [8, part_w, 12, 11];
+    let reason_w = usize::from(inner.width)
+        .saturating_sub(fixed.iter().sum::<usize>() + fixed.len())
+        .max(12);
+    let rows_room = usize::from(list.height.saturating_sub(1));
+    let first = scroll.min(j.why.len().saturating_sub(1));
+    let mut used = 0;
+    let mut rows: Vec<Row> = Vec::new();
+    for w in j.why.iter().skip(first) {
+        let reason = super::fit::words(&w.reason, Style::default(), reason_w);
+        let h = reason.len().max(1);
+        if used + h > rows_room {
+            break;
+        }
+        used += h;
+        rows.push(
             Row::new(vec![
-                Cell::from(w.ts.clone()),
+                Cell::from(time(&w.ts)),
                 Cell::from(w.partition.label()),
                 Cell::from(w.rule.clone()),
                 Cell::from(Span::styled(label(w.decision), decision_style(w.decision))),
-                Cell::from(w.reason.clone()),
+                Cell::from(ratatui::text::Text::from(reason)),
             ])
-        })
-        .collect();
+            .height(h as u16),
+        );
+    }
+    let page = rows.len();
     let header = Row::new(["time", "partition", "rule", "decision", "reason"]).style(style::dim());
     let table = Table::new(
         rows,
         [
-            Constraint::Length(24),
-            Constraint::Length(26),
-            Constraint::Length(14),
-            Constraint::Length(11),
-            Constraint::Min(20),
+            Constraint::Length(fixed[0] as u16),
+            Constraint::Length(fixed[1] as u16),
+            Constraint::Length(fixed[2] as u16),
+            Constraint::Length(fixed[3] as u16),
+            Constraint::Fill(1),
         ],
     )
     .header(header);
     f.render_widget(table, list);
+    let shown = if j.why.is_empty() {
+        "no decisions yet".to_string()
+    } else {
+        format!(
+            "{}–{} of {}",
+            first + 1,
+            (first + page).min(j.why.len()),
+            j.why.len()
+        )
+    };
     f.render_widget(
-        Paragraph::new(Line::from(Span::styled("Esc close", style::dim()))),
+        Paragraph::new(Line::from(Span::styled(
+            format!("{shown} · j/k scroll · Esc close"),
+            style::dim(),
+        ))),
         foot,
     );
 }

@@ -1,0 +1,151 @@
+//! Fitting text to a width without cutting values: tables drop their least useful columns
+//! before a number would be cut, and long lines flow onto more rows at item boundaries.
+
+use ratatui::text::{Line, Span};
+
+/// Display width of `s` in terminal cells.
+pub fn width(s: &str) -> usize {
+    Span::raw(s).width()
+}
+
+/// The widest of `header` and `cells`.
+pub fn column_width<'a>(header: &str, cells: impl Iterator<Item = &'a str>) -> usize {
+    cells.map(width).fold(width(header), usize::max)
+}
+
+/// Which of the columns of `widths` to show next to a label column of at least `label` cells so
+/// that everything fits `avail` cells (one cell between columns): none dropped if all fit, else
+/// the columns of `drop`, in its order, until the rest fits. None: even dropping all of `drop`
+/// does not fit.
+pub fn columns(avail: usize, label: usize, widths: &[usize], drop: &[usize]) -> Option<Vec<bool>> {
+    let mut shown = vec![true; widths.len()];
+    let need = |shown: &[bool]| {
+        label
+            + widths
+                .iter()
+                .zip(shown)
+                .filter(|(_, s)| **s)
+                .map(|(w, _)| w + 1)
+                .sum::<usize>()
+    };
+    if need(&shown) <= avail {
+        return Some(shown);
+    }
+    for &d in drop {
+        if let Some(s) = shown.get_mut(d) {
+            *s = false;
+        }
+        if need(&shown) <= avail {
+            return Some(shown);
+        }
+    }
+    None
+}
+
+/// Items laid out in rows of at most `width` cells, `sep` between items on a row; an item never
+/// breaks (one longer than the width gets a row of its own, wrapped by the caller's widget).
+pub fn flow(items: Vec<Vec<Span<'static>>>, sep: &'static str, width: usize) -> Vec<Line<'static>> {
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let mut current: Vec<Span<'static>> = Vec::new();
+    let mut used = 0;
+    for item in items {
+        let w: usize = item.iter().map(Span::width).sum();
+        if !current.is_empty() && used + width_of(sep) + w > width {
+            lines.push(Line::from(std::mem::take(&mut current)));
+            used = 0;
+        }
+        if !current.is_empty() {
+            current.push(Span::raw(sep));
+            used += width_of(sep);
+        }
+        used += w;
+        current.extend(item);
+    }
+    if !current.is_empty() {
+        lines.push(Line::from(current));
+    }
+    lines
+}
+
+fn width_of(s: &str) -> usize {
+    width(s)
+}
+
+/// `text` wrapped at word boundaries into lines of at most `width` cells, in `style`: the rows it
+/// takes are then exactly the lines (a word wider than the width is left to the widget).
+pub fn words(text: &str, style: ratatui::style::Style, width: usize) -> Vec<Line<'static>> {
+    let items = text
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .map(|w| vec![Span::styled(w.to_string(), style)])
+        .collect();
+    flow(items, " ", width)
+}
+
+/// Rows `lines` take when wrapped at `width` (a line wider than the width wraps).
+pub fn wrapped_rows(lines: &[Line], width: usize) -> usize {
+    let w = width.max(1);
+    lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum()
+}
+
+/// `s` cut to `n` cells with a trailing "…" (for text, never for a number).
+pub fn truncate(s: &str, n: usize) -> String {
+    if width(s) <= n {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = width(c.encode_utf8(&mut [0; 4]));
+        if used + w + 1 > n {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if n > 0 {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_dropped_in_order_until_the_rest_fits() {
+        // label 10, columns 5, 6, 7: 10 + 6 + 7 + 8 = 31.
+        assert_eq!(
+            columns(31, 10, &[5, 6, 7], &[2, 0]),
+            Some(vec![true, true, true])
+        );
+        assert_eq!(
+            columns(30, 10, &[5, 6, 7], &[2, 0]),
+            Some(vec![true, true, false])
+        );
+        assert_eq!(
+            columns(17, 10, &[5, 6, 7], &[2, 0]),
+            Some(vec![false, true, false])
+        );
+        assert_eq!(columns(16, 10, &[5, 6, 7], &[2, 0]), None);
+    }
+
+    #[test]
+    fn flow_never_breaks_an_item() {
+        let items = vec![
+            vec![Span::raw("aaaa")],
+            vec![Span::raw("bbbb")],
+            vec![Span::raw("cc")],
+        ];
+        let lines = flow(items, " · ", 12);
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        assert_eq!(text, vec!["aaaa · bbbb", "cc"]);
+    }
+
+    #[test]
+    fn truncate_marks_the_cut() {
+        assert_eq!(truncate("abcdef", 6), "abcdef");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+    }
+}

@@ -220,7 +220,7 @@ impl JobView {
         self.progress
             .bins_done
             .max(self.bins_finished)
-            .max(self.commits.len() as u64)
+            .max(self.commits.iter().map(|c| c.bins.max(1)).sum::<u64>())
     }
 
     /// Average read throughput since the job started; None before any time passed.

@@ -211,7 +211,13 @@ mod tests {
 
     #[test]
     fn a_checkpoint_line_does_not_repeat_its_kind() {
-        let mut j = MaintenanceJob::new(5, MaintenanceKind::Checkpoint, "/t".into(), "".into());
+        let mut j = MaintenanceJob::new(
+            5,
+            crate::tui::jobs::JobNumber(1),
+            MaintenanceKind::Checkpoint,
+            "/t".into(),
+            "".into(),
+        );
         j.apply(MaintenanceEvent::Finished(Ok(
             MaintenanceResult::Checkpoint(CheckpointOutcome {
                 table: "/t".into(),

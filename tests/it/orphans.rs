@@ -80,7 +80,8 @@ fn paths(v: &Value) -> Vec<String> {
 fn kill_compaction_midway(dir: &Path) -> Vec<String> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
         .args(["compact", dir.to_str().unwrap()])
-        .args(["--target", "16KiB", "--min-file-size", "64KiB"])
+        // Several outputs per bin (a wide window between the first output and the commit).
+        .args(["--target", "1MiB", "--min-file-size", "64KiB"])
         .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -108,7 +109,7 @@ async fn a_killed_compactions_outputs_are_reported_offered_by_the_dry_run_and_va
     // The kill can land after the commit: then the table is compacted and it is tried again.
     let mut attempt = None;
     for _ in 0..5 {
-        let (d, _, rows) = seeded(40).await;
+        let (d, _, rows) = seeded(400).await;
         let left = kill_compaction_midway(d.path());
         if !left.is_empty() {
             attempt = Some((d, rows, left));
@@ -272,6 +273,19 @@ async fn young_ledgered_hidden_and_symlinked_files_are_never_deleted_nor_any_whi
         o["behind_symlinks"]["examples"],
         serde_json::json!(["ingestion_date=2099-01-01/part-outside.parquet"])
     );
+
+    // vacuum never works through a link out of the table: it refuses the table, naming it.
+    let before = everything(dir);
+    let refused = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .args(["vacuum", uri, "--json"])
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("symbolic link"), "{err}");
+    assert_eq!(everything(dir), before);
+    assert!(outside_file.exists(), "nothing outside the table root");
+    std::fs::remove_file(dir.join("ingestion_date=2099-01-01")).unwrap();
 
     let before = everything(dir);
     let v = ok_json(&["vacuum", uri, "--json"]);

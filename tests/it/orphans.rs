@@ -282,7 +282,10 @@ async fn young_ledgered_hidden_and_symlinked_files_are_never_deleted_nor_any_whi
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success() && err.contains("symbolic link"), "{err}");
+    assert!(
+        !refused.status.success() && err.contains("symbolic link"),
+        "{err}"
+    );
     assert_eq!(everything(dir), before);
     assert!(outside_file.exists(), "nothing outside the table root");
     std::fs::remove_file(dir.join("ingestion_date=2099-01-01")).unwrap();

@@ -58,7 +58,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         return;
     }
     f.render_widget(
-        Paragraph::new(lines(app, area.width))
+        Paragraph::new(super::scrubbed(lines(app, area.width)))
             .wrap(Wrap { trim: true })
             .block(
                 Block::default()

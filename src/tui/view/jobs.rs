@@ -160,7 +160,7 @@ fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
             .style(Style::default().fg(Color::Cyan)),
         spark,
     );
-    f.render_widget(Paragraph::new(event_lines(j)), events);
+    f.render_widget(Paragraph::new(super::scrubbed(event_lines(j))), events);
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {

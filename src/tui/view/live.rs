@@ -148,7 +148,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
             Line::from(Span::styled(format!(" max {peak}"), style::dim())),
         ]
     };
-    f.render_widget(Paragraph::new(label_lines), l);
+    f.render_widget(Paragraph::new(super::scrubbed(label_lines)), l);
     f.render_widget(
         Sparkline::default()
             .data(counts.iter().copied())
@@ -188,5 +188,5 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
             width,
         )));
     }
-    f.render_widget(Paragraph::new(lines), next);
+    f.render_widget(Paragraph::new(super::scrubbed(lines)), next);
 }

@@ -204,3 +204,42 @@ pub fn ago(ts_ms: Option<i64>, now_ms: i64) -> String {
         format!("{}d ago", s / 86_400)
     }
 }
+
+/// Secrets never show on screen: every span's text with registered secrets and URL user info
+/// replaced (`engine::secrets::scrub`). For panels that show engine text (errors, reasons,
+/// the live feed).
+pub fn scrubbed<'a>(
+    lines: impl IntoIterator<Item = ratatui::text::Line<'a>>,
+) -> Vec<ratatui::text::Line<'a>> {
+    lines
+        .into_iter()
+        .map(|mut l| {
+            for s in &mut l.spans {
+                if let std::borrow::Cow::Owned(clean) = crate::engine::secrets::scrub(&s.content) {
+                    s.content = std::borrow::Cow::Owned(clean);
+                }
+            }
+            l
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::text::{Line, Span};
+
+    #[test]
+    fn panel_text_never_shows_a_registered_secret() {
+        crate::engine::secrets::register(["tui-panel-secret-value".to_string()]);
+        let lines = vec![Line::from(vec![
+            Span::raw("commit failed: s3 said key tui-panel-secret-value is invalid"),
+            Span::raw(" http://user:pw@head:8265 unreachable"),
+        ])];
+        let text: String = super::scrubbed(lines)
+            .iter()
+            .flat_map(|l| l.spans.iter().map(|s| s.content.to_string()))
+            .collect();
+        assert!(!text.contains("tui-panel-secret-value"), "{text}");
+        assert!(!text.contains("user:pw"), "{text}");
+    }
+}

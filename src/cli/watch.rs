@@ -53,22 +53,27 @@ fn human(line: &Line, once: bool) -> Option<(bool, String)> {
             skipped,
             backing_off,
             suspended,
+            running,
             jobs,
             failed_jobs,
+            jobs_in_flight,
             duration_ms,
             ..
         } => err(format!(
             "cycle {cycle}: {tables} table(s), {partitions} partition(s): {due} due, {not_due} not due, \
-             {skipped} skipped, {backing_off} backing off, {suspended} suspended; {jobs} job(s), \
-             {failed_jobs} failed; {}",
+             {skipped} skipped, {backing_off} backing off, {suspended} suspended, {running} running; \
+             {jobs} job(s) ended, {failed_jobs} failed, {jobs_in_flight} in flight; {}",
             human_ms(*duration_ms as i64)
         )),
         Line::Activity {
             table,
-            partition,
+            partitions,
             message,
             ..
-        } => err(format!("{table} {}: {message}", partition.label())),
+        } => err(format!(
+            "{table} {}: {message}",
+            crate::engine::janitor::jobs::labels(partitions)
+        )),
         Line::Stopped { reason, .. } => err(format!("stopped: {reason}")),
         Line::Warning { message, .. } => err(format!("warning: {message}")),
         Line::Schedule {

@@ -587,7 +587,7 @@ fn watch_beside_a_streaming_writer_keeps_small_files_bounded_and_every_row_once_
 }
 
 #[test]
-fn sigterm_during_a_cycle_starts_no_new_job_and_says_what_it_stopped() {
+fn sigterm_during_a_cycle_stops_the_tables_job_before_its_next_commit_and_says_what_it_stopped() {
     let dates = ["2026-09-01", "2026-09-02", "2026-09-03"];
     let t = table(&dates.map(|d| (d, 60)));
     let before = read_back(path(t.path()), None);
@@ -610,8 +610,8 @@ fn sigterm_during_a_cycle_starts_no_new_job_and_says_what_it_stopped() {
     .stdout(std::fs::File::create(&out).unwrap())
     .stderr(std::fs::File::create(&err).unwrap());
     let mut child = c.spawn().unwrap();
-    // The decisions come before the jobs: once the third due line is out, the first job is
-    // about to run (one at a time by default) and the others wait.
+    // The decisions come before the job: once the third due line is out, the table's job (one
+    // over its three due partitions) is about to run or running.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while std::fs::read_to_string(&out)
         .unwrap_or_default()
@@ -634,7 +634,11 @@ fn sigterm_during_a_cycle_starts_no_new_job_and_says_what_it_stopped() {
     let stopped = lines.last().unwrap();
     assert_eq!(stopped["type"], "stopped", "{out}");
     let reason = stopped["reason"].as_str().unwrap();
-    assert!(reason.contains("due partition(s) not started"), "{reason}");
+    assert!(
+        reason.contains("3 due partition(s) not started")
+            || reason.contains("stopped running jobs before their next commit in 3 partition(s)"),
+        "{reason}"
+    );
     assert!(err.contains(&format!("stopped: {reason}")), "{err}");
     // A job stopped mid-way committed whole bins or nothing; the lines account for each commit.
     let mut claimed: Vec<u64> = of_type(&lines, "result")
@@ -649,11 +653,108 @@ fn sigterm_during_a_cycle_starts_no_new_job_and_says_what_it_stopped() {
         .collect();
     claimed.sort();
     assert_eq!(claimed, optimize_versions(t.path()));
+    // One result per partition of the job, if it started, and never a job after the signal.
+    let results = of_type(&lines, "result");
+    assert!(results.len() == 3 || results.is_empty(), "{results:#?}");
     assert!(
-        of_type(&lines, "result").len() < 3,
-        "no job started after the signal"
+        results.iter().all(|r| r["outcome"] != "failed"),
+        "{results:#?}"
     );
     let after = read_back(path(t.path()), None);
     assert_eq!(after.rows, before.rows);
     assert_eq!(after.reading_sum, before.reading_sum);
+}
+
+/// Cycles never wait for a job: beside a streaming writer, with commits spaced 30 s apart, the
+/// table's second job holds its finished bins for the next commit slot while cycles go on
+/// every second, saying that the partition's job is running and how long until its slot; it is
+/// not planned twice. SIGTERM then cancels the waiting job; every row is there once.
+#[test]
+fn cycles_go_on_deciding_while_a_job_waits_for_its_commit_slot() {
+    let t = table(&[]);
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("h.jsonl");
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "min_small_files = 5\ninterval = \"1s\"\ncommit_spacing = \"30s\"\n",
+    )
+    .unwrap();
+    let file = |n: &str| std::fs::File::create(logs.path().join(n)).unwrap();
+    let read = |n: &str| std::fs::read_to_string(logs.path().join(n)).unwrap_or_default();
+    let mut janitor = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .args(["watch", path(t.path()), "--json", "--policy", path(&policy)])
+        .args(["--history", path(&history)])
+        .arg("--log-file")
+        .arg(logs.path().join("w.log"))
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .stdin(Stdio::null())
+        .stdout(file("w.out"))
+        .stderr(file("w.err"))
+        .spawn()
+        .unwrap();
+    let mut stream = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .args(["stream", path(t.path()), "--interval", "50ms", "--rows", "20"])
+        .args(["--batches", "500", "--query-id", "waiting-test"])
+        .arg("--log-file")
+        .arg(logs.path().join("s.log"))
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .stdin(Stdio::null())
+        .stdout(file("s.out"))
+        .stderr(file("s.err"))
+        .spawn()
+        .unwrap();
+    // Wait (up to the writer's end) for a cycle that found the job waiting for its slot.
+    let waiting = |out: &str| {
+        json_lines(out).into_iter().any(|l| {
+            l["type"] == "decision"
+                && l["decision"] == "running"
+                && l["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("waits for the next commit slot"))
+        })
+    };
+    while !waiting(&read("w.out")) && stream.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // Two more cycles while it waits.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    terminate(&janitor);
+    let status = janitor.wait().unwrap();
+    assert!(stream.wait().unwrap().success(), "{}", read("s.err"));
+    let (out, err) = (read("w.out"), read("w.err"));
+    assert!(status.success(), "{err}");
+    let lines = json_lines(&out);
+    assert!(waiting(&out), "no cycle saw a job waiting for its slot:\n{err}");
+    // Cycles that ended with the job in flight, and no partition planned twice meanwhile: no
+    // due decision for a partition whose job was running.
+    let in_flight = of_type(&lines, "cycle")
+        .iter()
+        .filter(|c| c["jobs_in_flight"].as_u64().unwrap() > 0)
+        .count();
+    assert!(in_flight >= 2, "cycles while the job waited: {in_flight}\n{err}");
+    assert!(
+        of_type(&lines, "activity").iter().any(|a| a["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("waiting") && m.contains("for the next commit slot"))),
+        "watch says what it waits for: {out}"
+    );
+    let claimed: Vec<u64> = {
+        let mut v: Vec<u64> = of_type(&lines, "result")
+            .iter()
+            .flat_map(|r| r["versions"].as_array().unwrap().clone())
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(claimed, optimize_versions(t.path()));
+    let batches = json_lines(&read("s.out"));
+    let rows: u64 = batches.iter().map(|b| b["rows"].as_u64().unwrap()).sum();
+    let sum: i64 = batches
+        .iter()
+        .map(|b| b["reading_sum"].as_i64().unwrap())
+        .sum();
+    let back = read_back(path(t.path()), None);
+    assert_eq!((back.rows, back.distinct_ids, back.reading_sum), (rows, rows, sum));
 }

@@ -816,3 +816,124 @@ fn kill_9_at_twenty_moments_leaves_the_table_exact() {
         "only {between_commits} runs were killed between two commits: the delays need tuning"
     );
 }
+
+/// One commit slot is spent on every bin that is ready, across partitions: three partitions'
+/// bins finish while the slot is closed; meanwhile Python deltalake compacts the third
+/// partition. When the slot opens, the two untouched bins land in one OPTIMIZE commit, the
+/// third (its inputs taken) is left out and its outputs deleted, and the independent reader
+/// sees every row once.
+#[test]
+fn one_commit_slot_takes_several_partitions_bins_and_leaves_out_the_one_python_took() {
+    use lakehealth::engine::compact::events::JobEvent;
+    use lakehealth::engine::compact::job::{CompactRequest, prepare, run_isolated};
+    use lakehealth::engine::compact::locks::PartitionLocks;
+    use lakehealth::engine::compact::plan::Selection;
+    use lakehealth::engine::compact::spacing::{CommitSpacer, LastCommit};
+    use lakehealth::engine::stream::batch::PARTITION_COLUMN;
+    use std::sync::Arc;
+
+    let mut t = Table::local();
+    let parts = days(3);
+    t.seed_into(&parts, 12, ROWS_PER_FILE);
+    let taken = parts[2].clone();
+    let req = CompactRequest {
+        selection: Selection::All,
+        target_file_size: Some(1 << 30),
+        min_file_size: Some(1 << 30),
+        parallelism: 1,
+        max_bin_bytes: None,
+        strategy: Default::default(),
+        storage_options: HashMap::new(),
+    };
+    let mut job = t
+        .rt
+        .block_on(prepare(&t.loc, &req, kib64_thresholds(), 1.0))
+        .unwrap();
+    assert_eq!(job.plan.bins, 3, "one bin per partition: {:?}", job.plan);
+    // The slot is closed until the test opens it (a commit "just landed", a long interval).
+    let last: LastCommit = Default::default();
+    *last.lock().unwrap() = Some(Instant::now());
+    job.exec.commit_spacing = Some(Arc::new(CommitSpacer::sharing(
+        Duration::from_secs(3600),
+        last.clone(),
+    )));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let uri = t.uri.clone();
+    let filter = format!("{PARTITION_COLUMN}={taken}");
+    let summary = t.rt.block_on(async move {
+        let run = tokio::spawn(run_isolated(
+            job,
+            Arc::new(PartitionLocks::default()),
+            tokio_util::sync::CancellationToken::new(),
+            tx,
+        ));
+        let mut python_out = None;
+        while let Some(e) = rx.recv().await {
+            let JobEvent::Progress(p) = e else { continue };
+            if python_out.is_none() && p.bins_done == 3 && p.commit_wait_ms > 0 {
+                // Every bin is ready and waits: Python takes the third partition's files.
+                let (uri, filter) = (uri.clone(), filter.clone());
+                let out = tokio::task::spawn_blocking(move || {
+                    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("tests/py/race_optimize.py");
+                    Command::new(python())
+                        .arg(script)
+                        .arg(&uri)
+                        .args(["--partition-filter", &filter])
+                        .output()
+                        .unwrap()
+                })
+                .await
+                .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                python_out = Some(String::from_utf8_lossy(&out.stdout).to_string());
+                // Open the slot.
+                *last.lock().unwrap() = Instant::now().checked_sub(Duration::from_secs(7200));
+            }
+        }
+        assert!(python_out.is_some(), "the bins never all waited for the slot");
+        run.await.unwrap()
+    });
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    assert_eq!(summary.commits.len(), 1, "{:?}", summary.commits);
+    let c = &summary.commits[0];
+    assert_eq!(c.bins, 2, "{c:?}");
+    let mut committed: Vec<String> = c
+        .by_partition
+        .iter()
+        .map(|p| p.partition.label())
+        .collect();
+    committed.sort();
+    assert_eq!(
+        committed,
+        vec![
+            format!("{PARTITION_COLUMN}={}", parts[0]),
+            format!("{PARTITION_COLUMN}={}", parts[1])
+        ]
+    );
+    assert_eq!(summary.conflicts.len(), 1, "{:?}", summary.conflicts);
+    assert_eq!(
+        summary.conflicts[0].partition.label(),
+        format!("{PARTITION_COLUMN}={taken}")
+    );
+    assert!(
+        summary.orphaned_files.is_empty(),
+        "{:?}",
+        summary.orphaned_files
+    );
+    // Python's commit and ours, nothing else; every file on disk is active or was removed
+    // by a commit (the left-out bin's outputs are gone).
+    let infos = commit_infos(t.local_path());
+    let optimizes = infos.values().filter(|i| i.1 == "OPTIMIZE").count();
+    assert_eq!(optimizes, 2, "{infos:?}");
+    let back = t.read();
+    assert_eq!(t.mismatch(&back), None);
+    assert_eq!(
+        back.files, 3,
+        "one file per partition, the third one Python's"
+    );
+}

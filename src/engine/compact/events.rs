@@ -52,6 +52,20 @@ pub struct CommitRecord {
     pub bins: u64,
     /// Each bin's content fingerprint (equal in its inputs and outputs), in commit order.
     pub fingerprints: Vec<Fingerprint>,
+    /// What the commit did in each of its partitions (a commit may hold several partitions'
+    /// bins: one commit slot spent on everything ready).
+    pub by_partition: Vec<PartitionTally>,
+}
+
+/// One partition's share of a commit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartitionTally {
+    pub partition: PartitionValues,
+    pub files_removed: u64,
+    pub files_added: u64,
+    pub bytes_removed: u64,
+    pub bytes_added: u64,
+    pub rows: u64,
 }
 
 /// A bin that did not commit because another commit took its files.
@@ -213,6 +227,45 @@ impl JobSummary {
         });
     }
 
+    /// What the job did in `values`: its share of each commit that touched it, its conflicts,
+    /// and the failures that concern it (with those of the job as a whole). Byte counters of
+    /// the store (`bytes_read`, `bytes_written`) and times stay the job's.
+    pub fn for_partition(&self, values: &PartitionValues) -> JobSummary {
+        let mut s = JobSummary {
+            table_version_read: self.table_version_read,
+            cancelled: self.cancelled,
+            bytes_read: self.bytes_read,
+            bytes_written: self.bytes_written,
+            verify_seconds: self.verify_seconds,
+            seconds: self.seconds,
+            ..Default::default()
+        };
+        for c in &self.commits {
+            let Some(t) = c.by_partition.iter().find(|t| &t.partition == values) else {
+                continue;
+            };
+            s.files_removed += t.files_removed;
+            s.files_added += t.files_added;
+            s.bytes_removed += t.bytes_removed;
+            s.bytes_added += t.bytes_added;
+            s.rows += t.rows;
+            s.commits.push(c.clone());
+        }
+        for (line, f) in self.errors.iter().zip(&self.failures) {
+            if f.partitions.is_empty() || f.partitions.contains(values) {
+                s.errors.push(line.clone());
+                s.failures.push(f.clone());
+            }
+        }
+        s.conflicts = self
+            .conflicts
+            .iter()
+            .filter(|c| &c.partition == values)
+            .cloned()
+            .collect();
+        s
+    }
+
     /// A summary of a job that failed as a whole before running any bin.
     pub fn failed(kind: FailureKind, message: String) -> Self {
         let mut s = JobSummary::default();
@@ -231,6 +284,70 @@ impl JobSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pv(d: &str) -> PartitionValues {
+        PartitionValues(vec![("d".into(), Some(d.into()))])
+    }
+
+    fn tally(d: &str, files: u64, rows: u64) -> PartitionTally {
+        PartitionTally {
+            partition: pv(d),
+            files_removed: files,
+            files_added: 1,
+            bytes_removed: files * 10,
+            bytes_added: files * 9,
+            rows,
+        }
+    }
+
+    #[test]
+    fn a_partitions_share_of_a_job_counts_only_its_bins_conflicts_and_failures() {
+        let commit = |version, by_partition: Vec<PartitionTally>| CommitRecord {
+            version,
+            files_removed: by_partition.iter().map(|t| t.files_removed).sum(),
+            files_added: by_partition.iter().map(|t| t.files_added).sum(),
+            bytes_removed: 0,
+            bytes_added: 0,
+            rows: by_partition.iter().map(|t| t.rows).sum(),
+            retries: 0,
+            partitions: by_partition.iter().map(|t| t.partition.clone()).collect(),
+            bins: by_partition.len() as u64,
+            fingerprints: Vec::new(),
+            by_partition,
+        };
+        let mut s = JobSummary {
+            commits: vec![
+                commit(7, vec![tally("1", 5, 50), tally("2", 3, 30)]),
+                commit(9, vec![tally("2", 4, 40)]),
+            ],
+            ..Default::default()
+        };
+        s.fail(
+            vec![pv("1")],
+            Failure {
+                kind: FailureKind::Read,
+                message: "gone".into(),
+            },
+            "1: gone".into(),
+        );
+        s.fail(
+            Vec::new(),
+            Failure {
+                kind: FailureKind::Setup,
+                message: "no runtime".into(),
+            },
+            "no runtime".into(),
+        );
+        let one = s.for_partition(&pv("1"));
+        assert_eq!((one.files_removed, one.rows, one.commits.len()), (5, 50, 1));
+        assert_eq!(one.errors, vec!["1: gone".to_string(), "no runtime".into()]);
+        let two = s.for_partition(&pv("2"));
+        assert_eq!((two.files_removed, two.rows, two.commits.len()), (7, 70, 2));
+        assert_eq!(two.bytes_removed, 70);
+        assert_eq!(two.errors, vec!["no runtime".to_string()]);
+        let three = s.for_partition(&pv("3"));
+        assert!(three.commits.is_empty() && three.files_removed == 0);
+    }
 
     #[test]
     fn a_bin_failure_serialises_its_kind_next_to_the_message() {

@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::commit::{BinActions, CommitOutcome, Conflict, commit_bin};
 use super::events::{
-    CommitRecord, ConflictRecord, Failure, FailureKind, JobEvent, JobSummary, Progress,
+    CommitRecord, ConflictRecord, Failure, FailureKind, JobEvent, JobSummary, PartitionTally,
+    Progress,
 };
 use super::executor::{BinResult, Executor, RunContext, Work};
 use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
@@ -104,6 +105,34 @@ pub(super) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, String> {
             .cloned()
             .collect::<Vec<_>>(),
     )))
+}
+
+/// Each partition's share of a commit of `outs`, in the order the partitions first appear.
+fn tallies(outs: &[BinOutput]) -> Vec<PartitionTally> {
+    let mut t: Vec<PartitionTally> = Vec::new();
+    for o in outs {
+        let i = match t.iter().position(|x| x.partition == o.partition) {
+            Some(i) => i,
+            None => {
+                t.push(PartitionTally {
+                    partition: o.partition.clone(),
+                    files_removed: 0,
+                    files_added: 0,
+                    bytes_removed: 0,
+                    bytes_added: 0,
+                    rows: 0,
+                });
+                t.len() - 1
+            }
+        };
+        let x = &mut t[i];
+        x.files_removed += o.removes.len() as u64;
+        x.files_added += o.adds.len() as u64;
+        x.bytes_removed += o.bytes_in;
+        x.bytes_added += o.bytes_out();
+        x.rows += o.rows;
+    }
+    t
 }
 
 struct Run<'a> {
@@ -318,6 +347,7 @@ impl<'a> Run<'a> {
             partitions,
             bins: outs.len() as u64,
             fingerprints: outs.iter().map(|o| o.fingerprint).collect(),
+            by_partition: tallies(&outs),
         };
         self.summary.files_removed += rec.files_removed;
         self.summary.files_added += rec.files_added;

@@ -9,7 +9,7 @@ use super::policy::{Policy, human_duration, human_ms};
 use super::schedule::Gate;
 use crate::engine::stats::table_report::PartitionValues;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
     Due,
@@ -17,6 +17,9 @@ pub enum DecisionKind {
     Skipped,
     BackingOff,
     Suspended,
+    /// The partition's table has a job in flight over it (running or waiting for its commit
+    /// slot): not planned twice.
+    Running,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

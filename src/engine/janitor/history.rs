@@ -126,8 +126,13 @@ pub enum Line {
         skipped: u64,
         backing_off: u64,
         suspended: u64,
+        /// Partitions whose table's job is in flight.
+        running: u64,
+        /// Jobs that ended since the last cycle line.
         jobs: u64,
         failed_jobs: u64,
+        /// Jobs still running as the cycle ended (cycles never wait for them).
+        jobs_in_flight: u64,
         table_errors: u64,
         duration_ms: u64,
     },
@@ -145,7 +150,8 @@ pub enum Line {
     Activity {
         ts: String,
         table: String,
-        partition: PartitionValues,
+        /// The partitions of the job (one job holds a table's due partitions).
+        partitions: Vec<PartitionValues>,
         message: String,
     },
 }

@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod decide;
 pub mod history;
+pub mod jobs;
 pub mod maintenance;
 pub mod metrics;
 pub mod policy;
@@ -16,24 +17,23 @@ pub mod schedule;
 pub mod throttle;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use object_store::ObjectStore;
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use self::activity::{Activity, Columns};
 use self::decide::{Decision, DecisionKind, Eligible, Facts, decide};
-use self::history::{DecisionLine, History, Line, Outcome, ResultLine, ts};
+use self::history::{DecisionLine, History, Line, Outcome, ts};
+use self::jobs::{DuePartition, JobDone, JobSpec, JobState};
 use self::metrics::Metrics;
 use self::policy::{CommitSpacing, Policy};
 use self::schedule::{Backoff, TableSchedule};
 use self::throttle::Throttle;
-use crate::engine::compact::events::{JobEvent, JobSummary};
-use crate::engine::compact::executor::Executor;
-use crate::engine::compact::job::{CompactRequest, observed_ratio, prepare, run_isolated};
+use crate::engine::compact::job::{CompactRequest, observed_ratio};
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::Selection;
 use crate::engine::compact::selection::Predicate;
@@ -43,7 +43,6 @@ use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 use crate::engine::log::replay::replay;
 use crate::engine::open::{OpenOptions, now_ms};
-use crate::engine::size::format_bytes;
 use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stats::table_report::{PartitionValues, TableReport, physical_names};
 
@@ -93,33 +92,6 @@ pub struct TableDecisions {
     pub due: Vec<DueJob>,
 }
 
-/// One due partition's job.
-struct JobSpec {
-    table: String,
-    loc: Location,
-    values: PartitionValues,
-    reason: String,
-    req: CompactRequest,
-    thresholds: Thresholds,
-    ratio: f64,
-    executor: Executor,
-    /// The job's budget, from the writers the log showed this cycle.
-    throttle: Throttle,
-    /// The table's commit spacing (a writer is active), shared by its jobs.
-    spacer: Option<Arc<CommitSpacer>>,
-    /// Where the job says what it is doing (`Line::Activity`).
-    talk: Option<mpsc::UnboundedSender<Line>>,
-}
-
-struct JobDone {
-    spec: JobSpec,
-    /// The version the job planned at (None: it never planned).
-    version_read: Option<u64>,
-    outcome: Option<(Outcome, String)>,
-    summary: JobSummary,
-    duration_ms: u64,
-}
-
 /// What one cycle did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CycleStats {
@@ -133,6 +105,24 @@ pub struct CycleStats {
     pub cancelled: Vec<String>,
     /// Due partitions whose job never started because of a signal.
     pub not_started: u64,
+    /// Jobs still running when the cycle ended (they go on; their results come when they end).
+    pub running: u64,
+    /// Tables whose job ended (their failure record was written then).
+    pub ended_tables: std::collections::HashSet<String>,
+}
+
+/// A table's job in flight.
+struct InFlight {
+    partitions: Vec<PartitionValues>,
+    state: Arc<Mutex<JobState>>,
+}
+
+/// What woke the janitor between cycles.
+enum Wake {
+    Tick,
+    Cancelled,
+    Heard(Line),
+    Ended(std::result::Result<JobDone, tokio::task::JoinError>),
 }
 
 pub struct Janitor {
@@ -154,6 +144,14 @@ pub struct Janitor {
     metrics: Option<Arc<Metrics>>,
     /// Each table's last compaction commit, for the commit spacing across its jobs.
     last_commits: HashMap<String, LastCommit>,
+    /// Jobs in flight: cycles go on deciding while they run (one per table at a time).
+    jobs: JoinSet<JobDone>,
+    in_flight: HashMap<String, InFlight>,
+    /// Where running jobs say what they do; emitted as it comes.
+    talk: mpsc::UnboundedSender<Line>,
+    heard: mpsc::UnboundedReceiver<Line>,
+    /// Jobs that ended since the last cycle line, counted in the next one.
+    ended: CycleStats,
 }
 
 impl Janitor {
@@ -175,6 +173,7 @@ impl Janitor {
             }
         };
         let last_vacuum = maintenance::last_vacuums(history.path());
+        let (talk, heard) = mpsc::unbounded_channel();
         let mut j = Janitor {
             targets,
             policy,
@@ -190,6 +189,11 @@ impl Janitor {
             throttle: true,
             metrics: None,
             last_commits: HashMap::new(),
+            jobs: JoinSet::new(),
+            in_flight: HashMap::new(),
+            talk,
+            heard,
+            ended: CycleStats::default(),
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -297,48 +301,158 @@ impl Janitor {
         }
     }
 
-    /// Cycles every interval until `cancel`; one cycle with `once`. Returns the last cycle's
-    /// statistics.
+    /// Cycles every interval until `cancel`; one cycle with `once` (which waits for its jobs).
+    /// Cycles never wait for jobs: a job runs in the background while later cycles decide,
+    /// and its result line comes when it ends. Returns the last cycle's statistics.
     pub async fn run(&mut self, once: bool, cancel: CancellationToken) -> CycleStats {
         loop {
-            let stats = self.cycle(&cancel).await;
+            let mut stats = self.cycle(&cancel, once).await;
             if cancel.is_cancelled() {
-                let mut what = Vec::new();
-                if !stats.cancelled.is_empty() {
-                    what.push(format!(
-                        "cancelled {} running job(s) before their next commit: {}",
-                        stats.cancelled.len(),
-                        stats.cancelled.join("; ")
-                    ));
-                }
-                if stats.not_started > 0 {
-                    what.push(format!(
-                        "{} due partition(s) not started",
-                        stats.not_started
-                    ));
-                }
-                if what.is_empty() {
-                    what.push("no job was running".into());
-                }
-                self.emit(Line::Stopped {
-                    ts: ts(now_ms()),
-                    reason: what.join("; "),
-                });
-                return stats;
+                return self.stop(stats).await;
             }
             if once {
                 return stats;
             }
-            tokio::select! {
-                _ = tokio::time::sleep(self.policy.interval) => {}
-                _ = cancel.cancelled() => {
-                    self.emit(Line::Stopped {
-                        ts: ts(now_ms()),
-                        reason: "stopped between cycles; no job was running".into(),
-                    });
-                    return stats;
+            let next = tokio::time::Instant::now() + self.policy.interval;
+            loop {
+                match self.wake(Some(next), &cancel).await {
+                    Wake::Tick => break,
+                    Wake::Cancelled => {
+                        stats = CycleStats::default();
+                        return self.stop(stats).await;
+                    }
+                    Wake::Heard(line) => self.emit(line),
+                    Wake::Ended(done) => self.ended(done),
                 }
             }
+        }
+    }
+
+    /// The next thing to act on: a line a job said, a job that ended, the tick at `until`, or
+    /// the cancel (when `until` is given).
+    async fn wake(
+        &mut self,
+        until: Option<tokio::time::Instant>,
+        cancel: &CancellationToken,
+    ) -> Wake {
+        let ticking = until.is_some();
+        let at = until.unwrap_or_else(tokio::time::Instant::now);
+        let busy = !self.jobs.is_empty();
+        tokio::select! {
+            biased;
+            Some(line) = self.heard.recv() => Wake::Heard(line),
+            Some(done) = self.jobs.join_next(), if busy => Wake::Ended(done),
+            _ = cancel.cancelled(), if ticking => Wake::Cancelled,
+            _ = tokio::time::sleep_until(at), if ticking => Wake::Tick,
+        }
+    }
+
+    /// Waits for every job in flight to end (each sees the cancel and stops before its next
+    /// commit), records them, and says what the signal stopped.
+    async fn stop(&mut self, mut stats: CycleStats) -> CycleStats {
+        self.wait_for_jobs().await;
+        let ended = std::mem::take(&mut self.ended);
+        stats.cancelled.extend(ended.cancelled);
+        stats.not_started += ended.not_started;
+        stats.jobs += ended.jobs;
+        stats.failed_jobs += ended.failed_jobs;
+        stats.running = 0;
+        let mut what = Vec::new();
+        if !stats.cancelled.is_empty() {
+            what.push(format!(
+                "stopped running jobs before their next commit in {} partition(s): {}",
+                stats.cancelled.len(),
+                stats.cancelled.join("; ")
+            ));
+        }
+        if stats.not_started > 0 {
+            what.push(format!(
+                "{} due partition(s) not started",
+                stats.not_started
+            ));
+        }
+        if what.is_empty() {
+            what.push("no job was running".into());
+        }
+        self.emit(Line::Stopped {
+            ts: ts(now_ms()),
+            reason: what.join("; "),
+        });
+        stats
+    }
+
+    /// Until no job is in flight, emitting what they say and recording each as it ends.
+    async fn wait_for_jobs(&mut self) {
+        let never = CancellationToken::new();
+        while !self.jobs.is_empty() {
+            match self.wake(None, &never).await {
+                Wake::Heard(line) => self.emit(line),
+                Wake::Ended(done) => self.ended(done),
+                Wake::Tick | Wake::Cancelled => {}
+            }
+        }
+        while let Ok(line) = self.heard.try_recv() {
+            self.emit(line);
+        }
+    }
+
+    /// A job ended: its result lines, the table's failure record, the metrics.
+    fn ended(&mut self, done: std::result::Result<JobDone, tokio::task::JoinError>) {
+        while let Ok(line) = self.heard.try_recv() {
+            self.emit(line);
+        }
+        let done = match done {
+            Ok(d) => d,
+            Err(e) => {
+                // run_job catches the engine's panics; this is a bug in the janitor itself.
+                self.emit(Line::Warning {
+                    ts: ts(now_ms()),
+                    message: format!("a compaction job ended abnormally: {e}"),
+                });
+                return;
+            }
+        };
+        self.in_flight.remove(&done.spec.table);
+        let table = done.spec.table.clone();
+        let Some(lines) = jobs::results(&done, self.policy.rule()) else {
+            self.ended.not_started += done.spec.partitions.len() as u64;
+            return;
+        };
+        self.ended.jobs += 1;
+        self.ended.ended_tables.insert(table.clone());
+        let failure = done.failure();
+        if failure.is_some() {
+            self.ended.failed_jobs += 1;
+        }
+        if let Some(m) = &self.metrics {
+            let bytes = done.summary.as_ref().map_or(0, |s| s.bytes_removed);
+            m.job_done(&table, failure.is_some(), bytes);
+        }
+        for r in lines {
+            if r.outcome == Outcome::Cancelled {
+                self.ended
+                    .cancelled
+                    .push(format!("{} {}: {}", r.table, r.partition.label(), r.summary));
+            }
+            self.emit(Line::Result(r));
+        }
+        let s = self.schedules.entry(table.clone()).or_default();
+        let before = s.clone();
+        match failure {
+            Some(e) => s.record_failure(now_ms(), e),
+            None if done.completed() => s.record_success(),
+            None => {}
+        }
+        if *s != before || s.failures > 0 {
+            let schedule = s.clone();
+            self.emit(Line::Schedule {
+                ts: ts(now_ms()),
+                table: table.clone(),
+                schedule,
+            });
+        }
+        if self.schedules.get(&table).is_some_and(|s| s.failures == 0) {
+            self.schedules.remove(&table);
         }
     }
 
@@ -428,32 +542,42 @@ impl Janitor {
     /// ones through its own job runner (the TUI's, so they show and cancel like manual jobs).
     pub async fn decide_only(&mut self, loc: &Location) -> Result<TableDecisions> {
         let t = self.load(loc).await?;
-        let mut counts = [0u64; 5];
-        let (jobs, decisions) = self.decide_table(&t, now_ms(), &mut counts).await;
+        let mut counts = Counts::default();
+        let (job, decisions) = self.decide_table(&t, now_ms(), &mut counts).await;
+        let due = job
+            .map(|j| {
+                j.partitions
+                    .iter()
+                    .map(|p| DueJob {
+                        values: p.values.clone(),
+                        reason: p.reason.clone(),
+                        request: CompactRequest {
+                            selection: Selection::Partitions(vec![p.values.clone()]),
+                            ..j.req.clone()
+                        },
+                        thresholds: j.thresholds,
+                        ratio: j.ratio,
+                        throttle: j.throttle.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(TableDecisions {
             table: t.id.clone(),
             decisions,
-            due: jobs
-                .into_iter()
-                .map(|j| DueJob {
-                    values: j.values,
-                    reason: j.reason,
-                    request: j.req,
-                    thresholds: j.thresholds,
-                    ratio: j.ratio,
-                    throttle: j.throttle,
-                })
-                .collect(),
+            due,
         })
     }
 
-    /// Decides for every partition of `t`; returns the jobs of the due ones and every decision.
+    /// Decides for every partition of `t`; returns the table's job over its due partitions
+    /// (none while one is in flight: those partitions are "running", and due ones wait for it)
+    /// and every decision.
     async fn decide_table(
         &mut self,
         t: &Loaded,
         now: i64,
-        counts: &mut [u64; 5],
-    ) -> (Vec<JobSpec>, Vec<DecisionLine>) {
+        counts: &mut Counts,
+    ) -> (Option<JobSpec>, Vec<DecisionLine>) {
         let horizon = self.policy.horizon();
         let horizon_ms = horizon.as_millis().min(i64::MAX as u128) as i64;
         let mut activity = self.activity.remove(&t.id).unwrap_or_default();
@@ -503,7 +627,8 @@ impl Janitor {
             let last = self.last_commits.entry(t.id.clone()).or_default().clone();
             Arc::new(CommitSpacer::sharing(Duration::from_millis(ms), last))
         });
-        let mut jobs = Vec::new();
+        let busy = self.in_flight.get(&t.id);
+        let mut due = Vec::new();
         let mut lines = Vec::new();
         for p in &t.report.partitions {
             let eligible = match &eligible_for {
@@ -522,29 +647,35 @@ impl Janitor {
                 }),
                 known_for_ms: activity.known_for_ms(now),
             };
-            let Decision { kind, reason } = decide(&self.policy, &facts, &eligible, &gate, now);
-            counts[kind as usize] += 1;
-            if kind == DecisionKind::Due {
-                jobs.push(JobSpec {
-                    table: t.id.clone(),
-                    loc: t.loc.clone(),
+            let Decision { kind, reason } = match busy {
+                Some(job) if job.partitions.contains(&p.values) => Decision {
+                    kind: DecisionKind::Running,
+                    reason: job
+                        .state
+                        .lock()
+                        .map(|s| s.describe(now))
+                        .unwrap_or_else(|_| "running".into()),
+                },
+                Some(_) => {
+                    let d = decide(&self.policy, &facts, &eligible, &gate, now);
+                    match d.kind {
+                        DecisionKind::Due => Decision {
+                            reason: format!(
+                                "{}; queued: the table's running job ends first (one job per table at a time)",
+                                d.reason
+                            ),
+                            ..d
+                        },
+                        _ => d,
+                    }
+                }
+                None => decide(&self.policy, &facts, &eligible, &gate, now),
+            };
+            counts.add(kind);
+            if kind == DecisionKind::Due && busy.is_none() {
+                due.push(DuePartition {
                     values: p.values.clone(),
                     reason: reason.clone(),
-                    req: CompactRequest {
-                        selection: Selection::Partitions(vec![p.values.clone()]),
-                        target_file_size: self.policy.target_file_size,
-                        min_file_size: Some(self.policy.min_file_size),
-                        parallelism: 1,
-                        max_bin_bytes: None,
-                        strategy: self.policy.strategy,
-                        storage_options: self.open.storage_options.clone(),
-                    },
-                    thresholds: self.thresholds(),
-                    ratio,
-                    executor: self.policy.executor.clone(),
-                    throttle: budget.clone(),
-                    spacer: spacer.clone(),
-                    talk: None,
                 });
             }
             lines.push(Line::Decision(DecisionLine {
@@ -559,6 +690,30 @@ impl Janitor {
                 bytes: p.stats.bytes,
             }));
         }
+        let job = (!due.is_empty()).then(|| JobSpec {
+            table: t.id.clone(),
+            loc: t.loc.clone(),
+            req: CompactRequest {
+                selection: Selection::Partitions(due.iter().map(|d| d.values.clone()).collect()),
+                target_file_size: self.policy.target_file_size,
+                min_file_size: Some(self.policy.min_file_size),
+                parallelism: 1,
+                max_bin_bytes: None,
+                strategy: self.policy.strategy,
+                storage_options: self.open.storage_options.clone(),
+            },
+            partitions: due,
+            thresholds: self.thresholds(),
+            ratio,
+            executor: self.policy.executor.clone(),
+            throttle: budget.clone(),
+            spacer: spacer.clone(),
+            talk: None,
+            state: Arc::new(Mutex::new(JobState {
+                since_ms: now,
+                ..Default::default()
+            })),
+        });
         self.activity.insert(t.id.clone(), activity);
         if let Some(m) = &self.metrics {
             let s = &t.report.stats;
@@ -567,7 +722,7 @@ impl Janitor {
                 s.files,
                 s.small_files,
                 s.health_score,
-                jobs.len() as u64,
+                job.as_ref().map_or(0, |j| j.partitions.len() as u64),
                 now,
             );
         }
@@ -581,11 +736,13 @@ impl Janitor {
         for l in lines {
             self.emit(l);
         }
-        (jobs, decisions)
+        (job, decisions)
     }
 
-    /// One cycle: read, decide, run the due jobs (at most `max_jobs` at once), record.
-    pub async fn cycle(&mut self, cancel: &CancellationToken) -> CycleStats {
+    /// One cycle: read, decide, start the due tables' jobs (at most `max_jobs` in flight; one
+    /// while a writer is active), maintain, record. With `wait`, the cycle waits for its jobs
+    /// (`--once`); otherwise they go on in the background and later cycles say so.
+    pub async fn cycle(&mut self, cancel: &CancellationToken, wait: bool) -> CycleStats {
         let started = Instant::now();
         self.cycle += 1;
         let mut stats = CycleStats::default();
@@ -595,12 +752,13 @@ impl Janitor {
         }
         let tables = self.tables(&mut stats).await;
         stats.tables = tables.len() as u64;
-        // Indexed by DecisionKind.
-        let mut counts = [0u64; 5];
-        let mut jobs = Vec::new();
+        let mut counts = Counts::default();
+        let mut due = Vec::new();
         for t in &tables {
             stats.partitions += t.report.partitions.len() as u64;
-            jobs.extend(self.decide_table(t, now, &mut counts).await.0);
+            if let Some(job) = self.decide_table(t, now, &mut counts).await.0 {
+                due.push(job);
+            }
         }
         // Forget activity of tables that are gone.
         let present: std::collections::HashSet<&str> =
@@ -611,91 +769,12 @@ impl Janitor {
             .map(|t| maintenance::TableFacts::of(&t.loc, &t.id, &t.report))
             .collect();
         drop(tables);
-        stats.due = jobs.len() as u64;
-
-        // Ingestion first: while a writer is active one job at a time (each one bin at a time
-        // at a bounded read rate); otherwise up to `max_jobs`, each on every core.
-        let at_once = if jobs
-            .iter()
-            .any(|j| j.throttle.budget.read_bytes_per_second.is_some())
-        {
-            1
-        } else {
-            self.policy.max_jobs.max(1)
-        };
-        let locks = self.locks.clone();
-        let (talk, mut heard) = mpsc::unbounded_channel();
-        let jobs: Vec<JobSpec> = jobs
-            .into_iter()
-            .map(|mut spec| {
-                spec.talk = Some(talk.clone());
-                spec
-            })
-            .collect();
-        // The channel closes once every job is done.
-        drop(talk);
-        let mut running = futures::stream::iter(
-            jobs.into_iter()
-                .map(|spec| run_job(spec, locks.clone(), cancel.clone())),
-        )
-        .buffer_unordered(at_once);
-        // Per table: the first failure of this cycle, and whether any job completed.
-        let mut outcomes: HashMap<String, (Option<String>, bool)> = HashMap::new();
-        loop {
-            // A job's activity as it happens; its result when it ends.
-            let done = tokio::select! {
-                Some(line) = heard.recv() => {
-                    self.emit(line);
-                    continue;
-                }
-                done = running.next() => done,
-            };
-            let Some(done) = done else { break };
-            while let Ok(line) = heard.try_recv() {
-                self.emit(line);
-            }
-            let Some((outcome, summary_text)) = done.outcome.clone() else {
-                stats.not_started += 1;
-                continue;
-            };
-            stats.jobs += 1;
-            if let Some(m) = &self.metrics {
-                m.job_done(
-                    &done.spec.table,
-                    outcome == Outcome::Failed,
-                    done.summary.bytes_removed,
-                );
-            }
-            let entry = outcomes.entry(done.spec.table.clone()).or_default();
-            match outcome {
-                Outcome::Failed => {
-                    stats.failed_jobs += 1;
-                    if entry.0.is_none() {
-                        entry.0 = Some(
-                            done.summary
-                                .errors
-                                .first()
-                                .cloned()
-                                .unwrap_or_else(|| summary_text.clone()),
-                        );
-                    }
-                }
-                Outcome::Cancelled => stats.cancelled.push(format!(
-                    "{} {}: {}",
-                    done.spec.table,
-                    done.spec.values.label(),
-                    summary_text
-                )),
-                _ => entry.1 = true,
-            }
-            self.emit(Line::Result(result_line(
-                &done,
-                outcome,
-                summary_text,
-                self.policy.rule(),
-            )));
+        stats.due = due.iter().map(|j| j.partitions.len() as u64).sum();
+        self.start_jobs(due, cancel);
+        if wait {
+            self.wait_for_jobs().await;
         }
-        drop(running);
+
         let lines = maintenance::maintain(
             &facts,
             &self.policy.maintenance,
@@ -709,11 +788,17 @@ impl Janitor {
             self.emit(Line::Maintenance(l));
         }
 
+        let ended = std::mem::take(&mut self.ended);
+        stats.jobs = ended.jobs;
+        stats.failed_jobs = ended.failed_jobs;
+        stats.cancelled = ended.cancelled;
+        stats.not_started = ended.not_started;
+        stats.running = self.in_flight.len() as u64;
         let end = now_ms();
         let quiet: Vec<String> = self
             .schedules
             .iter()
-            .filter(|(t, s)| s.failures > 0 && !outcomes.contains_key(*t))
+            .filter(|(t, s)| s.failures > 0 && !ended.ended_tables.contains(*t))
             .map(|(t, _)| t.clone())
             .collect();
         for table in quiet {
@@ -725,36 +810,20 @@ impl Janitor {
                 schedule,
             });
         }
-        for (table, (failure, completed)) in outcomes {
-            let s = self.schedules.entry(table.clone()).or_default();
-            let before = s.clone();
-            match failure {
-                Some(e) => s.record_failure(end, e),
-                None if completed => s.record_success(),
-                None => {}
-            }
-            if *s != before || s.failures > 0 {
-                let schedule = s.clone();
-                self.emit(Line::Schedule {
-                    ts: ts(end),
-                    table,
-                    schedule,
-                });
-            }
-        }
-        self.schedules.retain(|_, s| s.failures > 0);
         self.emit(Line::Cycle {
             ts: ts(end),
             cycle: self.cycle,
             tables: stats.tables,
             partitions: stats.partitions,
-            due: counts[DecisionKind::Due as usize],
-            not_due: counts[DecisionKind::NotDue as usize],
-            skipped: counts[DecisionKind::Skipped as usize],
-            backing_off: counts[DecisionKind::BackingOff as usize],
-            suspended: counts[DecisionKind::Suspended as usize],
+            due: counts.get(DecisionKind::Due),
+            not_due: counts.get(DecisionKind::NotDue),
+            skipped: counts.get(DecisionKind::Skipped),
+            backing_off: counts.get(DecisionKind::BackingOff),
+            suspended: counts.get(DecisionKind::Suspended),
+            running: counts.get(DecisionKind::Running),
             jobs: stats.jobs,
             failed_jobs: stats.failed_jobs,
+            jobs_in_flight: stats.running,
             table_errors: stats.table_errors,
             duration_ms: started.elapsed().as_millis() as u64,
         });
@@ -763,248 +832,63 @@ impl Janitor {
         }
         stats
     }
-}
 
-/// Prepares (plans from the latest version) and runs one partition's job on the engine's
-/// isolated runtime. None as outcome: not started (cancelled before).
-async fn run_job(spec: JobSpec, locks: Arc<PartitionLocks>, cancel: CancellationToken) -> JobDone {
-    let started = Instant::now();
-    let done = |spec, outcome: Option<(Outcome, String)>, summary: JobSummary, started: Instant| {
-        // A job that failed before planning read no version.
-        let planned = matches!(&outcome, Some((o, _)) if *o != Outcome::Failed)
-            || summary.table_version_read > 0;
-        JobDone {
-            spec,
-            version_read: planned.then_some(summary.table_version_read),
-            outcome,
-            summary,
-            duration_ms: started.elapsed().as_millis() as u64,
-        }
-    };
-    if cancel.is_cancelled() {
-        return done(spec, None, JobSummary::default(), started);
-    }
-    let mut job = match prepare(&spec.loc, &spec.req, spec.thresholds, spec.ratio).await {
-        Ok(j) => j,
-        Err(e) => {
-            let msg = format!("planning failed: {e}");
-            let s = JobSummary {
-                errors: vec![msg.clone()],
-                ..Default::default()
-            };
-            return done(spec, Some((Outcome::Failed, msg)), s, started);
-        }
-    };
-    if job.plan.bins == 0 {
-        let p = &job.plan;
-        let msg = format!(
-            "nothing to compact at version {}: no two files below {} to merge{}",
-            p.table_version,
-            format_bytes(p.min_file_size),
-            if p.skipped_deletion_vector_files > 0 {
-                format!(
-                    " ({} small files with deletion vectors are left alone)",
-                    p.skipped_deletion_vector_files
-                )
-            } else {
-                String::new()
-            }
-        );
-        let s = JobSummary {
-            table_version_read: p.table_version,
-            ..Default::default()
+    /// Starts the due tables' jobs in the background. Ingestion first: while a writer is active
+    /// one job at a time (each one bin at a time at a bounded read rate); otherwise up to
+    /// `max_jobs`, each on every core. A job that finds no room is decided again next cycle.
+    fn start_jobs(&mut self, due: Vec<JobSpec>, cancel: &CancellationToken) {
+        let writer_active = due
+            .iter()
+            .any(|j| j.throttle.budget.read_bytes_per_second.is_some());
+        let at_once = if writer_active {
+            1
+        } else {
+            self.policy.max_jobs.max(1)
         };
-        return done(spec, Some((Outcome::NothingToCompact, msg)), s, started);
-    }
-    job.exec.executor = spec.executor.clone();
-    job.set_budget(spec.throttle.budget);
-    job.exec.commit_spacing = spec.spacer.clone();
-    tracing::info!(
-        "janitor: {} {}: {}",
-        spec.table,
-        spec.values.label(),
-        spec.throttle.reason
-    );
-    let (tx, rx) = mpsc::unbounded_channel();
-    let talker = Talker {
-        table: spec.table.clone(),
-        partition: spec.values.clone(),
-        out: spec.talk.clone(),
-    };
-    talker.say(format!(
-        "started: {} bin(s), {} files ({}); {}",
-        job.plan.bins,
-        job.plan.files_in,
-        format_bytes(job.plan.bytes_in),
-        spec.throttle.reason
-    ));
-    let drain = tokio::spawn(talker.follow(rx));
-    let summary = run_isolated(job, locks, cancel, tx).await;
-    let _ = drain.await;
-    let outcome = classify(&summary);
-    let text = describe(&summary, outcome);
-    done(spec, Some((outcome, text)), summary, started)
-}
-
-/// Says what a job does, as `Line::Activity` (and in the log).
-struct Talker {
-    table: String,
-    partition: PartitionValues,
-    out: Option<mpsc::UnboundedSender<Line>>,
-}
-
-impl Talker {
-    fn say(&self, message: String) {
-        tracing::info!(
-            "janitor: {} {}: {message}",
-            self.table,
-            self.partition.label()
-        );
-        if let Some(out) = &self.out {
-            let _ = out.send(Line::Activity {
-                ts: ts(now_ms()),
-                table: self.table.clone(),
-                partition: self.partition.clone(),
-                message,
-            });
-        }
-    }
-
-    /// Every commit, conflict and failed bin, and each wait for a commit slot once.
-    async fn follow(self, mut rx: mpsc::UnboundedReceiver<JobEvent>) {
-        let mut waiting = false;
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                JobEvent::Progress(p) if p.commit_wait_ms > 0 && !waiting => {
-                    waiting = true;
-                    self.say(format!(
-                        "waiting {} s for the next commit slot (a writer is active: commits spaced)",
-                        p.commit_wait_ms.div_ceil(1000)
-                    ));
-                }
-                JobEvent::Committed(c) => {
-                    waiting = false;
-                    self.say(format!(
-                        "committed v{}: -{} +{} files ({} -> {}), {} rows",
-                        c.version,
-                        c.files_removed,
-                        c.files_added,
-                        format_bytes(c.bytes_removed),
-                        format_bytes(c.bytes_added),
-                        c.rows
-                    ))
-                }
-                JobEvent::Conflict(c) => self.say(format!("conflict: {}", c.conflict)),
-                JobEvent::BinFailed { error, .. } => {
-                    tracing::warn!(
-                        "janitor: {} {}: bin failed: {error}",
-                        self.table,
-                        self.partition.label()
-                    )
-                }
-                _ => {}
+        for mut spec in due {
+            if cancel.is_cancelled() {
+                self.ended.not_started += spec.partitions.len() as u64;
+                continue;
             }
+            if self.in_flight.len() >= at_once {
+                let msg = format!(
+                    "queued: {} job(s) in flight already (at most {at_once} at a time{}); decided again next cycle",
+                    self.in_flight.len(),
+                    if writer_active { " while a writer is active" } else { "" }
+                );
+                self.emit(Line::Activity {
+                    ts: ts(now_ms()),
+                    table: spec.table.clone(),
+                    partitions: spec.values(),
+                    message: msg,
+                });
+                continue;
+            }
+            spec.talk = Some(self.talk.clone());
+            self.in_flight.insert(
+                spec.table.clone(),
+                InFlight {
+                    partitions: spec.values(),
+                    state: spec.state.clone(),
+                },
+            );
+            self.jobs
+                .spawn(jobs::run_job(spec, self.locks.clone(), cancel.clone()));
         }
     }
 }
 
-fn classify(s: &JobSummary) -> Outcome {
-    if s.cancelled {
-        Outcome::Cancelled
-    } else if !s.errors.is_empty() {
-        Outcome::Failed
-    } else if !s.commits.is_empty() {
-        Outcome::Compacted
-    } else if !s.conflicts.is_empty() {
-        Outcome::Conflict
-    } else {
-        Outcome::NothingToCompact
+/// Decisions of a cycle, counted by kind.
+#[derive(Debug, Default)]
+struct Counts(HashMap<DecisionKind, u64>);
+
+impl Counts {
+    fn add(&mut self, k: DecisionKind) {
+        *self.0.entry(k).or_default() += 1;
     }
-}
 
-fn plural(n: u64, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
-}
-
-fn versions(s: &JobSummary) -> String {
-    s.commits
-        .iter()
-        .map(|c| format!("v{}", c.version))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The result for humans.
-fn describe(s: &JobSummary, o: Outcome) -> String {
-    let conflicts = if s.conflicts.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; {} not committed: another commit took their files ({})",
-            plural(s.conflicts.len() as u64, "bin"),
-            s.conflicts
-                .iter()
-                .map(|c| c.conflict.to_string())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
-    };
-    match o {
-        Outcome::Compacted => format!(
-            "compacted {} ({}) into {} ({}) in {} ({}) in {:.1} s{conflicts}",
-            plural(s.files_removed, "file"),
-            format_bytes(s.bytes_removed),
-            plural(s.files_added, "file"),
-            format_bytes(s.bytes_added),
-            plural(s.commits.len() as u64, "commit"),
-            versions(s),
-            s.seconds
-        ),
-        Outcome::Conflict => format!("nothing committed{conflicts}"),
-        Outcome::NothingToCompact => "nothing left to compact at the latest version".into(),
-        Outcome::Failed => format!(
-            "failed: {}{}{conflicts}",
-            s.errors.join("; "),
-            if s.commits.is_empty() {
-                String::new()
-            } else {
-                format!(" (landed before: {})", versions(s))
-            }
-        ),
-        Outcome::Cancelled => format!(
-            "cancelled before its next commit; {} landed{}",
-            plural(s.commits.len() as u64, "commit"),
-            if s.commits.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", versions(s))
-            }
-        ),
-    }
-}
-
-fn result_line(d: &JobDone, outcome: Outcome, summary: String, rule: &str) -> ResultLine {
-    let s = &d.summary;
-    ResultLine {
-        ts: ts(now_ms()),
-        table: d.spec.table.clone(),
-        partition: d.spec.values.clone(),
-        rule: rule.into(),
-        decision: DecisionKind::Due,
-        reason: d.spec.reason.clone(),
-        outcome,
-        summary,
-        number_of_compacted_files: s.files_removed,
-        amount_of_data_compacted_bytes: s.bytes_removed,
-        number_of_output_files: s.files_added,
-        amount_of_output_data_bytes: s.bytes_added,
-        rows: s.rows,
-        versions: s.commits.iter().map(|c| c.version).collect(),
-        duration_ms: d.duration_ms,
-        conflicts: s.conflicts.clone(),
-        errors: s.errors.clone(),
-        table_version_read: d.version_read,
-        throttle: d.spec.throttle.reason.clone(),
+    fn get(&self, k: DecisionKind) -> u64 {
+        self.0.get(&k).copied().unwrap_or(0)
     }
 }
 
@@ -1018,29 +902,5 @@ mod tests {
         assert_eq!(table_id(&l), "s3://bucket/lake/t");
         let l = Location::parse("s3://bucket/lake/t/").unwrap();
         assert_eq!(table_id(&l), "s3://bucket/lake/t");
-    }
-
-    #[test]
-    fn outcomes_by_what_the_summary_holds() {
-        let mut s = JobSummary::default();
-        assert_eq!(classify(&s), Outcome::NothingToCompact);
-        s.conflicts
-            .push(crate::engine::compact::events::ConflictRecord {
-                partition: PartitionValues(vec![]),
-                conflict: crate::engine::compact::commit::Conflict {
-                    version: Some(3),
-                    operation: Some("OPTIMIZE".into()),
-                    engine: None,
-                    missing_files: 2,
-                    files: 2,
-                },
-                replanned_bins: 0,
-            });
-        assert_eq!(classify(&s), Outcome::Conflict);
-        assert!(describe(&s, Outcome::Conflict).contains("another commit took their files"));
-        s.errors.push("x".into());
-        assert_eq!(classify(&s), Outcome::Failed);
-        s.cancelled = true;
-        assert_eq!(classify(&s), Outcome::Cancelled);
     }
 }

@@ -18,6 +18,7 @@ fn decision_style(k: DecisionKind) -> Style {
         DecisionKind::NotDue => style::score(100),
         DecisionKind::Skipped => style::dim(),
         DecisionKind::BackingOff | DecisionKind::Suspended => style::score(50),
+        DecisionKind::Running => style::score(75),
     }
 }
 
@@ -28,6 +29,7 @@ fn label(k: DecisionKind) -> &'static str {
         DecisionKind::Skipped => "skipped",
         DecisionKind::BackingOff => "backing off",
         DecisionKind::Suspended => "suspended",
+        DecisionKind::Running => "running",
     }
 }
 

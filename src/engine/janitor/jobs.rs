@@ -1,0 +1,438 @@
+//! The janitor's compaction jobs: one per table at a time, over all of its due partitions, so
+//! that bins of different partitions that are ready together go into one commit (a commit slot
+//! is spent on everything ready). A job runs in the background while cycles go on deciding;
+//! what it is doing is shared (`JobState`) so that a decision can say "running" or "waiting for
+//! the next commit slot", and it talks as it goes (`Line::Activity`). Its result is one line
+//! per partition (`results`).
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::history::{Line, Outcome, ResultLine, ts};
+use super::throttle::Throttle;
+use crate::engine::compact::events::{FailureKind, JobEvent, JobSummary};
+use crate::engine::compact::executor::Executor;
+use crate::engine::compact::job::{CompactRequest, prepare, run_isolated};
+use crate::engine::compact::locks::PartitionLocks;
+use crate::engine::compact::spacing::CommitSpacer;
+use crate::engine::location::Location;
+use crate::engine::open::now_ms;
+use crate::engine::size::format_bytes;
+use crate::engine::stats::file_sizes::Thresholds;
+use crate::engine::stats::table_report::PartitionValues;
+
+use super::decide::DecisionKind;
+
+/// A due partition and why it is due.
+#[derive(Debug, Clone)]
+pub(super) struct DuePartition {
+    pub values: PartitionValues,
+    pub reason: String,
+}
+
+/// One table's job over its due partitions.
+pub(super) struct JobSpec {
+    pub table: String,
+    pub loc: Location,
+    pub partitions: Vec<DuePartition>,
+    pub req: CompactRequest,
+    pub thresholds: Thresholds,
+    pub ratio: f64,
+    pub executor: Executor,
+    /// The job's budget, from the writers the log showed this cycle.
+    pub throttle: Throttle,
+    /// The table's commit spacing (a writer is active).
+    pub spacer: Option<Arc<CommitSpacer>>,
+    /// Where the job says what it is doing (`Line::Activity`).
+    pub talk: Option<mpsc::UnboundedSender<Line>>,
+    /// What the job is doing now, read by the cycles that run meanwhile.
+    pub state: Arc<Mutex<JobState>>,
+}
+
+impl JobSpec {
+    pub fn values(&self) -> Vec<PartitionValues> {
+        self.partitions.iter().map(|p| p.values.clone()).collect()
+    }
+}
+
+/// What a running job is doing, as the decisions of later cycles describe it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobState {
+    /// When the job started (ms since the epoch).
+    pub since_ms: i64,
+    /// A finished bin waits for the commit spacing until then (ms since the epoch).
+    pub commit_slot_ms: Option<i64>,
+    /// Commits landed so far.
+    pub commits: u64,
+}
+
+impl JobState {
+    /// The reason a partition of this job is not decided again.
+    pub fn describe(&self, now: i64) -> String {
+        let age = (now - self.since_ms).max(0);
+        let landed = match self.commits {
+            0 => String::new(),
+            n => format!(", {n} commit(s) landed"),
+        };
+        match self.commit_slot_ms {
+            Some(at) if at > now => format!(
+                "running: its job (started {} s ago{landed}) waits for the next commit slot in {} s",
+                age / 1000,
+                (at - now + 999) / 1000
+            ),
+            _ => format!(
+                "running: its job started {} s ago{landed}; not planned again until it ends",
+                age / 1000
+            ),
+        }
+    }
+}
+
+pub(super) struct JobDone {
+    pub spec: JobSpec,
+    /// The version the job planned at (None: it never planned).
+    pub version_read: Option<u64>,
+    /// None: never started (cancelled before).
+    pub summary: Option<JobSummary>,
+    /// Set when the plan had nothing to do: the text of every partition's result.
+    pub nothing: Option<String>,
+    pub duration_ms: u64,
+}
+
+impl JobDone {
+    /// Whether the job failed as a whole or in any partition (for the table's back-off), with
+    /// its first error.
+    pub fn failure(&self) -> Option<String> {
+        let s = self.summary.as_ref()?;
+        (!s.errors.is_empty() && !s.cancelled).then(|| s.errors[0].clone())
+    }
+
+    /// Whether the job ran to an end (compacted, or found nothing, or met conflicts).
+    pub fn completed(&self) -> bool {
+        self.summary
+            .as_ref()
+            .is_some_and(|s| !s.cancelled && s.errors.is_empty())
+    }
+}
+
+/// Prepares (plans from the latest version) and runs one table's job on the engine's isolated
+/// runtime.
+pub(super) async fn run_job(
+    spec: JobSpec,
+    locks: Arc<PartitionLocks>,
+    cancel: CancellationToken,
+) -> JobDone {
+    let started = Instant::now();
+    let done = |spec, summary: Option<JobSummary>, nothing: Option<String>| {
+        let version_read = summary
+            .as_ref()
+            .and_then(|s: &JobSummary| (s.table_version_read > 0).then_some(s.table_version_read));
+        JobDone {
+            spec,
+            version_read,
+            summary,
+            nothing,
+            duration_ms: started.elapsed().as_millis() as u64,
+        }
+    };
+    if cancel.is_cancelled() {
+        return done(spec, None, None);
+    }
+    let mut job = match prepare(&spec.loc, &spec.req, spec.thresholds, spec.ratio).await {
+        Ok(j) => j,
+        Err(e) => {
+            let s = JobSummary::failed(FailureKind::Setup, format!("planning failed: {e}"));
+            return done(spec, Some(s), None);
+        }
+    };
+    if job.plan.bins == 0 {
+        let p = &job.plan;
+        let msg = format!(
+            "nothing to compact at version {}: no two files below {} to merge{}",
+            p.table_version,
+            format_bytes(p.min_file_size),
+            if p.skipped_deletion_vector_files > 0 {
+                format!(
+                    " ({} small files with deletion vectors are left alone)",
+                    p.skipped_deletion_vector_files
+                )
+            } else {
+                String::new()
+            }
+        );
+        let s = JobSummary {
+            table_version_read: p.table_version,
+            ..Default::default()
+        };
+        return done(spec, Some(s), Some(msg));
+    }
+    job.exec.executor = spec.executor.clone();
+    job.set_budget(spec.throttle.budget);
+    job.exec.commit_spacing = spec.spacer.clone();
+    let talker = Talker {
+        table: spec.table.clone(),
+        partitions: spec.values(),
+        out: spec.talk.clone(),
+        state: spec.state.clone(),
+    };
+    talker.say(format!(
+        "started: {} bin(s), {} files ({}) in {} partition(s); {}",
+        job.plan.bins,
+        job.plan.files_in,
+        format_bytes(job.plan.bytes_in),
+        job.plan.partitions.len(),
+        spec.throttle.reason
+    ));
+    let (tx, rx) = mpsc::unbounded_channel();
+    let drain = tokio::spawn(talker.follow(rx));
+    let summary = run_isolated(job, locks, cancel, tx).await;
+    let _ = drain.await;
+    done(spec, Some(summary), None)
+}
+
+/// Says what a job does, as `Line::Activity` (and in the log), and keeps its `JobState`.
+struct Talker {
+    table: String,
+    partitions: Vec<PartitionValues>,
+    out: Option<mpsc::UnboundedSender<Line>>,
+    state: Arc<Mutex<JobState>>,
+}
+
+impl Talker {
+    fn say(&self, message: String) {
+        let label = labels(&self.partitions);
+        tracing::info!("janitor: {} {label}: {message}", self.table);
+        if let Some(out) = &self.out {
+            let _ = out.send(Line::Activity {
+                ts: ts(now_ms()),
+                table: self.table.clone(),
+                partitions: self.partitions.clone(),
+                message,
+            });
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut JobState)) {
+        if let Ok(mut s) = self.state.lock() {
+            f(&mut s);
+        }
+    }
+
+    /// Every commit, conflict and failed bin, and each wait for a commit slot once.
+    async fn follow(self, mut rx: mpsc::UnboundedReceiver<JobEvent>) {
+        let mut waiting = false;
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                JobEvent::Progress(p) if p.commit_wait_ms > 0 => {
+                    let at = now_ms() + p.commit_wait_ms.min(i64::MAX as u64) as i64;
+                    self.update(|s| s.commit_slot_ms = Some(at));
+                    if !waiting {
+                        waiting = true;
+                        self.say(format!(
+                            "waiting {} s for the next commit slot (a writer is active: commits spaced)",
+                            p.commit_wait_ms.div_ceil(1000)
+                        ));
+                    }
+                }
+                JobEvent::Committed(c) => {
+                    waiting = false;
+                    self.update(|s| {
+                        s.commit_slot_ms = None;
+                        s.commits += 1;
+                    });
+                    self.say(format!(
+                        "committed v{}: {} bin(s) of {} partition(s), -{} +{} files ({} -> {}), {} rows",
+                        c.version,
+                        c.bins,
+                        c.partitions.len(),
+                        c.files_removed,
+                        c.files_added,
+                        format_bytes(c.bytes_removed),
+                        format_bytes(c.bytes_added),
+                        c.rows
+                    ))
+                }
+                JobEvent::Conflict(c) => self.say(format!(
+                    "conflict in {}: {}",
+                    c.partition.label(),
+                    c.conflict
+                )),
+                JobEvent::BinFailed { partition, error } => tracing::warn!(
+                    "janitor: {} {}: bin failed: {error}",
+                    self.table,
+                    partition.label()
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Partitions for humans: "a=1, a=2" (or "(table)" for an unpartitioned one).
+pub fn labels(p: &[PartitionValues]) -> String {
+    p.iter().map(|v| v.label()).collect::<Vec<_>>().join(", ")
+}
+
+pub(super) fn classify(s: &JobSummary) -> Outcome {
+    if s.cancelled {
+        Outcome::Cancelled
+    } else if !s.errors.is_empty() {
+        Outcome::Failed
+    } else if !s.commits.is_empty() {
+        Outcome::Compacted
+    } else if !s.conflicts.is_empty() {
+        Outcome::Conflict
+    } else {
+        Outcome::NothingToCompact
+    }
+}
+
+fn plural(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+fn versions(s: &JobSummary) -> String {
+    s.commits
+        .iter()
+        .map(|c| format!("v{}", c.version))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The result for humans.
+pub(super) fn describe(s: &JobSummary, o: Outcome) -> String {
+    let conflicts = if s.conflicts.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} not committed: another commit took their files ({})",
+            plural(s.conflicts.len() as u64, "bin"),
+            s.conflicts
+                .iter()
+                .map(|c| c.conflict.to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    match o {
+        Outcome::Compacted => format!(
+            "compacted {} ({}) into {} ({}) in {} ({}) in {:.1} s{conflicts}",
+            plural(s.files_removed, "file"),
+            format_bytes(s.bytes_removed),
+            plural(s.files_added, "file"),
+            format_bytes(s.bytes_added),
+            plural(s.commits.len() as u64, "commit"),
+            versions(s),
+            s.seconds
+        ),
+        Outcome::Conflict => format!("nothing committed{conflicts}"),
+        Outcome::NothingToCompact => "nothing left to compact at the latest version".into(),
+        Outcome::Failed => format!(
+            "failed: {}{}{conflicts}",
+            s.errors.join("; "),
+            if s.commits.is_empty() {
+                String::new()
+            } else {
+                format!(" (landed before: {})", versions(s))
+            }
+        ),
+        Outcome::Cancelled => format!(
+            "cancelled before its next commit; {} landed{}",
+            plural(s.commits.len() as u64, "commit"),
+            if s.commits.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", versions(s))
+            }
+        ),
+    }
+}
+
+/// One result line per partition of a job that started (None: it never did).
+pub(super) fn results(d: &JobDone, rule: &str) -> Option<Vec<ResultLine>> {
+    let summary = d.summary.as_ref()?;
+    Some(
+        d.spec
+            .partitions
+            .iter()
+            .map(|p| {
+                let s = summary.for_partition(&p.values);
+                let outcome = classify(&s);
+                let text = match (&d.nothing, outcome) {
+                    (Some(n), Outcome::NothingToCompact) => n.clone(),
+                    _ => describe(&s, outcome),
+                };
+                ResultLine {
+                    ts: ts(now_ms()),
+                    table: d.spec.table.clone(),
+                    partition: p.values.clone(),
+                    rule: rule.into(),
+                    decision: DecisionKind::Due,
+                    reason: p.reason.clone(),
+                    outcome,
+                    summary: text,
+                    number_of_compacted_files: s.files_removed,
+                    amount_of_data_compacted_bytes: s.bytes_removed,
+                    number_of_output_files: s.files_added,
+                    amount_of_output_data_bytes: s.bytes_added,
+                    rows: s.rows,
+                    versions: s.commits.iter().map(|c| c.version).collect(),
+                    duration_ms: d.duration_ms,
+                    conflicts: s.conflicts.clone(),
+                    errors: s.errors.clone(),
+                    table_version_read: d.version_read,
+                    throttle: d.spec.throttle.reason.clone(),
+                }
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_by_what_the_summary_holds() {
+        let mut s = JobSummary::default();
+        assert_eq!(classify(&s), Outcome::NothingToCompact);
+        s.conflicts
+            .push(crate::engine::compact::events::ConflictRecord {
+                partition: PartitionValues(vec![]),
+                conflict: crate::engine::compact::commit::Conflict {
+                    version: Some(3),
+                    operation: Some("OPTIMIZE".into()),
+                    engine: None,
+                    missing_files: 2,
+                    files: 2,
+                },
+                replanned_bins: 0,
+            });
+        assert_eq!(classify(&s), Outcome::Conflict);
+        assert!(describe(&s, Outcome::Conflict).contains("another commit took their files"));
+        s.errors.push("x".into());
+        assert_eq!(classify(&s), Outcome::Failed);
+        s.cancelled = true;
+        assert_eq!(classify(&s), Outcome::Cancelled);
+    }
+
+    #[test]
+    fn a_running_job_says_how_long_until_its_commit_slot() {
+        let s = JobState {
+            since_ms: 10_000,
+            commit_slot_ms: Some(30_500),
+            commits: 1,
+        };
+        assert_eq!(
+            s.describe(22_000),
+            "running: its job (started 12 s ago, 1 commit(s) landed) waits for the next commit slot in 9 s"
+        );
+        assert_eq!(
+            s.describe(31_000),
+            "running: its job started 21 s ago, 1 commit(s) landed; not planned again until it ends"
+        );
+    }
+}

@@ -6,7 +6,10 @@
 # cycle's end (max), bytes written by compaction per byte the writer wrote (write
 # amplification), OPTIMIZE commits, the writer's commit latency p50/p90/p99 (and over the same
 # span with no janitor, run first), and every row exactly once (read back by Python deltalake).
-# Usage: [JANITOR_SECONDS=240] bench/janitor.sh
+# JANITOR_PERIOD sets the writer's period (default 0.5 s), JANITOR_POLICY=default runs the
+# janitor with its default policy instead (the "10 commits/s for 25 s" run:
+# JANITOR_PERIOD=0.1 JANITOR_SECONDS=25 JANITOR_POLICY=default).
+# Usage: [JANITOR_SECONDS=240] [JANITOR_PERIOD=0.5] [JANITOR_POLICY=stream|default] bench/janitor.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/lakehealth/target}
@@ -15,21 +18,26 @@ bin="$CARGO_TARGET_DIR/release/lakehealth"
 py=${PYTHON:-$CARGO_TARGET_DIR/tmp/pyenv/bin/python}
 [ -x "$py" ] || py=python3
 secs=${JANITOR_SECONDS:-240}
+period=${JANITOR_PERIOD:-0.5}
 work=${BENCH_DIR:-$CARGO_TARGET_DIR/bench-janitor}
 export LAKEHEALTH_CONFIG=/dev/null
 rm -rf "$work"; mkdir -p "$work"
-printf 'min_small_files = 20\ninterval = "5s"\ntarget_file_size = "64MiB"\n' > "$work/policy.toml"
+if [ "${JANITOR_POLICY:-stream}" = default ]; then
+  : > "$work/policy.toml"
+else
+  printf 'min_small_files = 20\ninterval = "5s"\ntarget_file_size = "64MiB"\n' > "$work/policy.toml"
+fi
 
 for mode in alone janitor; do
   t="$work/$mode"
-  "$py" bench/janitor_writer.py "$t" 0.5 0 --create > "$work/$mode.created.json"
+  "$py" bench/janitor_writer.py "$t" "$period" 0 --create > "$work/$mode.created.json"
   jpid=""
   if [ "$mode" = janitor ]; then
     "$bin" watch "$t" --json --policy "$work/policy.toml" --history "$work/$mode.history" \
       --log-file "$work/$mode.log" > "$work/$mode.out" 2> "$work/$mode.err" &
     jpid=$!
   fi
-  "$py" bench/janitor_writer.py "$t" 0.5 "$secs" > "$work/$mode.writer.jsonl"
+  "$py" bench/janitor_writer.py "$t" "$period" "$secs" > "$work/$mode.writer.jsonl"
   if [ -n "$jpid" ]; then
     sleep 12  # two more cycles after the last append
     kill -TERM "$jpid"; wait "$jpid" || true
@@ -67,7 +75,12 @@ for f in sorted(glob.glob(f"{work}/janitor/_delta_log/*.json")):
         optimizes += 1; comp_bytes += added
     else:
         writer_bytes += added
-rows = DeltaTable(f"{work}/janitor").to_pyarrow_table()
+dt = DeltaTable(f"{work}/janitor")
+rows = dt.to_pyarrow_table()
+final = {}
+for f in dt.get_add_actions(flatten=True).to_pylist():
+    p = f.get("partition.part")
+    final[p] = final.get(p, 0) + 1
 last = [json.loads(l) for l in open(f"{work}/janitor.writer.jsonl") if l.startswith("{")][-1]
 created = json.load(open(f"{work}/janitor.created.json"))["rows"]
 ids = rows.column("id").to_pylist()
@@ -78,6 +91,9 @@ out["janitor"].update({
     "write_amplification": round(comp_bytes / writer_bytes, 2) if writer_bytes else None,
     "rows": len(ids), "rows_written": created + last["rows_total"], "distinct_ids": len(set(ids)),
     "files_per_partition_end": {p: n for p, n in cur.items()} or None,
+    "files_per_partition_final": final,
+    # One file per partition per commit (and the first commit's).
+    "writer_alone_adds_per_partition": out["janitor"]["writer"]["commits"] + 1,
 })
 a, j = out["alone"]["writer"], out["janitor"]["writer"]
 out["p90_ratio"] = round(j["p90_ms"] / a["p90_ms"], 2)

@@ -17,5 +17,5 @@ if not lat:
     print(json.dumps({"n": 0}))
     sys.exit(0)
 pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
-print(json.dumps({"n": len(lat), "p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99), "max_ms": lat[-1],
+print(json.dumps({"n": len(lat), "p50_ms": pick(0.50), "p90_ms": pick(0.90), "p95_ms": pick(0.95), "p99_ms": pick(0.99), "max_ms": lat[-1],
                   "checkpoint_commits_ms": checkpoints}))

@@ -1,6 +1,7 @@
 //! Compaction benchmark helpers (driven by bench/compact.sh):
 //!
-//!   bench_compact gen DIR [FILES_PER_PARTITION] [ROWS]   sensor table, 4 partitions of small files
+//!   bench_compact gen DIR [FILES_PER_PARTITION] [ROWS] [PARTITIONS]   sensor table of small files
+//!       (4 partitions unless given)
 //!   bench_compact floor DIR OUT [TARGET_BYTES]           the floor: read every data file of each
 //!       partition and write the same rows with the parquet crate alone (snappy, rolled at the
 //!       target), no table format, no commits. Prints one JSON line.
@@ -95,12 +96,15 @@ fn main() -> Res<()> {
         Some("gen") if args.len() >= 3 => {
             let per: u32 = args.get(3).map(|s| s.parse()).transpose()?.unwrap_or(500);
             let rows: usize = args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(8_000);
+            let partitions: u32 = args.get(5).map(|s| s.parse()).transpose()?.unwrap_or(4);
             let dir = Path::new(&args[2]);
             std::fs::create_dir_all(dir)?;
             rt.block_on(async {
                 let loc = Location::parse(&dir.to_string_lossy())?;
                 create_sensor_table(&loc).await?;
-                let parts: Vec<String> = (1..=4).map(|d| format!("2026-11-{d:02}")).collect();
+                let parts: Vec<String> = (1..=partitions)
+                    .map(|d| format!("2026-11-{d:02}"))
+                    .collect();
                 seed_small_files(&loc, &parts, per, rows).await?;
                 Ok::<_, Box<dyn std::error::Error>>(())
             })
@@ -114,7 +118,7 @@ fn main() -> Res<()> {
             floor(Path::new(&args[2]), Path::new(&args[3]), target)
         }
         _ => Err(
-            "usage: bench_compact gen DIR [FILES_PER_PARTITION] [ROWS] | floor DIR OUT [TARGET]"
+            "usage: bench_compact gen DIR [FILES_PER_PARTITION] [ROWS] [PARTITIONS] | floor DIR OUT [TARGET]"
                 .into(),
         ),
     }

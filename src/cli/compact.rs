@@ -135,6 +135,7 @@ impl ProgressPrinter {
                 partition.label(),
                 error.kind.as_str()
             ),
+            JobEvent::Pace(note) => note.text(),
             JobEvent::Replanned { bins, files, bytes } => format!(
                 "the table moved since the plan: planned again, {bins} bins, {files} files ({})",
                 format_bytes(*bytes)
@@ -146,14 +147,9 @@ impl ProgressPrinter {
 
 fn progress_line(p: &Progress, secs: f64) -> String {
     let rate = p.bytes_read as f64 / secs.max(0.001);
-    let eta = if rate > 0.0 {
-        format!(
-            "{:.0}s",
-            p.bytes_total.saturating_sub(p.bytes_read) as f64 / rate
-        )
-    } else {
-        "-".into()
-    };
+    let eta = p
+        .eta(std::time::Duration::from_secs_f64(secs.max(0.0)))
+        .map_or("-".into(), |d| format!("{}s", d.as_secs()));
     format!(
         "bins {}/{}  files {}/{}  read {}  written {}  rows {}  {}/s  ETA {eta}{}",
         p.bins_done,
@@ -355,6 +351,8 @@ mod tests {
         let ev = JobEvent::Progress(Progress {
             bytes_read: 50,
             bytes_total: 100,
+            files_read: 5,
+            files_total: 10,
             ..Default::default()
         });
         assert!(p.line(&ev, t0).is_none(), "nothing in the first second");

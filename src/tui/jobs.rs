@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::engine::compact::cadence::PaceNote;
 use crate::engine::compact::events::{
     CommitRecord, ConflictRecord, JobEvent, JobSummary, Progress,
 };
@@ -84,6 +85,8 @@ pub struct JobView {
     pub finished: Option<(Instant, JobSummary)>,
     /// The user confirmed a cancel.
     pub cancel_requested: bool,
+    /// The read pace and why, once it followed the writer's cadence.
+    pub pace: Option<PaceNote>,
     last_sample: Option<(Instant, u64)>,
 }
 
@@ -115,6 +118,7 @@ impl JobView {
             started: None,
             finished: None,
             cancel_requested: false,
+            pace: None,
             last_sample: None,
         }
     }
@@ -183,6 +187,7 @@ impl JobView {
                 self.progress.bytes_total = bytes;
             }
             JobEvent::BinFinished { .. } => self.bins_finished += 1,
+            JobEvent::Pace(note) => self.pace = Some(note),
             JobEvent::Finished(s) => self.finish(s, now),
         }
         false
@@ -230,26 +235,20 @@ impl JobView {
         (secs > 0.0).then(|| self.progress.bytes_read as f64 / secs)
     }
 
-    /// Share of the work done, 0.0–1.0: input files read out of the files to read. Both count
-    /// each input file once, so this cannot pass 100 %. Bytes cannot be the measure: the store
-    /// counts every byte fetched (Parquet footers read twice, outputs read back for the content
-    /// check), which exceeds the plan's input bytes.
+    /// Share of the work done, 0.0–1.0 (`Progress::ratio`); a finished job is done.
     pub fn ratio(&self) -> f64 {
-        let total = self.progress.files_total;
-        if total == 0 {
-            return if self.finished.is_some() { 1.0 } else { 0.0 };
+        if self.progress.files_total == 0 && self.finished.is_some() {
+            return 1.0;
         }
-        (self.progress.files_read as f64 / total as f64).clamp(0.0, 1.0)
+        self.progress.ratio()
     }
 
-    /// Time left at the pace so far (by the share of files read).
+    /// Time left: at the current pace when paced, else at the speed so far (`Progress::eta`).
     pub fn eta(&self, now: Instant) -> Option<Duration> {
         if !self.status().is_active() {
             return None;
         }
-        let r = self.ratio();
-        let elapsed = now.duration_since(self.started?).as_secs_f64();
-        (r > 0.0).then(|| Duration::from_secs_f64(elapsed * (1.0 - r) / r))
+        self.progress.eta(now.duration_since(self.started?))
     }
 }
 

@@ -524,3 +524,50 @@ async fn bins_finished_during_the_spacing_share_the_next_commit() {
     assert_eq!(count_parquet(d.path()), 60 + s.files_added);
     assert_no_row_lost(&verify(d.path()), &written);
 }
+
+/// A paced job follows the writer's cadence: it lists the log as the writer commits, changes
+/// its pace by what it sees (each change an event with the writer's cadence as its reason,
+/// never "the writer stopped" while it writes), reports the last pace in its summary, and
+/// every row stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paced_job_follows_the_writers_cadence_and_says_why() {
+    use lakehealth::engine::compact::budget::Budget;
+    let (d, l, mut written) = seeded_batches(60).await;
+    let cancel_writer = CancellationToken::new();
+    let writer = background_writer(l.clone(), cancel_writer.clone());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut job = prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0)
+        .await
+        .unwrap();
+    // Slow enough to last several seconds of the writer's 40 ms commits.
+    job.set_budget(Budget {
+        parallelism: 1,
+        read_bytes_per_second: Some(64 * KIB),
+        background: false,
+        commit_spacing_ms: None,
+        writer_rhythm_ms: Some(40),
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let s = run_isolated(
+        job,
+        Arc::new(PartitionLocks::default()),
+        CancellationToken::new(),
+        tx,
+    )
+    .await;
+    cancel_writer.cancel();
+    written.extend(writer.join().unwrap());
+    let mut paces = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        if let JobEvent::Pace(p) = e {
+            paces.push(p);
+        }
+    }
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(!paces.is_empty(), "no change of pace in {:.1} s", s.seconds);
+    for p in &paces {
+        assert!(p.why.contains("writer cadence"), "{p:?}");
+    }
+    assert_eq!(s.pace.as_ref(), paces.last());
+    assert_no_row_lost(&verify(d.path()), &written);
+}

@@ -845,10 +845,9 @@ fn one_commit_slot_takes_several_partitions_bins_and_leaves_out_the_one_python_t
         strategy: Default::default(),
         storage_options: HashMap::new(),
     };
-    let mut job = t
-        .rt
-        .block_on(prepare(&t.loc, &req, kib64_thresholds(), 1.0))
-        .unwrap();
+    let mut job =
+        t.rt.block_on(prepare(&t.loc, &req, kib64_thresholds(), 1.0))
+            .unwrap();
     assert_eq!(job.plan.bins, 3, "one bin per partition: {:?}", job.plan);
     // The slot is closed until the test opens it (a commit "just landed", a long interval).
     let last: LastCommit = Default::default();
@@ -874,8 +873,8 @@ fn one_commit_slot_takes_several_partitions_bins_and_leaves_out_the_one_python_t
                 // Every bin is ready and waits: Python takes the third partition's files.
                 let (uri, filter) = (uri.clone(), filter.clone());
                 let out = tokio::task::spawn_blocking(move || {
-                    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-                        .join("tests/py/race_optimize.py");
+                    let script =
+                        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/race_optimize.py");
                     Command::new(python())
                         .arg(script)
                         .arg(&uri)
@@ -895,18 +894,17 @@ fn one_commit_slot_takes_several_partitions_bins_and_leaves_out_the_one_python_t
                 *last.lock().unwrap() = Instant::now().checked_sub(Duration::from_secs(7200));
             }
         }
-        assert!(python_out.is_some(), "the bins never all waited for the slot");
+        assert!(
+            python_out.is_some(),
+            "the bins never all waited for the slot"
+        );
         run.await.unwrap()
     });
     assert!(summary.errors.is_empty(), "{:?}", summary.errors);
     assert_eq!(summary.commits.len(), 1, "{:?}", summary.commits);
     let c = &summary.commits[0];
     assert_eq!(c.bins, 2, "{c:?}");
-    let mut committed: Vec<String> = c
-        .by_partition
-        .iter()
-        .map(|p| p.partition.label())
-        .collect();
+    let mut committed: Vec<String> = c.by_partition.iter().map(|p| p.partition.label()).collect();
     committed.sort();
     assert_eq!(
         committed,

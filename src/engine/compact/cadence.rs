@@ -182,6 +182,7 @@ pub async fn follow(
     baseline_ms: u64,
     pacer: Arc<Pacer>,
     done: CancellationToken,
+    changed: impl Fn(PaceNote),
 ) {
     let baseline = baseline_ms.max(1);
     let mut aimd = Aimd::new(pacer.rate().unwrap_or(FULL), baseline);
@@ -211,7 +212,10 @@ pub async fn follow(
             .as_secs_f64()
             * 1000.0;
         let note = aimd.observe(window.interval_ms(), quiet);
-        pacer.set(note.clone());
+        if pacer.note().as_ref() != Some(&note) {
+            pacer.set(note.clone());
+            changed(note);
+        }
     }
 }
 
@@ -230,7 +234,11 @@ mod tests {
         assert_eq!(a.observe(Some(100.0), 0.0).bytes_per_second, Some(56 * MIB));
         let cut = a.observe(Some(150.0), 0.0);
         assert_eq!(cut.bytes_per_second, Some(28 * MIB));
-        assert!(cut.why.contains("stretched to 150 ms from 100 ms"), "{}", cut.why);
+        assert!(
+            cut.why.contains("stretched to 150 ms from 100 ms"),
+            "{}",
+            cut.why
+        );
         // Between hold and cut: held.
         assert_eq!(a.observe(Some(125.0), 0.0).bytes_per_second, Some(28 * MIB));
         assert_eq!((a.raised, a.cut), (2, 1));
@@ -282,10 +290,15 @@ mod tests {
             Some(12)
         );
         assert_eq!(
-            commit_version(&Path::from("_delta_log/00000000000000000012.checkpoint.parquet")),
+            commit_version(&Path::from(
+                "_delta_log/00000000000000000012.checkpoint.parquet"
+            )),
             None
         );
-        assert_eq!(commit_version(&Path::from("_delta_log/_last_checkpoint")), None);
+        assert_eq!(
+            commit_version(&Path::from("_delta_log/_last_checkpoint")),
+            None
+        );
         assert_eq!(
             commit_version(&Path::from("_delta_log/00000000000000000012.crc")),
             None

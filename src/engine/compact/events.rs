@@ -21,9 +21,40 @@ pub struct Progress {
     pub bytes_total: u64,
     /// A finished bin waits this long more for its commit (`spacing`: a writer is active).
     pub commit_wait_ms: u64,
+    /// The read pace now (`cadence`); None: unbounded.
+    pub pace_bytes_per_second: Option<u64>,
 }
 
+/// Bytes read per input byte: each input is read once and its outputs (about as large) once
+/// more for the content proof.
+const READ_PER_INPUT_BYTE: f64 = 2.0;
+
 impl Progress {
+    /// Share of the work done, 0.0–1.0, by input files read (each counted once; bytes would
+    /// count footers and the proof's read-back too).
+    pub fn ratio(&self) -> f64 {
+        if self.files_total == 0 {
+            return 0.0;
+        }
+        (self.files_read as f64 / self.files_total as f64).clamp(0.0, 1.0)
+    }
+
+    /// Time left after `elapsed`: at the current pace when the job is paced, else at the speed
+    /// so far. None before anything was read (no speed to go by) when unpaced.
+    pub fn eta(&self, elapsed: std::time::Duration) -> Option<std::time::Duration> {
+        let r = self.ratio();
+        if r >= 1.0 {
+            return Some(std::time::Duration::ZERO);
+        }
+        if let Some(pace) = self.pace_bytes_per_second {
+            let left = self.bytes_total as f64 * (1.0 - r) * READ_PER_INPUT_BYTE;
+            return Some(std::time::Duration::from_secs_f64(
+                left / pace.max(1) as f64,
+            ));
+        }
+        (r > 0.0).then(|| elapsed.mul_f64((1.0 - r) / r))
+    }
+
     /// "  next commit in 12 s (…)" while a finished bin waits for its turn; else empty.
     pub fn commit_wait_text(&self) -> String {
         if self.commit_wait_ms == 0 {
@@ -102,6 +133,8 @@ pub enum JobEvent {
         rows: u64,
     },
     Committed(CommitRecord),
+    /// The read pace changed, following the writer's cadence (`cadence`).
+    Pace(super::cadence::PaceNote),
     /// Another commit took files of a bin: it did not commit, its outputs were deleted.
     Conflict(ConflictRecord),
     /// A commit certainly did not land; its output files were never referenced.
@@ -214,6 +247,8 @@ pub struct JobSummary {
     pub unknown_outcome_files: Vec<String>,
     /// Time spent reading outputs back to prove their content (the cost of the check).
     pub verify_seconds: f64,
+    /// The last pace and why, when the job followed a writer's cadence.
+    pub pace: Option<super::cadence::PaceNote>,
     pub seconds: f64,
 }
 
@@ -298,6 +333,26 @@ mod tests {
             bytes_added: files * 9,
             rows,
         }
+    }
+
+    #[test]
+    fn the_eta_comes_from_the_current_pace_when_paced() {
+        let mut p = Progress {
+            files_read: 25,
+            files_total: 100,
+            bytes_total: 400 * 1024 * 1024,
+            ..Default::default()
+        };
+        let elapsed = std::time::Duration::from_secs(10);
+        assert_eq!(p.eta(elapsed), Some(std::time::Duration::from_secs(30)));
+        // 300 MiB of inputs left, read twice, at 60 MiB/s.
+        p.pace_bytes_per_second = Some(60 * 1024 * 1024);
+        assert_eq!(p.eta(elapsed), Some(std::time::Duration::from_secs(10)));
+        p.files_read = 0;
+        p.pace_bytes_per_second = None;
+        assert_eq!(p.eta(elapsed), None);
+        p.files_read = 100;
+        assert_eq!(p.eta(elapsed), Some(std::time::Duration::ZERO));
     }
 
     #[test]

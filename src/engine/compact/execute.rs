@@ -45,14 +45,22 @@ pub struct ExecOptions {
     /// Compaction commits spaced by this (a writer is active); shared by a janitor's jobs on
     /// one table.
     pub commit_spacing: Option<Arc<CommitSpacer>>,
+    /// The writer's interval before the job: a paced job follows its cadence (`cadence`).
+    pub writer_rhythm_ms: Option<u64>,
 }
 
 /// A partition is planned again at most this many times in one job (a table whose files keep
 /// being taken by another compactor is left to it).
 const MAX_REPLANS: u32 = 3;
 
-fn progress(ct: &CompactionTable, c: &Counters, total: &Totals) -> Progress {
+fn progress(
+    ct: &CompactionTable,
+    c: &Counters,
+    total: &Totals,
+    pace: Option<&super::pace::Pacer>,
+) -> Progress {
     Progress {
+        pace_bytes_per_second: pace.and_then(|p| p.rate()),
         bytes_read: ct.counters.read(),
         bytes_written: ct.counters.written(),
         files_read: c.files_read.load(Ordering::Relaxed),
@@ -474,14 +482,14 @@ impl<'a> Run<'a> {
                     None => { pending = 0; continue }
                 },
                 _ = tokio::time::sleep(wait.min(Duration::from_millis(250))), if holding => {
-                    let mut p = progress(self.ct, counters, totals);
+                    let mut p = progress(self.ct, counters, totals, self.opts.rewrite.pace.as_deref());
                     p.commit_wait_ms = self.commit_wait().as_millis().min(u64::MAX as u128) as u64;
                     self.send(JobEvent::Progress(p));
                     continue;
                 }
                 _ = cancel.cancelled(), if holding => continue,
                 _ = ticker.tick() => {
-                    let mut p = progress(self.ct, counters, totals);
+                    let mut p = progress(self.ct, counters, totals, self.opts.rewrite.pace.as_deref());
                     if holding {
                         p.commit_wait_ms = self.commit_wait().as_millis().min(u64::MAX as u128) as u64;
                     }
@@ -522,6 +530,32 @@ impl<'a> Run<'a> {
         self.send(JobEvent::Finished(self.summary.clone()));
         self.summary
     }
+}
+
+/// A paced job beside a writer whose rhythm is known follows its cadence until the returned
+/// token is cancelled (`cadence`); each change of pace is an event.
+fn follow_the_writer(
+    ct: &CompactionTable,
+    version: u64,
+    opts: &ExecOptions,
+    events: &mpsc::UnboundedSender<JobEvent>,
+) -> CancellationToken {
+    let done = CancellationToken::new();
+    if let (Some(pacer), Some(rhythm)) = (opts.rewrite.pace.clone(), opts.writer_rhythm_ms) {
+        let store = ct.table.object_store();
+        let (d, events) = (done.clone(), events.clone());
+        tokio::spawn(super::cadence::follow(
+            store,
+            version,
+            rhythm,
+            pacer,
+            d,
+            move |note| {
+                let _ = events.send(JobEvent::Pace(note));
+            },
+        ));
+    }
+    done
 }
 
 /// Runs every bin of `plan` and commits each as it finishes. Never fails as a whole: errors
@@ -582,10 +616,18 @@ pub async fn execute(
         table_version: plan.table_version,
     };
     let rewriters = opts.executor.spawn(ctx, work_rx, tx);
+    let follower = follow_the_writer(ct, plan.table_version, opts, &events);
     run.drive(rx, &work_tx, pending, &mut totals, &counters, &cancel)
         .await;
+    follower.cancel();
     drop(work_tx);
     let _ = rewriters.await;
-    run.send(JobEvent::Progress(progress(ct, &counters, &totals)));
+    run.summary.pace = opts.rewrite.pace.as_ref().and_then(|p| p.note());
+    run.send(JobEvent::Progress(progress(
+        ct,
+        &counters,
+        &totals,
+        opts.rewrite.pace.as_deref(),
+    )));
     run.finish(&cancel)
 }

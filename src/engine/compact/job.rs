@@ -81,7 +81,7 @@ pub struct PreparedJob {
 
 impl PreparedJob {
     /// Applies a throttle's budget (`janitor::throttle`): bins at once, and the read rate.
-    pub fn set_budget(&mut self, b: crate::engine::janitor::throttle::Budget) {
+    pub fn set_budget(&mut self, b: super::budget::Budget) {
         self.exec.parallelism = b.parallelism.max(1);
         self.exec.background = b.background;
         self.exec.commit_spacing = b
@@ -90,6 +90,7 @@ impl PreparedJob {
         self.exec.rewrite.pace = b
             .read_bytes_per_second
             .map(|r| Arc::new(super::pace::Pacer::new(r)));
+        self.exec.writer_rhythm_ms = b.writer_rhythm_ms;
     }
 
     /// Re-reads the table and, when it moved since the plan was made, plans again: a plan older
@@ -215,6 +216,7 @@ pub fn prepare_table(
         executor: Default::default(),
         background: false,
         commit_spacing: None,
+        writer_rhythm_ms: None,
     };
     Ok(PreparedJob {
         table,

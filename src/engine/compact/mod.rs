@@ -4,6 +4,8 @@
 //! rows (`rewrite`, `fingerprint`), so concurrent writers, readers and compactors never lose,
 //! duplicate or change a row.
 
+pub mod budget;
+pub mod cadence;
 mod column_digest;
 pub mod commit;
 pub mod conform;

@@ -1,42 +1,73 @@
-//! A job's read budget (`janitor::throttle`): bins sleep so that the bytes they read, inputs
-//! and the proof's read-back together, stay at most `rate` per second since the job started.
-//! Shared by a job's bins. Sleeping leaves the cores to the writers; it never skips work.
+//! A job's read budget (`janitor::throttle`, then `cadence` while a writer is active): bins
+//! sleep so that the bytes they read, inputs and the proof's read-back together, stay at the
+//! current rate. The rate may change while the job runs (the writer's cadence sets it); shared
+//! by a job's bins. Sleeping leaves the cores to the writers; it never skips work.
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use super::cadence::PaceNote;
+
 #[derive(Debug)]
 pub struct Pacer {
-    rate: u64,
-    /// The first read (a job may wait for its partitions before it reads anything).
-    start: OnceLock<Instant>,
-    bytes: AtomicU64,
+    /// Bytes per second; 0: unbounded (full speed).
+    rate: AtomicU64,
+    /// When the bytes consumed so far fit the rate (a virtual clock: each read moves it on by
+    /// its bytes at the rate of the moment).
+    due: Mutex<Option<Instant>>,
+    /// The latest change and why.
+    note: Mutex<Option<PaceNote>>,
 }
 
 impl Pacer {
     pub fn new(bytes_per_second: u64) -> Self {
         Self {
-            rate: bytes_per_second.max(1),
-            start: OnceLock::new(),
-            bytes: AtomicU64::new(0),
+            rate: AtomicU64::new(bytes_per_second.max(1)),
+            due: Mutex::new(None),
+            note: Mutex::new(None),
         }
     }
 
-    pub fn rate(&self) -> u64 {
-        self.rate
+    /// The rate now (None: unbounded).
+    pub fn rate(&self) -> Option<u64> {
+        match self.rate.load(Ordering::Relaxed) {
+            0 => None,
+            r => Some(r),
+        }
     }
 
-    /// How long to wait after `total` bytes, `elapsed` after the start.
-    fn wait_for(&self, total: u64, elapsed: Duration) -> Duration {
-        Duration::from_secs_f64(total as f64 / self.rate as f64).saturating_sub(elapsed)
+    /// A new pace and why (`cadence`).
+    pub fn set(&self, note: PaceNote) {
+        self.rate
+            .store(note.bytes_per_second.unwrap_or(0), Ordering::Relaxed);
+        if let Ok(mut n) = self.note.lock() {
+            *n = Some(note);
+        }
+    }
+
+    /// The latest pace change, if any.
+    pub fn note(&self) -> Option<PaceNote> {
+        self.note.lock().ok().and_then(|n| n.clone())
+    }
+
+    /// Moves the virtual clock on by `n` bytes at `rate` from `now`; returns how long to sleep.
+    fn advance(&self, n: u64, rate: u64, now: Instant) -> Duration {
+        let Ok(mut due) = self.due.lock() else {
+            return Duration::ZERO;
+        };
+        let from = due.map_or(now, |d| d.max(now));
+        let next = from + Duration::from_secs_f64(n as f64 / rate.max(1) as f64);
+        *due = Some(next);
+        next.saturating_duration_since(now)
     }
 
     /// Records `n` bytes read and sleeps until they fit the rate.
     pub async fn consume(&self, n: u64) {
-        let start = *self.start.get_or_init(Instant::now);
-        let total = self.bytes.fetch_add(n, Ordering::Relaxed) + n;
-        let wait = self.wait_for(total, start.elapsed());
+        let Some(rate) = self.rate() else {
+            return;
+        };
+        let wait = self.advance(n, rate, Instant::now());
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
@@ -48,17 +79,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn waits_until_the_bytes_fit_the_rate() {
+    fn waits_until_the_bytes_fit_the_rate_of_the_moment() {
         let p = Pacer::new(1000);
-        assert_eq!(p.wait_for(500, Duration::ZERO), Duration::from_millis(500));
+        let t0 = Instant::now();
+        assert_eq!(p.advance(500, 1000, t0), Duration::from_millis(500));
+        // Still 300 ms of the first read to wait out, then the next 500 bytes.
         assert_eq!(
-            p.wait_for(500, Duration::from_millis(200)),
-            Duration::from_millis(300)
+            p.advance(500, 1000, t0 + Duration::from_millis(200)),
+            Duration::from_millis(800)
         );
+        // A faster rate: the next bytes take less.
         assert_eq!(
-            p.wait_for(500, Duration::from_secs(1)),
-            Duration::ZERO,
-            "behind: no wait"
+            p.advance(1000, 4000, t0 + Duration::from_millis(1000)),
+            Duration::from_millis(250)
         );
+        // Idle time is not credited: behind, the wait starts from now.
+        assert_eq!(
+            p.advance(100, 1000, t0 + Duration::from_secs(10)),
+            Duration::from_millis(100)
+        );
+    }
+
+    #[test]
+    fn full_speed_never_waits() {
+        let p = Pacer::new(1);
+        p.set(PaceNote {
+            bytes_per_second: None,
+            why: "the writer stopped".into(),
+            raised: 1,
+            cut: 0,
+        });
+        assert_eq!(p.rate(), None);
+        assert_eq!(p.note().map(|n| n.raised), Some(1));
     }
 }

@@ -85,6 +85,12 @@ pub struct ResultLine {
     pub table_version_read: Option<u64>,
     /// The job's budget and why (`throttle`): the writers it yielded to, or every core.
     pub throttle: String,
+    /// The pace the job ended at and why, when it followed a writer's cadence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<crate::engine::compact::cadence::PaceNote>,
+    /// The table's bytes written by compaction per byte its writers wrote, over its recent log
+    /// when the job was decided (None: no ingest in it).
+    pub write_amplification: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -22,6 +22,7 @@ use crate::engine::location::Location;
 use crate::engine::open::now_ms;
 use crate::engine::size::format_bytes;
 use crate::engine::stats::file_sizes::Thresholds;
+use crate::engine::stats::log_health::Rewrite;
 use crate::engine::stats::table_report::PartitionValues;
 
 use super::decide::DecisionKind;
@@ -38,6 +39,8 @@ pub(super) struct JobSpec {
     pub table: String,
     pub loc: Location,
     pub partitions: Vec<DuePartition>,
+    /// The table's write amplification over its recent log when the job was decided.
+    pub rewrite: Rewrite,
     pub req: CompactRequest,
     pub thresholds: Thresholds,
     pub ratio: f64,
@@ -255,6 +258,7 @@ impl Talker {
                         c.rows
                     ))
                 }
+                JobEvent::Pace(note) => self.say(note.text()),
                 JobEvent::Conflict(c) => self.say(format!(
                     "conflict in {}: {}",
                     c.partition.label(),
@@ -385,6 +389,8 @@ pub(super) fn results(d: &JobDone, rule: &str) -> Option<Vec<ResultLine>> {
                     errors: s.errors.clone(),
                     table_version_read: d.version_read,
                     throttle: d.spec.throttle.reason.clone(),
+                    pace: summary.pace.clone(),
+                    write_amplification: d.spec.rewrite.write_amplification,
                 }
             })
             .collect(),

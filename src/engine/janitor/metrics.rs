@@ -26,6 +26,8 @@ pub struct TableMetrics {
     /// Input bytes of the files compacted (Databricks' `amount_of_data_compacted_bytes`).
     pub bytes_compacted: u64,
     pub last_decision_ms: i64,
+    /// Over the recent log: bytes compactions wrote, bytes the writers wrote, and their ratio.
+    pub rewrite: crate::engine::stats::log_health::Rewrite,
 }
 
 #[derive(Debug, Default)]
@@ -91,6 +93,13 @@ impl Metrics {
             t.health = health;
             t.due_partitions = due;
             t.last_decision_ms = now_ms;
+        });
+    }
+
+    /// The table's write amplification over its recent log, as read this cycle.
+    pub fn rewrite(&self, table: &str, rewrite: crate::engine::stats::log_health::Rewrite) {
+        self.with(|s| {
+            s.tables.entry(table.to_string()).or_default().rewrite = rewrite;
         });
     }
 
@@ -216,6 +225,31 @@ impl Metrics {
             "counter",
             "Bytes of the files compacted (amount_of_data_compacted_bytes).",
             &|m| m.bytes_compacted.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_write_amplification",
+            "gauge",
+            "Bytes compactions wrote per byte the writers wrote, over the recent log (NaN: no ingest).",
+            &|m| {
+                m.rewrite
+                    .write_amplification
+                    .map_or("NaN".into(), |w| format!("{w:.4}"))
+            },
+        );
+        gauge(
+            &mut out,
+            "table_rewritten_bytes",
+            "gauge",
+            "Bytes compactions wrote over the recent log.",
+            &|m| m.rewrite.compaction_bytes.to_string(),
+        );
+        gauge(
+            &mut out,
+            "table_ingested_bytes",
+            "gauge",
+            "Bytes the writers wrote over the recent log.",
+            &|m| m.rewrite.writer_bytes.to_string(),
         );
         gauge(
             &mut out,
@@ -405,6 +439,14 @@ mod tests {
         m.table_read("s3://b/t\"x", 10, 7, 30, 2, 2_000);
         m.job_done("s3://b/t\"x", false, 500);
         m.job_done("s3://b/t\"x", true, 0);
+        m.rewrite(
+            "s3://b/t\"x",
+            crate::engine::stats::log_health::Rewrite {
+                compaction_bytes: 300,
+                writer_bytes: 1200,
+                write_amplification: Some(0.25),
+            },
+        );
         m.cycle_ended(3_000);
         let text = m.render(4_000);
         for line in [
@@ -415,6 +457,9 @@ mod tests {
             "lakehealth_table_jobs_total{table=\"s3://b/t\\\"x\"} 2",
             "lakehealth_table_jobs_failed_total{table=\"s3://b/t\\\"x\"} 1",
             "lakehealth_table_compacted_bytes_total{table=\"s3://b/t\\\"x\"} 500",
+            "lakehealth_table_write_amplification{table=\"s3://b/t\\\"x\"} 0.2500",
+            "lakehealth_table_rewritten_bytes{table=\"s3://b/t\\\"x\"} 300",
+            "lakehealth_table_ingested_bytes{table=\"s3://b/t\\\"x\"} 1200",
             "lakehealth_table_last_decision_timestamp_seconds{table=\"s3://b/t\\\"x\"} 2.000",
             "lakehealth_janitor_cycles_total 1",
             "lakehealth_janitor_up 1",

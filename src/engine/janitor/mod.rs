@@ -122,7 +122,7 @@ enum Wake {
     Tick,
     Cancelled,
     Heard(Line),
-    Ended(std::result::Result<JobDone, tokio::task::JoinError>),
+    Ended(std::result::Result<(tokio::task::Id, JobDone), tokio::task::JoinError>),
 }
 
 pub struct Janitor {
@@ -147,6 +147,8 @@ pub struct Janitor {
     /// Jobs in flight: cycles go on deciding while they run (one per table at a time).
     jobs: JoinSet<JobDone>,
     in_flight: HashMap<String, InFlight>,
+    /// Each job task's table, to clear it even if the task itself failed.
+    tasks: HashMap<tokio::task::Id, String>,
     /// Where running jobs say what they do; emitted as it comes.
     talk: mpsc::UnboundedSender<Line>,
     heard: mpsc::UnboundedReceiver<Line>,
@@ -191,6 +193,7 @@ impl Janitor {
             last_commits: HashMap::new(),
             jobs: JoinSet::new(),
             in_flight: HashMap::new(),
+            tasks: HashMap::new(),
             talk,
             heard,
             ended: CycleStats::default(),
@@ -237,12 +240,7 @@ impl Janitor {
         let cores = throttle::cores();
         if !self.throttle {
             return Throttle {
-                budget: throttle::Budget {
-                    parallelism: cores,
-                    read_bytes_per_second: None,
-                    background: false,
-                    commit_spacing_ms: None,
-                },
+                budget: throttle::Budget::full(cores),
                 reason: format!("throttle off: {cores} bin(s) at a time, unbounded"),
             };
         }
@@ -341,7 +339,7 @@ impl Janitor {
         tokio::select! {
             biased;
             Some(line) = self.heard.recv() => Wake::Heard(line),
-            Some(done) = self.jobs.join_next(), if busy => Wake::Ended(done),
+            Some(done) = self.jobs.join_next_with_id(), if busy => Wake::Ended(done),
             _ = cancel.cancelled(), if ticking => Wake::Cancelled,
             _ = tokio::time::sleep_until(at), if ticking => Wake::Tick,
         }
@@ -397,18 +395,34 @@ impl Janitor {
     }
 
     /// A job ended: its result lines, the table's failure record, the metrics.
-    fn ended(&mut self, done: std::result::Result<JobDone, tokio::task::JoinError>) {
+    fn ended(
+        &mut self,
+        done: std::result::Result<(tokio::task::Id, JobDone), tokio::task::JoinError>,
+    ) {
         while let Ok(line) = self.heard.try_recv() {
             self.emit(line);
         }
         let done = match done {
-            Ok(d) => d,
+            Ok((id, d)) => {
+                self.tasks.remove(&id);
+                d
+            }
             Err(e) => {
-                // run_job catches the engine's panics; this is a bug in the janitor itself.
+                // The engine's job catches its own panics; this would be the janitor's task
+                // itself. The table is free again and its failure counts for its back-off.
+                let table = self.tasks.remove(&e.id()).unwrap_or_default();
+                self.in_flight.remove(&table);
+                let error = format!("the compaction job's task ended abnormally: {e}");
                 self.emit(Line::Warning {
                     ts: ts(now_ms()),
-                    message: format!("a compaction job ended abnormally: {e}"),
+                    message: format!("{table}: {error}"),
                 });
+                self.ended.jobs += 1;
+                self.ended.failed_jobs += 1;
+                self.schedules
+                    .entry(table)
+                    .or_default()
+                    .record_failure(now_ms(), error);
                 return;
             }
         };
@@ -430,9 +444,12 @@ impl Janitor {
         }
         for r in lines {
             if r.outcome == Outcome::Cancelled {
-                self.ended
-                    .cancelled
-                    .push(format!("{} {}: {}", r.table, r.partition.label(), r.summary));
+                self.ended.cancelled.push(format!(
+                    "{} {}: {}",
+                    r.table,
+                    r.partition.label(),
+                    r.summary
+                ));
             }
             self.emit(Line::Result(r));
         }
@@ -703,6 +720,7 @@ impl Janitor {
                 storage_options: self.open.storage_options.clone(),
             },
             partitions: due,
+            rewrite: t.report.log.rewrite,
             thresholds: self.thresholds(),
             ratio,
             executor: self.policy.executor.clone(),
@@ -725,6 +743,7 @@ impl Janitor {
                 job.as_ref().map_or(0, |j| j.partitions.len() as u64),
                 now,
             );
+            m.rewrite(&t.id, t.report.log.rewrite);
         }
         let decisions = lines
             .iter()
@@ -854,7 +873,11 @@ impl Janitor {
                 let msg = format!(
                     "queued: {} job(s) in flight already (at most {at_once} at a time{}); decided again next cycle",
                     self.in_flight.len(),
-                    if writer_active { " while a writer is active" } else { "" }
+                    if writer_active {
+                        " while a writer is active"
+                    } else {
+                        ""
+                    }
                 );
                 self.emit(Line::Activity {
                     ts: ts(now_ms()),
@@ -872,8 +895,11 @@ impl Janitor {
                     state: spec.state.clone(),
                 },
             );
-            self.jobs
+            let table = spec.table.clone();
+            let task = self
+                .jobs
                 .spawn(jobs::run_job(spec, self.locks.clone(), cancel.clone()));
+            self.tasks.insert(task.id(), table);
         }
     }
 }

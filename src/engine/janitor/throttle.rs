@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+pub use crate::engine::compact::budget::Budget;
 use crate::engine::log::state::CommitSummary;
 use crate::engine::size::format_bytes;
 use crate::engine::stats::writers::StreamingWriter;
@@ -219,21 +220,6 @@ pub fn measure(
 /// How many of the latest data commits set the rhythm.
 const RHYTHM_COMMITS: usize = 20;
 
-/// What a job may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Budget {
-    /// Bins rewritten at once (one core each).
-    pub parallelism: usize,
-    /// Input bytes read per second, None: unbounded.
-    pub read_bytes_per_second: Option<u64>,
-    /// The job's threads at the lowest CPU priority (`compact::priority`), so a writer on the
-    /// same machine gets a core the moment it wants one.
-    pub background: bool,
-    /// Compaction commits on the table at most one per this (`compact::spacing`); None: as
-    /// bins finish.
-    pub commit_spacing_ms: Option<u64>,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Throttle {
     pub budget: Budget,
@@ -253,22 +239,23 @@ pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
                 read_bytes_per_second: Some(active_rate.max(1)),
                 background: true,
                 commit_spacing_ms: spacing,
+                writer_rhythm_ms: w.rhythm_ms.map(|r| r.max(1) as u64),
             },
             reason: format!(
-                "{}; 1 bin at a time at the lowest CPU priority, reading at most {}/s{}",
+                "{}; 1 bin at a time at the lowest CPU priority, reading {}/s at first{}{}",
                 w.describe(),
                 format_bytes(active_rate),
+                if w.rhythm_ms.is_some() {
+                    ", then paced by the writer's cadence"
+                } else {
+                    ""
+                },
                 spacing_text(spacing)
             ),
         }
     } else {
         Throttle {
-            budget: Budget {
-                parallelism: cores,
-                read_bytes_per_second: None,
-                background: false,
-                commit_spacing_ms: None,
-            },
+            budget: Budget::full(cores),
             reason: format!(
                 "{}: {cores} bin(s) at a time (every core), unthrottled",
                 w.describe()
@@ -355,6 +342,7 @@ mod tests {
                 read_bytes_per_second: Some(ACTIVE_READ_RATE),
                 background: true,
                 commit_spacing_ms: None,
+                writer_rhythm_ms: Some(2_000),
             }
         );
         assert!(
@@ -412,6 +400,7 @@ mod tests {
                 read_bytes_per_second: None,
                 background: false,
                 commit_spacing_ms: None,
+                writer_rhythm_ms: None,
             }
         );
         assert!(t.reason.contains("every core"), "{}", t.reason);

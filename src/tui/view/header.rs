@@ -111,7 +111,16 @@ fn log(t: &TableReport, now_ms: i64) -> Vec<Item> {
         style::dim()
     };
     let rate = activity(l.commits_per_minute, l.last_commit_ms, now_ms);
-    vec![
+    // Write amplification once compactions rewrote anything in the recent log.
+    let rewritten = match l.rewrite.write_amplification {
+        Some(wa) if l.rewrite.compaction_bytes > 0 => Some(raw(format!(
+            "rewritten {wa:.2}x of ingested ({} for {})",
+            format_bytes(l.rewrite.compaction_bytes),
+            format_bytes(l.rewrite.writer_bytes)
+        ))),
+        _ => None,
+    };
+    let mut items = vec![
         vec![Span::styled(
             format!(
                 "log: checkpoint {} (+{} commits, {} JSON)",
@@ -134,7 +143,9 @@ fn log(t: &TableReport, now_ms: i64) -> Vec<Item> {
             format_count(t.vacuum.removed_files),
             format_bytes(t.vacuum.vacuumable_bytes),
         )),
-    ]
+    ];
+    items.extend(rewritten);
+    items
 }
 
 /// Iceberg has no checkpoints or vacuum debt: its snapshot, delete files and what

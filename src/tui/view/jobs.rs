@@ -34,11 +34,16 @@ pub fn summary_line(j: &JobView, now: Instant) -> String {
         .bytes_per_second(now)
         .map_or("-".into(), |r| format_bytes(r as u64));
     format!(
-        "bins {}/{}  rows {}  {rate}/s  ETA {eta}{}",
+        "bins {}/{}  rows {}  {rate}/s  ETA {eta}{}{}",
         j.bins_done(),
         p.bins_total.max(j.bins_done()),
         format_count(p.rows),
         p.commit_wait_text(),
+        j.pace
+            .as_ref()
+            .filter(|_| j.status().is_active())
+            .map(|n| format!("  {}", n.text()))
+            .unwrap_or_default(),
     )
 }
 

@@ -1,11 +1,17 @@
 //! Pace by feedback from the writer. While a writer is active a job starts at a modest read
 //! rate (`janitor::throttle`), then follows the writer's cadence: the log is listed every
-//! second or so, and the interval between the writer's commits over the last few seconds is
-//! compared with its interval before the job. While the cadence holds, the pace rises by a
+//! second or so, and the intervals between the writer's commits over the last few seconds are
+//! compared with its intervals before the job. While the cadence holds, the pace rises by a
 //! step (additive increase) up to full speed; when it stretches, the pace halves
 //! (multiplicative decrease), as TCP does with a congested link. A writer that stops (no commit
-//! for several of its intervals) is no longer there to protect: full speed. The controller is
-//! pure (`Aimd`); `follow` feeds it from the store.
+//! for several of its intervals) is no longer there to protect: full speed.
+//!
+//! The measure is the 90th percentile of the intervals, from the commit files' landing times
+//! (the store's last-modified, listed): a writer on a timer keeps its mean interval until its
+//! latency exceeds its period, but a slower commit lands later than its tick, so the spread of
+//! its intervals grows with its latency long before. Stores that give last-modified to the
+//! second only (S3) fall back to the mean interval (commits counted per poll). The controller
+//! is pure (`Aimd`); `follow` feeds it from the store.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -110,6 +116,26 @@ impl Aimd {
     }
 }
 
+/// The `q` quantile of the intervals between `times` (ascending); None with fewer than `min`
+/// intervals.
+fn interval_quantile(times: &[i64], q: f64, min: usize) -> Option<f64> {
+    let mut gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    if gaps.len() < min {
+        return None;
+    }
+    gaps.sort_unstable();
+    let i = ((gaps.len() as f64 * q) as usize).min(gaps.len() - 1);
+    Some(gaps[i] as f64)
+}
+
+/// Whether landing times have sub-second precision (S3 lists last-modified to the second).
+fn precise(times: &[i64]) -> bool {
+    times.iter().any(|t| t % 1000 != 0)
+}
+
+/// The fewest intervals a 90th percentile is taken over.
+const MIN_INTERVALS: usize = 6;
+
 /// Commits seen per poll, over a sliding window.
 #[derive(Debug, Default)]
 struct Window {
@@ -150,9 +176,12 @@ fn commit_version(path: &Path) -> Option<u64> {
     (v.len() == 20).then(|| v.parse().ok()).flatten()
 }
 
-/// Lists the log after `after` and returns the newest version seen and how many commits are
-/// new.
-async fn new_commits(store: &dyn ObjectStore, after: u64) -> Option<(u64, u64)> {
+/// The commits after `after` (and up to `upto`), by version: their landing times (ms).
+async fn landings(
+    store: &dyn ObjectStore,
+    after: u64,
+    upto: Option<u64>,
+) -> Option<Vec<(u64, i64)>> {
     use futures::TryStreamExt;
     let prefix = Path::from("_delta_log");
     let offset = Path::from(format!("_delta_log/{after:020}.json"));
@@ -161,35 +190,48 @@ async fn new_commits(store: &dyn ObjectStore, after: u64) -> Option<(u64, u64)> 
         .try_collect()
         .await
         .ok()?;
-    let mut newest = after;
-    let mut n = 0;
-    for f in files {
-        if let Some(v) = commit_version(&f.location)
-            && v > after
-        {
-            n += 1;
-            newest = newest.max(v);
-        }
-    }
-    Some((newest, n))
+    let mut out: Vec<(u64, i64)> = files
+        .iter()
+        .filter_map(|f| {
+            let v = commit_version(&f.location)?;
+            (v > after && upto.is_none_or(|u| v <= u))
+                .then(|| (v, f.last_modified.timestamp_millis()))
+        })
+        .collect();
+    out.sort_unstable();
+    Some(out)
 }
 
-/// Follows the writer's cadence from `version` until `done`, setting `pacer`'s rate. Our own
-/// commits count as the writer's: a few among many, they can only make the pace more careful.
+/// Follows the writer's cadence from `version` until `done`, setting `pacer`'s rate and
+/// telling `changed` each new pace. `rhythm_ms`: the writer's median interval before the job
+/// (from its commits' timestamps), used when landing times are too coarse. Our own commits
+/// count as the writer's: a few among many, they can only make the pace more careful.
 pub async fn follow(
     store: Arc<dyn ObjectStore>,
     version: u64,
-    baseline_ms: u64,
+    rhythm_ms: u64,
     pacer: Arc<Pacer>,
     done: CancellationToken,
     changed: impl Fn(PaceNote),
 ) {
-    let baseline = baseline_ms.max(1);
-    let mut aimd = Aimd::new(pacer.rate().unwrap_or(FULL), baseline);
-    // A window of at least 8 of the writer's intervals (and 3 s): enough commits to average.
-    let span = Duration::from_millis((8 * baseline).max(3000));
-    let poll = Duration::from_millis(baseline.clamp(1000, 5000));
+    let rhythm = rhythm_ms.max(1);
+    // The writer before the job: its last commits' landing times.
+    let before: Vec<i64> = landings(store.as_ref(), version.saturating_sub(40), Some(version))
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    let p90_before = precise(&before)
+        .then(|| interval_quantile(&before, 0.9, MIN_INTERVALS))
+        .flatten();
+    let baseline = p90_before.unwrap_or(rhythm as f64).max(1.0);
+    let mut aimd = Aimd::new(pacer.rate().unwrap_or(FULL), baseline as u64);
+    // At least 20 of the writer's intervals (and 3 s): enough to take a percentile of.
+    let span = Duration::from_millis((20 * rhythm).max(3000));
+    let poll = Duration::from_millis(rhythm.clamp(1000, 5000));
     let mut seen = version;
+    let mut recent: VecDeque<i64> = VecDeque::new();
     let mut window = Window::default();
     let started = Instant::now();
     window.add(started, 0, span);
@@ -198,12 +240,19 @@ pub async fn follow(
             _ = done.cancelled() => return,
             _ = tokio::time::sleep(poll) => {}
         }
-        let Some((newest, n)) = new_commits(store.as_ref(), seen).await else {
+        let Some(new) = landings(store.as_ref(), seen, None).await else {
             continue;
         };
-        seen = newest;
         let now = Instant::now();
-        window.add(now, n, span);
+        seen = new.last().map_or(seen, |(v, _)| *v);
+        window.add(now, new.len() as u64, span);
+        recent.extend(new.iter().map(|(_, t)| *t));
+        if let Some(&newest) = recent.back() {
+            let from = newest - span.as_millis() as i64;
+            while recent.front().is_some_and(|t| *t < from) {
+                recent.pop_front();
+            }
+        }
         if now.duration_since(started) < span / 2 {
             continue;
         }
@@ -211,7 +260,12 @@ pub async fn follow(
             .duration_since(window.last_commit.unwrap_or(started))
             .as_secs_f64()
             * 1000.0;
-        let note = aimd.observe(window.interval_ms(), quiet);
+        let times: Vec<i64> = recent.iter().copied().collect();
+        let measured = match p90_before {
+            Some(_) => interval_quantile(&times, 0.9, MIN_INTERVALS),
+            None => window.interval_ms(),
+        };
+        let note = aimd.observe(measured, quiet);
         if pacer.note().as_ref() != Some(&note) {
             pacer.set(note.clone());
             changed(note);
@@ -281,6 +335,32 @@ mod tests {
         // Older polls leave the window.
         w.add(t0 + Duration::from_secs(5), 2, span);
         assert_eq!(w.interval_ms(), Some(1000.0 * 3.0 / 2.0));
+    }
+
+    #[test]
+    fn the_spread_of_the_intervals_shows_a_slower_commit_before_the_mean_does() {
+        // A writer on a 100 ms timer: its commits land at the tick plus their latency.
+        let land = |lat: &[i64]| -> Vec<i64> {
+            lat.iter()
+                .enumerate()
+                .map(|(i, l)| i as i64 * 100 + l)
+                .collect()
+        };
+        let calm = land(&[40, 42, 41, 40, 43, 41, 40, 42, 41, 40, 42]);
+        let busy = land(&[40, 90, 41, 95, 43, 88, 40, 92, 41, 96, 42]);
+        let mean = |t: &[i64]| (t[t.len() - 1] - t[0]) as f64 / (t.len() - 1) as f64;
+        assert!(
+            (mean(&busy) - mean(&calm)).abs() < 1.0,
+            "the mean barely moves"
+        );
+        let (c, b) = (
+            interval_quantile(&calm, 0.9, MIN_INTERVALS).unwrap(),
+            interval_quantile(&busy, 0.9, MIN_INTERVALS).unwrap(),
+        );
+        assert!(b > c * CUT_RATIO, "p90 {c} -> {b}");
+        assert_eq!(interval_quantile(&calm[..4], 0.9, MIN_INTERVALS), None);
+        assert!(precise(&calm));
+        assert!(!precise(&[1_000, 2_000, 5_000]), "S3's whole seconds");
     }
 
     #[test]

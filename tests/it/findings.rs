@@ -251,6 +251,7 @@ async fn compact_demo(l: &lakehealth::engine::location::Location) {
         parallelism: 2,
         max_bin_bytes: Some(128 * KIB),
         strategy: Default::default(),
+        deleted_rows: Default::default(),
         storage_options: HashMap::new(),
     };
     let job = prepare(l, &req, small(), 1.0).await.expect("plan");

@@ -33,6 +33,7 @@ fn request(max_bin: u64) -> CompactRequest {
         parallelism: 2,
         max_bin_bytes: Some(max_bin),
         strategy: Default::default(),
+        deleted_rows: Default::default(),
         storage_options: HashMap::new(),
     }
 }

@@ -7,6 +7,7 @@
 mod column_digest;
 pub mod commit;
 pub mod conform;
+pub mod deletion_vectors;
 pub mod counting_store;
 pub mod events;
 pub mod execute;

@@ -165,7 +165,8 @@ pub fn partition_files(
             path: f.path().to_string(),
             store_path: f.object_store_path().to_string(),
             size: crate::engine::log::file_size::logged_size(f.size()),
-            has_deletion_vector: f.deletion_vector_descriptor().is_some(),
+            deletion_vector: f.deletion_vector_descriptor(),
+            num_records: f.num_records().map(|n| n as u64),
             tier,
         });
     }

@@ -537,6 +537,7 @@ impl Janitor {
                         parallelism: 1,
                         max_bin_bytes: None,
                         strategy: self.policy.strategy,
+                        deleted_rows: self.policy.deleted_rows,
                         storage_options: self.open.storage_options.clone(),
                     },
                     thresholds: self.thresholds(),
@@ -798,17 +799,10 @@ async fn run_job(spec: JobSpec, locks: Arc<PartitionLocks>, cancel: Cancellation
     if job.plan.bins == 0 {
         let p = &job.plan;
         let msg = format!(
-            "nothing to compact at version {}: no two files below {} to merge{}",
+            "nothing to compact at version {}: no two files below {} to merge, and no file over {} % deleted rows",
             p.table_version,
             format_bytes(p.min_file_size),
-            if p.skipped_deletion_vector_files > 0 {
-                format!(
-                    " ({} small files with deletion vectors are left alone)",
-                    p.skipped_deletion_vector_files
-                )
-            } else {
-                String::new()
-            }
+            job.exec.plan_options.deleted_rows.max_ratio * 100.0
         );
         let s = JobSummary {
             table_version_read: p.table_version,

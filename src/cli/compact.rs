@@ -15,7 +15,7 @@ use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
 use crate::engine::compact::locks::PartitionLocks;
-use crate::engine::compact::plan::{CompactionPlan, Selection};
+use crate::engine::compact::plan::{CompactionPlan, DeletedRows, Selection};
 use crate::engine::compact::selection::Predicate;
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
@@ -224,7 +224,10 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
         parallelism: a.parallelism.unwrap_or(1),
         max_bin_bytes: None,
         strategy: Default::default(),
-        deleted_rows: Default::default(),
+        deleted_rows: DeletedRows {
+            max_ratio: a.max_deleted_ratio,
+            purge: a.purge,
+        },
         storage_options: s.open.storage_options.clone(),
     };
     let mut job = prepare(

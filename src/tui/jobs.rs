@@ -269,8 +269,8 @@ mod tests {
             predicted_files_out: 1,
             bins: 1,
             deletion_vector_files: 0,
-        deleted_rows: 0,
-        files_rewritten_for_deletes: 0,
+            deleted_rows: 0,
+            files_rewritten_for_deletes: 0,
         }
     }
 

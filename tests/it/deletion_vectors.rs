@@ -66,7 +66,11 @@ async fn files_over_the_deleted_ratio_are_rewritten_without_their_deleted_rows_t
         ],
     );
     let before = kernel_read(d.path());
-    assert_eq!(before.rows.len() as u64, written - 51, "the kernel applies the vectors");
+    assert_eq!(
+        before.rows.len() as u64,
+        written - 51,
+        "the kernel applies the vectors"
+    );
 
     // No file is small (min size 1 byte): only the two files over 5 % are candidates.
     let s = compact(&l, &request(1, DeletedRows::default())).await;
@@ -74,7 +78,11 @@ async fn files_over_the_deleted_ratio_are_rewritten_without_their_deleted_rows_t
     assert_eq!(s.files_removed, 2, "{s:?}");
     let after = kernel_read(d.path());
     assert_eq!(after.rows, before.rows, "same rows and values");
-    assert_eq!(files_with_dv(d.path()), vec![f[1].clone()], "the 0.5 % file keeps its vector");
+    assert_eq!(
+        files_with_dv(d.path()),
+        vec![f[1].clone()],
+        "the 0.5 % file keeps its vector"
+    );
 
     // Purge: the last vector goes, the rows stay.
     let purge = DeletedRows {
@@ -86,7 +94,10 @@ async fn files_over_the_deleted_ratio_are_rewritten_without_their_deleted_rows_t
     assert_eq!(s.files_removed, 1, "{s:?}");
     let purged = kernel_read(d.path());
     assert_eq!(purged.rows, before.rows);
-    assert!(files_with_dv(d.path()).is_empty(), "no active file keeps a vector");
+    assert!(
+        files_with_dv(d.path()).is_empty(),
+        "no active file keeps a vector"
+    );
     assert!(leftover_files(d.path()).is_empty());
 }
 
@@ -114,7 +125,11 @@ async fn spark_table_with_a_deletion_vector_compacts_to_the_rows_spark_left() {
     let d = tempfile::tempdir().unwrap();
     copy_dir(&fixture("table-with-dv-small"), d.path());
     let before = kernel_read(d.path());
-    assert_eq!(before.rows.len(), 8, "Spark deleted 2 of 10 rows: {before:?}");
+    assert_eq!(
+        before.rows.len(),
+        8,
+        "Spark deleted 2 of 10 rows: {before:?}"
+    );
     // One 635-byte file with 20 % of its rows deleted: rewritten alone.
     let s = compact(&loc(d.path()), &request(64 * KIB, DeletedRows::default())).await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
@@ -132,8 +147,7 @@ async fn spark_table_with_a_deletion_vector_compacts_to_the_rows_spark_left() {
     let removed: Vec<_> = last.iter().filter_map(|a| a.get("remove")).collect();
     assert_eq!(removed.len(), 1);
     assert_eq!(
-        removed[0]["deletionVector"]["pathOrInlineDv"],
-        "vBn[lx{q8@P<9BNH/isA",
+        removed[0]["deletionVector"]["pathOrInlineDv"], "vBn[lx{q8@P<9BNH/isA",
         "the remove names the file with its vector"
     );
 }
@@ -168,4 +182,48 @@ async fn a_file_that_gained_a_deletion_vector_after_the_plan_is_never_committed_
     assert_eq!(c.operation.as_deref(), Some("DELETE"), "{c:?}");
     // Whatever was replanned and committed after, the deleted rows stay deleted.
     assert_eq!(kernel_read(d.path()).rows, after_delete.rows);
+}
+
+fn lakehealth(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .args(args)
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn cli_report_shows_deleted_rows_and_purge_removes_them_from_storage() {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("table-with-dv-small"), d.path());
+    let uri = d.path().to_str().unwrap();
+    let before = kernel_read(d.path());
+    let o = lakehealth(&["report", uri]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains(
+            "deleted rows: 2 of 10 (20.0 %) in 1 files with deletion vectors; 1 over 5 %"
+        ),
+        "{text}"
+    );
+    // With a ratio above the file's 20 %, compact leaves it alone (one file: nothing to merge)...
+    let o = lakehealth(&["compact", uri, "--max-deleted-ratio", "0.5", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(files_with_dv(d.path()).len(), 1);
+    // ...and purge rewrites it without its deleted rows.
+    let o = lakehealth(&["purge", uri, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["deleted_rows"], 2, "{v}");
+    assert_eq!(v["rows"], 8, "{v}");
+    assert!(files_with_dv(d.path()).is_empty());
+    assert_eq!(kernel_read(d.path()).rows, before.rows);
+    let o = lakehealth(&["compact", uri, "--max-deleted-ratio", "2"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a ratio from 0 to 1"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -59,11 +59,7 @@ pub fn descriptor(table: &Path, storage: Storage, rows: &[u64]) -> Value {
             let uuid = uuid::Uuid::new_v4();
             let (bytes, offset, size) = dv_file(rows);
             std::fs::create_dir_all(table.join("dv")).unwrap();
-            std::fs::write(
-                table.join(format!("dv/deletion_vector_{uuid}.bin")),
-                bytes,
-            )
-            .unwrap();
+            std::fs::write(table.join(format!("dv/deletion_vector_{uuid}.bin")), bytes).unwrap();
             json!({"storageType": "u", "pathOrInlineDv": format!("dv{}", z85::encode(uuid.as_bytes())),
                    "offset": offset, "sizeInBytes": size, "cardinality": cardinality})
         }
@@ -116,7 +112,9 @@ pub fn delete_rows(table: &Path, files: &[(&str, Storage, Vec<u64>)]) -> u64 {
             "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}}),
     ];
     for (path, storage, rows) in files {
-        let add = adds.get(*path).unwrap_or_else(|| panic!("{path} is active"));
+        let add = adds
+            .get(*path)
+            .unwrap_or_else(|| panic!("{path} is active"));
         let mut remove = json!({"path": path, "deletionTimestamp": chrono::Utc::now().timestamp_millis(),
             "dataChange": true, "extendedFileMetadata": true,
             "partitionValues": add["partitionValues"], "size": add["size"]});

@@ -1,20 +1,20 @@
 //! Integration tests, one binary (each test binary links all of delta-rs, so fewer is faster).
 
 mod cli;
-mod deletion_vectors;
 mod commit_safety;
 mod common;
 mod compact;
+mod deletion_vectors;
+mod dv_tables;
 mod errors;
 mod findings;
 mod fixtures;
-mod dv_tables;
 mod formats;
 mod harness;
 mod iceberg;
 mod janitor;
-mod kernel_reader;
 mod janitor_ops;
+mod kernel_reader;
 mod live;
 mod maintenance;
 mod orphans;

@@ -125,10 +125,11 @@ pub async fn deleted_rows(
             bytes: Bytes::new(),
         }),
         Some(url) => {
-            let key = key_under(&parent, &url).ok_or_else(|| DeletionVectorError::OutsideTable {
-                url: url.to_string(),
-                root: parent.to_string(),
-            })?;
+            let key =
+                key_under(&parent, &url).ok_or_else(|| DeletionVectorError::OutsideTable {
+                    url: url.to_string(),
+                    root: parent.to_string(),
+                })?;
             let bytes = store
                 .get(&key)
                 .await

@@ -402,17 +402,24 @@ pub fn plan(
         }
         let mut before: Vec<u64> = files.iter().map(|f| f.size).collect();
         let histogram_before = SizeStats::from_sizes(&mut before, thresholds, &edges).histogram;
-        let (candidates, _keep): (Vec<FileRef>, Vec<FileRef>) =
-            files.iter().cloned().partition(|f| {
-                f.size < o.min_file_size || f.rewritten_for_deletes(&o.deleted_rows)
-            });
+        let (candidates, _keep): (Vec<FileRef>, Vec<FileRef>) = files
+            .iter()
+            .cloned()
+            .partition(|f| f.size < o.min_file_size || f.rewritten_for_deletes(&o.deleted_rows));
         let bins: Vec<Bin> = match o.strategy {
             Strategy::BinPack => pack(candidates, o),
             Strategy::Tiered { fanout, keep_below } => {
-                due_groups(candidates, fanout, o.target_file_size, keep_below)
+                // Files rewritten for their deleted rows go whether or not their tier is due.
+                let (for_deletes, by_size): (Vec<FileRef>, Vec<FileRef>) = candidates
                     .into_iter()
-                    .flat_map(|group| pack(group, o))
-                    .collect()
+                    .partition(|f| f.rewritten_for_deletes(&o.deleted_rows));
+                let mut bins: Vec<Bin> =
+                    due_groups(by_size, fanout, o.target_file_size, keep_below)
+                        .into_iter()
+                        .flat_map(|group| pack(group, o))
+                        .collect();
+                bins.extend(pack(for_deletes, o));
+                bins
             }
         };
         if bins.is_empty() {
@@ -658,6 +665,26 @@ mod tests {
         assert_eq!(p.files_in, 1);
         assert_eq!(p.partitions[0].bins[0].files[0].path, one.path);
         assert_eq!(p.files_rewritten_for_deletes, 1);
+    }
+
+    #[test]
+    fn tiered_plans_rewrite_files_over_the_ratio_even_when_no_tier_is_due() {
+        let f = files("d=1", &[MIB, MIB]);
+        let over = with_dv(f[0].clone(), 50);
+        let mut tiered = o();
+        tiered.strategy = Strategy::Tiered {
+            fanout: 10,
+            keep_below: 50,
+        };
+        let p = plan(
+            1,
+            vec![(pv("1"), vec![over.clone(), f[1].clone()])],
+            &Selection::All,
+            &tiered,
+            &t(),
+        );
+        assert_eq!(p.files_in, 1, "{p:?}");
+        assert_eq!(p.partitions[0].bins[0].files[0].path, over.path);
     }
 
     #[test]

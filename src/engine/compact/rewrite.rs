@@ -234,9 +234,8 @@ pub async fn row_filter(
 /// Deleted row indexes past the end of a file: its deletion vector is not its own.
 fn unmatched_error(filter: &RowFilter) -> Option<String> {
     let n = filter.unmatched();
-    (n > 0).then(|| {
-        format!("its deletion vector marks {n} rows beyond the file's last row deleted")
-    })
+    (n > 0)
+        .then(|| format!("its deletion vector marks {n} rows beyond the file's last row deleted"))
 }
 
 /// Reads the outputs back and fingerprints them.
@@ -554,7 +553,10 @@ pub async fn rewrite_bin(
                 return Err(fail(e, w.outputs()));
             }
         };
-        match w.copy_file(&f, opened, filter, &file_schema, &counters).await {
+        match w
+            .copy_file(&f, opened, filter, &file_schema, &counters)
+            .await
+        {
             Ok(removed) => deleted += removed,
             Err(e) => return Err(fail(e, w.outputs())),
         }

@@ -57,13 +57,16 @@ pub async fn open_for_compaction_with(
     if let Some(wrap) = wrap {
         store = wrap(store);
     }
-    let table = DeltaTableBuilder::from_url(loc.url.clone())
+    let loaded = DeltaTableBuilder::from_url(loc.url.clone())
         .map_err(|e| derr(&uri, e))?
         .with_storage_backend(store, loc.url.clone())
         .with_storage_options(storage_options.clone())
         .load()
-        .await
-        .map_err(|e| derr(&uri, e))?;
+        .await;
+    let table = match loaded {
+        Ok(t) => t,
+        Err(e) => return Err(why_not_loaded(loc, storage_options, &uri, e).await),
+    };
     let props = TableProps::parse(
         table
             .snapshot()
@@ -80,6 +83,30 @@ pub async fn open_for_compaction_with(
         uri,
         props,
     })
+}
+
+/// Why delta-rs could not load the table: a `metaData` without `schemaString` or `format` (which
+/// Spark tolerates and lakehealth reports) is said plainly; anything else is delta-rs's error.
+async fn why_not_loaded(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+    uri: &str,
+    e: deltalake::DeltaTableError,
+) -> EngineError {
+    let Ok(store) = loc.open_store(storage_options) else {
+        return derr(uri, e);
+    };
+    let state = crate::engine::log::replay::replay(&store, uri, Default::default(), &|_| {}).await;
+    match state.map(|s| s.metadata.missing_required()) {
+        Ok(missing) if !missing.is_empty() => EngineError::Unsupported {
+            uri: uri.to_string(),
+            detail: format!(
+                "the table's metaData has no {}: lakehealth writes compacted files with the table's schema and statistics, so it cannot compact this table (Spark can: it takes the schema from the data files). lakehealth changed nothing",
+                missing.join(" and no ")
+            ),
+        },
+        _ => derr(uri, e),
+    }
 }
 
 /// delta-rs 1.1 cannot write column-mapped tables: refuse rather than risk it (an unknown mode

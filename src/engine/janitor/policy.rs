@@ -727,11 +727,17 @@ mod tests {
     fn max_deleted_ratio_defaults_to_delta_and_is_checked() {
         assert_eq!(parse("").unwrap().deleted_rows.max_ratio, 0.05);
         assert_eq!(
-            parse("max_deleted_ratio = 0.2").unwrap().deleted_rows.max_ratio,
+            parse("max_deleted_ratio = 0.2")
+                .unwrap()
+                .deleted_rows
+                .max_ratio,
             0.2
         );
         let e = parse("max_deleted_ratio = 1.5").unwrap_err();
-        assert!(e.contains("max_deleted_ratio") && e.contains("from 0 to 1"), "{e}");
+        assert!(
+            e.contains("max_deleted_ratio") && e.contains("from 0 to 1"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -499,10 +499,6 @@ impl Policy {
             }
             Strategy::BinPack => s.push_str("; merges every small file each time"),
         }
-        s.push_str(&format!(
-            "; files over {} % deleted rows rewritten",
-            self.deleted_rows.max_ratio * 100.0
-        ));
         if let Some(p) = &self.partitions {
             s.push_str(&format!("; partitions {}", p.text));
         }

@@ -227,3 +227,93 @@ fn cli_report_shows_deleted_rows_and_purge_removes_them_from_storage() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The streaming writer appending on its own thread and runtime until cancelled.
+fn background_writer(
+    l: Location,
+    cancel: CancellationToken,
+) -> std::thread::JoinHandle<Vec<lakehealth::engine::stream::writer::BatchCommitted>> {
+    use lakehealth::engine::stream::writer::{StreamOptions, run_stream};
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let o = StreamOptions {
+                query_id: "live".into(),
+                interval: std::time::Duration::from_millis(30),
+                rows: 200,
+                max_batches: None,
+                storage_options: HashMap::new(),
+            };
+            run_stream(&l, &o, cancel, tx).await.unwrap();
+            let mut evs = Vec::new();
+            while let Ok(e) = rx.try_recv() {
+                evs.push(e);
+            }
+            evs
+        })
+    })
+}
+
+/// `event_id=...` of a kernel row.
+fn event_id(row: &str) -> &str {
+    row.split('|')
+        .find(|c| c.starts_with("event_id="))
+        .expect("an event_id column")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacting_a_table_with_deletion_vectors_beside_a_streaming_writer_loses_and_duplicates_no_row()
+ {
+    let (d, l, _) = seeded(12).await;
+    let f = first_files(d.path(), 4);
+    delete_rows(
+        d.path(),
+        &[
+            (&f[0], Storage::Inline, (0..30).collect()),
+            (&f[1], Storage::Relative, vec![7, 8]),
+            (&f[2], Storage::Absolute, (150..200).collect()),
+            (&f[3], Storage::Relative, (0..12).collect()),
+        ],
+    );
+    let before = kernel_read(d.path());
+    let cancel = CancellationToken::new();
+    let v0 = commits_from(d.path(), 0).len();
+    let writer = background_writer(l.clone(), cancel.clone());
+    // The writer is committing when the compaction starts, and still after it ends.
+    let started = std::time::Instant::now();
+    while commits_from(d.path(), 0).len() == v0 {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the writer never committed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let s = compact(&l, &request(64 * KIB, DeletedRows::default())).await;
+    let v1 = commits_from(d.path(), 0).len();
+    while commits_from(d.path(), 0).len() == v1 {
+        assert!(started.elapsed().as_secs() < 60, "the writer stopped");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    cancel.cancel();
+    let batches = writer.join().unwrap();
+    assert!(batches.len() >= 2, "{} writer batches", batches.len());
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(!s.commits.is_empty(), "{s:?}");
+    assert_eq!(s.deleted_rows, 94, "the four vectors' rows are purged");
+    let written: u64 = batches.iter().map(|b| b.rows as u64).sum();
+    let after = kernel_read(d.path());
+    assert_eq!(after.rows.len() as u64, before.rows.len() as u64 + written);
+    let ids: std::collections::HashSet<&str> = after.rows.iter().map(|r| event_id(r)).collect();
+    assert_eq!(ids.len(), after.rows.len(), "no row twice");
+    // Every row read before is still there with every value.
+    let after_set: std::collections::HashSet<&String> = after.rows.iter().collect();
+    assert!(before.rows.iter().all(|r| after_set.contains(r)));
+    assert!(
+        files_with_dv(d.path()).is_empty(),
+        "the small files with vectors were merged"
+    );
+}

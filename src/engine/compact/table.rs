@@ -77,6 +77,7 @@ pub async fn open_for_compaction_with(
             .map(|(k, v)| (k.as_str(), v.as_str())),
     );
     refuse_column_mapping(&uri, &props)?;
+    refuse_unknown_writer_features(&table, &uri)?;
     Ok(CompactionTable {
         table,
         counters,
@@ -106,6 +107,33 @@ async fn why_not_loaded(
             ),
         },
         _ => derr(uri, e),
+    }
+}
+
+/// A table whose writer features delta-rs's commit does not know is refused before anything is
+/// rewritten (its commit would refuse it after the whole rewrite), naming the features.
+fn refuse_unknown_writer_features(table: &DeltaTable, uri: &str) -> Result<()> {
+    use deltalake::kernel::transaction::{PROTOCOL, TransactionError};
+    let snapshot = table.snapshot().map_err(|e| derr(uri, e))?;
+    match PROTOCOL.can_write_to(snapshot) {
+        Ok(()) => Ok(()),
+        Err(TransactionError::UnsupportedTableFeatures(features)) => {
+            let mut names: Vec<String> = features.iter().map(|f| f.to_string()).collect();
+            names.sort();
+            Err(EngineError::Unsupported {
+                uri: uri.to_string(),
+                detail: format!(
+                    "the table uses writer features delta-rs 1.1 cannot commit to ({}); lakehealth refuses before rewriting anything and changed nothing",
+                    names.join(", ")
+                ),
+            })
+        }
+        Err(e) => Err(EngineError::Unsupported {
+            uri: uri.to_string(),
+            detail: format!(
+                "delta-rs 1.1 cannot write to this table ({e}); lakehealth changed nothing"
+            ),
+        }),
     }
 }
 

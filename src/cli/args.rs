@@ -133,8 +133,12 @@ pub enum Command {
     Demo(DemoArgs),
     /// Append sensor micro-batches to a table like a Structured Streaming query.
     Stream(StreamArgs),
-    /// Compact small files of a table (OPTIMIZE commits beside concurrent writers).
+    /// Compact small files of a table (OPTIMIZE commits beside concurrent writers), and files
+    /// with more than --max-deleted-ratio of their rows deleted by deletion vectors.
     Compact(CompactArgs),
+    /// Rewrite every file with a deletion vector in the selected partitions without its deleted
+    /// rows (Delta's REORG TABLE ... APPLY (PURGE)), merging small files as compact does.
+    Purge(CompactArgs),
     /// Convert a Parquet folder (or a Spark file-sink folder) to a Delta table in place.
     Convert(ConvertArgs),
     /// Janitor: compact partitions by a policy as they fill with small files, saying why.
@@ -224,6 +228,13 @@ pub struct CompactArgs {
     /// First settle results a stopped coordinator left under _lakehealth/jobs/ (commit or clean up).
     #[arg(long)]
     pub pickup: bool,
+    /// Files whose deletion vectors mark more than this share of their rows deleted are
+    /// rewritten whatever their size (Delta's OPTIMIZE maxDeletedRowsRatio).
+    #[arg(long, value_name = "RATIO", default_value_t = crate::engine::compact::plan::DEFAULT_MAX_DELETED_RATIO, value_parser = parse_ratio)]
+    pub max_deleted_ratio: f64,
+    /// Set by the `purge` command: every file with a deletion vector is rewritten.
+    #[arg(skip)]
+    pub purge: bool,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]
@@ -250,6 +261,15 @@ pub struct ConvertArgs {
     pub json: bool,
     #[command(flatten)]
     pub storage: StorageArgs,
+}
+
+fn parse_ratio(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!(
+            "{s:?} is not a ratio from 0 to 1 (e.g. 0.05 for 5 % of a file's rows)"
+        )),
+    }
 }
 
 fn parse_partition_column(

@@ -15,7 +15,7 @@ use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
 use crate::engine::compact::locks::PartitionLocks;
-use crate::engine::compact::plan::{CompactionPlan, Selection};
+use crate::engine::compact::plan::{CompactionPlan, DeletedRows, Selection};
 use crate::engine::compact::selection::Predicate;
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
@@ -49,10 +49,10 @@ pub fn plan_text(p: &CompactionPlan) -> String {
             part.predicted_files_after
         ));
     }
-    if p.skipped_deletion_vector_files > 0 {
+    if p.deletion_vector_files > 0 {
         o.push_str(&format!(
-            "  {} small files with deletion vectors are left alone\n",
-            p.skipped_deletion_vector_files
+            "  {} files with deletion vectors: their {} deleted rows are left out of the outputs ({} rewritten for their deleted rows alone)\n",
+            p.deletion_vector_files, p.deleted_rows, p.files_rewritten_for_deletes
         ));
     }
     o
@@ -220,6 +220,10 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
         parallelism: a.parallelism.unwrap_or(1),
         max_bin_bytes: None,
         strategy: Default::default(),
+        deleted_rows: DeletedRows {
+            max_ratio: a.max_deleted_ratio,
+            purge: a.purge,
+        },
         storage_options: s.open.storage_options.clone(),
     };
     let mut job = prepare(

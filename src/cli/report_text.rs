@@ -43,6 +43,51 @@ pub fn findings_text(t: &TableReport, out: &mut String) {
     }
 }
 
+/// Partitions listed under the deleted rows (most deleted first).
+const DELETED_ROWS_PARTITIONS: usize = 10;
+
+/// Rows deletion vectors mark deleted: the table's total and per partition.
+fn deleted_rows_text(t: &TableReport, out: &mut String) {
+    let Some(d) = &t.deleted_rows else {
+        return;
+    };
+    let pct = |deleted: u64, rows: u64| {
+        if rows == 0 {
+            0.0
+        } else {
+            100.0 * deleted as f64 / rows as f64
+        }
+    };
+    let _ = writeln!(
+        out,
+        "deleted rows: {} of {} ({:.1} %) in {} files with deletion vectors; {} over {} %",
+        format_count(d.deleted_rows),
+        format_count(d.rows),
+        pct(d.deleted_rows, d.rows),
+        d.files_with_deletion_vectors,
+        d.files_over_ratio.len(),
+        d.max_deleted_ratio * 100.0
+    );
+    for p in d.partitions.iter().take(DELETED_ROWS_PARTITIONS) {
+        let _ = writeln!(
+            out,
+            "  {:<40} {:>10} of {:>10} rows deleted ({:.1} %), {} files",
+            p.values.label(),
+            format_count(p.deleted_rows),
+            format_count(p.rows),
+            p.deleted_share * 100.0,
+            p.files_with_deletion_vectors
+        );
+    }
+    if d.partitions.len() > DELETED_ROWS_PARTITIONS {
+        let _ = writeln!(
+            out,
+            "  ... and {} more partitions (--json lists them all)",
+            d.partitions.len() - DELETED_ROWS_PARTITIONS
+        );
+    }
+}
+
 pub fn table_text(t: &TableReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{}  ({}, {})", t.name, t.uri, t.format.label());
@@ -54,6 +99,7 @@ pub fn table_text(t: &TableReport) -> String {
         _ => {
             log_text(t, &mut o);
             findings_text(t, &mut o);
+            deleted_rows_text(t, &mut o);
             orphans_text(t, &mut o);
         }
     }

@@ -65,7 +65,7 @@ impl Flags {
                 f.sizes = a.sizes.clone();
                 f.discovery = a.discovery.clone();
             }
-            Some(Command::Compact(a)) => {
+            Some(Command::Compact(a)) | Some(Command::Purge(a)) => {
                 f.storage = a.storage.clone();
                 f.sizes = a.sizes.clone();
                 f.executor = a.executor.clone();
@@ -158,6 +158,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Stream(a)) => stream(a, &s).await,
         Some(Command::Compact(a)) => {
+            let target = a.sizes.target.map(|t| t.0);
+            super::compact::compact(a, &s, target).await
+        }
+        Some(Command::Purge(mut a)) => {
+            a.purge = true;
             let target = a.sizes.target.map(|t| t.0);
             super::compact::compact(a, &s, target).await
         }

@@ -267,7 +267,9 @@ mod tests {
             bytes_in: bytes,
             predicted_files_out: 1,
             bins: 1,
-            skipped_deletion_vector_files: 0,
+            deletion_vector_files: 0,
+            deleted_rows: 0,
+            files_rewritten_for_deletes: 0,
         }
     }
 

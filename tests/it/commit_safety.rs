@@ -35,6 +35,7 @@ fn request() -> CompactRequest {
         parallelism: 1,
         max_bin_bytes: Some(160 * KIB),
         strategy: Default::default(),
+        deleted_rows: Default::default(),
         storage_options: HashMap::new(),
     }
 }

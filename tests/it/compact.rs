@@ -61,6 +61,7 @@ fn request(max_bin: u64) -> CompactRequest {
         parallelism: 1,
         max_bin_bytes: Some(max_bin),
         strategy: Default::default(),
+        deleted_rows: Default::default(),
         storage_options: HashMap::new(),
     }
 }
@@ -355,6 +356,7 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
         parallelism: 2,
         max_bin_bytes: None,
         strategy: Default::default(),
+        deleted_rows: Default::default(),
         storage_options: HashMap::new(),
     };
     let job = prepare(&l, &req, thresholds, 1.0).await.unwrap();

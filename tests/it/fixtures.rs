@@ -148,3 +148,115 @@ async fn the_fixtures_folder_opens_as_a_root_of_tables() {
     sorted.sort();
     assert_eq!(scores, sorted);
 }
+
+#[tokio::test]
+async fn deletion_vector_table_reports_its_deleted_rows_and_names_the_file_over_the_ratio() {
+    let r = load_table(&loc(&fixture("table-with-dv-small")), &opts(), &|_| {})
+        .await
+        .unwrap();
+    let d = r.deleted_rows.as_ref().expect("a deleted-rows section");
+    assert_eq!((d.deleted_rows, d.rows), (2, 10));
+    assert_eq!(d.partitions.len(), 1);
+    assert_eq!(d.partitions[0].deleted_share, 0.2);
+    assert_eq!(d.files_over_ratio.len(), 1);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == lakehealth::engine::stats::findings::FindingKind::DeletedRowsOverRatio)
+        .expect("a finding");
+    assert!(
+        f.message
+            .contains("part-00000-fae5310a-a37d-4e51-827b-c3d5516560ca-c000.snappy.parquet (20.0 % of 10 rows)"),
+        "{}",
+        f.message
+    );
+    // A table without deletion vectors has no such section.
+    let plain = load_table(&loc(&fixture("delta-0.8.0-partitioned")), &opts(), &|_| {})
+        .await
+        .unwrap();
+    assert!(plain.deleted_rows.is_none());
+}
+
+fn lenient_fixture() -> std::path::PathBuf {
+    fixtures_dir()
+        .parent()
+        .unwrap()
+        .join("delta_lenient/metadata-without-schema-string")
+}
+
+#[tokio::test]
+async fn metadata_without_schema_string_is_reported_with_a_warning_not_called_corrupt() {
+    let path = lenient_fixture();
+    let r = load_table(&loc(&path), &opts(), &|_| {})
+        .await
+        .unwrap_or_else(|e| panic!("reported, not refused: {e}"));
+    let (files, bytes, parts) = naive_replay(&path);
+    assert_eq!((r.stats.files, r.stats.bytes), (files, bytes));
+    assert_eq!(r.partitions.len(), parts.len());
+    assert_eq!(r.partition_columns, vec!["year", "month", "day"]);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("no schemaString and no format") && w.contains("cannot compact")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[tokio::test]
+async fn compaction_of_a_table_without_schema_string_says_why_and_changes_nothing() {
+    use lakehealth::engine::compact::job::{CompactRequest, prepare};
+    use lakehealth::engine::compact::plan::Selection;
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&lenient_fixture(), d.path());
+    let req = CompactRequest {
+        selection: Selection::All,
+        target_file_size: Some(64 * 1024),
+        min_file_size: Some(64 * 1024),
+        parallelism: 1,
+        max_bin_bytes: None,
+        strategy: Default::default(),
+        deleted_rows: Default::default(),
+        storage_options: Default::default(),
+    };
+    let e = match prepare(&loc(d.path()), &req, kib64_thresholds(), 1.0).await {
+        Ok(_) => panic!("a table without a schema cannot be compacted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("metaData has no schemaString") && e.contains("lakehealth changed nothing"),
+        "{e}"
+    );
+    assert_eq!(commits_from(d.path(), 0).len(), 1, "no commit was written");
+}
+
+#[tokio::test]
+async fn a_table_with_writer_features_delta_rs_cannot_commit_is_refused_before_any_rewrite() {
+    use lakehealth::engine::compact::job::{CompactRequest, prepare};
+    use lakehealth::engine::compact::plan::Selection;
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("table_with_liquid_clustering"), d.path());
+    let before = leftover_files(d.path());
+    let req = CompactRequest {
+        selection: Selection::All,
+        target_file_size: Some(64 * 1024),
+        min_file_size: Some(64 * 1024),
+        parallelism: 1,
+        max_bin_bytes: None,
+        strategy: Default::default(),
+        deleted_rows: Default::default(),
+        storage_options: Default::default(),
+    };
+    let e = match prepare(&loc(d.path()), &req, kib64_thresholds(), 1.0).await {
+        Ok(_) => panic!("delta-rs cannot commit to a liquid table with row tracking"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("writer features delta-rs 1.1 cannot commit to")
+            && e.contains("rowTracking")
+            && e.contains("domainMetadata"),
+        "{e}"
+    );
+    assert_eq!(commits_from(d.path(), 0).len(), 1, "no commit was written");
+    assert_eq!(leftover_files(d.path()), before, "no file was written");
+}

@@ -935,3 +935,75 @@ fn one_commit_slot_takes_several_partitions_bins_and_leaves_out_the_one_python_t
         "one file per partition, the third one Python's"
     );
 }
+
+/// Rounds of two `lakehealth compact` processes on a table with deletion vectors: before each
+/// round a DELETE marks rows of small files (inline, in a DV file, at an absolute path; some
+/// over 5 %, some under). After each round delta-kernel (which applies the vectors) must read
+/// exactly the rows it read before the round, and no active file may keep a vector.
+#[test]
+fn two_compact_processes_on_a_table_with_deletion_vectors_keep_exactly_the_rows_kernel_reads() {
+    use crate::dv_tables::{Storage, active_adds, delete_rows, files_with_dv};
+    use crate::kernel_reader::kernel_read;
+    let mut t = Table::local();
+    t.seed(30);
+    let logs = tempfile::tempdir().unwrap();
+    let mut contested = 0;
+    for round in 0..8u64 {
+        if round > 0 {
+            t.seed(10);
+        }
+        let fresh: Vec<String> = active_adds(t.local_path())
+            .into_iter()
+            .filter(|(_, a)| {
+                a.get("deletionVector").is_none() && a["size"].as_u64() < Some(64 * 1024)
+            })
+            .map(|(p, _)| p)
+            .take(4)
+            .collect();
+        assert_eq!(fresh.len(), 4);
+        delete_rows(
+            t.local_path(),
+            &[
+                (&fresh[0], Storage::Inline, (0..20).collect()),
+                (&fresh[1], Storage::Relative, vec![round]),
+                (&fresh[2], Storage::Absolute, (50..80).collect()),
+                (&fresh[3], Storage::Relative, (0..3).collect()),
+            ],
+        );
+        let expected = kernel_read(t.local_path());
+        let offset = Duration::from_millis(OFFSETS_MS[round as usize % OFFSETS_MS.len()]);
+        let a = t.compact_below("1MiB", "64KiB", logs.path(), &format!("dv{round}-a"));
+        std::thread::sleep(offset);
+        let b = t.compact_below("1MiB", "64KiB", logs.path(), &format!("dv{round}-b"));
+        let (a, b) = (a.finish(), b.finish());
+        a.assert_no_panic();
+        b.assert_no_panic();
+        let got = kernel_read(t.local_path());
+        assert!(
+            got.rows == expected.rows,
+            "round {round}: kernel reads {} rows, expected {}\n  {}\n  {}",
+            got.rows.len(),
+            expected.rows.len(),
+            a.describe(),
+            b.describe()
+        );
+        assert!(
+            a.status.success() || b.status.success(),
+            "round {round}: neither compaction succeeded\n  {}\n  {}",
+            a.describe(),
+            b.describe()
+        );
+        assert_eq!(
+            files_with_dv(t.local_path()),
+            Vec::<String>::new(),
+            "round {round}"
+        );
+        if a.planned_at().is_some() && a.planned_at() == b.planned_at() {
+            contested += 1;
+        }
+    }
+    assert!(
+        contested >= 2,
+        "the processes hardly ever raced ({contested} of 8 rounds)"
+    );
+}

@@ -33,6 +33,7 @@ fn request(max_bin: u64) -> CompactRequest {
         parallelism: 2,
         max_bin_bytes: Some(max_bin),
         strategy: Default::default(),
+        deleted_rows: Default::default(),
         storage_options: HashMap::new(),
     }
 }
@@ -893,4 +894,29 @@ async fn a_worker_whose_task_is_gone_before_it_starts_writes_nothing() {
     assert!(commits_after(d.path(), job.plan.table_version).is_empty());
     assert_eq!(dump(d.path()), before);
     assert_exact(d.path(), rows);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ray_workers_apply_deletion_vectors_from_their_specs() {
+    use crate::dv_tables::{Storage, active_adds, delete_rows, files_with_dv};
+    use crate::kernel_reader::kernel_read;
+    let (d, l, _) = seeded(24).await;
+    let f: Vec<String> = active_adds(d.path()).into_keys().take(3).collect();
+    delete_rows(
+        d.path(),
+        &[
+            (&f[0], Storage::Inline, (0..10).collect()),
+            (&f[1], Storage::Relative, vec![1, 2, 3]),
+            (&f[2], Storage::Absolute, (190..200).collect()),
+        ],
+    );
+    let before = kernel_read(d.path());
+    let job = prepared(&l, 24 * KIB, ray()).await;
+    assert!(job.plan.bins >= 2, "several bins: {}", job.plan.bins);
+    assert_eq!(job.plan.deletion_vector_files, 3);
+    let (s, _) = run(job, CancellationToken::new()).await;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.deleted_rows, 23, "the workers left out the deleted rows");
+    assert_eq!(kernel_read(d.path()).rows, before.rows);
+    assert!(files_with_dv(d.path()).is_empty());
 }

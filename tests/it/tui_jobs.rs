@@ -296,6 +296,8 @@ fn one_bin_plan() -> lakehealth::engine::compact::plan::CompactionPlan {
         bytes_in: 100,
         predicted_files_out: 1,
         bins: 1,
-        skipped_deletion_vector_files: 0,
+        deletion_vector_files: 0,
+        deleted_rows: 0,
+        files_rewritten_for_deletes: 0,
     }
 }

@@ -122,7 +122,9 @@ async fn snapshot_a_commit_another_process_writes_appears_in_the_live_feed() {
         bytes_in: 2,
         predicted_files_out: 1,
         bins: 1,
-        skipped_deletion_vector_files: 0,
+        deletion_vector_files: 0,
+        deleted_rows: 0,
+        files_rewritten_for_deletes: 0,
     };
     for n in 1..=2 {
         t.app.jobs.push(lakehealth::tui::jobs::JobView::new(

@@ -71,6 +71,7 @@ pub async fn compact_all(path: &Path) -> JobSummary {
         parallelism: 2,
         max_bin_bytes: None,
         strategy: Default::default(),
+        deleted_rows: Default::default(),
         storage_options: HashMap::new(),
     };
     let job = prepare(&loc(path), &req, small_thresholds(), 1.0)

@@ -8,19 +8,20 @@
 //! 1. brings the snapshot to the latest version;
 //! 2. looks for this bin's own commit id among the versions since the plan (an earlier attempt
 //!    whose outcome was unknown may have landed: never commit twice, never undo it);
-//! 3. checks that every file the bin removes is still active, without a deletion vector (if
-//!    not, the bin does not commit: another commit took its files, and who did is reported);
+//! 3. checks that every file the bin removes is still active with the deletion vector it was
+//!    read with (none if none: a DELETE that added or changed one since changed its rows; then
+//!    the bin does not commit: another commit took its files, and who did is reported);
 //! 4. commits as exactly the next version with delta-rs's retries off: the store's
 //!    put-if-absent decides a race, and a lost race goes back to step 1. No post-commit hook runs
 //!    (no checkpoint, no log cleanup): log maintenance is its own action.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use deltalake::DeltaTable;
 use deltalake::DeltaTableError;
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
-use deltalake::kernel::{Action, Add, Remove};
+use deltalake::kernel::{Action, Add, DeletionVectorDescriptor, Remove};
 use deltalake::logstore::LogStore;
 use deltalake::protocol::DeltaOperation;
 use serde::Serialize;
@@ -86,19 +87,26 @@ pub struct BinActions<'a> {
     pub operation: DeltaOperation,
 }
 
-/// The paths among `removes` that are not active in `table`'s snapshot without a deletion vector.
+/// The paths among `removes` that are not active in `table`'s snapshot with the deletion vector
+/// the remove names (none when it names none).
 fn missing_files(table: &DeltaTable, removes: &[Remove]) -> Result<Vec<String>, DeltaTableError> {
     let snapshot = table.snapshot()?;
-    let mut wanted: HashSet<&str> = removes.iter().map(|r| r.path.as_str()).collect();
+    let mut wanted: HashMap<&str, Option<&DeletionVectorDescriptor>> = removes
+        .iter()
+        .map(|r| (r.path.as_str(), r.deletion_vector.as_ref()))
+        .collect();
     for f in snapshot.log_data() {
         if wanted.is_empty() {
             break;
         }
-        if f.deletion_vector_descriptor().is_none() {
-            wanted.remove(f.path().as_ref());
+        let path = f.path();
+        if let Some(dv) = wanted.get(path.as_ref())
+            && f.deletion_vector_descriptor().as_ref() == *dv
+        {
+            wanted.remove(path.as_ref());
         }
     }
-    Ok(wanted.into_iter().map(str::to_string).collect())
+    Ok(wanted.into_keys().map(str::to_string).collect())
 }
 
 /// A commit's actions, one JSON object per line.

@@ -76,6 +76,8 @@ pub struct CommitRecord {
     pub bytes_removed: u64,
     pub bytes_added: u64,
     pub rows: u64,
+    /// Rows the removed files' deletion vectors marked deleted (absent from the outputs).
+    pub deleted_rows: u64,
     pub retries: u64,
     pub partitions: Vec<PartitionValues>,
     /// Bins in the commit: more than one when bins finished while the commit spacing held the
@@ -234,6 +236,8 @@ pub struct JobSummary {
     pub bytes_removed: u64,
     pub bytes_added: u64,
     pub rows: u64,
+    /// Rows deletion vectors marked deleted in the files removed: purged from storage.
+    pub deleted_rows: u64,
     pub commits: Vec<CommitRecord>,
     pub cancelled: bool,
     /// One line per failure (`failures` has them typed).

@@ -80,16 +80,21 @@ struct Totals {
     bytes: u64,
 }
 
-/// Whether every file of `removes` is active in `table` without a deletion vector.
+/// Whether every file of `removes` is active in `table` with the deletion vector it names.
 fn still_active(table: &DeltaTable, removes: &[deltalake::kernel::Remove]) -> bool {
     let Ok(snapshot) = table.snapshot() else {
         return false;
     };
-    let mut wanted: std::collections::HashSet<&str> =
-        removes.iter().map(|r| r.path.as_str()).collect();
+    let mut wanted: HashMap<&str, Option<&deltalake::kernel::DeletionVectorDescriptor>> = removes
+        .iter()
+        .map(|r| (r.path.as_str(), r.deletion_vector.as_ref()))
+        .collect();
     for f in snapshot.log_data() {
-        if f.deletion_vector_descriptor().is_none() {
-            wanted.remove(f.path().as_ref());
+        let path = f.path();
+        if let Some(dv) = wanted.get(path.as_ref())
+            && f.deletion_vector_descriptor().as_ref() == *dv
+        {
+            wanted.remove(path.as_ref());
         }
         if wanted.is_empty() {
             return true;
@@ -351,6 +356,7 @@ impl<'a> Run<'a> {
             bytes_removed: outs.iter().map(|o| o.bytes_in).sum(),
             bytes_added: outs.iter().map(|o| o.bytes_out()).sum(),
             rows: outs.iter().map(|o| o.rows).sum(),
+            deleted_rows: outs.iter().map(|o| o.deleted_rows).sum(),
             retries,
             partitions,
             bins: outs.len() as u64,
@@ -362,6 +368,7 @@ impl<'a> Run<'a> {
         self.summary.bytes_removed += rec.bytes_removed;
         self.summary.bytes_added += rec.bytes_added;
         self.summary.rows += rec.rows;
+        self.summary.deleted_rows += rec.deleted_rows;
         self.summary.commits.push(rec.clone());
         self.send(JobEvent::Committed(rec));
     }

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::{FailureKind, JobEvent, JobSummary};
 use super::execute::{ExecOptions, execute};
 use super::locks::{PartitionLocks, key};
-use super::plan::{CompactionPlan, PlanOptions, Selection, Strategy, plan};
+use super::plan::{CompactionPlan, DeletedRows, PlanOptions, Selection, Strategy, plan};
 use super::rewrite::RewriteOptions;
 use super::table::{CompactionTable, open_for_compaction};
 use crate::engine::error::{EngineError, Result};
@@ -33,6 +33,8 @@ pub struct CompactRequest {
     pub max_bin_bytes: Option<u64>,
     /// Which small files are merged: all of them (`compact`), or due tiers (the janitor).
     pub strategy: Strategy,
+    /// Which files are rewritten for their deleted rows (ratio, purge).
+    pub deleted_rows: DeletedRows,
     pub storage_options: HashMap<String, String>,
 }
 
@@ -46,6 +48,7 @@ impl std::fmt::Debug for CompactRequest {
             .field("parallelism", &self.parallelism)
             .field("max_bin_bytes", &self.max_bin_bytes)
             .field("strategy", &self.strategy)
+            .field("deleted_rows", &self.deleted_rows)
             .field(
                 "storage_options",
                 &crate::engine::secrets::redacted_options(&self.storage_options),
@@ -67,6 +70,7 @@ impl CompactRequest {
             parallelism: 1,
             max_bin_bytes: None,
             strategy: Strategy::BinPack,
+            deleted_rows: DeletedRows::default(),
             storage_options,
         }
     }
@@ -189,6 +193,7 @@ pub fn prepare_table(
             .max_bin_bytes
             .unwrap_or((8 * target).max(512 * 1024 * 1024)),
         strategy: req.strategy,
+        deleted_rows: req.deleted_rows,
     };
     let t = Thresholds {
         target_file_size: target,

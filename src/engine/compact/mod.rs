@@ -10,6 +10,7 @@ mod column_digest;
 pub mod commit;
 pub mod conform;
 pub mod counting_store;
+pub mod deletion_vectors;
 pub mod events;
 pub mod execute;
 pub mod executor;

@@ -1,10 +1,14 @@
 //! Compaction planning: which files of which partitions are rewritten, in which bins, and what
 //! the partition is predicted to look like afterwards. The executor runs exactly these bins.
 //!
-//! Candidates are files below `min_file_size` without deletion vectors; files at or above it are
-//! never touched, so re-running a compaction does not churn healthy files. Bins of one file are
-//! dropped (rewriting a file alone gains nothing).
+//! Candidates are files below `min_file_size`, and, as in Delta's OPTIMIZE, files whose deletion
+//! vector marks more than `max_deleted_ratio` of their rows deleted whatever their size (`purge`:
+//! every file with a deletion vector). Other files at or above the size are never touched, so
+//! re-running a compaction does not churn healthy files. Rewriting applies deletion vectors: the
+//! outputs hold only the rows the table reads. Bins of one file are dropped (rewriting a file
+//! alone gains nothing) unless that file's deleted rows are why it is rewritten.
 
+use deltalake::kernel::DeletionVectorDescriptor;
 use serde::Serialize;
 
 use super::selection::Predicate;
@@ -22,11 +26,63 @@ pub struct FileRef {
     #[serde(skip)]
     pub store_path: String,
     pub size: u64,
+    /// Its deletion vector: the rewrite leaves out the rows it marks, and the `remove` names it.
     #[serde(skip)]
-    pub has_deletion_vector: bool,
+    pub deletion_vector: Option<DeletionVectorDescriptor>,
+    /// Rows in the Parquet file (deleted ones included), from the add's statistics.
+    #[serde(skip)]
+    pub num_records: Option<u64>,
     /// Its tier (`tiers`): 0 for a writer's file, t + 1 for lakehealth's output of tier-t files.
     #[serde(skip)]
     pub tier: u32,
+}
+
+impl FileRef {
+    pub fn has_deletion_vector(&self) -> bool {
+        self.deletion_vector.is_some()
+    }
+
+    /// Rows its deletion vector marks deleted.
+    pub fn deleted_rows(&self) -> u64 {
+        self.deletion_vector
+            .as_ref()
+            .map_or(0, |dv| dv.cardinality.max(0) as u64)
+    }
+
+    /// The share of its rows deleted; None without a deletion vector or a row count.
+    pub fn deleted_ratio(&self) -> Option<f64> {
+        let n = self.num_records.filter(|n| *n > 0)?;
+        self.has_deletion_vector()
+            .then(|| self.deleted_rows() as f64 / n as f64)
+    }
+
+    /// Whether its deleted rows alone make it a candidate (whatever its size, even alone).
+    fn rewritten_for_deletes(&self, d: &DeletedRows) -> bool {
+        self.has_deletion_vector()
+            && (d.purge || self.deleted_ratio().is_some_and(|r| r > d.max_ratio))
+    }
+}
+
+/// What a plan does with files whose deletion vectors mark rows deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DeletedRows {
+    /// A file with a larger share of its rows deleted is rewritten whatever its size (Delta's
+    /// `spark.databricks.delta.optimize.maxDeletedRowsRatio`, 0.05 by default).
+    pub max_ratio: f64,
+    /// Every file with a deletion vector is rewritten (Delta's `REORG TABLE ... APPLY (PURGE)`).
+    pub purge: bool,
+}
+
+/// Delta's default `maxDeletedRowsRatio`.
+pub const DEFAULT_MAX_DELETED_RATIO: f64 = 0.05;
+
+impl Default for DeletedRows {
+    fn default() -> Self {
+        Self {
+            max_ratio: DEFAULT_MAX_DELETED_RATIO,
+            purge: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -63,8 +119,12 @@ pub struct CompactionPlan {
     pub bytes_in: u64,
     pub predicted_files_out: u64,
     pub bins: u64,
-    /// Files skipped because they carry deletion vectors.
-    pub skipped_deletion_vector_files: u64,
+    /// Files of the plan with a deletion vector (their deleted rows are left out of the outputs).
+    pub deletion_vector_files: u64,
+    /// Rows those deletion vectors mark deleted: the outputs hold that many rows fewer.
+    pub deleted_rows: u64,
+    /// Files rewritten because of their deleted rows alone (over the ratio, or purged).
+    pub files_rewritten_for_deletes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -244,6 +304,8 @@ pub struct PlanOptions {
     pub max_bin_bytes: u64,
     /// Which small files are merged now.
     pub strategy: Strategy,
+    /// Which files are rewritten for their deleted rows.
+    pub deleted_rows: DeletedRows,
 }
 
 /// Which of a partition's small files a plan merges.
@@ -309,7 +371,7 @@ fn pack(mut files: Vec<FileRef>, o: &PlanOptions) -> Vec<Bin> {
         }
     }
     bins.into_iter()
-        .filter(|b| b.len() > 1)
+        .filter(|b| b.len() > 1 || b.iter().any(|f| f.rewritten_for_deletes(&o.deleted_rows)))
         .map(|files| {
             let bytes = files.iter().map(|f| f.size).sum();
             Bin {
@@ -334,28 +396,30 @@ pub fn plan(
 ) -> CompactionPlan {
     let edges = thresholds.edges();
     let mut out = Vec::new();
-    let mut skipped_dv = 0;
     for (values, files) in partitions {
         if !selection.includes(&values) {
             continue;
         }
         let mut before: Vec<u64> = files.iter().map(|f| f.size).collect();
         let histogram_before = SizeStats::from_sizes(&mut before, thresholds, &edges).histogram;
-        skipped_dv += files
-            .iter()
-            .filter(|f| f.has_deletion_vector && f.size < o.min_file_size)
-            .count() as u64;
         let (candidates, _keep): (Vec<FileRef>, Vec<FileRef>) = files
             .iter()
             .cloned()
-            .partition(|f| f.size < o.min_file_size && !f.has_deletion_vector);
+            .partition(|f| f.size < o.min_file_size || f.rewritten_for_deletes(&o.deleted_rows));
         let bins: Vec<Bin> = match o.strategy {
             Strategy::BinPack => pack(candidates, o),
             Strategy::Tiered { fanout, keep_below } => {
-                due_groups(candidates, fanout, o.target_file_size, keep_below)
+                // Files rewritten for their deleted rows go whether or not their tier is due.
+                let (for_deletes, by_size): (Vec<FileRef>, Vec<FileRef>) = candidates
                     .into_iter()
-                    .flat_map(|group| pack(group, o))
-                    .collect()
+                    .partition(|f| f.rewritten_for_deletes(&o.deleted_rows));
+                let mut bins: Vec<Bin> =
+                    due_groups(by_size, fanout, o.target_file_size, keep_below)
+                        .into_iter()
+                        .flat_map(|group| pack(group, o))
+                        .collect();
+                bins.extend(pack(for_deletes, o));
+                bins
             }
         };
         if bins.is_empty() {
@@ -397,6 +461,15 @@ pub fn plan(
         });
     }
     out.sort_by(|a, b| a.values.0.cmp(&b.values.0));
+    let planned = || {
+        out.iter()
+            .flat_map(|p| p.bins.iter().flat_map(|b| b.files.iter()))
+    };
+    let deletion_vector_files = planned().filter(|f| f.has_deletion_vector()).count() as u64;
+    let deleted_rows = planned().map(FileRef::deleted_rows).sum();
+    let files_rewritten_for_deletes = planned()
+        .filter(|f| f.size >= o.min_file_size && f.rewritten_for_deletes(&o.deleted_rows))
+        .count() as u64;
     CompactionPlan {
         table_version,
         target_file_size: o.target_file_size,
@@ -407,7 +480,9 @@ pub fn plan(
         predicted_files_out: out.iter().map(|p| p.predicted_files_out).sum(),
         bins: out.iter().map(|p| p.bins.len() as u64).sum(),
         partitions: out,
-        skipped_deletion_vector_files: skipped_dv,
+        deletion_vector_files,
+        deleted_rows,
+        files_rewritten_for_deletes,
     }
 }
 
@@ -431,6 +506,7 @@ mod tests {
             compression_ratio: 1.0,
             max_bin_bytes: 1024 * MIB,
             strategy: Strategy::BinPack,
+            deleted_rows: DeletedRows::default(),
         }
     }
 
@@ -442,7 +518,8 @@ mod tests {
                 path: format!("{prefix}/f{i:05}"),
                 store_path: format!("{prefix}/f{i:05}"),
                 size,
-                has_deletion_vector: false,
+                deletion_vector: None,
+                num_records: Some(100),
                 tier: 0,
             })
             .collect()
@@ -517,13 +594,104 @@ mod tests {
         assert_eq!(p.partitions[0].predicted_files_out, 1);
     }
 
+    fn with_dv(mut f: FileRef, deleted: i64) -> FileRef {
+        f.deletion_vector = Some(DeletionVectorDescriptor {
+            storage_type: deltalake::kernel::StorageType::Inline,
+            path_or_inline_dv: "x".into(),
+            offset: None,
+            size_in_bytes: 1,
+            cardinality: deleted,
+        });
+        f
+    }
+
     #[test]
-    fn deletion_vector_files_are_skipped() {
+    fn small_files_with_deletion_vectors_are_candidates_and_their_deleted_rows_counted() {
         let mut f = files("d=1", &[MIB, MIB, MIB]);
-        f[0].has_deletion_vector = true;
+        f[0] = with_dv(f[0].clone(), 3);
         let p = plan(1, vec![(pv("1"), f)], &Selection::All, &o(), &t());
-        assert_eq!(p.files_in, 2);
-        assert_eq!(p.skipped_deletion_vector_files, 1);
+        assert_eq!(p.files_in, 3);
+        assert_eq!(p.deletion_vector_files, 1);
+        assert_eq!(p.deleted_rows, 3);
+        assert_eq!(p.files_rewritten_for_deletes, 0);
+    }
+
+    #[test]
+    fn a_large_file_over_the_deleted_ratio_is_rewritten_even_alone() {
+        // 200 MiB files (above the 128 MiB small size), 100 rows each.
+        let f = files("d=1", &[200 * MIB, 200 * MIB, 200 * MIB]);
+        let over = with_dv(f[0].clone(), 6); // 6 % > 5 %
+        let at = with_dv(f[1].clone(), 5); // 5 %: not over
+        let p = plan(
+            1,
+            vec![(pv("1"), vec![over.clone(), at.clone(), f[2].clone()])],
+            &Selection::All,
+            &o(),
+            &t(),
+        );
+        assert_eq!(p.files_in, 1, "{p:?}");
+        assert_eq!(p.partitions[0].bins[0].files[0].path, over.path);
+        assert_eq!(p.files_rewritten_for_deletes, 1);
+        let mut strict = o();
+        strict.deleted_rows.max_ratio = 0.01;
+        let p = plan(
+            1,
+            vec![(pv("1"), vec![over.clone(), at.clone(), f[2].clone()])],
+            &Selection::All,
+            &strict,
+            &t(),
+        );
+        assert_eq!(p.files_in, 2, "both over 1 %: {p:?}");
+        assert_eq!(p.deleted_rows, 11);
+    }
+
+    #[test]
+    fn purge_rewrites_every_file_with_a_deletion_vector_in_the_selection_only() {
+        let f = files("d=1", &[200 * MIB, 200 * MIB]);
+        let one = with_dv(f[0].clone(), 1);
+        let g = files("d=2", &[200 * MIB]);
+        let other = with_dv(g[0].clone(), 1);
+        let parts = || {
+            vec![
+                (pv("1"), vec![one.clone(), f[1].clone()]),
+                (pv("2"), vec![other.clone()]),
+            ]
+        };
+        assert_eq!(plan(1, parts(), &Selection::All, &o(), &t()).files_in, 0);
+        let mut purge = o();
+        purge.deleted_rows.purge = true;
+        let sel = Selection::Labels(vec!["d=1".into()]);
+        let p = plan(1, parts(), &sel, &purge, &t());
+        assert_eq!(p.files_in, 1);
+        assert_eq!(p.partitions[0].bins[0].files[0].path, one.path);
+        assert_eq!(p.files_rewritten_for_deletes, 1);
+    }
+
+    #[test]
+    fn tiered_plans_rewrite_files_over_the_ratio_even_when_no_tier_is_due() {
+        let f = files("d=1", &[MIB, MIB]);
+        let over = with_dv(f[0].clone(), 50);
+        let mut tiered = o();
+        tiered.strategy = Strategy::Tiered {
+            fanout: 10,
+            keep_below: 50,
+        };
+        let p = plan(
+            1,
+            vec![(pv("1"), vec![over.clone(), f[1].clone()])],
+            &Selection::All,
+            &tiered,
+            &t(),
+        );
+        assert_eq!(p.files_in, 1, "{p:?}");
+        assert_eq!(p.partitions[0].bins[0].files[0].path, over.path);
+    }
+
+    #[test]
+    fn a_lone_small_file_with_few_deleted_rows_is_left_alone() {
+        let f = with_dv(files("d=1", &[MIB])[0].clone(), 1);
+        let p = plan(1, vec![(pv("1"), vec![f])], &Selection::All, &o(), &t());
+        assert_eq!(p.files_in, 0);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! changing a value, roll outputs by measured encoded size so they land in the target band, and
 //! prove before anything may commit that the outputs hold exactly the rows the inputs held: the
 //! outputs are read back and their content fingerprint (every column of every row, in the
-//! order written) must equal the inputs'.
+//! order written) must equal the inputs'. Inputs with a deletion vector are read without the
+//! rows it marks deleted (`deletion_vectors`), so the proof compares the rows the table reads.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +28,7 @@ use parquet::file::properties::WriterProperties;
 use tokio_util::sync::CancellationToken;
 
 use super::conform::{ConformError, conform, int96_safe_metadata};
+use super::deletion_vectors::{RowFilter, deleted_rows};
 use super::events::{Failure, FailureKind};
 use super::fingerprint::{ContentHasher, Fingerprint};
 use super::pace::Pacer;
@@ -62,6 +64,8 @@ pub struct BinOutput {
     pub adds: Vec<Add>,
     pub removes: Vec<Remove>,
     pub rows: u64,
+    /// Rows the inputs' deletion vectors marked deleted, left out of the outputs.
+    pub deleted_rows: u64,
     pub bytes_in: u64,
     pub fingerprint: Fingerprint,
     /// Time spent reading the outputs back and fingerprinting them.
@@ -202,11 +206,36 @@ pub async fn open_input(
     Ok((stream, rows))
 }
 
-/// One file to fingerprint: its object key, its size when known, and its name for errors.
+/// One file to fingerprint: its object key, its size when known, its name for errors, and its
+/// deletion vector (its rows are fingerprinted without those it marks deleted).
 pub struct FileToProve {
     pub key: Path,
     pub size: Option<u64>,
     pub name: String,
+    pub deletion_vector: Option<deltalake::kernel::DeletionVectorDescriptor>,
+}
+
+/// The row filter of a file with deletion vector `dv` (none: every row kept).
+pub async fn row_filter(
+    store: &Arc<dyn ObjectStore>,
+    root: &url::Url,
+    dv: Option<&deltalake::kernel::DeletionVectorDescriptor>,
+) -> Result<RowFilter, String> {
+    match dv {
+        None => Ok(RowFilter::default()),
+        Some(dv) => Ok(RowFilter::new(
+            deleted_rows(store, root, dv)
+                .await
+                .map_err(|e| e.to_string())?,
+        )),
+    }
+}
+
+/// Deleted row indexes past the end of a file: its deletion vector is not its own.
+fn unmatched_error(filter: &RowFilter) -> Option<String> {
+    let n = filter.unmatched();
+    (n > 0)
+        .then(|| format!("its deletion vector marks {n} rows beyond the file's last row deleted"))
 }
 
 /// Reads the outputs back and fingerprints them.
@@ -222,21 +251,28 @@ async fn fingerprint_outputs(
             key: object_key(&a.path),
             size: Some(a.size.max(0) as u64),
             name: format!("back the output {}", a.path),
+            deletion_vector: None,
         })
         .collect();
-    fingerprint_files(store, &files, schema, pace).await
+    // Outputs have no deletion vector: the root is never used.
+    let root = url::Url::parse("file:///").map_err(|e| e.to_string())?;
+    fingerprint_files(store, &root, &files, schema, pace).await
 }
 
 /// The fingerprint of `files`' rows in order, each conformed to the table's file schema as a
 /// rewrite reads them (so inputs and outputs of one bin compare).
 pub async fn fingerprint_files(
     store: &Arc<dyn ObjectStore>,
+    root: &url::Url,
     files: &[FileToProve],
     schema: &SchemaRef,
     pace: Option<&Pacer>,
 ) -> Result<Fingerprint, String> {
     let mut hasher = ContentHasher::default();
     for f in files {
+        let mut filter = row_filter(store, root, f.deletion_vector.as_ref())
+            .await
+            .map_err(|e| format!("reading {}: {e}", f.name))?;
         let (mut stream, file_rows) = open_input(store.clone(), f.key.clone(), f.size, schema)
             .await
             .map_err(|e| format!("reading {}: {e}", f.name))?;
@@ -245,11 +281,17 @@ pub async fn fingerprint_files(
         while let Some(batch) = stream.next().await {
             let batch = batch.map_err(|e| format!("reading {}: {e}", f.name))?;
             let n = batch.num_rows();
+            let batch = filter
+                .apply(batch)
+                .map_err(|e| format!("reading {}: {e}", f.name))?;
             let batch = conform(batch, schema).map_err(|e| format!("{}: {e}", f.name))?;
             hasher.update(&batch).map_err(|e| e.to_string())?;
             if let Some(p) = pace {
                 p.consume((size * n as f64 / file_rows) as u64).await;
             }
+        }
+        if let Some(e) = unmatched_error(&filter) {
+            return Err(format!("reading {}: {e}", f.name));
         }
     }
     Ok(hasher.finish())
@@ -321,7 +363,8 @@ fn removes_for(files: &[FileRef], values: &PartitionValues) -> Vec<Remove> {
             partition_values: Some(partition_map.clone()),
             size: Some(f.size as i64),
             tags: None,
-            deletion_vector: None,
+            // The file as the log knows it: path and deletion vector.
+            deletion_vector: f.deletion_vector.clone(),
             base_row_id: None,
             default_row_commit_version: None,
         })
@@ -371,9 +414,10 @@ impl Writing {
         &mut self,
         f: &FileRef,
         opened: Result<Input, String>,
+        mut filter: RowFilter,
         file_schema: &SchemaRef,
         counters: &Counters,
-    ) -> Result<(), BinFailure> {
+    ) -> Result<u64, BinFailure> {
         let read_err = |detail: String| BinFailure::Read {
             path: f.path.clone(),
             detail,
@@ -384,6 +428,7 @@ impl Writing {
         while let Some(batch) = stream.next().await {
             let batch = batch.map_err(|e| read_err(e.to_string()))?;
             let n = batch.num_rows() as u64;
+            let batch = filter.apply(batch).map_err(|e| read_err(e.to_string()))?;
             let batch: RecordBatch =
                 conform(batch, file_schema).map_err(|source| BinFailure::Conform {
                     path: f.path.clone(),
@@ -411,9 +456,12 @@ impl Writing {
                 self.roll.rolled(consumed, out_bytes);
             }
         }
+        if let Some(e) = unmatched_error(&filter) {
+            return Err(read_err(e));
+        }
         self.roll.consumed_done += f.size as f64;
         counters.files_read.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(filter.removed)
     }
 
     /// Reads the outputs back: their fingerprint must equal the inputs' (which it returns).
@@ -487,14 +535,30 @@ pub async fn rewrite_bin(
         pace: opts.pace.clone(),
     };
     let store = table.object_store();
+    let root = table.table_url().clone();
     let mut inputs = ReadAhead::new(store.clone(), bin.files.clone(), file_schema.clone());
+    let mut deleted = 0;
     while let Some((f, opened)) = inputs.next().await {
         if cancel.is_cancelled() {
             w.writer.reset();
             return Err(fail(BinFailure::Cancelled, w.outputs()));
         }
-        if let Err(e) = w.copy_file(&f, opened, &file_schema, &counters).await {
-            return Err(fail(e, w.outputs()));
+        let filter = match row_filter(&store, &root, f.deletion_vector.as_ref()).await {
+            Ok(filter) => filter,
+            Err(detail) => {
+                let e = BinFailure::Read {
+                    path: f.path.clone(),
+                    detail,
+                };
+                return Err(fail(e, w.outputs()));
+            }
+        };
+        match w
+            .copy_file(&f, opened, filter, &file_schema, &counters)
+            .await
+        {
+            Ok(removed) => deleted += removed,
+            Err(e) => return Err(fail(e, w.outputs())),
         }
     }
     drop(inputs);
@@ -519,6 +583,7 @@ pub async fn rewrite_bin(
         partition: values.clone(),
         removes: removes_for(&bin.files, &values),
         rows: fingerprint.rows,
+        deleted_rows: deleted,
         bytes_in: bin.bytes,
         fingerprint,
         verify_seconds: started.elapsed().as_secs_f64(),

@@ -57,13 +57,16 @@ pub async fn open_for_compaction_with(
     if let Some(wrap) = wrap {
         store = wrap(store);
     }
-    let table = DeltaTableBuilder::from_url(loc.url.clone())
+    let loaded = DeltaTableBuilder::from_url(loc.url.clone())
         .map_err(|e| derr(&uri, e))?
         .with_storage_backend(store, loc.url.clone())
         .with_storage_options(storage_options.clone())
         .load()
-        .await
-        .map_err(|e| derr(&uri, e))?;
+        .await;
+    let table = match loaded {
+        Ok(t) => t,
+        Err(e) => return Err(why_not_loaded(loc, storage_options, &uri, e).await),
+    };
     let props = TableProps::parse(
         table
             .snapshot()
@@ -74,12 +77,64 @@ pub async fn open_for_compaction_with(
             .map(|(k, v)| (k.as_str(), v.as_str())),
     );
     refuse_column_mapping(&uri, &props)?;
+    refuse_unknown_writer_features(&table, &uri)?;
     Ok(CompactionTable {
         table,
         counters,
         uri,
         props,
     })
+}
+
+/// Why delta-rs could not load the table: a `metaData` without `schemaString` or `format` (which
+/// Spark tolerates and lakehealth reports) is said plainly; anything else is delta-rs's error.
+async fn why_not_loaded(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+    uri: &str,
+    e: deltalake::DeltaTableError,
+) -> EngineError {
+    let Ok(store) = loc.open_store(storage_options) else {
+        return derr(uri, e);
+    };
+    let state = crate::engine::log::replay::replay(&store, uri, Default::default(), &|_| {}).await;
+    match state.map(|s| s.metadata.missing_required()) {
+        Ok(missing) if !missing.is_empty() => EngineError::Unsupported {
+            uri: uri.to_string(),
+            detail: format!(
+                "the table's metaData has no {}: lakehealth writes compacted files with the table's schema and statistics, so it cannot compact this table (Spark can: it takes the schema from the data files). lakehealth changed nothing",
+                missing.join(" and no ")
+            ),
+        },
+        _ => derr(uri, e),
+    }
+}
+
+/// A table whose writer features delta-rs's commit does not know is refused before anything is
+/// rewritten (its commit would refuse it after the whole rewrite), naming the features.
+fn refuse_unknown_writer_features(table: &DeltaTable, uri: &str) -> Result<()> {
+    use deltalake::kernel::transaction::{PROTOCOL, TransactionError};
+    let snapshot = table.snapshot().map_err(|e| derr(uri, e))?;
+    match PROTOCOL.can_write_to(snapshot) {
+        Ok(()) => Ok(()),
+        Err(TransactionError::UnsupportedTableFeatures(features)) => {
+            let mut names: Vec<String> = features.iter().map(|f| f.to_string()).collect();
+            names.sort();
+            Err(EngineError::Unsupported {
+                uri: uri.to_string(),
+                detail: format!(
+                    "the table uses writer features delta-rs 1.1 cannot commit to ({}); lakehealth refuses before rewriting anything and changed nothing",
+                    names.join(", ")
+                ),
+            })
+        }
+        Err(e) => Err(EngineError::Unsupported {
+            uri: uri.to_string(),
+            detail: format!(
+                "delta-rs 1.1 cannot write to this table ({e}); lakehealth changed nothing"
+            ),
+        }),
+    }
 }
 
 /// delta-rs 1.1 cannot write column-mapped tables: refuse rather than risk it (an unknown mode
@@ -165,7 +220,8 @@ pub fn partition_files(
             path: f.path().to_string(),
             store_path: f.object_store_path().to_string(),
             size: crate::engine::log::file_size::logged_size(f.size()),
-            has_deletion_vector: f.deletion_vector_descriptor().is_some(),
+            deletion_vector: f.deletion_vector_descriptor(),
+            num_records: f.num_records().map(|n| n as u64),
             tier,
         });
     }

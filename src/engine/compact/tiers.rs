@@ -92,7 +92,8 @@ mod tests {
             path: format!("f{i}"),
             store_path: format!("f{i}"),
             size,
-            has_deletion_vector: false,
+            deletion_vector: None,
+            num_records: None,
             tier,
         }
     }

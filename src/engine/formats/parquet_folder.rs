@@ -45,6 +45,7 @@ impl FolderState {
             metadata: MetaData {
                 id: String::new(),
                 schema_string: String::new(),
+                format: None,
                 partition_columns: self.partition_columns,
                 configuration: HashMap::new(),
             },

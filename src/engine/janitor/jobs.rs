@@ -154,17 +154,10 @@ pub(super) async fn run_job(
     if job.plan.bins == 0 {
         let p = &job.plan;
         let msg = format!(
-            "nothing to compact at version {}: no two files below {} to merge{}",
+            "nothing to compact at version {}: no two files below {} to merge, and no file over {} % deleted rows",
             p.table_version,
             format_bytes(p.min_file_size),
-            if p.skipped_deletion_vector_files > 0 {
-                format!(
-                    " ({} small files with deletion vectors are left alone)",
-                    p.skipped_deletion_vector_files
-                )
-            } else {
-                String::new()
-            }
+            job.exec.plan_options.deleted_rows.max_ratio * 100.0
         );
         let s = JobSummary {
             table_version_read: p.table_version,

@@ -717,6 +717,7 @@ impl Janitor {
                 parallelism: 1,
                 max_bin_bytes: None,
                 strategy: self.policy.strategy,
+                deleted_rows: self.policy.deleted_rows,
                 storage_options: self.open.storage_options.clone(),
             },
             partitions: due,

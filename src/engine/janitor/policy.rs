@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::maintenance::MaintenancePolicy;
 use crate::engine::compact::executor::{Executor, RayOptions};
-use crate::engine::compact::plan::Strategy;
+use crate::engine::compact::plan::{DeletedRows, Strategy};
 use crate::engine::compact::tiers::DEFAULT_FANOUT;
 use crate::engine::size::{ByteSize, MIB, format_bytes};
 use crate::engine::stats::file_sizes::Thresholds;
@@ -134,6 +134,9 @@ pub struct Policy {
     /// Which small files a job merges (`compact::tiers`): due tiers of `fanout` files, so a
     /// streamed byte is rewritten about log_fanout(files) times; or every small file.
     pub strategy: Strategy,
+    /// Files whose deletion vectors mark more than this share of their rows deleted are
+    /// rewritten whatever their size (`max_deleted_ratio`, 0.05 by default as in Delta).
+    pub deleted_rows: DeletedRows,
 }
 
 /// Spacing of a table's compaction commits while a writer is active (`compact::spacing`):
@@ -193,6 +196,7 @@ struct PolicyFile {
     executor: Option<Spanned<String>>,
     commit_spacing: Option<Spanned<String>>,
     tier_fanout: Option<Spanned<u64>>,
+    max_deleted_ratio: Option<Spanned<f64>>,
     ray_address: Option<Spanned<String>>,
     worker_binary: Option<String>,
 }
@@ -399,7 +403,22 @@ impl Policy {
                 keep_below: min_small_files,
             },
         };
+        let deleted_rows = match &f.max_deleted_ratio {
+            None => DeletedRows::default(),
+            Some(r) if !(0.0..=1.0).contains(r.get_ref()) => {
+                return Err(at(
+                    r.span(),
+                    "max_deleted_ratio",
+                    "must be from 0 to 1 (the share of a file's rows deleted, e.g. 0.05)",
+                ));
+            }
+            Some(r) => DeletedRows {
+                max_ratio: *r.get_ref(),
+                purge: false,
+            },
+        };
         Ok(Policy {
+            deleted_rows,
             executor,
             commit_spacing,
             strategy,
@@ -528,6 +547,7 @@ impl Policy {
             "vacuum_every_s": secs(self.maintenance.vacuum_every),
             "vacuum_retention_s": secs(self.maintenance.vacuum_retention),
             "executor": self.executor.name(),
+            "max_deleted_ratio": self.deleted_rows.max_ratio,
             "tier_fanout": match self.strategy {
                 Strategy::Tiered { fanout, .. } => fanout,
                 Strategy::BinPack => 0,
@@ -696,6 +716,23 @@ mod tests {
                 source: "p.toml".into(),
                 ..p
             }
+        );
+    }
+
+    #[test]
+    fn max_deleted_ratio_defaults_to_delta_and_is_checked() {
+        assert_eq!(parse("").unwrap().deleted_rows.max_ratio, 0.05);
+        assert_eq!(
+            parse("max_deleted_ratio = 0.2")
+                .unwrap()
+                .deleted_rows
+                .max_ratio,
+            0.2
+        );
+        let e = parse("max_deleted_ratio = 1.5").unwrap_err();
+        assert!(
+            e.contains("max_deleted_ratio") && e.contains("from 0 to 1"),
+            "{e}"
         );
     }
 

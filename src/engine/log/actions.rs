@@ -62,11 +62,37 @@ pub struct RemoveFile {
 pub struct MetaData {
     #[serde(default)]
     pub id: String,
+    /// Required by the protocol, yet absent in some of Spark's own test tables (Spark reads
+    /// them): empty when absent, and `missing_required` names it.
+    #[serde(default)]
     pub schema_string: String,
+    /// None when absent (as `schemaString`, Spark tolerates it).
+    #[serde(default)]
+    pub format: Option<Format>,
     #[serde(default)]
     pub partition_columns: Vec<String>,
     #[serde(default)]
     pub configuration: HashMap<String, Option<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Format {
+    #[serde(default)]
+    pub provider: String,
+}
+
+impl MetaData {
+    /// Fields the protocol requires that this `metaData` lacks (`schemaString`, `format`).
+    pub fn missing_required(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.schema_string.is_empty() {
+            out.push("schemaString");
+        }
+        if self.format.is_none() {
+            out.push("format");
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -148,6 +174,20 @@ mod tests {
         assert_eq!(add.partition_values.get("k"), Some(&None));
         let key = file_key(&add.path, add.deletion_vector.as_ref());
         assert_ne!(key, "a.parquet");
+    }
+
+    #[test]
+    fn metadata_without_schema_string_or_format_parses_and_names_them() {
+        let a: ActionLine =
+            serde_json::from_str(r#"{"metaData":{"id":"x","partitionColumns":["d"]}}"#).unwrap();
+        let md = a.meta_data.unwrap();
+        assert_eq!(md.partition_columns, vec!["d".to_string()]);
+        assert_eq!(md.missing_required(), vec!["schemaString", "format"]);
+        let a: ActionLine = serde_json::from_str(
+            r#"{"metaData":{"id":"x","format":{"provider":"parquet"},"schemaString":"{}"}}"#,
+        )
+        .unwrap();
+        assert!(a.meta_data.unwrap().missing_required().is_empty());
     }
 
     #[test]

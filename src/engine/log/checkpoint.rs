@@ -20,7 +20,7 @@ use parquet::file::metadata::PageIndexPolicy;
 
 use crate::engine::parquet_reader::StoreReader;
 
-use super::actions::{MetaData, Protocol};
+use super::actions::{Format, MetaData, Protocol};
 use super::partition_key::encode_into;
 use super::state::TxnState;
 
@@ -459,13 +459,17 @@ fn list_strings(a: Option<&ArrayRef>, i: usize) -> Result<Option<Vec<String>>, S
 }
 
 fn read_metadata(md: &StructArray) -> Result<Option<MetaData>, String> {
-    let Some(schema) = child_str(md, "schemaString")? else {
-        return Ok(None);
+    // schemaString and format are read leniently, as Spark does (`MetaData::missing_required`).
+    let schema = child_str(md, "schemaString")?;
+    let format_col = child(md, "format").and_then(|f| f.as_struct_opt());
+    let provider = match format_col {
+        Some(f) => child_str(f, "provider")?,
+        None => None,
     };
     let id = child_str(md, "id")?;
     let conf = child(md, "configuration").and_then(|c| c.as_map_opt());
     for i in 0..md.len() {
-        if !md.is_valid(i) || !schema.is_valid(i) {
+        if !md.is_valid(i) {
             continue;
         }
         let mut configuration = HashMap::new();
@@ -479,13 +483,25 @@ fn read_metadata(md: &StructArray) -> Result<Option<MetaData>, String> {
                 );
             }
         }
+        let format = format_col.filter(|f| f.is_valid(i)).map(|_| Format {
+            provider: provider
+                .as_ref()
+                .filter(|p| p.is_valid(i))
+                .map(|p| p.value(i).to_string())
+                .unwrap_or_default(),
+        });
         return Ok(Some(MetaData {
             id: id
                 .as_ref()
                 .filter(|a| a.is_valid(i))
                 .map(|a| a.value(i).to_string())
                 .unwrap_or_default(),
-            schema_string: schema.value(i).to_string(),
+            schema_string: schema
+                .as_ref()
+                .filter(|a| a.is_valid(i))
+                .map(|a| a.value(i).to_string())
+                .unwrap_or_default(),
+            format,
             partition_columns: list_strings(child(md, "partitionColumns"), i)?.unwrap_or_default(),
             configuration,
         }));

@@ -314,6 +314,13 @@ fn finish(
                  the log is corrupt or was truncated"
                 .into(),
         })?;
+    let missing = metadata.missing_required();
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "the table's metaData has no {} (the protocol requires it; Spark reads such tables with the schema of the data files): sizes and partitions are reported from the log, but lakehealth cannot compact the table",
+            missing.join(" and no ")
+        ));
+    }
     let json_bytes_since_checkpoint = listing
         .commits
         .range(plan.first_needed..)

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::deleted_rows::DeletedRows;
 use crate::engine::log::state::{CommitOrigin, LogState, RepeatedRemove};
 use crate::engine::size::format_bytes;
 
@@ -21,6 +22,9 @@ pub enum FindingKind {
     DuplicatedRows,
     /// Data files no version of the log references (`versions` is empty).
     OrphanFiles,
+    /// Files whose deletion vectors mark more than the ratio of their rows deleted
+    /// (`versions` is empty; `deleted_rows` of the report has them).
+    DeletedRowsOverRatio,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -66,6 +70,20 @@ impl FindingsCoverage {
             _ => range,
         }
     }
+}
+
+/// The finding for files over the deleted-rows ratio, when there are any.
+pub fn deleted_rows_finding(d: &DeletedRows) -> Option<Finding> {
+    Some(Finding {
+        kind: FindingKind::DeletedRowsOverRatio,
+        versions: Vec::new(),
+        operations: Vec::new(),
+        engines: Vec::new(),
+        first_remove_in_checkpoint: None,
+        files: d.files_over_ratio.len() as u64,
+        bytes: 0,
+        message: d.over_ratio_message()?,
+    })
 }
 
 pub fn findings(state: &LogState) -> (Vec<Finding>, FindingsCoverage) {

@@ -1,6 +1,7 @@
 //! Everything lakehealth computes from a replayed log: file-size statistics and histograms,
 //! log health, vacuum debt, streaming writers, findings, assembled into a `TableReport`.
 
+pub mod deleted_rows;
 pub mod file_sizes;
 pub mod findings;
 pub mod forecast;

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
+use super::deleted_rows::DeletedRows;
 use super::file_sizes::{SizeStats, Thresholds};
 use super::findings::{Finding, FindingsCoverage, findings};
 use super::log_health::LogHealth;
@@ -88,6 +89,9 @@ pub struct TableReport {
     /// (`maintenance::orphans`; the TUI does not list them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub orphans: Option<OrphanScan>,
+    /// Delta tables with deletion vectors: rows they mark deleted, per partition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted_rows: Option<DeletedRows>,
 }
 
 /// Logical partition column names by physical name (column mapping), from the schema string.
@@ -191,6 +195,7 @@ impl TableReport {
             folder: None,
             iceberg: None,
             orphans: None,
+            deleted_rows: None,
         }
     }
 }

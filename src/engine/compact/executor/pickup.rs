@@ -320,6 +320,7 @@ impl Settle<'_> {
                 key: Path::from(f.store_path.as_str()),
                 size: Some(f.size),
                 name: format!("the input {}", f.path),
+                deletion_vector: f.deletion_vector.clone(),
             })
             .collect();
         let outputs: Vec<FileToProve> = adds
@@ -328,10 +329,12 @@ impl Settle<'_> {
                 key: object_key(&a.path),
                 size: Some(a.size.max(0) as u64),
                 name: format!("the output {}", a.path),
+                deletion_vector: None,
             })
             .collect();
-        let want = fingerprint_files(self.store, &inputs, &schema, None).await?;
-        let got = fingerprint_files(self.store, &outputs, &schema, None).await?;
+        let root = self.table.table_url().clone();
+        let want = fingerprint_files(self.store, &root, &inputs, &schema, None).await?;
+        let got = fingerprint_files(self.store, &root, &outputs, &schema, None).await?;
         if want == got {
             Ok(want)
         } else if want.rows == got.rows {

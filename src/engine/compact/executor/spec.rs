@@ -32,6 +32,11 @@ pub struct SpecFile {
     /// Its tier (`tiers`); absent in a spec of an older version.
     #[serde(default)]
     pub tier: u32,
+    /// Its deletion vector: the worker leaves out the rows it marks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_vector: Option<deltalake::kernel::DeletionVectorDescriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_records: Option<u64>,
 }
 
 /// One bin for a worker.
@@ -79,6 +84,8 @@ impl BinSpec {
                     store_path: f.store_path.clone(),
                     size: f.size,
                     tier: f.tier,
+                    deletion_vector: f.deletion_vector.clone(),
+                    num_records: f.num_records,
                 })
                 .collect(),
             target_file_size: rewrite.target_file_size,
@@ -101,7 +108,8 @@ impl BinSpec {
                     path: f.path.clone(),
                     store_path: f.store_path.clone(),
                     size: f.size,
-                    has_deletion_vector: false,
+                    deletion_vector: f.deletion_vector.clone(),
+                    num_records: f.num_records,
                     tier: f.tier,
                 })
                 .collect(),
@@ -171,6 +179,9 @@ pub enum Outcome {
         adds: Vec<Add>,
         removes: Vec<Remove>,
         rows: u64,
+        /// Rows the inputs' deletion vectors left out (absent from older workers: none).
+        #[serde(default)]
+        deleted_rows: u64,
         bytes_in: u64,
         fingerprint: Fingerprint,
     },
@@ -204,6 +215,7 @@ impl BinReport {
                 adds,
                 removes,
                 rows,
+                deleted_rows,
                 bytes_in,
                 fingerprint,
             } => Ok(BinOutput {
@@ -211,6 +223,7 @@ impl BinReport {
                 adds,
                 removes,
                 rows,
+                deleted_rows,
                 bytes_in,
                 fingerprint,
                 verify_seconds: self.metrics.verify_seconds,
@@ -258,7 +271,8 @@ mod tests {
                 path: "d=1/k=__HIVE_DEFAULT_PARTITION__/a%20b.parquet".into(),
                 store_path: "d=1/k=__HIVE_DEFAULT_PARTITION__/a b.parquet".into(),
                 size: 10,
-                has_deletion_vector: false,
+                deletion_vector: None,
+                num_records: None,
                 tier: 0,
             }],
             bytes: 10,

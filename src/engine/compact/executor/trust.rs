@@ -232,6 +232,8 @@ mod tests {
                     store_path: format!("d=2026-11-01/{n}.parquet"),
                     size: 10,
                     tier: 0,
+                    deletion_vector: None,
+                    num_records: None,
                 })
                 .collect(),
             target_file_size: 1 << 20,
@@ -284,6 +286,7 @@ mod tests {
                 adds,
                 removes: removes.iter().map(|p| remove(p)).collect(),
                 rows,
+                deleted_rows: 0,
                 bytes_in: 20,
                 fingerprint: Fingerprint { rows, digest: 1 },
             },

@@ -244,6 +244,7 @@ pub async fn run_spec(
         Ok(out) => (
             Outcome::Done {
                 rows: out.rows,
+                deleted_rows: out.deleted_rows,
                 bytes_in: out.bytes_in,
                 fingerprint: out.fingerprint,
                 removes: out.removes,

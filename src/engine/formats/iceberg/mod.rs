@@ -708,6 +708,7 @@ pub async fn load_iceberg(
         iceberg: Some(Box::new(details)),
         folder: None,
         orphans: None,
+        deleted_rows: None,
     })
 }
 

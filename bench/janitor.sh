@@ -78,8 +78,8 @@ for f in sorted(glob.glob(f"{work}/janitor/_delta_log/*.json")):
 dt = DeltaTable(f"{work}/janitor")
 rows = dt.to_pyarrow_table()
 final = {}
-for f in dt.get_add_actions(flatten=True).to_pylist():
-    p = f.get("partition.part")
+for f in dt.file_uris():
+    p = next(x for x in f.split("/") if x.startswith("part="))
     final[p] = final.get(p, 0) + 1
 last = [json.loads(l) for l in open(f"{work}/janitor.writer.jsonl") if l.startswith("{")][-1]
 created = json.load(open(f"{work}/janitor.created.json"))["rows"]

@@ -20,12 +20,12 @@ work=${BENCH_DIR:-$CARGO_TARGET_DIR/bench-stream}
 export LAKEHEALTH_CONFIG=/dev/null
 if [ ! -f "$work/base/_delta_log/00000000000000000000.json" ]; then
   rm -rf "$work"; mkdir -p "$work"
-  "$ex" gen "$work/base" 900 29000 2
+  "$ex" gen "$work/base" 900 36000 2
 fi
 du -sh "$work/base" >&2
 out="$work/results.jsonl"; : > "$out"
 count_rows() {
-  "$py" -c "import sys; from deltalake import DeltaTable; t=DeltaTable(sys.argv[1]).to_pyarrow_table(columns=['id']); ids=t.column('id').to_pylist(); print(len(ids), len(set(ids)), len(DeltaTable(sys.argv[1]).file_uris()))" "$1"
+  "$py" -c "import sys; from deltalake import DeltaTable; t=DeltaTable(sys.argv[1]).to_pyarrow_table(columns=['event_id']); ids=t.column('event_id').to_pylist(); print(len(ids), len(set(ids)), len(DeltaTable(sys.argv[1]).file_uris()))" "$1"
 }
 
 for trial in $(seq "${TRIALS:-3}"); do
@@ -43,7 +43,7 @@ for trial in $(seq "${TRIALS:-3}"); do
   during=$("$py" bench/latency.py "$work/stream-$trial.writer.jsonl" "$c0" "$c1")
   read -r rows distinct files < <(count_rows "$t")
   written=$("$py" -c "import json,sys; print(sum(json.loads(l)['rows'] for l in open(sys.argv[1]) if l.startswith('{')))" "$work/stream-$trial.writer.jsonl")
-  base_rows=$((900 * 29000 * 2))
+  base_rows=$((900 * 36000 * 2))
   "$py" - "$work/stream-$trial.compact.json" "$trial" "$c0" "$c1" "$before" "$during" "$rows" "$distinct" "$((base_rows + written))" "$files" <<'PY' | tee -a "$out"
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -79,7 +79,7 @@ for trial in $(seq "${TRIALS:-3}"); do
     fi
     c1=$(date +%s%3N)
     read -r rows distinct files < <(count_rows "$t")
-    echo "{\"scenario\": \"batch\", \"trial\": $trial, \"tool\": \"$tool\", \"seconds\": $(( c1 - c0 ))e-3, \"rows\": $rows, \"distinct_ids\": $distinct, \"files_after\": $files, \"throttle\": $("$py" -c "import json,sys; print(json.dumps(open(sys.argv[1]).read().splitlines()[0][:200]))" "$work/batch-$tool.err" 2>/dev/null || echo null)}" | tee -a "$out"
+    echo "{\"scenario\": \"batch\", \"trial\": $trial, \"tool\": \"$tool\", \"seconds\": $(( c1 - c0 ))e-3, \"rows\": $rows, \"distinct_ids\": $distinct, \"files_after\": $files, \"throttle\": $("$py" -c "import json,sys; print(json.dumps(next((l for l in open(sys.argv[1]) if l.startswith('parallelism:')), None)))" "$work/batch-$tool.err" 2>/dev/null || echo null)}" | tee -a "$out"
   done
 done
 
@@ -89,14 +89,18 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 st = [r for r in rows if r["scenario"] == "stream"]
 if st:
     med = lambda k: statistics.median(r[k] for r in st)
-    print(f"beside a 10 commits/s writer, {len(st)} trial(s): compact took {', '.join(f'{r['seconds']:.1f}' for r in st)} s "
-          f"(median {med('seconds'):.1f} s); writer p90 ratio median {med('p90_ratio'):.2f} "
-          f"({', '.join(f'{r['p90_ratio']:.2f}' for r in st)}), p99 ratio median {med('p99_ratio'):.2f}, p50 {med('p50_ratio'):.2f}; "
-          f"rows exact: {all(r['rows'] == r['distinct_ids'] == r['rows_expected'] for r in st)}")
+    took = ", ".join("%.1f" % r["seconds"] for r in st)
+    p90s = ", ".join("%.2f" % r["p90_ratio"] for r in st)
+    p99s = ", ".join("%.2f" % r["p99_ratio"] for r in st)
+    exact = all(r["rows"] == r["distinct_ids"] == r["rows_expected"] for r in st)
+    print(f"beside a 10 commits/s writer, {len(st)} trial(s): compact took {took} s (median {med('seconds'):.1f} s); "
+          f"writer p90 during / 10 s before: {p90s} (median {med('p90_ratio'):.2f}); p99: {p99s} (median {med('p99_ratio'):.2f}); "
+          f"p50 median {med('p50_ratio'):.2f}; rows exact: {exact}")
 b = [r for r in rows if r["scenario"] == "batch"]
 if b:
     lh = [r["seconds"] for r in b if r["tool"] == "lakehealth"]
     py = [r["seconds"] for r in b if r["tool"] == "python"]
-    print(f"after a batch load that stopped 2 s earlier: lakehealth {statistics.median(lh):.1f} s, python {statistics.median(py):.1f} s, "
-          f"ratio {statistics.median(lh) / statistics.median(py):.2f} (per trial {', '.join(f'{a / p:.2f}' for a, p in zip(lh, py))})")
+    per = ", ".join("%.2f" % (a / p) for a, p in zip(lh, py))
+    print(f"after a batch load that stopped 2 s earlier: lakehealth {statistics.median(lh):.1f} s (whole process), "
+          f"python optimize.compact() {statistics.median(py):.1f} s (in-process), ratio {statistics.median(lh) / statistics.median(py):.2f} (per trial {per})")
 PY

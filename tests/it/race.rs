@@ -843,6 +843,7 @@ fn one_commit_slot_takes_several_partitions_bins_and_leaves_out_the_one_python_t
         parallelism: 1,
         max_bin_bytes: None,
         strategy: Default::default(),
+        deleted_rows: Default::default(),
         storage_options: HashMap::new(),
     };
     let mut job =

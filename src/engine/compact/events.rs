@@ -372,6 +372,7 @@ mod tests {
             partitions: by_partition.iter().map(|t| t.partition.clone()).collect(),
             bins: by_partition.len() as u64,
             fingerprints: Vec::new(),
+            deleted_rows: 0,
             by_partition,
         };
         let mut s = JobSummary {

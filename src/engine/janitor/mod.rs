@@ -121,8 +121,8 @@ struct InFlight {
 enum Wake {
     Tick,
     Cancelled,
-    Heard(Line),
-    Ended(std::result::Result<(tokio::task::Id, JobDone), tokio::task::JoinError>),
+    Heard(Box<Line>),
+    Ended(Box<std::result::Result<(tokio::task::Id, JobDone), tokio::task::JoinError>>),
 }
 
 pub struct Janitor {
@@ -319,8 +319,8 @@ impl Janitor {
                         stats = CycleStats::default();
                         return self.stop(stats).await;
                     }
-                    Wake::Heard(line) => self.emit(line),
-                    Wake::Ended(done) => self.ended(done),
+                    Wake::Heard(line) => self.emit(*line),
+                    Wake::Ended(done) => self.ended(*done),
                 }
             }
         }
@@ -338,8 +338,8 @@ impl Janitor {
         let busy = !self.jobs.is_empty();
         tokio::select! {
             biased;
-            Some(line) = self.heard.recv() => Wake::Heard(line),
-            Some(done) = self.jobs.join_next_with_id(), if busy => Wake::Ended(done),
+            Some(line) = self.heard.recv() => Wake::Heard(Box::new(line)),
+            Some(done) = self.jobs.join_next_with_id(), if busy => Wake::Ended(Box::new(done)),
             _ = cancel.cancelled(), if ticking => Wake::Cancelled,
             _ = tokio::time::sleep_until(at), if ticking => Wake::Tick,
         }
@@ -384,8 +384,8 @@ impl Janitor {
         let never = CancellationToken::new();
         while !self.jobs.is_empty() {
             match self.wake(None, &never).await {
-                Wake::Heard(line) => self.emit(line),
-                Wake::Ended(done) => self.ended(done),
+                Wake::Heard(line) => self.emit(*line),
+                Wake::Ended(done) => self.ended(*done),
                 Wake::Tick | Wake::Cancelled => {}
             }
         }

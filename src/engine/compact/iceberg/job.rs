@@ -1,0 +1,361 @@
+//! An Iceberg compaction job: find the table in its catalog, plan, and for each bin rewrite its
+//! files, prove the outputs, and commit a `replace` snapshot through the catalog's
+//! compare-and-swap. A lost race reloads the table and rebuilds the commit on it while every
+//! replaced file is still live and no delete file applies to the bin's partition; otherwise the
+//! bin is dropped and its outputs deleted. A metadata file that did not become current is
+//! deleted with the bin's manifests.
+
+use std::sync::Arc;
+
+use object_store::{PutMode, PutOptions, PutPayload};
+use serde::Serialize;
+
+use super::IcebergCompactError as E;
+use super::catalog::{SqlCatalog, TableId};
+use super::manifest_write::build;
+use super::plan::{DeleteScope, IceBin, IcePlan, plan};
+use super::rewrite::{Rewritten, delete_outputs, rewrite_bin};
+use super::snapshot::{new_metadata, new_snapshot_id, next_metadata_location};
+use super::table_state::TableState;
+use crate::engine::compact::fingerprint::Fingerprint;
+use crate::engine::formats::iceberg::{
+    DEFAULT_TARGET_FILE_SIZE, Stores, TARGET_FILE_SIZE_PROPERTY,
+};
+use crate::engine::location::Location;
+use crate::engine::open::{OpenOptions, now_ms};
+
+/// Called before each commit attempt of a bin (attempt 0, 1 ...): tests race writers there.
+pub type BeforeCommit = Arc<dyn Fn(&IceBin, u32) + Send + Sync>;
+
+#[derive(Clone, Default)]
+pub struct IceRequest {
+    /// `sqlite:///FILE`.
+    pub catalog: String,
+    /// `namespace.name`; else the table whose metadata is under the folder.
+    pub table: Option<String>,
+    /// Default: the table's `write.target-file-size-bytes`, else Iceberg's 512 MiB.
+    pub target_file_size: Option<u64>,
+    /// Only partitions with these labels (`category=a/ts_day=2026-11-30`).
+    pub partitions: Vec<String>,
+    pub dry_run: bool,
+    /// Commit attempts after a lost race, per bin.
+    pub max_retries: u32,
+    pub before_commit: Option<BeforeCommit>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IceCommit {
+    pub partition: String,
+    pub snapshot_id: i64,
+    pub sequence_number: i64,
+    pub metadata_location: String,
+    pub files_removed: u64,
+    pub files_added: u64,
+    pub bytes_removed: u64,
+    pub bytes_added: u64,
+    pub rows: u64,
+    pub retries: u32,
+    pub fingerprint: Fingerprint,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IceConflict {
+    pub partition: String,
+    pub reason: String,
+    /// Outputs that could not be deleted (orphans to remove by hand).
+    pub outputs_left: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IceFailure {
+    pub partition: String,
+    pub error: String,
+    /// Files kept because the commit's outcome is unknown, or that could not be deleted.
+    pub files_kept: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IceSummary {
+    pub table: String,
+    pub metadata_location: String,
+    pub plan: IcePlan,
+    pub commits: Vec<IceCommit>,
+    pub conflicts: Vec<IceConflict>,
+    pub failures: Vec<IceFailure>,
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum IceEvent {
+    BinStarted { partition: String, files: usize },
+    Committed(IceCommit),
+    Retrying { partition: String, attempt: u32 },
+    Conflict(IceConflict),
+    Failed(IceFailure),
+}
+
+/// The target: the request's, else the table property, else Iceberg's default.
+fn target(state: &TableState, req: &IceRequest) -> u64 {
+    req.target_file_size
+        .or_else(|| {
+            state
+                .meta
+                .properties
+                .get(TARGET_FILE_SIZE_PROPERTY)
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|&n: &u64| n > 0)
+        })
+        .unwrap_or(DEFAULT_TARGET_FILE_SIZE)
+}
+
+struct Ctx<'a> {
+    uri: String,
+    catalog: SqlCatalog,
+    table: TableId,
+    stores: Stores<'a>,
+    req: &'a IceRequest,
+}
+
+/// Compacts the Iceberg table at `folder` through its catalog.
+pub async fn compact_iceberg(
+    folder: &Location,
+    req: &IceRequest,
+    opts: &OpenOptions,
+    events: &(dyn Fn(&IceEvent) + Send + Sync),
+) -> Result<IceSummary, E> {
+    let catalog = SqlCatalog::open(&req.catalog)?;
+    let (table, metadata_location) = catalog.find(folder.url.as_str(), req.table.as_deref())?;
+    let mut ctx = Ctx {
+        uri: folder.display(),
+        catalog,
+        table,
+        stores: Stores::new(opts),
+        req,
+    };
+    let mut state = TableState::load(&mut ctx.stores, &ctx.uri, &metadata_location).await?;
+    let p = plan(&state, target(&state, req), &req.partitions);
+    let mut summary = IceSummary {
+        table: ctx.table.to_string(),
+        metadata_location,
+        plan: p.clone(),
+        commits: Vec::new(),
+        conflicts: Vec::new(),
+        failures: Vec::new(),
+        dry_run: req.dry_run,
+    };
+    if req.dry_run {
+        return Ok(summary);
+    }
+    for bin in &p.bins {
+        events(&IceEvent::BinStarted {
+            partition: bin.label.clone(),
+            files: bin.files.len(),
+        });
+        let mut written = Vec::new();
+        let rewritten = match rewrite_bin(
+            &mut ctx.stores,
+            bin,
+            p.target_file_size,
+            &state.meta.field_types(),
+            &mut written,
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                let left = delete_outputs(&mut ctx.stores, &written).await;
+                let f = IceFailure {
+                    partition: bin.label.clone(),
+                    error: e.to_string(),
+                    files_kept: left,
+                };
+                events(&IceEvent::Failed(f.clone()));
+                summary.failures.push(f);
+                continue;
+            }
+        };
+        match commit_bin(&mut ctx, &mut state, bin, &rewritten).await {
+            Outcome::Committed(c) => {
+                events(&IceEvent::Committed(c.clone()));
+                summary.commits.push(c);
+            }
+            Outcome::Conflict(reason) => {
+                let left = delete_outputs(&mut ctx.stores, &written).await;
+                let c = IceConflict {
+                    partition: bin.label.clone(),
+                    reason,
+                    outputs_left: left,
+                };
+                events(&IceEvent::Conflict(c.clone()));
+                summary.conflicts.push(c);
+            }
+            Outcome::Failed(error, keep) => {
+                let mut files_kept = keep.clone();
+                if keep.is_empty() {
+                    files_kept = delete_outputs(&mut ctx.stores, &written).await;
+                } else {
+                    files_kept.extend(written);
+                }
+                let f = IceFailure {
+                    partition: bin.label.clone(),
+                    error,
+                    files_kept,
+                };
+                events(&IceEvent::Failed(f.clone()));
+                summary.failures.push(f);
+            }
+        }
+    }
+    summary.metadata_location = state.metadata_location.clone();
+    Ok(summary)
+}
+
+enum Outcome {
+    Committed(IceCommit),
+    /// The table moved so that the bin may not commit: its outputs are to be deleted.
+    Conflict(String),
+    /// An error; the files listed are kept (the commit's outcome is unknown), else the outputs
+    /// are to be deleted.
+    Failed(String, Vec<String>),
+}
+
+/// Commits `bin` on `state` (reloaded after a lost race; the new state after a commit).
+async fn commit_bin(
+    ctx: &mut Ctx<'_>,
+    state: &mut TableState,
+    bin: &IceBin,
+    out: &Rewritten,
+) -> Outcome {
+    let mut attempt = 0;
+    loop {
+        if DeleteScope::of(state).applies(bin.spec_id, &bin.partition) {
+            return Outcome::Conflict(
+                "a delete file now applies to the bin's partition; its rows would come back".into(),
+            );
+        }
+        let snapshot_id = new_snapshot_id(state);
+        let sequence = state.last_sequence_number() + 1;
+        let metadata_dir = match state.metadata_location.rsplit_once('/') {
+            Some((d, _)) => format!("{d}/"),
+            None => {
+                return Outcome::Failed("the metadata location has no folder".into(), Vec::new());
+            }
+        };
+        let files = match build(
+            state,
+            bin,
+            &out.outputs,
+            snapshot_id,
+            sequence,
+            &metadata_dir,
+        ) {
+            Ok(f) => f,
+            Err(E::Conflict(reason)) => return Outcome::Conflict(reason),
+            Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
+        };
+        let new_location = next_metadata_location(state);
+        let json = match new_metadata(
+            state,
+            bin,
+            &out.outputs,
+            snapshot_id,
+            sequence,
+            &files.list_path,
+            now_ms(),
+        ) {
+            Ok(j) => j,
+            Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
+        };
+        let mut ours: Vec<String> = files.manifests.iter().map(|m| m.path.clone()).collect();
+        ours.push(files.list_path.clone());
+        let mut puts: Vec<(String, Vec<u8>)> = files
+            .manifests
+            .into_iter()
+            .map(|m| (m.path, m.bytes))
+            .collect();
+        puts.push((files.list_path, files.list_bytes));
+        puts.push((new_location.clone(), json));
+        ours.push(new_location.clone());
+        if let Err(e) = put_new(&mut ctx.stores, puts).await {
+            delete_outputs(&mut ctx.stores, &ours).await;
+            return Outcome::Failed(e.to_string(), Vec::new());
+        }
+        if let Some(hook) = &ctx.req.before_commit {
+            hook(bin, attempt);
+        }
+        let expected = state.metadata_location.clone();
+        let swapped = ctx.catalog.swap(&ctx.table, &expected, &new_location);
+        let won = match swapped {
+            Ok(w) => w,
+            Err(e) => match ctx.catalog.current(&ctx.table) {
+                Ok(cur) if cur == new_location => true,
+                Ok(cur) if cur == expected => {
+                    delete_outputs(&mut ctx.stores, &ours).await;
+                    return Outcome::Failed(e.to_string(), Vec::new());
+                }
+                _ => {
+                    return Outcome::Failed(
+                        format!("{e}; the commit's outcome is unknown, its files are kept"),
+                        ours,
+                    );
+                }
+            },
+        };
+        if won {
+            let commit = IceCommit {
+                partition: bin.label.clone(),
+                snapshot_id,
+                sequence_number: sequence,
+                metadata_location: new_location.clone(),
+                files_removed: bin.files.len() as u64,
+                files_added: out.outputs.len() as u64,
+                bytes_removed: bin.bytes(),
+                bytes_added: out.bytes(),
+                rows: out.fingerprint.rows,
+                retries: attempt,
+                fingerprint: out.fingerprint,
+            };
+            // The next bin builds on this commit (or on whatever the catalog has by then).
+            match TableState::load(&mut ctx.stores, &ctx.uri, &new_location).await {
+                Ok(s) => *state = s,
+                Err(e) => tracing::warn!("reloading after a commit: {e}"),
+            }
+            return Outcome::Committed(commit);
+        }
+        // Lost the race: nothing of this attempt is referenced.
+        delete_outputs(&mut ctx.stores, &ours).await;
+        attempt += 1;
+        if attempt > ctx.req.max_retries {
+            return Outcome::Conflict(format!(
+                "the table kept moving: {attempt} commit attempts lost the race"
+            ));
+        }
+        let reloaded = match ctx.catalog.current(&ctx.table) {
+            Ok(cur) => TableState::load(&mut ctx.stores, &ctx.uri, &cur).await,
+            Err(e) => Err(E::from(e)),
+        };
+        match reloaded {
+            Ok(s) => *state = s,
+            Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
+        }
+    }
+}
+
+/// Writes new objects, never over an existing one.
+async fn put_new(stores: &mut Stores<'_>, puts: Vec<(String, Vec<u8>)>) -> Result<(), E> {
+    for (uri, bytes) in puts {
+        let (store, path) = stores.resolve(&uri)?;
+        store
+            .put_opts(
+                &path,
+                PutPayload::from(bytes),
+                PutOptions {
+                    mode: PutMode::Create,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|source| E::Store { path: uri, source })?;
+    }
+    Ok(())
+}

@@ -224,6 +224,13 @@ pub struct CompactArgs {
     /// First settle results a stopped coordinator left under _lakehealth/jobs/ (commit or clean up).
     #[arg(long)]
     pub pickup: bool,
+    /// Iceberg: the catalog the commit goes through, sqlite:///FILE (a SQL catalog as pyiceberg
+    /// keeps it; sqlite:////abs/path for an absolute path).
+    #[arg(long, value_name = "URI")]
+    pub catalog: Option<String>,
+    /// Iceberg: the table in the catalog, NAMESPACE.NAME (default: the one at the folder given).
+    #[arg(long, value_name = "NS.NAME")]
+    pub table: Option<String>,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]

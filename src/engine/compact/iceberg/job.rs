@@ -87,6 +87,7 @@ pub struct IceSummary {
 
 #[derive(Debug, Clone)]
 pub enum IceEvent {
+    Planned(IcePlan),
     BinStarted { partition: String, files: usize },
     Committed(IceCommit),
     Retrying { partition: String, attempt: u32 },
@@ -143,6 +144,7 @@ pub async fn compact_iceberg(
         failures: Vec::new(),
         dry_run: req.dry_run,
     };
+    events(&IceEvent::Planned(p.clone()));
     if req.dry_run {
         return Ok(summary);
     }
@@ -174,7 +176,7 @@ pub async fn compact_iceberg(
                 continue;
             }
         };
-        match commit_bin(&mut ctx, &mut state, bin, &rewritten).await {
+        match commit_bin(&mut ctx, &mut state, bin, &rewritten, events).await {
             Outcome::Committed(c) => {
                 events(&IceEvent::Committed(c.clone()));
                 summary.commits.push(c);
@@ -225,6 +227,7 @@ async fn commit_bin(
     state: &mut TableState,
     bin: &IceBin,
     out: &Rewritten,
+    events: &(dyn Fn(&IceEvent) + Send + Sync),
 ) -> Outcome {
     let mut attempt = 0;
     loop {
@@ -330,6 +333,10 @@ async fn commit_bin(
                 "the table kept moving: {attempt} commit attempts lost the race"
             ));
         }
+        events(&IceEvent::Retrying {
+            partition: bin.label.clone(),
+            attempt,
+        });
         let reloaded = match ctx.catalog.current(&ctx.table) {
             Ok(cur) => TableState::load(&mut ctx.stores, &ctx.uri, &cur).await,
             Err(e) => Err(E::from(e)),

@@ -101,7 +101,9 @@ pub async fn compact(
         bail!("{}", no_catalog_text(&a.uri));
     };
     if a.predicate.is_some() {
-        bail!("--where is not supported for Iceberg tables yet: select partitions with --partition LABEL (as `report` lists them)");
+        bail!(
+            "--where is not supported for Iceberg tables yet: select partitions with --partition LABEL (as `report` lists them)"
+        );
     }
     let req = IceRequest {
         catalog,

@@ -203,7 +203,7 @@ fn lakehealth(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn report_cli_shows_an_iceberg_table_and_compact_refuses_it() {
+fn report_cli_shows_an_iceberg_table_and_compact_asks_for_its_catalog() {
     let (_d, table, made) = local_table();
     let path = table.to_str().unwrap();
     let o = lakehealth(&["report", path]);
@@ -226,7 +226,7 @@ fn report_cli_shows_an_iceberg_table_and_compact_refuses_it() {
         "{out}"
     );
     assert!(
-        out.contains("compaction: not supported for Iceberg tables"),
+        out.contains("compaction: through the table's catalog"),
         "{out}"
     );
     assert!(out.contains("category=null/ts_day=2026-11-30"), "{out}");
@@ -240,11 +240,12 @@ fn report_cli_shows_an_iceberg_table_and_compact_refuses_it() {
     assert_eq!(v["iceberg"]["snapshot_id"], made.current_snapshot_id);
     assert_eq!(v["iceberg"]["delete_files"]["position_files"], 0);
 
+    // Without its catalog, compact says where an Iceberg commit goes.
     let o = lakehealth(&["compact", path, "--dry-run"]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("compaction of Iceberg tables is not supported"),
+        err.contains("an Iceberg table is committed through its catalog"),
         "{err}"
     );
 }

@@ -1,9 +1,10 @@
-//! Iceberg compaction through the table's SQL catalog (sqlite), proven by pyiceberg 0.12 on the
-//! same catalog (tests/py/iceberg_table.py): the table pyiceberg wrote with many small appends
-//! (tests/py/make_iceberg.py) reads back with exactly the same rows, through a full scan and a
-//! scan pruned by the new files' bounds, with a `replace` snapshot, DELETED entries and far
-//! fewer data files; a pyiceberg append or delete racing a bin's commit is never lost, doubled
-//! or undone.
+//! Iceberg compaction through the table's catalog (SQL on sqlite, and REST through a loopback
+//! shim over it), proven by pyiceberg 0.12 on the same catalog (tests/py/iceberg_table.py): the
+//! table pyiceberg wrote with many small appends (tests/py/make_iceberg.py) reads back with
+//! exactly the same rows, through a full scan and a scan pruned by the new files' bounds, with
+//! `replace` snapshots, DELETED entries and far fewer data files; a pyiceberg append or delete
+//! racing a bin's commit is never lost, doubled or undone; a SIGKILL leaves the table as of its
+//! last committed bin.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,7 +56,10 @@ impl Table {
     }
 
     fn catalog_uri(&self) -> String {
-        format!("sqlite:///{}", self.catalog_dir.join("catalog.db").display())
+        format!(
+            "sqlite:///{}",
+            self.catalog_dir.join("catalog.db").display()
+        )
     }
 
     fn py(&self, args: &[&str]) -> serde_json::Value {
@@ -65,7 +69,11 @@ impl Table {
             .arg(&self.catalog_dir)
             .output()
             .unwrap();
-        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
@@ -125,19 +133,43 @@ fn pyiceberg_reads_the_same_rows_after_lakehealth_compacts_through_the_sqlite_ca
     // One replace snapshot per bin, each with the summary pyiceberg's own commits carry.
     let replaces = after.operations.iter().filter(|o| *o == "replace").count();
     assert_eq!(replaces, commits.len());
-    assert_eq!(after.operations.len(), before.operations.len() + commits.len());
+    assert_eq!(
+        after.operations.len(),
+        before.operations.len() + commits.len()
+    );
     assert_eq!(after.current["operation"], "replace");
-    assert_eq!(after.current["total-records"], before.current["total-records"]);
+    assert_eq!(
+        after.current["total-records"],
+        before.current["total-records"]
+    );
     assert_eq!(
         after.current["total-data-files"],
         after.data_files.to_string()
     );
     // The last bin's replaced files are DELETED entries of the current snapshot.
-    assert!(after.entries.get("2").copied().unwrap_or(0) > 0, "{:?}", after.entries);
-    let removed: u64 = commits.iter().map(|c| c["files_removed"].as_u64().unwrap()).sum();
-    let added: u64 = commits.iter().map(|c| c["files_added"].as_u64().unwrap()).sum();
-    assert_eq!(after.data_files as u64, before.data_files as u64 - removed + added);
-    assert!(after.data_files * 3 <= before.data_files, "{} -> {}", before.data_files, after.data_files);
+    assert!(
+        after.entries.get("2").copied().unwrap_or(0) > 0,
+        "{:?}",
+        after.entries
+    );
+    let removed: u64 = commits
+        .iter()
+        .map(|c| c["files_removed"].as_u64().unwrap())
+        .sum();
+    let added: u64 = commits
+        .iter()
+        .map(|c| c["files_added"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        after.data_files as u64,
+        before.data_files as u64 - removed + added
+    );
+    assert!(
+        after.data_files * 3 <= before.data_files,
+        "{} -> {}",
+        before.data_files,
+        after.data_files
+    );
     // Every bin's outputs hold exactly its inputs' rows.
     for c in commits {
         assert_eq!(c["rows"], c["fingerprint"]["rows"]);
@@ -147,7 +179,11 @@ fn pyiceberg_reads_the_same_rows_after_lakehealth_compacts_through_the_sqlite_ca
     // lakehealth's own report reads the new snapshot as pyiceberg does.
     let rt = tokio::runtime::Runtime::new().unwrap();
     let r = rt
-        .block_on(lakehealth::engine::formats::iceberg::load_iceberg(&loc(&t.table), &opts(), &|_| {}))
+        .block_on(lakehealth::engine::formats::iceberg::load_iceberg(
+            &loc(&t.table),
+            &opts(),
+            &|_| {},
+        ))
         .unwrap();
     assert_eq!(r.stats.files, after.data_files as u64);
 
@@ -165,13 +201,26 @@ fn compact_of_an_iceberg_table_names_the_catalog_and_a_dry_run_changes_nothing()
     let o = t.lakehealth(&[]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("an Iceberg table is committed through its catalog"), "{err}");
+    assert!(
+        err.contains("an Iceberg table is committed through its catalog"),
+        "{err}"
+    );
     assert!(err.contains("--catalog sqlite:///"), "{err}");
 
-    let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--table", "db.events", "--dry-run", "--json"]);
+    let o = t.lakehealth(&[
+        "--catalog",
+        &t.catalog_uri(),
+        "--table",
+        "db.events",
+        "--dry-run",
+        "--json",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(!plan["plan"]["bins"].as_array().unwrap().is_empty(), "{plan:#}");
+    assert!(
+        !plan["plan"]["bins"].as_array().unwrap().is_empty(),
+        "{plan:#}"
+    );
     assert!(plan["commits"].as_array().unwrap().is_empty());
     assert_eq!(t.files(), files);
     assert_eq!(t.read().metadata_location, before.metadata_location);
@@ -204,12 +253,23 @@ async fn a_pyiceberg_append_that_wins_the_race_is_kept_and_the_bin_commits_on_to
     // Only the first bin's first attempt races: its commit must lose, reload and retry.
     req.before_commit = Some(Arc::new(move |_bin, attempt| {
         if attempt == 0 && got.lock().unwrap().is_empty() {
-            let v = hook_py(&dir, vec!["append".into(), "--first-id".into(), "100000".into(), "--rows".into(), "7".into()]);
+            let v = hook_py(
+                &dir,
+                vec![
+                    "append".into(),
+                    "--first-id".into(),
+                    "100000".into(),
+                    "--rows".into(),
+                    "7".into(),
+                ],
+            );
             let ids: Vec<i64> = serde_json::from_value(v["committed"].clone()).unwrap();
             got.lock().unwrap().extend(ids);
         }
     }));
-    let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {}).await.unwrap();
+    let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {})
+        .await
+        .unwrap();
     assert!(s.failures.is_empty() && s.conflicts.is_empty(), "{s:?}");
     assert_eq!(s.commits[0].retries, 1, "{s:?}");
     assert!(s.commits.iter().skip(1).all(|c| c.retries == 0));
@@ -225,7 +285,8 @@ async fn a_pyiceberg_append_that_wins_the_race_is_kept_and_the_bin_commits_on_to
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pyiceberg_delete_in_the_partition_being_compacted_stops_that_bin_and_nothing_comes_back() {
+async fn a_pyiceberg_delete_in_the_partition_being_compacted_stops_that_bin_and_nothing_comes_back()
+{
     let t = Table::new(8);
     let before = t.read();
     let deleted = Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
@@ -237,28 +298,54 @@ async fn a_pyiceberg_delete_in_the_partition_being_compacted_stops_that_bin_and_
     req.before_commit = Some(Arc::new(move |bin, attempt| {
         if attempt == 0 && v2.lock().unwrap().is_empty() && !bin.label.contains("=null") {
             *v2.lock().unwrap() = bin.label.clone();
-            let parts: BTreeMap<&str, &str> = bin.label.split('/').filter_map(|kv| kv.split_once('=')).collect();
-            let v = hook_py(&dir, vec!["delete".into(), "--category".into(), parts["category"].into(), "--day".into(), parts["ts_day"].into()]);
+            let parts: BTreeMap<&str, &str> = bin
+                .label
+                .split('/')
+                .filter_map(|kv| kv.split_once('='))
+                .collect();
+            let v = hook_py(
+                &dir,
+                vec![
+                    "delete".into(),
+                    "--category".into(),
+                    parts["category"].into(),
+                    "--day".into(),
+                    parts["ts_day"].into(),
+                ],
+            );
             let ids: Vec<i64> = serde_json::from_value(v["deleted"].clone()).unwrap();
             got.lock().unwrap().extend(ids);
         }
     }));
-    let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {}).await.unwrap();
+    let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {})
+        .await
+        .unwrap();
     let victim = victim.lock().unwrap().clone();
     assert!(!deleted.lock().unwrap().is_empty());
     assert_eq!(s.conflicts.len(), 1, "{s:?}");
     assert_eq!(s.conflicts[0].partition, victim);
-    assert!(s.conflicts[0].reason.contains("no longer live"), "{:?}", s.conflicts[0]);
+    assert!(
+        s.conflicts[0].reason.contains("no longer live"),
+        "{:?}",
+        s.conflicts[0]
+    );
     assert!(s.conflicts[0].outputs_left.is_empty());
     assert!(s.commits.iter().all(|c| c.partition != victim));
     assert!(!s.commits.is_empty());
     let after = t.read();
     let gone: std::collections::HashSet<i64> = deleted.lock().unwrap().iter().copied().collect();
-    let want: Vec<i64> = ids(&before.rows).into_iter().filter(|i| !gone.contains(i)).collect();
+    let want: Vec<i64> = ids(&before.rows)
+        .into_iter()
+        .filter(|i| !gone.contains(i))
+        .collect();
     assert_eq!(ids(&after.rows), want);
     // The conflicted bin's outputs and metadata were deleted: every lakehealth file left is
     // referenced by a committed snapshot (one metadata file per commit).
-    let ours: Vec<String> = t.files().into_iter().filter(|f| f.contains("-lakehealth-")).collect();
+    let ours: Vec<String> = t
+        .files()
+        .into_iter()
+        .filter(|f| f.contains("-lakehealth-"))
+        .collect();
     let outputs: usize = s.commits.iter().map(|c| c.files_added as usize).sum();
     assert_eq!(ours.len(), outputs, "{ours:?}");
 }
@@ -269,7 +356,14 @@ fn a_pyiceberg_appender_committing_in_a_loop_during_compaction_loses_and_doubles
     let before = t.read();
     let stop = t.dir.path().join("stop");
     let appender = py_script("iceberg_table.py")
-        .args(["append", "--first-id", "200000", "--rows", "3", "--loop-until"])
+        .args([
+            "append",
+            "--first-id",
+            "200000",
+            "--rows",
+            "3",
+            "--loop-until",
+        ])
         .arg(&stop)
         .arg("--catalog-dir")
         .arg(&t.catalog_dir)
@@ -280,12 +374,21 @@ fn a_pyiceberg_appender_committing_in_a_loop_during_compaction_loses_and_doubles
     let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--json"]);
     std::fs::write(&stop, "").unwrap();
     let appended = appender.wait_with_output().unwrap();
-    assert!(appended.status.success(), "{}", String::from_utf8_lossy(&appended.stderr));
+    assert!(
+        appended.status.success(),
+        "{}",
+        String::from_utf8_lossy(&appended.stderr)
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(!summary["commits"].as_array().unwrap().is_empty(), "{summary:#}");
-    let committed: Vec<i64> =
-        serde_json::from_value(serde_json::from_slice::<serde_json::Value>(&appended.stdout).unwrap()["committed"].clone()).unwrap();
+    assert!(
+        !summary["commits"].as_array().unwrap().is_empty(),
+        "{summary:#}"
+    );
+    let committed: Vec<i64> = serde_json::from_value(
+        serde_json::from_slice::<serde_json::Value>(&appended.stdout).unwrap()["committed"].clone(),
+    )
+    .unwrap();
     assert!(!committed.is_empty());
     let after = t.read();
     let mut want = ids(&before.rows);
@@ -293,4 +396,138 @@ fn a_pyiceberg_appender_committing_in_a_loop_during_compaction_loses_and_doubles
     want.sort();
     assert_eq!(ids(&after.rows), want, "every row exactly once");
     assert!(after.operations.iter().any(|o| o == "replace"));
+}
+
+#[test]
+fn a_sigkilled_compaction_leaves_the_table_as_of_its_last_committed_bin_and_a_rerun_finishes() {
+    use std::io::{BufRead, BufReader};
+    let t = Table::new(12);
+    let before = t.read();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .arg("compact")
+        .arg(&t.table)
+        .args(["--catalog", &t.catalog_uri()])
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    // Killed right after its first commit, while the next bin is being rewritten.
+    let mut seen = Vec::new();
+    for l in lines.by_ref() {
+        let l = l.unwrap();
+        seen.push(l.clone());
+        if l.starts_with("committed snapshot") {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        seen.iter().any(|l| l.starts_with("committed snapshot")),
+        "{seen:?}"
+    );
+    let mid = t.read();
+    assert_eq!(mid.rows, before.rows);
+    let replaces = mid.operations.iter().filter(|o| *o == "replace").count();
+    assert!((1..5).contains(&replaces), "{:?}", mid.operations);
+    // A second run compacts what is left; the rows never change.
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = t.read();
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.data_files, 5);
+}
+
+/// The loopback REST shim (tests/py/iceberg_rest_shim.py) over the table's SQL catalog.
+struct RestShim {
+    child: std::process::Child,
+    uri: String,
+}
+
+impl RestShim {
+    fn start(catalog_dir: &Path) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = py_script("iceberg_rest_shim.py")
+            .arg("--catalog-dir")
+            .arg(catalog_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut port = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        let uri = format!("http://127.0.0.1:{}", port.trim());
+        Self { child, uri }
+    }
+}
+
+impl Drop for RestShim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rest_catalog_commit_is_checked_by_the_catalog_and_a_409_is_retried_on_the_new_table() {
+    let t = Table::new(8);
+    let before = t.read();
+    let shim = RestShim::start(&t.catalog_dir);
+    let appended = Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
+    let (dir, got) = (t.catalog_dir.clone(), appended.clone());
+    let mut req = t.request();
+    req.catalog = shim.uri.clone();
+    // The first bin's first attempt loses to a pyiceberg append: the catalog answers 409
+    // (assert-ref-snapshot-id fails), lakehealth reloads and commits on top.
+    req.before_commit = Some(Arc::new(move |_bin, attempt| {
+        if attempt == 0 && got.lock().unwrap().is_empty() {
+            let v = hook_py(
+                &dir,
+                vec![
+                    "append".into(),
+                    "--first-id".into(),
+                    "300000".into(),
+                    "--rows".into(),
+                    "4".into(),
+                ],
+            );
+            let ids: Vec<i64> = serde_json::from_value(v["committed"].clone()).unwrap();
+            got.lock().unwrap().extend(ids);
+        }
+    }));
+    let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {})
+        .await
+        .unwrap();
+    assert!(s.failures.is_empty() && s.conflicts.is_empty(), "{s:?}");
+    assert_eq!(s.commits[0].retries, 1, "{s:?}");
+    let after = t.read();
+    let mut want = ids(&before.rows);
+    want.extend(appended.lock().unwrap().iter());
+    want.sort();
+    assert_eq!(ids(&after.rows), want);
+    assert_eq!(after.rows_id_lt_40, before.rows_id_lt_40);
+    let n = before.operations.len();
+    assert_eq!(after.operations[n], "append");
+    assert_eq!(after.operations[n + 1..].len(), s.commits.len());
+    assert!(after.operations[n + 1..].iter().all(|o| o == "replace"));
+    // The catalog wrote the metadata files: the one it names is the last commit's.
+    assert_eq!(
+        s.commits.last().unwrap().metadata_location,
+        after.metadata_location
+    );
+
+    // Through the CLI, the table found by its location in the REST catalog.
+    let t2 = Table::new(6);
+    let shim2 = RestShim::start(&t2.catalog_dir);
+    let before2 = t2.read();
+    let o = t2.lakehealth(&["--catalog", &shim2.uri]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after2 = t2.read();
+    assert_eq!(after2.rows, before2.rows);
+    assert!(after2.data_files < before2.data_files);
 }

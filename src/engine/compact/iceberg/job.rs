@@ -1,6 +1,7 @@
 //! An Iceberg compaction job: find the table in its catalog, plan, and for each bin rewrite its
-//! files, prove the outputs, and commit a `replace` snapshot through the catalog's
-//! compare-and-swap. A lost race reloads the table and rebuilds the commit on it while every
+//! files, prove the outputs, and commit a `replace` snapshot through the catalog (a SQL
+//! catalog's compare-and-swap of `metadata_location`, or a REST catalog's commit with
+//! `assert-table-uuid` and `assert-ref-snapshot-id`). A lost race reloads the table and rebuilds the commit on it while every
 //! replaced file is still live and no delete file applies to the bin's partition; otherwise the
 //! bin is dropped and its outputs deleted. A metadata file that did not become current is
 //! deleted with the bin's manifests.
@@ -11,11 +12,13 @@ use object_store::{PutMode, PutOptions, PutPayload};
 use serde::Serialize;
 
 use super::IcebergCompactError as E;
-use super::catalog::{SqlCatalog, TableId};
+use super::catalog::{Catalog, TableId};
 use super::manifest_write::build;
 use super::plan::{DeleteScope, IceBin, IcePlan, plan};
+use super::rest_catalog::RestCommit;
 use super::rewrite::{Rewritten, delete_outputs, rewrite_bin};
-use super::snapshot::{new_metadata, new_snapshot_id, next_metadata_location};
+use super::snapshot::{new_metadata, new_snapshot_id, next_metadata_location, snapshot_json};
+use super::sql_catalog::SqlCatalog;
 use super::table_state::TableState;
 use crate::engine::compact::fingerprint::Fingerprint;
 use crate::engine::formats::iceberg::{
@@ -29,7 +32,7 @@ pub type BeforeCommit = Arc<dyn Fn(&IceBin, u32) + Send + Sync>;
 
 #[derive(Clone, Default)]
 pub struct IceRequest {
-    /// `sqlite:///FILE`.
+    /// `sqlite:///FILE` or `http(s)://…` (REST).
     pub catalog: String,
     /// `namespace.name`; else the table whose metadata is under the folder.
     pub table: Option<String>,
@@ -111,7 +114,7 @@ fn target(state: &TableState, req: &IceRequest) -> u64 {
 
 struct Ctx<'a> {
     uri: String,
-    catalog: SqlCatalog,
+    catalog: Catalog,
     table: TableId,
     stores: Stores<'a>,
     req: &'a IceRequest,
@@ -124,8 +127,10 @@ pub async fn compact_iceberg(
     opts: &OpenOptions,
     events: &(dyn Fn(&IceEvent) + Send + Sync),
 ) -> Result<IceSummary, E> {
-    let catalog = SqlCatalog::open(&req.catalog)?;
-    let (table, metadata_location) = catalog.find(folder.url.as_str(), req.table.as_deref())?;
+    let catalog = Catalog::open(&req.catalog)?;
+    let (table, metadata_location) = catalog
+        .find(folder.url.as_str(), req.table.as_deref())
+        .await?;
     let mut ctx = Ctx {
         uri: folder.display(),
         catalog,
@@ -256,19 +261,6 @@ async fn commit_bin(
             Err(E::Conflict(reason)) => return Outcome::Conflict(reason),
             Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
         };
-        let new_location = next_metadata_location(state);
-        let json = match new_metadata(
-            state,
-            bin,
-            &out.outputs,
-            snapshot_id,
-            sequence,
-            &files.list_path,
-            now_ms(),
-        ) {
-            Ok(j) => j,
-            Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
-        };
         let mut ours: Vec<String> = files.manifests.iter().map(|m| m.path.clone()).collect();
         ours.push(files.list_path.clone());
         let mut puts: Vec<(String, Vec<u8>)> = files
@@ -276,34 +268,61 @@ async fn commit_bin(
             .into_iter()
             .map(|m| (m.path, m.bytes))
             .collect();
-        puts.push((files.list_path, files.list_bytes));
-        puts.push((new_location.clone(), json));
-        ours.push(new_location.clone());
+        puts.push((files.list_path.clone(), files.list_bytes));
         if let Err(e) = put_new(&mut ctx.stores, puts).await {
             delete_outputs(&mut ctx.stores, &ours).await;
             return Outcome::Failed(e.to_string(), Vec::new());
         }
+        let snapshot = snapshot_json(
+            state,
+            bin,
+            &out.outputs,
+            snapshot_id,
+            sequence,
+            &files.list_path,
+            now_ms(),
+        );
         if let Some(hook) = &ctx.req.before_commit {
             hook(bin, attempt);
         }
-        let expected = state.metadata_location.clone();
-        let swapped = ctx.catalog.swap(&ctx.table, &expected, &new_location);
-        let won = match swapped {
-            Ok(w) => w,
-            Err(e) => match ctx.catalog.current(&ctx.table) {
-                Ok(cur) if cur == new_location => true,
-                Ok(cur) if cur == expected => {
-                    delete_outputs(&mut ctx.stores, &ours).await;
-                    return Outcome::Failed(e.to_string(), Vec::new());
+        let swap = match &ctx.catalog {
+            Catalog::Sql(c) => {
+                sql_swap(c, &ctx.table, &mut ctx.stores, state, &snapshot, &mut ours).await
+            }
+            Catalog::Rest(c) => {
+                let parent = state.snapshot().map(|s| s.snapshot_id);
+                match c
+                    .commit(
+                        &ctx.table,
+                        state.table_uuid(),
+                        parent,
+                        &snapshot,
+                        snapshot_id,
+                    )
+                    .await
+                {
+                    RestCommit::Committed(l) => Swap::Won(l),
+                    RestCommit::Conflict => Swap::Lost,
+                    RestCommit::Refused(e) => Swap::NotCommitted(e),
+                    RestCommit::Unknown(e) => Swap::Unknown(e),
                 }
-                _ => {
-                    return Outcome::Failed(
-                        format!("{e}; the commit's outcome is unknown, its files are kept"),
-                        ours,
-                    );
-                }
-            },
+            }
         };
+        let new_location = match swap {
+            Swap::Won(l) => l,
+            Swap::Lost => String::new(),
+            Swap::NotCommitted(e) => {
+                delete_outputs(&mut ctx.stores, &ours).await;
+                return Outcome::Failed(e, Vec::new());
+            }
+            Swap::Unknown(e) => {
+                return Outcome::Failed(
+                    format!("{e}; the commit's outcome is unknown, its files are kept"),
+                    ours,
+                );
+            }
+        };
+        let won = !new_location.is_empty();
         if won {
             let commit = IceCommit {
                 partition: bin.label.clone(),
@@ -337,7 +356,7 @@ async fn commit_bin(
             partition: bin.label.clone(),
             attempt,
         });
-        let reloaded = match ctx.catalog.current(&ctx.table) {
+        let reloaded = match ctx.catalog.current(&ctx.table).await {
             Ok(cur) => TableState::load(&mut ctx.stores, &ctx.uri, &cur).await,
             Err(e) => Err(E::from(e)),
         };
@@ -345,6 +364,50 @@ async fn commit_bin(
             Ok(s) => *state = s,
             Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
         }
+    }
+}
+
+/// What a commit attempt got from the catalog.
+enum Swap {
+    /// Committed: the new metadata location.
+    Won(String),
+    /// The table moved since the commit was built.
+    Lost,
+    /// Not committed, for another reason.
+    NotCommitted(String),
+    /// It may or may not have committed.
+    Unknown(String),
+}
+
+/// A SQL catalog commit: the new metadata file, then the compare-and-swap of the table's row.
+/// After an error the row is read again: only a row still naming the base proves nothing
+/// committed.
+async fn sql_swap(
+    c: &SqlCatalog,
+    table: &TableId,
+    stores: &mut Stores<'_>,
+    state: &TableState,
+    snapshot: &serde_json::Value,
+    ours: &mut Vec<String>,
+) -> Swap {
+    let new_location = next_metadata_location(state);
+    let json = match new_metadata(state, snapshot) {
+        Ok(j) => j,
+        Err(e) => return Swap::NotCommitted(e.to_string()),
+    };
+    if let Err(e) = put_new(stores, vec![(new_location.clone(), json)]).await {
+        return Swap::NotCommitted(e.to_string());
+    }
+    ours.push(new_location.clone());
+    let expected = &state.metadata_location;
+    match c.swap(table, expected, &new_location) {
+        Ok(true) => Swap::Won(new_location),
+        Ok(false) => Swap::Lost,
+        Err(e) => match c.current(table) {
+            Ok(cur) if cur == new_location => Swap::Won(new_location),
+            Ok(cur) if cur == *expected => Swap::NotCommitted(e.to_string()),
+            _ => Swap::Unknown(e.to_string()),
+        },
     }
 }
 

@@ -10,8 +10,10 @@ pub mod data_file_stats;
 pub mod job;
 pub mod manifest_write;
 pub mod plan;
+pub mod rest_catalog;
 pub mod rewrite;
 pub mod snapshot;
+pub mod sql_catalog;
 pub mod table_state;
 
 use crate::engine::error::EngineError;

@@ -222,3 +222,134 @@ pub fn plan(state: &TableState, target: u64, only: &[String]) -> IcePlan {
         files_under_deletes: under_deletes.values().sum(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::compact::iceberg::avro_file::AvroFile;
+    use crate::engine::formats::iceberg::manifests::tests::manifest_bytes;
+    use crate::engine::formats::iceberg::metadata::TableMetadata;
+
+    fn manifest(
+        spec_id: i32,
+        deletes: bool,
+        entries: &[(i32, i32, &str, i64, Option<&str>)],
+    ) -> Manifest {
+        Manifest {
+            path: format!("/t/metadata/m-{spec_id}-{deletes}.avro"),
+            spec_id,
+            deletes,
+            sequence_number: 1,
+            added_snapshot_id: 1,
+            file: AvroFile::read(&manifest_bytes(entries)).unwrap(),
+        }
+    }
+
+    fn state(manifests: Vec<Manifest>) -> TableState {
+        let json = serde_json::json!({
+            "format-version": 2, "location": "/t", "current-snapshot-id": 1,
+            "partition-specs": [
+                {"spec-id": 0, "fields": [{"source-id": 2, "field-id": 1000, "transform": "identity", "name": "category"}]},
+                {"spec-id": 1, "fields": [{"source-id": 2, "field-id": 1000, "transform": "identity", "name": "category"}]}],
+            "schemas": [{"schema-id": 0, "type": "struct", "fields": [
+                {"id": 2, "name": "category", "type": "string", "required": false}]}],
+            "snapshots": [{"snapshot-id": 1, "sequence-number": 1, "timestamp-ms": 1, "manifest-list": "/l"}]
+        });
+        TableState {
+            metadata_location: "/t/metadata/00001-x.metadata.json".into(),
+            meta: TableMetadata::parse(json.to_string().as_bytes()).unwrap(),
+            json,
+            list: None,
+            manifests,
+        }
+    }
+
+    fn five(prefix: &str, cat: &'static str) -> Vec<(i32, i32, String, i64, Option<&'static str>)> {
+        (0..5)
+            .map(|i| {
+                (
+                    1,
+                    0,
+                    format!("/t/data/{prefix}-{i}.parquet"),
+                    100,
+                    Some(cat),
+                )
+            })
+            .collect()
+    }
+
+    fn entries<'a>(
+        v: &'a [(i32, i32, String, i64, Option<&'static str>)],
+    ) -> Vec<(i32, i32, &'a str, i64, Option<&'static str>)> {
+        v.iter()
+            .map(|(a, b, p, s, c)| (*a, *b, p.as_str(), *s, *c))
+            .collect()
+    }
+
+    #[test]
+    fn a_bin_never_mixes_specs_and_partitions_with_delete_files_are_left_alone_and_counted() {
+        let mut spec0 = five("s0a", "a");
+        spec0.extend(five("s0b", "b"));
+        // A deleted entry is not live: never rewritten.
+        spec0.push((2, 0, "/t/data/gone.parquet".into(), 100, Some("a")));
+        let spec1 = five("s1a", "a");
+        let data = vec![
+            manifest(0, false, &entries(&spec0)),
+            manifest(1, false, &entries(&spec1)),
+        ];
+        // Without delete files: one bin per spec and partition.
+        let p = plan(&state(data.clone()), 1000, &[]);
+        let got: Vec<(i32, &str, usize)> = p
+            .bins
+            .iter()
+            .map(|b| (b.spec_id, b.label.as_str(), b.files.len()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, "category=a", 5),
+                (0, "category=b", 5),
+                (1, "category=a", 5)
+            ]
+        );
+        assert!(
+            p.bins
+                .iter()
+                .all(|b| b.files.iter().all(|f| f.path.contains(&format!(
+                    "s{}{}",
+                    b.spec_id,
+                    &b.label["category=".len()..]
+                ))))
+        );
+        // A position delete file in spec 0, category b: that partition, and every partition of
+        // spec 1 (the delete could name its files), are left alone and counted.
+        let mut with_deletes = data;
+        with_deletes.push(manifest(
+            0,
+            true,
+            &[(1, 1, "/t/data/pos-del.parquet", 10, Some("b"))],
+        ));
+        let s = state(with_deletes);
+        let p = plan(&s, 1000, &[]);
+        let got: Vec<(i32, &str)> = p
+            .bins
+            .iter()
+            .map(|b| (b.spec_id, b.label.as_str()))
+            .collect();
+        assert_eq!(got, vec![(0, "category=a")]);
+        assert_eq!((p.partitions_with_deletes, p.files_under_deletes), (2, 10));
+        // Only the labels asked for.
+        assert!(plan(&s, 1000, &["category=b".into()]).bins.is_empty());
+    }
+
+    #[test]
+    fn a_delete_file_of_another_spec_keeps_every_partition_of_the_others_alone() {
+        let s = state(vec![
+            manifest(0, false, &entries(&five("s0a", "a"))),
+            manifest(1, true, &[(1, 2, "/t/data/eq-del.parquet", 10, None)]),
+        ]);
+        let p = plan(&s, 1000, &[]);
+        assert!(p.bins.is_empty());
+        assert_eq!(p.files_under_deletes, 5);
+    }
+}

@@ -49,8 +49,11 @@ impl Rewritten {
     }
 }
 
+/// Every field of a Parquet schema (its path) with its field id.
+type FieldIds = Vec<(String, Option<i32>)>;
+
 /// Every field id of a Parquet schema with the path of its field.
-fn field_ids(t: &Type, prefix: &str, out: &mut Vec<(String, Option<i32>)>) {
+fn field_ids(t: &Type, prefix: &str, out: &mut FieldIds) {
     for f in t.get_fields() {
         let path = format!("{prefix}/{}", f.name());
         let info = f.get_basic_info();
@@ -64,7 +67,7 @@ fn field_ids(t: &Type, prefix: &str, out: &mut Vec<(String, Option<i32>)>) {
 struct Opened {
     stream: parquet::arrow::async_reader::ParquetRecordBatchStream<StoreReader>,
     schema: SchemaRef,
-    ids: Vec<(String, Option<i32>)>,
+    ids: FieldIds,
 }
 
 async fn open(stores: &mut Stores<'_>, uri: &str, size: Option<u64>) -> Result<Opened, E> {
@@ -123,7 +126,7 @@ pub async fn rewrite_bin(
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .build();
     let mut hasher = ContentHasher::default();
-    let mut first: Option<(SchemaRef, Vec<(String, Option<i32>)>)> = None;
+    let mut first: Option<(SchemaRef, FieldIds)> = None;
     let mut writer: Option<OutputWriter> = None;
     let mut closed: Vec<ClosedOutput> = Vec::new();
     let first_path = bin

@@ -88,8 +88,8 @@ fn summary(
     s
 }
 
-/// The new metadata JSON.
-pub fn new_metadata(
+/// The new snapshot: a `replace` of `bin`'s files by `outputs`, on `base`'s current snapshot.
+pub fn snapshot_json(
     base: &TableState,
     bin: &IceBin,
     outputs: &[OutputFile],
@@ -97,16 +97,13 @@ pub fn new_metadata(
     sequence: i64,
     list_path: &str,
     now_ms: i64,
-) -> Result<Vec<u8>, E> {
-    let mut m = base.json.clone();
-    let obj = m
-        .as_object_mut()
-        .ok_or_else(|| E::Unsupported("the metadata file is not a JSON object".into()))?;
-    let last_updated = obj
+) -> Value {
+    let last_updated = base
+        .json
         .get("last-updated-ms")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    // Snapshot times never go back (Iceberg refuses a snapshot older than its parent's table).
+    // Snapshot times never go back (Iceberg refuses a snapshot older than the table's last update).
     let ts = now_ms.max(last_updated + 1);
     let mut snapshot = json!({
         "snapshot-id": snapshot_id,
@@ -118,10 +115,29 @@ pub fn new_metadata(
     if let Some(p) = base.snapshot() {
         snapshot["parent-snapshot-id"] = json!(p.snapshot_id);
     }
-    if let Some(schema_id) = obj.get("current-schema-id") {
+    if let Some(schema_id) = base.json.get("current-schema-id") {
         snapshot["schema-id"] = schema_id.clone();
     }
-    push(obj, "snapshots", snapshot);
+    snapshot
+}
+
+/// The new metadata JSON: `snapshot` (from `snapshot_json`) added and made current on main.
+pub fn new_metadata(base: &TableState, snapshot: &Value) -> Result<Vec<u8>, E> {
+    let mut m = base.json.clone();
+    let obj = m
+        .as_object_mut()
+        .ok_or_else(|| E::Unsupported("the metadata file is not a JSON object".into()))?;
+    let last_updated = obj
+        .get("last-updated-ms")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let field = |k: &str| snapshot.get(k).cloned().unwrap_or(Value::Null);
+    let (snapshot_id, ts, sequence) = (
+        field("snapshot-id"),
+        field("timestamp-ms"),
+        field("sequence-number"),
+    );
+    push(obj, "snapshots", snapshot.clone());
     push(
         obj,
         "snapshot-log",
@@ -132,9 +148,9 @@ pub fn new_metadata(
         "metadata-log",
         json!({"metadata-file": base.metadata_location, "timestamp-ms": last_updated}),
     );
-    obj.insert("last-sequence-number".into(), json!(sequence));
-    obj.insert("last-updated-ms".into(), json!(ts));
-    obj.insert("current-snapshot-id".into(), json!(snapshot_id));
+    obj.insert("last-sequence-number".into(), sequence);
+    obj.insert("last-updated-ms".into(), ts);
+    obj.insert("current-snapshot-id".into(), snapshot_id.clone());
     let refs = obj
         .entry("refs")
         .or_insert_with(|| json!({}))
@@ -143,7 +159,7 @@ pub fn new_metadata(
     let main = refs
         .entry("main")
         .or_insert_with(|| json!({"type": "branch"}));
-    main["snapshot-id"] = json!(snapshot_id);
+    main["snapshot-id"] = snapshot_id;
     serde_json::to_vec_pretty(&m).map_err(|source| E::Json {
         file: "new metadata".into(),
         source,

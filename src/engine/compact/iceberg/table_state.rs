@@ -180,3 +180,36 @@ async fn read_avro(
         source,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::open::OpenOptions;
+
+    async fn load_version(v: u8) -> Result<TableState, E> {
+        let d = tempfile::tempdir().unwrap();
+        let meta = d.path().join("00001-x.metadata.json");
+        std::fs::write(
+            &meta,
+            serde_json::json!({"format-version": v, "location": "/t", "current-snapshot-id": -1})
+                .to_string(),
+        )
+        .unwrap();
+        let opts = OpenOptions::default();
+        let mut stores = Stores::new(&opts);
+        TableState::load(&mut stores, "t", meta.to_str().unwrap()).await
+    }
+
+    #[tokio::test]
+    async fn format_v3_and_v1_are_refused_with_the_reason_and_v2_loads() {
+        let e = load_version(3).await.unwrap_err().to_string();
+        assert!(e.contains("format v3") && e.contains("row lineage"), "{e}");
+        let e = load_version(1).await.unwrap_err().to_string();
+        assert!(
+            e.contains("format v1") && e.contains("sequence numbers"),
+            "{e}"
+        );
+        let s = load_version(2).await.unwrap();
+        assert!(s.list.is_none() && s.manifests.is_empty());
+    }
+}

@@ -141,8 +141,8 @@ impl IcebergDetails {
 
 /// What lakehealth says where compaction is offered for an Iceberg table.
 pub fn compaction_unsupported(t: &TableReport) -> String {
-    let mut s = "compaction of Iceberg tables is not supported: lakehealth reads them only. \
-                 Compact with Iceberg's own rewrite_data_files (Spark: CALL <catalog>.system.rewrite_data_files('<db>.<table>'))."
+    let mut s = "compaction of Iceberg tables is not supported here yet: the commit goes through the table's catalog; \
+                 run lakehealth compact TABLE --catalog sqlite:///FILE (a SQL catalog on sqlite)."
         .to_string();
     if let Some(ice) = &t.iceberg {
         s.push(' ');

@@ -19,10 +19,10 @@ use super::rest_catalog::RestCommit;
 use super::rewrite::{Rewritten, delete_outputs, rewrite_bin};
 use super::snapshot::{new_metadata, new_snapshot_id, next_metadata_location, snapshot_json};
 use super::sql_catalog::SqlCatalog;
-use super::table_state::TableState;
+use super::table_state::{TableState, file_path};
 use crate::engine::compact::fingerprint::Fingerprint;
 use crate::engine::formats::iceberg::{
-    DEFAULT_TARGET_FILE_SIZE, Stores, TARGET_FILE_SIZE_PROPERTY,
+    DEFAULT_TARGET_FILE_SIZE, Stores, TARGET_FILE_SIZE_PROPERTY, is_under,
 };
 use crate::engine::location::Location;
 use crate::engine::open::{OpenOptions, now_ms};
@@ -98,6 +98,35 @@ pub enum IceEvent {
     Failed(IceFailure),
 }
 
+/// The catalog's table must live at the folder given, and (as for reading) its manifests and
+/// data files under it: outputs are written beside the inputs, so metadata pointing elsewhere
+/// would have lakehealth write there. `--trust-metadata-paths` lifts the second rule.
+fn check_inside(folder: &Location, state: &TableState, opts: &OpenOptions) -> Result<(), E> {
+    let root = format!("{}/", folder.url.as_str().trim_end_matches('/'));
+    let table_root = format!("{}/", state.meta.location.trim_end_matches('/'));
+    if !is_under(&root, &table_root) || !is_under(&table_root, &root) {
+        return Err(E::Unsupported(format!(
+            "the catalog's table lives at {}, not at {}",
+            state.meta.location,
+            folder.display()
+        )));
+    }
+    if opts.trust_metadata_paths {
+        return Ok(());
+    }
+    let paths = state.manifests.iter().flat_map(|m| {
+        std::iter::once(m.path.clone()).chain(m.file.rows.iter().filter_map(file_path))
+    });
+    for p in paths {
+        if !is_under(&root, &p) {
+            return Err(E::Unsupported(format!(
+                "the metadata points at {p}, outside the table's folder {root}; lakehealth reads and writes only under the table. If the table was copied or moved and you trust its metadata, pass --trust-metadata-paths"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The target: the request's, else the table property, else Iceberg's default.
 fn target(state: &TableState, req: &IceRequest) -> u64 {
     req.target_file_size
@@ -139,6 +168,7 @@ pub async fn compact_iceberg(
         req,
     };
     let mut state = TableState::load(&mut ctx.stores, &ctx.uri, &metadata_location).await?;
+    check_inside(folder, &state, opts)?;
     let p = plan(&state, target(&state, req), &req.partitions);
     let mut summary = IceSummary {
         table: ctx.table.to_string(),

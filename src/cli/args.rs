@@ -231,6 +231,10 @@ pub struct CompactArgs {
     /// Iceberg: the table in the catalog, NAMESPACE.NAME (default: the one at the folder given).
     #[arg(long, value_name = "NS.NAME")]
     pub table: Option<String>,
+    /// Iceberg: accept manifests and data files outside the table's folder (a table copied or
+    /// moved without rewriting its metadata); outputs are written beside their inputs.
+    #[arg(long)]
+    pub trust_metadata_paths: bool,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]

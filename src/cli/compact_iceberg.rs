@@ -18,7 +18,8 @@ const MAX_RETRIES: u32 = 10;
 pub fn no_catalog_text(uri: &str) -> String {
     format!(
         "an Iceberg table is committed through its catalog: name it with --catalog sqlite:///FILE \
-         (the SQL catalog's database, as pyiceberg's SqlCatalog keeps it; sqlite:////abs/path for an absolute path). \
+         (the SQL catalog's database, as pyiceberg's SqlCatalog keeps it; sqlite:////abs/path for an absolute path) \
+         or --catalog http(s)://HOST:PORT (a REST catalog). \
          The table is found by its location, or named with --table NAMESPACE.NAME. \
          e.g. lakehealth compact {uri} --catalog sqlite:////path/to/catalog.db"
     )

@@ -69,6 +69,7 @@ impl Flags {
                 f.storage = a.storage.clone();
                 f.sizes = a.sizes.clone();
                 f.executor = a.executor.clone();
+                f.discovery.trust_metadata_paths = a.trust_metadata_paths;
             }
             Some(Command::Demo(a)) => {
                 f.sizes = a.sizes.clone();

@@ -41,6 +41,9 @@ pub struct Cli {
     /// The TUI janitor's policy (`a`; TOML as for `watch`). Default: the built-in policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The catalog `c` compacts Iceberg tables through: sqlite:///FILE or http(s)://HOST:PORT.
+    #[arg(long, value_name = "URI")]
+    pub catalog: Option<String>,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]

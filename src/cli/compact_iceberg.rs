@@ -6,13 +6,11 @@ use anyhow::{Result, bail};
 
 use super::args::CompactArgs;
 use super::run::Settings;
-use crate::engine::compact::iceberg::job::{IceEvent, IceRequest, IceSummary, compact_iceberg};
-use crate::engine::compact::iceberg::plan::IcePlan;
+use crate::engine::compact::iceberg::job::{
+    IceEvent, IceRequest, MAX_RETRIES, compact_iceberg, plan_text,
+};
 use crate::engine::location::Location;
 use crate::engine::size::format_bytes;
-
-/// Retries of a bin's commit after lost races (each rebuilds the commit on the new table).
-const MAX_RETRIES: u32 = 10;
 
 /// What to say when no catalog is named.
 pub fn no_catalog_text(uri: &str) -> String {
@@ -23,33 +21,6 @@ pub fn no_catalog_text(uri: &str) -> String {
          The table is found by its location, or named with --table NAMESPACE.NAME. \
          e.g. lakehealth compact {uri} --catalog sqlite:////path/to/catalog.db"
     )
-}
-
-fn plan_text(p: &IcePlan) -> String {
-    let mut o = format!(
-        "plan at snapshot {}: {} bins, {} files ({}) (target {}, files >= {} untouched)\n",
-        p.snapshot_id.map_or("none".into(), |s| s.to_string()),
-        p.bins.len(),
-        p.files_in(),
-        format_bytes(p.bytes_in()),
-        format_bytes(p.target_file_size),
-        format_bytes(p.min_file_size),
-    );
-    for b in &p.bins {
-        o.push_str(&format!(
-            "  {:<40} {:>6} files  {:>10}\n",
-            b.label,
-            b.files.len(),
-            format_bytes(b.bytes())
-        ));
-    }
-    if p.partitions_with_deletes > 0 {
-        o.push_str(&format!(
-            "  {} partitions with delete files are left alone ({} data files)\n",
-            p.partitions_with_deletes, p.files_under_deletes
-        ));
-    }
-    o
 }
 
 fn event_line(e: &IceEvent) -> String {
@@ -81,17 +52,6 @@ fn event_line(e: &IceEvent) -> String {
     }
 }
 
-fn summary_line(s: &IceSummary) -> String {
-    let removed: u64 = s.commits.iter().map(|c| c.files_removed).sum();
-    let added: u64 = s.commits.iter().map(|c| c.files_added).sum();
-    format!(
-        "done: -{removed} +{added} files, {} commits, {} conflicts, {} failures",
-        s.commits.len(),
-        s.conflicts.len(),
-        s.failures.len()
-    )
-}
-
 pub async fn compact(
     a: &CompactArgs,
     loc: &Location,
@@ -118,7 +78,7 @@ pub async fn compact(
     let print = |e: &IceEvent| eprintln!("{}", crate::engine::secrets::scrub(&event_line(e)));
     let summary = compact_iceberg(loc, &req, &s.open, &print).await?;
     if !a.dry_run {
-        eprintln!("{}", summary_line(&summary));
+        eprintln!("{}", summary.summary_line());
     }
     if a.json {
         let text = serde_json::to_string_pretty(&summary)?;

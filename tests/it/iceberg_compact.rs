@@ -25,6 +25,10 @@ struct Read {
     operations: Vec<String>,
     current: BTreeMap<String, String>,
     entries: BTreeMap<String, u64>,
+    /// (file path, status, snapshot id, data sequence number, file sequence number)
+    entry_list: Vec<(String, i64, i64, i64, i64)>,
+    sequence_number: i64,
+    snapshot_id: i64,
     metadata_location: String,
 }
 
@@ -175,6 +179,38 @@ fn pyiceberg_reads_the_same_rows_after_lakehealth_compacts_through_the_sqlite_ca
         assert_eq!(c["rows"], c["fingerprint"]["rows"]);
     }
     assert_ne!(after.metadata_location, before.metadata_location);
+    // As pyiceberg reads the entries: files kept (EXISTING) and replaced (DELETED) keep the
+    // sequence numbers they were written with; the last replace's outputs (ADDED) inherit its
+    // sequence number, and its DELETED entries carry its snapshot id.
+    let was: BTreeMap<&str, (i64, i64)> = before
+        .entry_list
+        .iter()
+        .filter(|e| e.1 != 2)
+        .map(|e| (e.0.as_str(), (e.3, e.4)))
+        .collect();
+    let (mut kept, mut added_last) = (0, 0);
+    for (path, status, snapshot, seq, file_seq) in &after.entry_list {
+        if *status == 1 && *snapshot == after.snapshot_id {
+            assert_eq!(
+                (*seq, *file_seq),
+                (after.sequence_number, after.sequence_number)
+            );
+            added_last += 1;
+        } else if let Some(&(s, f)) = was.get(path.as_str()) {
+            assert_eq!((*seq, *file_seq), (s, f), "{path} (status {status})");
+            kept += 1;
+        }
+    }
+    assert!(kept > 0 && added_last > 0, "{:?}", after.entry_list);
+    let last_deleted: Vec<_> = after
+        .entry_list
+        .iter()
+        .filter(|e| e.1 == 2 && e.2 == after.snapshot_id)
+        .collect();
+    assert_eq!(
+        last_deleted.len() as u64,
+        commits.last().unwrap()["files_removed"].as_u64().unwrap()
+    );
 
     // lakehealth's own report reads the new snapshot as pyiceberg does.
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -530,4 +566,55 @@ async fn a_rest_catalog_commit_is_checked_by_the_catalog_and_a_409_is_retried_on
     let after2 = t2.read();
     assert_eq!(after2.rows, before2.rows);
     assert!(after2.data_files < before2.data_files);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_c_on_an_iceberg_table_previews_then_commits_through_the_catalog() {
+    use crossterm::event::KeyCode;
+    use lakehealth::tui::app::Modal;
+    let t = Table::new(6);
+    let before = t.read();
+    // Without a catalog, `c` says how to name one.
+    let mut d = crate::tui_driver::Driven::new(loc(&t.table).display(), (140, 40))
+        .open()
+        .await;
+    d.keys(&[KeyCode::Char('c')]).await;
+    let e = d.app.error().map(str::to_string).unwrap_or_default();
+    assert!(e.contains("--catalog URI"), "{e}");
+
+    // With one: the plan of the selected partition, then, confirmed, its commit.
+    let mut d = crate::tui_driver::Driven::new(loc(&t.table).display(), (140, 40));
+    d.app.iceberg_catalog = Some(t.catalog_uri());
+    let mut d = d.open().await;
+    d.keys(&[KeyCode::Char('c')]).await;
+    d.until(
+        "the plan",
+        |a| matches!(a.modals.modal(), Some(Modal::Iceberg(x)) if x.result.is_some()),
+    )
+    .await;
+    let planned = match d.app.modals.modal() {
+        Some(Modal::Iceberg(x)) => match &x.result {
+            Some(Ok(s)) => s.plan.bins.len(),
+            other => panic!("{other:?}"),
+        },
+        _ => unreachable!(),
+    };
+    assert_eq!(planned, 1, "one partition selected: one bin");
+    assert!(d.screen().contains("Enter / y: compact"), "{}", d.screen());
+    assert_eq!(
+        t.read().metadata_location,
+        before.metadata_location,
+        "a preview changes nothing"
+    );
+    d.keys(&[KeyCode::Enter]).await;
+    d.until(
+        "the outcome",
+        |a| matches!(a.modals.modal(), Some(Modal::Iceberg(x)) if x.outcome.is_some()),
+    )
+    .await;
+    assert!(d.screen().contains("done: -"), "{}", d.screen());
+    let after = t.read();
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.operations.last().map(String::as_str), Some("replace"));
+    assert_eq!(after.operations.len(), before.operations.len() + 1);
 }

@@ -11,7 +11,9 @@ partitioned by category and day(ts)).
 read prints {rows: [[id, category, ts], ...] sorted, rows_id_lt_40: the rows a filtered scan
 (id < 40, pruned by the files' bounds) returns, sorted, data_files, operations (oldest first),
 current: the current snapshot's summary, entries: {status: count} of inspect.entries() for
-the current snapshot, metadata_location}.
+the current snapshot, entry_list: [[file_path, status, snapshot_id, sequence_number,
+file_sequence_number], ...] of the same entries, sequence_number and snapshot_id of the current
+snapshot, metadata_location}.
 
 append writes rows with ids first-id .. first-id+rows-1 into category 'a' on 2026-11-30; with
 --loop-until it appends one such batch of --rows per commit (ids continuing) until FILE
@@ -71,8 +73,11 @@ def batch(first, n):
 if a.cmd == "read":
     t = load()
     entries = {}
+    entry_list = []
     for e in t.inspect.entries().to_pylist():
         entries[str(e["status"])] = entries.get(str(e["status"]), 0) + 1
+        entry_list.append([e["data_file"]["file_path"], e["status"], e["snapshot_id"],
+                           e["sequence_number"], e["file_sequence_number"]])
     files = [f for f in t.inspect.files().to_pylist() if f["content"] == 0]
     snap = t.current_snapshot()
     print(json.dumps({
@@ -82,6 +87,9 @@ if a.cmd == "read":
         "operations": [s.summary.operation.value for s in t.snapshots()],
         "current": {k: v for k, v in snap.summary.additional_properties.items()} | {"operation": snap.summary.operation.value},
         "entries": entries,
+        "entry_list": entry_list,
+        "sequence_number": snap.sequence_number,
+        "snapshot_id": snap.snapshot_id,
         "metadata_location": t.metadata_location,
     }))
 elif a.cmd == "append":

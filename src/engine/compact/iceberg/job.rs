@@ -26,6 +26,10 @@ use crate::engine::formats::iceberg::{
 };
 use crate::engine::location::Location;
 use crate::engine::open::{OpenOptions, now_ms};
+use crate::engine::size::format_bytes;
+
+/// Commit attempts of a bin after lost races (each rebuilds the commit on the new table).
+pub const MAX_RETRIES: u32 = 10;
 
 /// Called before each commit attempt of a bin (attempt 0, 1 ...): tests race writers there.
 pub type BeforeCommit = Arc<dyn Fn(&IceBin, u32) + Send + Sync>;
@@ -86,6 +90,48 @@ pub struct IceSummary {
     pub conflicts: Vec<IceConflict>,
     pub failures: Vec<IceFailure>,
     pub dry_run: bool,
+}
+
+impl IceSummary {
+    /// One line: files removed and added, commits, conflicts, failures.
+    pub fn summary_line(&self) -> String {
+        let removed: u64 = self.commits.iter().map(|c| c.files_removed).sum();
+        let added: u64 = self.commits.iter().map(|c| c.files_added).sum();
+        format!(
+            "done: -{removed} +{added} files, {} commits, {} conflicts, {} failures",
+            self.commits.len(),
+            self.conflicts.len(),
+            self.failures.len()
+        )
+    }
+}
+
+/// The plan as the CLI prints it and the TUI shows it.
+pub fn plan_text(p: &IcePlan) -> String {
+    let mut o = format!(
+        "plan at snapshot {}: {} bins, {} files ({}) (target {}, files >= {} untouched)\n",
+        p.snapshot_id.map_or("none".into(), |s| s.to_string()),
+        p.bins.len(),
+        p.files_in(),
+        format_bytes(p.bytes_in()),
+        format_bytes(p.target_file_size),
+        format_bytes(p.min_file_size),
+    );
+    for b in &p.bins {
+        o.push_str(&format!(
+            "  {:<40} {:>6} files  {:>10}\n",
+            b.label,
+            b.files.len(),
+            format_bytes(b.bytes())
+        ));
+    }
+    if p.partitions_with_deletes > 0 {
+        o.push_str(&format!(
+            "  {} partitions with delete files are left alone ({} data files)\n",
+            p.partitions_with_deletes, p.files_under_deletes
+        ));
+    }
+    o
 }
 
 #[derive(Debug, Clone)]

@@ -15,9 +15,7 @@ impl App {
                 .as_ref()
                 .map(crate::engine::formats::compaction_unsupported)
                 .unwrap_or_default();
-            self.modals.show_error(format!(
-                "{why} In the TUI: start it with --catalog URI to compact here."
-            ));
+            self.modals.show_error(why);
             return vec![];
         };
         let id = self.next_id();

@@ -3,7 +3,7 @@
 //! that rewrites files): lakehealth's report of the current snapshot has exactly the data files,
 //! bytes and partitions pyiceberg lists for it, and as many commits as the table has snapshots;
 //! locally, through the metadata file's URI, on S3 (moto), in `lakehealth report` and in the TUI,
-//! where compaction is refused in plain words.
+//! where compaction without a catalog says how to name one.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -251,7 +251,7 @@ fn report_cli_shows_an_iceberg_table_and_compact_asks_for_its_catalog() {
 }
 
 #[tokio::test]
-async fn snapshot_iceberg_table_view_says_compaction_is_not_supported() {
+async fn snapshot_iceberg_table_view_without_a_catalog_says_how_to_name_it() {
     let (d, table, made) = local_table();
     let mut t = Driven::new(loc(&table).display(), (140, 40))
         .frozen()
@@ -261,7 +261,9 @@ async fn snapshot_iceberg_table_view_says_compaction_is_not_supported() {
     t.keys(&[KeyCode::Char('c')]).await;
     match t.app.error() {
         Some(e) => assert!(
-            e.starts_with("compaction of Iceberg tables is not supported"),
+            e.starts_with(
+                "Iceberg tables are compacted through their catalog: name it with --catalog URI"
+            ),
             "{e}"
         ),
         other => panic!("expected a refusal, got {other:?}"),
@@ -283,8 +285,8 @@ async fn snapshot_iceberg_table_view_says_compaction_is_not_supported() {
         .join("\n");
     assert!(s.contains("iceberg v2  snapshot <snapshot-id>"), "{s}");
     assert!(
-        s.contains("compaction of Iceberg tables is not supported"),
+        s.contains("Iceberg tables are compacted through their catalog"),
         "{s}"
     );
-    insta::assert_snapshot!("iceberg_table_view_compaction_not_supported", s);
+    insta::assert_snapshot!("iceberg_table_view_names_the_catalog", s);
 }

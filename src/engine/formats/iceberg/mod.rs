@@ -139,10 +139,11 @@ impl IcebergDetails {
     }
 }
 
-/// What lakehealth says where compaction is offered for an Iceberg table.
+/// What lakehealth says where compaction is offered for an Iceberg table without a catalog.
 pub fn compaction_unsupported(t: &TableReport) -> String {
-    let mut s = "compaction of Iceberg tables is not supported here yet: the commit goes through the table's catalog; \
-                 run lakehealth compact TABLE --catalog sqlite:///FILE (a SQL catalog on sqlite)."
+    let mut s = "Iceberg tables are compacted through their catalog: name it with --catalog URI \
+                 (sqlite:///FILE or http(s)://HOST:PORT) when starting lakehealth, or run \
+                 lakehealth compact TABLE --catalog URI."
         .to_string();
     if let Some(ice) = &t.iceberg {
         s.push(' ');

@@ -6,6 +6,7 @@
 
 pub mod avro_file;
 pub mod catalog;
+mod commit;
 pub mod data_file_stats;
 pub mod job;
 pub mod manifest_write;

@@ -211,3 +211,76 @@ pub fn metrics(meta: &ParquetMetaData, types: &HashMap<i32, String>) -> Metrics 
     }
     m
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use parquet::arrow::{ArrowWriter, PARQUET_FIELD_ID_META_KEY};
+    use parquet::file::properties::WriterProperties;
+
+    use super::*;
+
+    fn field(name: &str, ty: DataType, id: i32) -> Field {
+        Field::new(name, ty, true)
+            .with_metadata([(PARQUET_FIELD_ID_META_KEY.to_string(), id.to_string())].into())
+    }
+
+    #[test]
+    fn bounds_span_every_row_group_in_icebergs_encoding_and_null_only_columns_have_none() {
+        let schema = Arc::new(Schema::new(vec![
+            field("id", DataType::Int64, 1),
+            field("s", DataType::Utf8, 2),
+            field("n", DataType::Utf8, 3),
+            field("x", DataType::Int64, 4),
+        ]));
+        let batch = |ids: Vec<i64>, s: Vec<Option<&str>>| {
+            let n = ids.len();
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(ids.clone())) as ArrayRef,
+                    Arc::new(StringArray::from(s)),
+                    Arc::new(StringArray::from(vec![None::<&str>; n])),
+                    Arc::new(Int64Array::from(ids)),
+                ],
+            )
+            .unwrap()
+        };
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(2))
+            .build();
+        let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
+        w.write(&batch(vec![5, -3], vec![Some("m"), None])).unwrap();
+        w.write(&batch(vec![40, 7], vec![Some("b"), Some("zz")]))
+            .unwrap();
+        let meta = w.close().unwrap();
+        assert_eq!(meta.num_row_groups(), 2);
+        // Column 4 is a type lakehealth writes no bounds for (here: unknown to the table).
+        let types: HashMap<i32, String> = [
+            (1, "long"),
+            (2, "string"),
+            (3, "string"),
+            (4, "decimal(9,2)"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect();
+        let m = metrics(&meta, &types);
+        assert_eq!(m.value_counts.get(&1), Some(&4));
+        assert_eq!(m.null_value_counts.get(&2), Some(&1));
+        assert_eq!(m.null_value_counts.get(&3), Some(&4));
+        assert_eq!(
+            m.lower_bounds.get(&1),
+            Some(&(-3i64).to_le_bytes().to_vec())
+        );
+        assert_eq!(m.upper_bounds.get(&1), Some(&40i64.to_le_bytes().to_vec()));
+        assert_eq!(m.lower_bounds.get(&2), Some(&b"b".to_vec()));
+        assert_eq!(m.upper_bounds.get(&2), Some(&b"zz".to_vec()));
+        assert!(!m.lower_bounds.contains_key(&3) && !m.upper_bounds.contains_key(&3));
+        assert!(!m.lower_bounds.contains_key(&4));
+        assert!(m.column_sizes.values().all(|&s| s > 0));
+    }
+}

@@ -1,10 +1,8 @@
 //! An Iceberg compaction job: find the table in its catalog, plan, and for each bin rewrite its
-//! files, prove the outputs, and commit a `replace` snapshot through the catalog (a SQL
-//! catalog's compare-and-swap of `metadata_location`, or a REST catalog's commit with
-//! `assert-table-uuid` and `assert-ref-snapshot-id`). A lost race reloads the table and rebuilds the commit on it while every
-//! replaced file is still live and no delete file applies to the bin's partition; otherwise the
-//! bin is dropped and its outputs deleted. A metadata file that did not become current is
-//! deleted with the bin's manifests.
+//! files, prove the outputs (`rewrite`) and commit a `replace` snapshot through the catalog
+//! (`commit`: a SQL catalog's compare-and-swap of `metadata_location`, or a REST catalog's
+//! commit with `assert-table-uuid` and `assert-ref-snapshot-id`). Outputs of a bin that does
+//! not commit are deleted.
 
 use std::sync::Arc;
 

@@ -41,6 +41,9 @@ pub struct Cli {
     /// The TUI janitor's policy (`a`; TOML as for `watch`). Default: the built-in policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The catalog `c` compacts Iceberg tables through: sqlite:///FILE or http(s)://HOST:PORT.
+    #[arg(long, value_name = "URI")]
+    pub catalog: Option<String>,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]
@@ -235,6 +238,17 @@ pub struct CompactArgs {
     /// Set by the `purge` command: every file with a deletion vector is rewritten.
     #[arg(skip)]
     pub purge: bool,
+    /// Iceberg: the catalog the commit goes through, sqlite:///FILE (a SQL catalog as pyiceberg
+    /// keeps it; sqlite:////abs/path for an absolute path).
+    #[arg(long, value_name = "URI")]
+    pub catalog: Option<String>,
+    /// Iceberg: the table in the catalog, NAMESPACE.NAME (default: the one at the folder given).
+    #[arg(long, value_name = "NS.NAME")]
+    pub table: Option<String>,
+    /// Iceberg: accept manifests and data files outside the table's folder (a table copied or
+    /// moved without rewriting its metadata); outputs are written beside their inputs.
+    #[arg(long)]
+    pub trust_metadata_paths: bool,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]

@@ -304,6 +304,14 @@ fn pickup_line(p: &PickupSummary) -> String {
 }
 
 pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Result<()> {
+    let loc = Location::parse(&a.uri)?;
+    // A location that cannot be listed is left to the Delta path, which says why.
+    if crate::engine::formats::iceberg::is_iceberg_location(&loc, &s.open)
+        .await
+        .unwrap_or(false)
+    {
+        return super::compact_iceberg::compact(&a, &loc, s, target).await;
+    }
     let job = plan_job(&a, s, target).await?;
     let plan = job.plan.clone();
     if a.dry_run {

@@ -3,6 +3,7 @@
 pub mod args;
 pub mod checkpoint;
 pub mod compact;
+pub mod compact_iceberg;
 pub mod convert;
 pub mod report_text;
 pub mod run;

@@ -360,7 +360,7 @@ fn iceberg_text(t: &TableReport, i: &IcebergDetails, o: &mut String) {
     let _ = writeln!(o, "{}", i.rewrite_summary());
     let _ = writeln!(
         o,
-        "compaction: not supported for Iceberg tables (lakehealth reads them only)"
+        "compaction: through the table's catalog (lakehealth compact TABLE --catalog sqlite:///FILE)"
     );
 }
 

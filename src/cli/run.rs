@@ -69,6 +69,7 @@ impl Flags {
                 f.storage = a.storage.clone();
                 f.sizes = a.sizes.clone();
                 f.executor = a.executor.clone();
+                f.discovery.trust_metadata_paths = a.trust_metadata_paths;
             }
             Some(Command::Demo(a)) => {
                 f.sizes = a.sizes.clone();
@@ -199,6 +200,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                     cli.poll.poll,
                     s.executor,
                     policy,
+                    cli.catalog.clone(),
                 )
                 .await
             }
@@ -321,7 +323,7 @@ async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Re
         .refresh_interval
         .min(std::time::Duration::from_secs(2));
     let policy = crate::engine::janitor::policy::Policy::builtin(s.open.thresholds);
-    let r = crate::tui::run(loc, s.open, refresh, poll, s.executor, policy).await;
+    let r = crate::tui::run(loc, s.open, refresh, poll, s.executor, policy, None).await;
     cancel.cancel();
     if let Some(w) = writer {
         let _ = tokio::task::spawn_blocking(move || w.join()).await;

@@ -120,6 +120,16 @@ pub enum Action {
         id: u64,
         result: Result<(Vec<DecisionLine>, Vec<PartitionValues>), String>,
     },
+    /// The Iceberg compaction dry run of `Effect::PlanIceberg`.
+    IcebergPlanReady {
+        id: u64,
+        result: Result<Box<crate::engine::compact::iceberg::job::IceSummary>, String>,
+    },
+    /// The Iceberg compaction `Effect::StartIceberg` ran: its summary line, or why not.
+    IcebergCompacted {
+        id: u64,
+        result: Result<String, String>,
+    },
     /// The conversion preview of `Effect::PlanConvert`.
     ConvertPlanReady {
         id: u64,
@@ -210,5 +220,20 @@ pub enum Effect {
     /// Convert as previewed; comes back as `Action::Converted`.
     StartConvert {
         id: u64,
+    },
+    /// Dry-run an Iceberg compaction through `catalog` (partition labels; empty: all); comes
+    /// back as `Action::IcebergPlanReady`.
+    PlanIceberg {
+        id: u64,
+        uri: String,
+        catalog: String,
+        partitions: Vec<String>,
+    },
+    /// Run it; comes back as `Action::IcebergCompacted`.
+    StartIceberg {
+        id: u64,
+        uri: String,
+        catalog: String,
+        partitions: Vec<String>,
     },
 }

@@ -107,6 +107,21 @@ pub struct ConvertDialog {
     pub running: bool,
 }
 
+/// The Iceberg compaction preview (`tui::iceberg`): the dry run through the catalog, then the
+/// outcome.
+#[derive(Debug)]
+pub struct IcebergDialog {
+    pub id: u64,
+    pub table_uri: String,
+    pub catalog: String,
+    /// Partition labels (empty: the whole table).
+    pub partitions: Vec<String>,
+    pub result: Option<Result<Box<crate::engine::compact::iceberg::job::IceSummary>, String>>,
+    /// The job's summary line once it ran, or why it failed.
+    pub outcome: Option<Result<String, String>>,
+    pub running: bool,
+}
+
 /// A dialog over the screen that takes the keys.
 #[derive(Debug)]
 pub enum Modal {
@@ -129,13 +144,14 @@ pub enum Modal {
         scroll: usize,
     },
     Convert(ConvertDialog),
+    Iceberg(IcebergDialog),
 }
 
 /// What covers the screen: at most one modal, and over it at most one error (errors come from
 /// background loads, so one can arrive while a modal is open). The top one takes the keys.
 #[derive(Debug, Default)]
 pub struct Modals {
-    modal: Option<Modal>,
+    pub(super) modal: Option<Modal>,
     error: Option<String>,
 }
 
@@ -167,12 +183,13 @@ impl Modals {
             | Modal::ConfirmCancel { .. }
             | Modal::Vacuum(_)
             | Modal::Why { .. }
-            | Modal::Convert(_) => Context::Dialog,
+            | Modal::Convert(_)
+            | Modal::Iceberg(_) => Context::Dialog,
         })
     }
 
     /// Opens `m` unless a modal is open (only the screen's keys open modals, so none is).
-    fn open(&mut self, m: Modal) {
+    pub(super) fn open(&mut self, m: Modal) {
         if self.modal.is_none() {
             self.modal = Some(m);
         }
@@ -182,7 +199,7 @@ impl Modals {
         self.modal.take()
     }
 
-    fn show_error(&mut self, e: String) {
+    pub(super) fn show_error(&mut self, e: String) {
         self.error = Some(crate::engine::secrets::scrub(&e).into_owned());
     }
 
@@ -232,6 +249,8 @@ pub struct App {
     pub notice: Option<String>,
     /// Which executor compaction jobs use (shown in the preview).
     pub executor: String,
+    /// The catalog Iceberg tables are compacted through (`--catalog`); None: `c` says how.
+    pub iceberg_catalog: Option<String>,
 }
 
 fn as_move(c: Command) -> Option<Move> {
@@ -277,6 +296,7 @@ impl App {
             next_job_number: 1,
             notice: None,
             executor: Executor::Local.describe(),
+            iceberg_catalog: None,
         }
     }
 
@@ -324,6 +344,7 @@ impl App {
                 Some(Modal::Plan(p)) => matches!(&p.result, Some(Ok(plan)) if plan.bins > 0),
                 Some(Modal::Vacuum(v)) => v.startable(),
                 Some(Modal::Convert(d)) => matches!(d.result, Some(Ok(_))) && !d.running,
+                Some(Modal::Iceberg(d)) => d.startable(),
                 _ => true,
             },
             Command::Checkpoint | Command::Vacuum => self.table.is_some(),
@@ -390,6 +411,8 @@ impl App {
             },
             Action::Loaded { load, result } => self.loaded(load, result),
             Action::PlanReady { id, result } => self.plan_ready(id, result),
+            Action::IcebergPlanReady { id, result } => self.iceberg_plan_ready(id, result),
+            Action::IcebergCompacted { id, result } => self.iceberg_compacted(id, result),
             Action::ConvertPlanReady { id, result } => {
                 if let Some(Modal::Convert(d)) = &mut self.modals.modal
                     && d.id == id
@@ -580,6 +603,11 @@ impl App {
                 vec![Effect::StartConvert { id }]
             }
             (Some(Modal::Convert(d)), Command::Dismiss) if !d.running => {
+                self.modals.close();
+                vec![]
+            }
+            (Some(Modal::Iceberg(_)), Command::Confirm) => self.start_iceberg(),
+            (Some(Modal::Iceberg(d)), Command::Dismiss) if !d.running => {
                 self.modals.close();
                 vec![]
             }
@@ -792,7 +820,7 @@ impl App {
     }
 
     /// Loads the table shown again (a commit changed it), or marks the running load stale.
-    fn reload_table(&mut self) -> Vec<Effect> {
+    pub(super) fn reload_table(&mut self) -> Vec<Effect> {
         let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
             return vec![];
         };
@@ -924,17 +952,26 @@ impl App {
         let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
             return vec![];
         };
-        if let Some(t) = self.table.as_ref().filter(|t| !t.format.can_compact()) {
-            let why = match t.format {
-                // Iceberg's says what `rewrite_data_files` would do instead.
-                crate::engine::formats::TableFormat::Iceberg => {
-                    crate::engine::formats::compaction_unsupported(t)
-                }
-                f => format!(
-                    "compaction is not available: {}",
-                    f.why_not_compactable().unwrap_or_default()
-                ),
+        if self
+            .table
+            .as_ref()
+            .is_some_and(|t| t.format == crate::engine::formats::TableFormat::Iceberg)
+        {
+            let labels = if self.marks.is_empty() {
+                self.selected_partition()
+                    .map(|p| p.values.label())
+                    .into_iter()
+                    .collect()
+            } else {
+                self.marks.iter().map(|p| p.label()).collect()
             };
+            return self.preview_iceberg(uri, labels);
+        }
+        if let Some(t) = self.table.as_ref().filter(|t| !t.format.can_compact()) {
+            let why = format!(
+                "compaction is not available: {}",
+                t.format.why_not_compactable().unwrap_or_default()
+            );
             self.modals.show_error(why);
             return vec![];
         }

@@ -135,6 +135,18 @@ impl Loader {
             }
             Effect::PlanConvert { id, uri } => self.plan_convert(id, uri),
             Effect::StartConvert { id } => self.start_convert(id),
+            Effect::PlanIceberg {
+                id,
+                uri,
+                catalog,
+                partitions,
+            } => self.iceberg(id, uri, catalog, partitions, true),
+            Effect::StartIceberg {
+                id,
+                uri,
+                catalog,
+                partitions,
+            } => self.iceberg(id, uri, catalog, partitions, false),
         }
     }
 
@@ -167,6 +179,49 @@ impl Loader {
                 }
             };
             tokio::join!(follow(&loc, name, &opts, poll, etx, token), forward);
+        });
+    }
+
+    /// An Iceberg compaction through its catalog: a dry run (the plan), or the job (its
+    /// summary line).
+    fn iceberg(
+        &mut self,
+        id: u64,
+        uri: String,
+        catalog: String,
+        partitions: Vec<String>,
+        dry_run: bool,
+    ) {
+        use crate::engine::compact::iceberg::job::{IceRequest, compact_iceberg};
+        let opts = self.opts.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let req = IceRequest {
+                catalog,
+                partitions,
+                dry_run,
+                max_retries: crate::engine::compact::iceberg::job::MAX_RETRIES,
+                ..Default::default()
+            };
+            let result = async {
+                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                compact_iceberg(&loc, &req, &opts, &|_| {})
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            .await;
+            let action = if dry_run {
+                Action::IcebergPlanReady {
+                    id,
+                    result: result.map(Box::new),
+                }
+            } else {
+                Action::IcebergCompacted {
+                    id,
+                    result: result.map(|s| s.summary_line()),
+                }
+            };
+            let _ = tx.send(action);
         });
     }
 

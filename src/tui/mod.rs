@@ -5,6 +5,7 @@
 pub mod action;
 pub mod app;
 pub mod clock;
+mod iceberg;
 pub mod janitor;
 pub mod jobs;
 pub mod keymap;
@@ -75,12 +76,14 @@ pub async fn run(
     poll: Option<Duration>,
     executor: crate::engine::compact::executor::Executor,
     policy: crate::engine::janitor::policy::Policy,
+    iceberg_catalog: Option<String>,
 ) -> Result<()> {
     let mut term = terminal::Terminal::enter()?;
     let size = term.size()?;
     let mut app = App::new(loc.display(), refresh, size);
     app.follow = live::Follow::On { poll };
     app.executor = executor.describe();
+    app.iceberg_catalog = iceberg_catalog;
     app.janitor = janitor::TuiJanitor::new(&policy);
     // The live forecasts use the janitor's policy, so "due in" and the janitor agree.
     app.policy = Some(policy.clone());

@@ -3,7 +3,7 @@
 //! that rewrites files): lakehealth's report of the current snapshot has exactly the data files,
 //! bytes and partitions pyiceberg lists for it, and as many commits as the table has snapshots;
 //! locally, through the metadata file's URI, on S3 (moto), in `lakehealth report` and in the TUI,
-//! where compaction is refused in plain words.
+//! where compaction without a catalog says how to name one.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -203,7 +203,7 @@ fn lakehealth(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn report_cli_shows_an_iceberg_table_and_compact_refuses_it() {
+fn report_cli_shows_an_iceberg_table_and_compact_asks_for_its_catalog() {
     let (_d, table, made) = local_table();
     let path = table.to_str().unwrap();
     let o = lakehealth(&["report", path]);
@@ -226,7 +226,7 @@ fn report_cli_shows_an_iceberg_table_and_compact_refuses_it() {
         "{out}"
     );
     assert!(
-        out.contains("compaction: not supported for Iceberg tables"),
+        out.contains("compaction: through the table's catalog"),
         "{out}"
     );
     assert!(out.contains("category=null/ts_day=2026-11-30"), "{out}");
@@ -240,17 +240,18 @@ fn report_cli_shows_an_iceberg_table_and_compact_refuses_it() {
     assert_eq!(v["iceberg"]["snapshot_id"], made.current_snapshot_id);
     assert_eq!(v["iceberg"]["delete_files"]["position_files"], 0);
 
+    // Without its catalog, compact says where an Iceberg commit goes.
     let o = lakehealth(&["compact", path, "--dry-run"]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("compaction of Iceberg tables is not supported"),
+        err.contains("an Iceberg table is committed through its catalog"),
         "{err}"
     );
 }
 
 #[tokio::test]
-async fn snapshot_iceberg_table_view_says_compaction_is_not_supported() {
+async fn snapshot_iceberg_table_view_without_a_catalog_says_how_to_name_it() {
     let (d, table, made) = local_table();
     let mut t = Driven::new(loc(&table).display(), (140, 40))
         .frozen()
@@ -260,7 +261,9 @@ async fn snapshot_iceberg_table_view_says_compaction_is_not_supported() {
     t.keys(&[KeyCode::Char('c')]).await;
     match t.app.error() {
         Some(e) => assert!(
-            e.starts_with("compaction of Iceberg tables is not supported"),
+            e.starts_with(
+                "Iceberg tables are compacted through their catalog: name it with --catalog URI"
+            ),
             "{e}"
         ),
         other => panic!("expected a refusal, got {other:?}"),
@@ -282,8 +285,8 @@ async fn snapshot_iceberg_table_view_says_compaction_is_not_supported() {
         .join("\n");
     assert!(s.contains("iceberg v2  snapshot <snapshot-id>"), "{s}");
     assert!(
-        s.contains("compaction of Iceberg tables is not supported"),
+        s.contains("Iceberg tables are compacted through their catalog"),
         "{s}"
     );
-    insta::assert_snapshot!("iceberg_table_view_compaction_not_supported", s);
+    insta::assert_snapshot!("iceberg_table_view_names_the_catalog", s);
 }

@@ -12,6 +12,7 @@ mod fixtures;
 mod formats;
 mod harness;
 mod iceberg;
+mod iceberg_compact;
 mod janitor;
 mod janitor_ops;
 mod kernel_reader;

@@ -15,6 +15,7 @@ pub mod events;
 pub mod execute;
 pub mod executor;
 pub mod fingerprint;
+pub mod iceberg;
 pub mod job;
 pub mod locks;
 pub mod pace;

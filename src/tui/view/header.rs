@@ -174,7 +174,7 @@ fn iceberg(i: &IcebergDetails) -> Vec<Item> {
             raw(deletes)
         },
         raw(format!(
-            "rewrite_data_files would rewrite {} → ~{} files (read-only)",
+            "rewrite_data_files would rewrite {} → ~{} files",
             format_count(r.files_in),
             format_count(r.files_out),
         )),
@@ -188,6 +188,8 @@ fn format_note(t: &TableReport) -> String {
             "[{}: not compacted in place; C converts it to Delta]",
             f.label()
         ),
+        // Compacted through its catalog (`--catalog`), never in place.
+        TableFormat::Iceberg => "[iceberg: c compacts through --catalog]".to_string(),
         f => format!("[{}: read-only]", f.label()),
     }
 }

@@ -7,6 +7,7 @@ pub mod fit;
 pub mod header;
 mod help;
 pub mod histogram;
+mod iceberg_dialog;
 mod janitor;
 pub mod jobs;
 mod live;
@@ -116,6 +117,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         Some(Modal::Vacuum(d)) => vacuum_dialog::draw(f, area, d),
         Some(Modal::Why { scroll }) => why::draw(f, area, &app.janitor, *scroll),
         Some(Modal::Convert(d)) => convert_dialog::draw(f, area, d),
+        Some(Modal::Iceberg(d)) => iceberg_dialog::draw(f, area, d),
         // Shown in the list's title and the hint bar.
         Some(Modal::Filter) | None => {}
     }

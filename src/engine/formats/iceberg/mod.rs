@@ -139,10 +139,11 @@ impl IcebergDetails {
     }
 }
 
-/// What lakehealth says where compaction is offered for an Iceberg table.
+/// What lakehealth says where compaction is offered for an Iceberg table without a catalog.
 pub fn compaction_unsupported(t: &TableReport) -> String {
-    let mut s = "compaction of Iceberg tables is not supported: lakehealth reads them only. \
-                 Compact with Iceberg's own rewrite_data_files (Spark: CALL <catalog>.system.rewrite_data_files('<db>.<table>'))."
+    let mut s = "Iceberg tables are compacted through their catalog: name it with --catalog URI \
+                 (sqlite:///FILE or http(s)://HOST:PORT) when starting lakehealth, or run \
+                 lakehealth compact TABLE --catalog URI."
         .to_string();
     if let Some(ice) = &t.iceberg {
         s.push(' ');
@@ -187,13 +188,13 @@ pub async fn is_iceberg_location(loc: &Location, opts: &OpenOptions) -> Result<b
 }
 
 /// Stores by bucket (or file-system) root, opened once each with the table's options.
-struct Stores<'a> {
+pub struct Stores<'a> {
     opts: &'a OpenOptions,
     open: HashMap<String, Arc<dyn ObjectStore>>,
 }
 
 impl<'a> Stores<'a> {
-    fn new(opts: &'a OpenOptions) -> Self {
+    pub fn new(opts: &'a OpenOptions) -> Self {
         Self {
             opts,
             open: HashMap::new(),
@@ -201,7 +202,7 @@ impl<'a> Stores<'a> {
     }
 
     /// The store holding `uri` (an absolute URI, or an absolute local path) and its path in it.
-    fn resolve(&mut self, uri: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    pub fn resolve(&mut self, uri: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
         let bad = |detail: String| EngineError::InvalidUri {
             input: uri.to_string(),
             detail,
@@ -222,7 +223,12 @@ impl<'a> Stores<'a> {
         Ok((store, path))
     }
 
-    async fn read(&mut self, table: &str, what: &str, uri: &str) -> Result<(bytes::Bytes, u64)> {
+    pub async fn read(
+        &mut self,
+        table: &str,
+        what: &str,
+        uri: &str,
+    ) -> Result<(bytes::Bytes, u64)> {
         let (store, path) = self.resolve(uri)?;
         let got = store
             .get(&path)
@@ -252,7 +258,7 @@ fn table_folder(loc: &Location) -> String {
 
 /// Whether `target` (an absolute URI or local path, as metadata writes them) is inside the
 /// folder `root` (a URL ending in `/`), after resolving `.` and `..`.
-fn is_under(root: &str, target: &str) -> bool {
+pub fn is_under(root: &str, target: &str) -> bool {
     let parsed = if target.starts_with('/') {
         Url::from_file_path(target).ok()
     } else {

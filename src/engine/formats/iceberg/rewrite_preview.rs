@@ -70,7 +70,8 @@ impl RewriteOptions {
         }
     }
 
-    fn rewrites(&self, files: u64, bytes: u64) -> bool {
+    /// Whether a group of `files` holding `bytes` is worth rewriting.
+    pub fn rewrites(&self, files: u64, bytes: u64) -> bool {
         let enough_input = files > 1 && files >= self.min_input_files;
         let enough_content = files > 1 && bytes > self.target_file_size;
         let too_much_content = bytes > self.max_file_size;

@@ -1,0 +1,100 @@
+//! `lakehealth compact` on an Iceberg table: the commit goes through the table's catalog
+//! (`--catalog`, `--table`); the plan and every commit, conflict and failure on stderr, the
+//! summary on stdout with `--json`.
+
+use anyhow::{Result, bail};
+
+use super::args::CompactArgs;
+use super::run::Settings;
+use crate::engine::compact::iceberg::job::{
+    IceEvent, IceRequest, MAX_RETRIES, compact_iceberg, plan_text,
+};
+use crate::engine::location::Location;
+use crate::engine::size::format_bytes;
+
+/// What to say when no catalog is named.
+pub fn no_catalog_text(uri: &str) -> String {
+    format!(
+        "an Iceberg table is committed through its catalog: name it with --catalog sqlite:///FILE \
+         (the SQL catalog's database, as pyiceberg's SqlCatalog keeps it; sqlite:////abs/path for an absolute path) \
+         or --catalog http(s)://HOST:PORT (a REST catalog). \
+         The table is found by its location, or named with --table NAMESPACE.NAME. \
+         e.g. lakehealth compact {uri} --catalog sqlite:////path/to/catalog.db"
+    )
+}
+
+fn event_line(e: &IceEvent) -> String {
+    match e {
+        IceEvent::Planned(p) => plan_text(p).trim_end().to_string(),
+        IceEvent::BinStarted { partition, files } => {
+            format!("rewriting {partition}: {files} files")
+        }
+        IceEvent::Committed(c) => format!(
+            "committed snapshot {} (sequence {}): {} -{} +{} files ({} -> {}), {} rows, {} retries",
+            c.snapshot_id,
+            c.sequence_number,
+            c.partition,
+            c.files_removed,
+            c.files_added,
+            format_bytes(c.bytes_removed),
+            format_bytes(c.bytes_added),
+            c.rows,
+            c.retries
+        ),
+        IceEvent::Retrying { partition, attempt } => {
+            format!("lost a commit race in {partition}: attempt {attempt}")
+        }
+        IceEvent::Conflict(c) => format!(
+            "conflict in {}: {}; bin not committed, outputs deleted",
+            c.partition, c.reason
+        ),
+        IceEvent::Failed(f) => format!("bin failed in {}: {}", f.partition, f.error),
+    }
+}
+
+pub async fn compact(
+    a: &CompactArgs,
+    loc: &Location,
+    s: &Settings,
+    target: Option<u64>,
+) -> Result<()> {
+    let Some(catalog) = a.catalog.clone() else {
+        bail!("{}", no_catalog_text(&a.uri));
+    };
+    if a.predicate.is_some() {
+        bail!(
+            "--where is not supported for Iceberg tables yet: select partitions with --partition LABEL (as `report` lists them)"
+        );
+    }
+    let req = IceRequest {
+        catalog,
+        table: a.table.clone(),
+        target_file_size: target,
+        partitions: a.partition.clone(),
+        dry_run: a.dry_run,
+        max_retries: MAX_RETRIES,
+        before_commit: None,
+    };
+    let print = |e: &IceEvent| eprintln!("{}", crate::engine::secrets::scrub(&event_line(e)));
+    let summary = compact_iceberg(loc, &req, &s.open, &print).await?;
+    if !a.dry_run {
+        eprintln!("{}", summary.summary_line());
+    }
+    if a.json {
+        let text = serde_json::to_string_pretty(&summary)?;
+        println!("{}", crate::engine::secrets::scrub(&text));
+    }
+    if !summary.failures.is_empty() {
+        bail!(
+            "{} bins failed: {}",
+            summary.failures.len(),
+            summary
+                .failures
+                .iter()
+                .map(|f| format!("{}: {}", f.partition, f.error))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,233 @@
+//! One bin's commit: the snapshot's manifests and list written next to the table's metadata,
+//! then the catalog asked to make it current (a SQL catalog's compare-and-swap, or a REST
+//! catalog's commit). A lost race reloads the table and rebuilds the commit on it while every
+//! replaced file is still live and no delete file applies; the files of an attempt that did not
+//! land are deleted, those of one whose outcome is unknown kept.
+
+use object_store::{PutMode, PutOptions, PutPayload};
+
+use super::IcebergCompactError as E;
+use super::catalog::{Catalog, TableId};
+use super::job::{Ctx, IceCommit, IceEvent};
+use super::manifest_write::build;
+use super::plan::{DeleteScope, IceBin};
+use super::rest_catalog::RestCommit;
+use super::rewrite::{Rewritten, delete_outputs};
+use super::snapshot::{new_metadata, new_snapshot_id, next_metadata_location, snapshot_json};
+use super::sql_catalog::SqlCatalog;
+use super::table_state::TableState;
+use crate::engine::formats::iceberg::Stores;
+use crate::engine::open::now_ms;
+
+pub(super) enum Outcome {
+    Committed(IceCommit),
+    /// The table moved so that the bin may not commit: its outputs are to be deleted.
+    Conflict(String),
+    /// An error; the files listed are kept (the commit's outcome is unknown), else the outputs
+    /// are to be deleted.
+    Failed(String, Vec<String>),
+}
+
+/// Commits `bin` on `state` (reloaded after a lost race; the new state after a commit).
+pub(super) async fn commit_bin(
+    ctx: &mut Ctx<'_>,
+    state: &mut TableState,
+    bin: &IceBin,
+    out: &Rewritten,
+    events: &(dyn Fn(&IceEvent) + Send + Sync),
+) -> Outcome {
+    let mut attempt = 0;
+    loop {
+        if DeleteScope::of(state).applies(bin.spec_id, &bin.partition) {
+            return Outcome::Conflict(
+                "a delete file now applies to the bin's partition; its rows would come back".into(),
+            );
+        }
+        let snapshot_id = new_snapshot_id(state);
+        let sequence = state.last_sequence_number() + 1;
+        let metadata_dir = match state.metadata_location.rsplit_once('/') {
+            Some((d, _)) => format!("{d}/"),
+            None => {
+                return Outcome::Failed("the metadata location has no folder".into(), Vec::new());
+            }
+        };
+        let files = match build(
+            state,
+            bin,
+            &out.outputs,
+            snapshot_id,
+            sequence,
+            &metadata_dir,
+        ) {
+            Ok(f) => f,
+            Err(E::Conflict(reason)) => return Outcome::Conflict(reason),
+            Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
+        };
+        let mut ours: Vec<String> = files.manifests.iter().map(|m| m.path.clone()).collect();
+        ours.push(files.list_path.clone());
+        let mut puts: Vec<(String, Vec<u8>)> = files
+            .manifests
+            .into_iter()
+            .map(|m| (m.path, m.bytes))
+            .collect();
+        puts.push((files.list_path.clone(), files.list_bytes));
+        if let Err(e) = put_new(&mut ctx.stores, puts).await {
+            delete_outputs(&mut ctx.stores, &ours).await;
+            return Outcome::Failed(e.to_string(), Vec::new());
+        }
+        let snapshot = snapshot_json(
+            state,
+            bin,
+            &out.outputs,
+            snapshot_id,
+            sequence,
+            &files.list_path,
+            now_ms(),
+        );
+        if let Some(hook) = &ctx.req.before_commit {
+            hook(bin, attempt);
+        }
+        let swap = match &ctx.catalog {
+            Catalog::Sql(c) => {
+                sql_swap(c, &ctx.table, &mut ctx.stores, state, &snapshot, &mut ours).await
+            }
+            Catalog::Rest(c) => {
+                let parent = state.snapshot().map(|s| s.snapshot_id);
+                match c
+                    .commit(
+                        &ctx.table,
+                        state.table_uuid(),
+                        parent,
+                        &snapshot,
+                        snapshot_id,
+                    )
+                    .await
+                {
+                    RestCommit::Committed(l) => Swap::Won(l),
+                    RestCommit::Conflict => Swap::Lost,
+                    RestCommit::Refused(e) => Swap::NotCommitted(e),
+                    RestCommit::Unknown(e) => Swap::Unknown(e),
+                }
+            }
+        };
+        let new_location = match swap {
+            Swap::Won(l) => l,
+            Swap::Lost => String::new(),
+            Swap::NotCommitted(e) => {
+                delete_outputs(&mut ctx.stores, &ours).await;
+                return Outcome::Failed(e, Vec::new());
+            }
+            Swap::Unknown(e) => {
+                return Outcome::Failed(
+                    format!("{e}; the commit's outcome is unknown, its files are kept"),
+                    ours,
+                );
+            }
+        };
+        let won = !new_location.is_empty();
+        if won {
+            let commit = IceCommit {
+                partition: bin.label.clone(),
+                snapshot_id,
+                sequence_number: sequence,
+                metadata_location: new_location.clone(),
+                files_removed: bin.files.len() as u64,
+                files_added: out.outputs.len() as u64,
+                bytes_removed: bin.bytes(),
+                bytes_added: out.bytes(),
+                rows: out.fingerprint.rows,
+                retries: attempt,
+                fingerprint: out.fingerprint,
+            };
+            // The next bin builds on this commit (or on whatever the catalog has by then).
+            match TableState::load(&mut ctx.stores, &ctx.uri, &new_location).await {
+                Ok(s) => *state = s,
+                Err(e) => tracing::warn!("reloading after a commit: {e}"),
+            }
+            return Outcome::Committed(commit);
+        }
+        // Lost the race: nothing of this attempt is referenced.
+        delete_outputs(&mut ctx.stores, &ours).await;
+        attempt += 1;
+        if attempt > ctx.req.max_retries {
+            return Outcome::Conflict(format!(
+                "the table kept moving: {attempt} commit attempts lost the race"
+            ));
+        }
+        events(&IceEvent::Retrying {
+            partition: bin.label.clone(),
+            attempt,
+        });
+        let reloaded = match ctx.catalog.current(&ctx.table).await {
+            Ok(cur) => TableState::load(&mut ctx.stores, &ctx.uri, &cur).await,
+            Err(e) => Err(E::from(e)),
+        };
+        match reloaded {
+            Ok(s) => *state = s,
+            Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
+        }
+    }
+}
+
+/// What a commit attempt got from the catalog.
+enum Swap {
+    /// Committed: the new metadata location.
+    Won(String),
+    /// The table moved since the commit was built.
+    Lost,
+    /// Not committed, for another reason.
+    NotCommitted(String),
+    /// It may or may not have committed.
+    Unknown(String),
+}
+
+/// A SQL catalog commit: the new metadata file, then the compare-and-swap of the table's row.
+/// After an error the row is read again: only a row still naming the base proves nothing
+/// committed.
+async fn sql_swap(
+    c: &SqlCatalog,
+    table: &TableId,
+    stores: &mut Stores<'_>,
+    state: &TableState,
+    snapshot: &serde_json::Value,
+    ours: &mut Vec<String>,
+) -> Swap {
+    let new_location = next_metadata_location(state);
+    let json = match new_metadata(state, snapshot) {
+        Ok(j) => j,
+        Err(e) => return Swap::NotCommitted(e.to_string()),
+    };
+    if let Err(e) = put_new(stores, vec![(new_location.clone(), json)]).await {
+        return Swap::NotCommitted(e.to_string());
+    }
+    ours.push(new_location.clone());
+    let expected = &state.metadata_location;
+    match c.swap(table, expected, &new_location) {
+        Ok(true) => Swap::Won(new_location),
+        Ok(false) => Swap::Lost,
+        Err(e) => match c.current(table) {
+            Ok(cur) if cur == new_location => Swap::Won(new_location),
+            Ok(cur) if cur == *expected => Swap::NotCommitted(e.to_string()),
+            _ => Swap::Unknown(e.to_string()),
+        },
+    }
+}
+
+/// Writes new objects, never over an existing one.
+async fn put_new(stores: &mut Stores<'_>, puts: Vec<(String, Vec<u8>)>) -> Result<(), E> {
+    for (uri, bytes) in puts {
+        let (store, path) = stores.resolve(&uri)?;
+        store
+            .put_opts(
+                &path,
+                PutPayload::from(bytes),
+                PutOptions {
+                    mode: PutMode::Create,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|source| E::Store { path: uri, source })?;
+    }
+    Ok(())
+}

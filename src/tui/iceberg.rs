@@ -1,0 +1,91 @@
+//! `c` on an Iceberg table: the compaction goes through the table's catalog, named when the TUI
+//! starts (`lakehealth TABLE --catalog URI`). A dry run shows the plan; confirmed, the job runs
+//! as `lakehealth compact --catalog` does and the dialog shows its outcome, then the table
+//! reloads. Without a catalog, `c` says how to name one.
+
+use super::action::Effect;
+use super::app::{App, IcebergDialog, Modal};
+use crate::engine::compact::iceberg::job::IceSummary;
+
+impl App {
+    pub(super) fn preview_iceberg(&mut self, uri: String, partitions: Vec<String>) -> Vec<Effect> {
+        let Some(catalog) = self.iceberg_catalog.clone() else {
+            let why = self
+                .table
+                .as_ref()
+                .map(crate::engine::formats::compaction_unsupported)
+                .unwrap_or_default();
+            self.modals.show_error(why);
+            return vec![];
+        };
+        let id = self.next_id();
+        self.modals.open(Modal::Iceberg(IcebergDialog {
+            id,
+            table_uri: uri.clone(),
+            catalog: catalog.clone(),
+            partitions: partitions.clone(),
+            result: None,
+            outcome: None,
+            running: false,
+        }));
+        vec![Effect::PlanIceberg {
+            id,
+            uri,
+            catalog,
+            partitions,
+        }]
+    }
+
+    pub(super) fn iceberg_plan_ready(
+        &mut self,
+        id: u64,
+        result: Result<Box<IceSummary>, String>,
+    ) -> Vec<Effect> {
+        if let Some(Modal::Iceberg(d)) = &mut self.modals.modal
+            && d.id == id
+        {
+            d.result = Some(result);
+        }
+        vec![]
+    }
+
+    /// Confirmed: the same request, run for real.
+    pub(super) fn start_iceberg(&mut self) -> Vec<Effect> {
+        let Some(Modal::Iceberg(d)) = &mut self.modals.modal else {
+            return vec![];
+        };
+        if !d.startable() {
+            return vec![];
+        }
+        d.running = true;
+        vec![Effect::StartIceberg {
+            id: d.id,
+            uri: d.table_uri.clone(),
+            catalog: d.catalog.clone(),
+            partitions: d.partitions.clone(),
+        }]
+    }
+
+    pub(super) fn iceberg_compacted(
+        &mut self,
+        id: u64,
+        result: Result<String, String>,
+    ) -> Vec<Effect> {
+        if let Some(Modal::Iceberg(d)) = &mut self.modals.modal
+            && d.id == id
+        {
+            d.running = false;
+            d.outcome = Some(result);
+        }
+        self.reload_table()
+    }
+}
+
+impl IcebergDialog {
+    /// Planned, with bins, not yet run.
+    pub fn startable(&self) -> bool {
+        matches!(&self.result, Some(Ok(s)) if !s.plan.bins.is_empty())
+            && !self.running
+            && self.outcome.is_none()
+    }
+}

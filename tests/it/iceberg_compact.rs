@@ -1,0 +1,620 @@
+//! Iceberg compaction through the table's catalog (SQL on sqlite, and REST through a loopback
+//! shim over it), proven by pyiceberg 0.12 on the same catalog (tests/py/iceberg_table.py): the
+//! table pyiceberg wrote with many small appends (tests/py/make_iceberg.py) reads back with
+//! exactly the same rows, through a full scan and a scan pruned by the new files' bounds, with
+//! `replace` snapshots, DELETED entries and far fewer data files; a pyiceberg append or delete
+//! racing a bin's commit is never lost, doubled or undone; a SIGKILL leaves the table as of its
+//! last committed bin.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use lakehealth::engine::compact::iceberg::job::{IceRequest, compact_iceberg};
+use serde::Deserialize;
+use tempfile::TempDir;
+
+use crate::common::*;
+
+#[derive(Debug, Deserialize)]
+struct Read {
+    rows: Vec<(i64, Option<String>, Option<String>)>,
+    rows_id_lt_40: Vec<(i64, Option<String>, Option<String>)>,
+    data_files: usize,
+    operations: Vec<String>,
+    current: BTreeMap<String, String>,
+    entries: BTreeMap<String, u64>,
+    /// (file path, status, snapshot id, data sequence number, file sequence number)
+    entry_list: Vec<(String, i64, i64, i64, i64)>,
+    sequence_number: i64,
+    snapshot_id: i64,
+    metadata_location: String,
+}
+
+struct Table {
+    dir: TempDir,
+    table: PathBuf,
+    catalog_dir: PathBuf,
+}
+
+impl Table {
+    /// db.events written by pyiceberg: `appends` small appends, then two deletes.
+    fn new(appends: u32) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("events");
+        let catalog_dir = dir.path().join("catalog");
+        let o = py_script("make_iceberg.py")
+            .arg(&table)
+            .arg("--catalog-dir")
+            .arg(&catalog_dir)
+            .args(["--appends", &appends.to_string()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        Self {
+            dir,
+            table,
+            catalog_dir,
+        }
+    }
+
+    fn catalog_uri(&self) -> String {
+        format!(
+            "sqlite:///{}",
+            self.catalog_dir.join("catalog.db").display()
+        )
+    }
+
+    fn py(&self, args: &[&str]) -> serde_json::Value {
+        let o = py_script("iceberg_table.py")
+            .args(args)
+            .arg("--catalog-dir")
+            .arg(&self.catalog_dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    fn read(&self) -> Read {
+        serde_json::from_value(self.py(&["read"])).unwrap()
+    }
+
+    fn lakehealth(&self, extra: &[&str]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+            .arg("compact")
+            .arg(&self.table)
+            .args(extra)
+            .env("LAKEHEALTH_CONFIG", "/dev/null")
+            .output()
+            .unwrap()
+    }
+
+    /// Every file under the table's folder (relative paths).
+    fn files(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        walk(&self.table, &self.table, &mut out);
+        out.sort();
+        out
+    }
+
+    fn request(&self) -> IceRequest {
+        IceRequest {
+            catalog: self.catalog_uri(),
+            max_retries: 3,
+            ..Default::default()
+        }
+    }
+}
+
+fn ids(rows: &[(i64, Option<String>, Option<String>)]) -> Vec<i64> {
+    rows.iter().map(|r| r.0).collect()
+}
+
+#[test]
+fn pyiceberg_reads_the_same_rows_after_lakehealth_compacts_through_the_sqlite_catalog() {
+    let t = Table::new(12);
+    let before = t.read();
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--json"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let commits = summary["commits"].as_array().unwrap();
+    assert!(commits.len() >= 3, "{summary:#}");
+    assert!(err.contains("committed snapshot"), "{err}");
+
+    let after = t.read();
+    // Same rows, value for value, through a full scan and through one pruned by the outputs'
+    // partition values and column bounds.
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.rows_id_lt_40, before.rows_id_lt_40);
+    assert!(!after.rows_id_lt_40.is_empty());
+    // One replace snapshot per bin, each with the summary pyiceberg's own commits carry.
+    let replaces = after.operations.iter().filter(|o| *o == "replace").count();
+    assert_eq!(replaces, commits.len());
+    assert_eq!(
+        after.operations.len(),
+        before.operations.len() + commits.len()
+    );
+    assert_eq!(after.current["operation"], "replace");
+    assert_eq!(
+        after.current["total-records"],
+        before.current["total-records"]
+    );
+    assert_eq!(
+        after.current["total-data-files"],
+        after.data_files.to_string()
+    );
+    // The last bin's replaced files are DELETED entries of the current snapshot.
+    assert!(
+        after.entries.get("2").copied().unwrap_or(0) > 0,
+        "{:?}",
+        after.entries
+    );
+    let removed: u64 = commits
+        .iter()
+        .map(|c| c["files_removed"].as_u64().unwrap())
+        .sum();
+    let added: u64 = commits
+        .iter()
+        .map(|c| c["files_added"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        after.data_files as u64,
+        before.data_files as u64 - removed + added
+    );
+    assert!(
+        after.data_files * 3 <= before.data_files,
+        "{} -> {}",
+        before.data_files,
+        after.data_files
+    );
+    // Every bin's outputs hold exactly its inputs' rows.
+    for c in commits {
+        assert_eq!(c["rows"], c["fingerprint"]["rows"]);
+    }
+    assert_ne!(after.metadata_location, before.metadata_location);
+    // As pyiceberg reads the entries: files kept (EXISTING) and replaced (DELETED) keep the
+    // sequence numbers they were written with; the last replace's outputs (ADDED) inherit its
+    // sequence number, and its DELETED entries carry its snapshot id.
+    let was: BTreeMap<&str, (i64, i64)> = before
+        .entry_list
+        .iter()
+        .filter(|e| e.1 != 2)
+        .map(|e| (e.0.as_str(), (e.3, e.4)))
+        .collect();
+    let (mut kept, mut added_last) = (0, 0);
+    for (path, status, snapshot, seq, file_seq) in &after.entry_list {
+        if *status == 1 && *snapshot == after.snapshot_id {
+            assert_eq!(
+                (*seq, *file_seq),
+                (after.sequence_number, after.sequence_number)
+            );
+            added_last += 1;
+        } else if let Some(&(s, f)) = was.get(path.as_str()) {
+            assert_eq!((*seq, *file_seq), (s, f), "{path} (status {status})");
+            kept += 1;
+        }
+    }
+    assert!(kept > 0 && added_last > 0, "{:?}", after.entry_list);
+    let last_deleted: Vec<_> = after
+        .entry_list
+        .iter()
+        .filter(|e| e.1 == 2 && e.2 == after.snapshot_id)
+        .collect();
+    assert_eq!(
+        last_deleted.len() as u64,
+        commits.last().unwrap()["files_removed"].as_u64().unwrap()
+    );
+
+    // lakehealth's own report reads the new snapshot as pyiceberg does.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let r = rt
+        .block_on(lakehealth::engine::formats::iceberg::load_iceberg(
+            &loc(&t.table),
+            &opts(),
+            &|_| {},
+        ))
+        .unwrap();
+    assert_eq!(r.stats.files, after.data_files as u64);
+
+    // Compacting again finds nothing to do and changes nothing.
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(t.read().metadata_location, after.metadata_location);
+}
+
+#[test]
+fn compact_of_an_iceberg_table_names_the_catalog_and_a_dry_run_changes_nothing() {
+    let t = Table::new(6);
+    let files = t.files();
+    let before = t.read();
+    let o = t.lakehealth(&[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("an Iceberg table is committed through its catalog"),
+        "{err}"
+    );
+    assert!(err.contains("--catalog sqlite:///"), "{err}");
+
+    let o = t.lakehealth(&[
+        "--catalog",
+        &t.catalog_uri(),
+        "--table",
+        "db.events",
+        "--dry-run",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        !plan["plan"]["bins"].as_array().unwrap().is_empty(),
+        "{plan:#}"
+    );
+    assert!(plan["commits"].as_array().unwrap().is_empty());
+    assert_eq!(t.files(), files);
+    assert_eq!(t.read().metadata_location, before.metadata_location);
+
+    // A catalog without the table, and a table name the catalog lacks, are errors.
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--table", "db.nope"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has no Iceberg table db.nope"));
+}
+
+/// Runs a pyiceberg command from the commit hook (blocking: the hook is synchronous).
+fn hook_py(catalog_dir: &Path, args: Vec<String>) -> serde_json::Value {
+    let o = py_script("iceberg_table.py")
+        .args(&args)
+        .arg("--catalog-dir")
+        .arg(catalog_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pyiceberg_append_that_wins_the_race_is_kept_and_the_bin_commits_on_top() {
+    let t = Table::new(8);
+    let before = t.read();
+    let appended = Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
+    let (dir, got) = (t.catalog_dir.clone(), appended.clone());
+    let mut req = t.request();
+    // Only the first bin's first attempt races: its commit must lose, reload and retry.
+    req.before_commit = Some(Arc::new(move |_bin, attempt| {
+        if attempt == 0 && got.lock().unwrap().is_empty() {
+            let v = hook_py(
+                &dir,
+                vec![
+                    "append".into(),
+                    "--first-id".into(),
+                    "100000".into(),
+                    "--rows".into(),
+                    "7".into(),
+                ],
+            );
+            let ids: Vec<i64> = serde_json::from_value(v["committed"].clone()).unwrap();
+            got.lock().unwrap().extend(ids);
+        }
+    }));
+    let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {})
+        .await
+        .unwrap();
+    assert!(s.failures.is_empty() && s.conflicts.is_empty(), "{s:?}");
+    assert_eq!(s.commits[0].retries, 1, "{s:?}");
+    assert!(s.commits.iter().skip(1).all(|c| c.retries == 0));
+    let after = t.read();
+    let mut want = ids(&before.rows);
+    want.extend(appended.lock().unwrap().iter());
+    want.sort();
+    assert_eq!(ids(&after.rows), want);
+    // The append is a snapshot between the table's old history and the replaces.
+    let n = before.operations.len();
+    assert_eq!(after.operations[n], "append");
+    assert!(after.operations[n + 1..].iter().all(|o| o == "replace"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pyiceberg_delete_in_the_partition_being_compacted_stops_that_bin_and_nothing_comes_back()
+{
+    let t = Table::new(8);
+    let before = t.read();
+    let deleted = Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
+    let (dir, got) = (t.catalog_dir.clone(), deleted.clone());
+    let victim = Arc::new(std::sync::Mutex::new(String::new()));
+    let v2 = victim.clone();
+    let mut req = t.request();
+    // The first bin of a named category loses odd ids to a copy-on-write delete before it commits.
+    req.before_commit = Some(Arc::new(move |bin, attempt| {
+        if attempt == 0 && v2.lock().unwrap().is_empty() && !bin.label.contains("=null") {
+            *v2.lock().unwrap() = bin.label.clone();
+            let parts: BTreeMap<&str, &str> = bin
+                .label
+                .split('/')
+                .filter_map(|kv| kv.split_once('='))
+                .collect();
+            let v = hook_py(
+                &dir,
+                vec![
+                    "delete".into(),
+                    "--category".into(),
+                    parts["category"].into(),
+                    "--day".into(),
+                    parts["ts_day"].into(),
+                ],
+            );
+            let ids: Vec<i64> = serde_json::from_value(v["deleted"].clone()).unwrap();
+            got.lock().unwrap().extend(ids);
+        }
+    }));
+    let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {})
+        .await
+        .unwrap();
+    let victim = victim.lock().unwrap().clone();
+    assert!(!deleted.lock().unwrap().is_empty());
+    assert_eq!(s.conflicts.len(), 1, "{s:?}");
+    assert_eq!(s.conflicts[0].partition, victim);
+    assert!(
+        s.conflicts[0].reason.contains("no longer live"),
+        "{:?}",
+        s.conflicts[0]
+    );
+    assert!(s.conflicts[0].outputs_left.is_empty());
+    assert!(s.commits.iter().all(|c| c.partition != victim));
+    assert!(!s.commits.is_empty());
+    let after = t.read();
+    let gone: std::collections::HashSet<i64> = deleted.lock().unwrap().iter().copied().collect();
+    let want: Vec<i64> = ids(&before.rows)
+        .into_iter()
+        .filter(|i| !gone.contains(i))
+        .collect();
+    assert_eq!(ids(&after.rows), want);
+    // The conflicted bin's outputs and metadata were deleted: every lakehealth file left is
+    // referenced by a committed snapshot (one metadata file per commit).
+    let ours: Vec<String> = t
+        .files()
+        .into_iter()
+        .filter(|f| f.contains("-lakehealth-"))
+        .collect();
+    let outputs: usize = s.commits.iter().map(|c| c.files_added as usize).sum();
+    assert_eq!(ours.len(), outputs, "{ours:?}");
+}
+
+#[test]
+fn a_pyiceberg_appender_committing_in_a_loop_during_compaction_loses_and_doubles_no_row() {
+    let t = Table::new(12);
+    let before = t.read();
+    let stop = t.dir.path().join("stop");
+    let appender = py_script("iceberg_table.py")
+        .args([
+            "append",
+            "--first-id",
+            "200000",
+            "--rows",
+            "3",
+            "--loop-until",
+        ])
+        .arg(&stop)
+        .arg("--catalog-dir")
+        .arg(&t.catalog_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--json"]);
+    std::fs::write(&stop, "").unwrap();
+    let appended = appender.wait_with_output().unwrap();
+    assert!(
+        appended.status.success(),
+        "{}",
+        String::from_utf8_lossy(&appended.stderr)
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        !summary["commits"].as_array().unwrap().is_empty(),
+        "{summary:#}"
+    );
+    let committed: Vec<i64> = serde_json::from_value(
+        serde_json::from_slice::<serde_json::Value>(&appended.stdout).unwrap()["committed"].clone(),
+    )
+    .unwrap();
+    assert!(!committed.is_empty());
+    let after = t.read();
+    let mut want = ids(&before.rows);
+    want.extend(committed);
+    want.sort();
+    assert_eq!(ids(&after.rows), want, "every row exactly once");
+    assert!(after.operations.iter().any(|o| o == "replace"));
+}
+
+#[test]
+fn a_sigkilled_compaction_leaves_the_table_as_of_its_last_committed_bin_and_a_rerun_finishes() {
+    use std::io::{BufRead, BufReader};
+    let t = Table::new(12);
+    let before = t.read();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        .arg("compact")
+        .arg(&t.table)
+        .args(["--catalog", &t.catalog_uri()])
+        .env("LAKEHEALTH_CONFIG", "/dev/null")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    // Killed right after its first commit, while the next bin is being rewritten.
+    let mut seen = Vec::new();
+    for l in lines.by_ref() {
+        let l = l.unwrap();
+        seen.push(l.clone());
+        if l.starts_with("committed snapshot") {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        seen.iter().any(|l| l.starts_with("committed snapshot")),
+        "{seen:?}"
+    );
+    let mid = t.read();
+    assert_eq!(mid.rows, before.rows);
+    let replaces = mid.operations.iter().filter(|o| *o == "replace").count();
+    assert!((1..5).contains(&replaces), "{:?}", mid.operations);
+    // A second run compacts what is left; the rows never change.
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = t.read();
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.data_files, 5);
+}
+
+/// The loopback REST shim (tests/py/iceberg_rest_shim.py) over the table's SQL catalog.
+struct RestShim {
+    child: std::process::Child,
+    uri: String,
+}
+
+impl RestShim {
+    fn start(catalog_dir: &Path) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = py_script("iceberg_rest_shim.py")
+            .arg("--catalog-dir")
+            .arg(catalog_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut port = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        let uri = format!("http://127.0.0.1:{}", port.trim());
+        Self { child, uri }
+    }
+}
+
+impl Drop for RestShim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rest_catalog_commit_is_checked_by_the_catalog_and_a_409_is_retried_on_the_new_table() {
+    let t = Table::new(8);
+    let before = t.read();
+    let shim = RestShim::start(&t.catalog_dir);
+    let appended = Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
+    let (dir, got) = (t.catalog_dir.clone(), appended.clone());
+    let mut req = t.request();
+    req.catalog = shim.uri.clone();
+    // The first bin's first attempt loses to a pyiceberg append: the catalog answers 409
+    // (assert-ref-snapshot-id fails), lakehealth reloads and commits on top.
+    req.before_commit = Some(Arc::new(move |_bin, attempt| {
+        if attempt == 0 && got.lock().unwrap().is_empty() {
+            let v = hook_py(
+                &dir,
+                vec![
+                    "append".into(),
+                    "--first-id".into(),
+                    "300000".into(),
+                    "--rows".into(),
+                    "4".into(),
+                ],
+            );
+            let ids: Vec<i64> = serde_json::from_value(v["committed"].clone()).unwrap();
+            got.lock().unwrap().extend(ids);
+        }
+    }));
+    let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {})
+        .await
+        .unwrap();
+    assert!(s.failures.is_empty() && s.conflicts.is_empty(), "{s:?}");
+    assert_eq!(s.commits[0].retries, 1, "{s:?}");
+    let after = t.read();
+    let mut want = ids(&before.rows);
+    want.extend(appended.lock().unwrap().iter());
+    want.sort();
+    assert_eq!(ids(&after.rows), want);
+    assert_eq!(after.rows_id_lt_40, before.rows_id_lt_40);
+    let n = before.operations.len();
+    assert_eq!(after.operations[n], "append");
+    assert_eq!(after.operations[n + 1..].len(), s.commits.len());
+    assert!(after.operations[n + 1..].iter().all(|o| o == "replace"));
+    // The catalog wrote the metadata files: the one it names is the last commit's.
+    assert_eq!(
+        s.commits.last().unwrap().metadata_location,
+        after.metadata_location
+    );
+
+    // Through the CLI, the table found by its location in the REST catalog.
+    let t2 = Table::new(6);
+    let shim2 = RestShim::start(&t2.catalog_dir);
+    let before2 = t2.read();
+    let o = t2.lakehealth(&["--catalog", &shim2.uri]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after2 = t2.read();
+    assert_eq!(after2.rows, before2.rows);
+    assert!(after2.data_files < before2.data_files);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_c_on_an_iceberg_table_previews_then_commits_through_the_catalog() {
+    use crossterm::event::KeyCode;
+    use lakehealth::tui::app::Modal;
+    let t = Table::new(6);
+    let before = t.read();
+    // Without a catalog, `c` says how to name one.
+    let mut d = crate::tui_driver::Driven::new(loc(&t.table).display(), (140, 40))
+        .open()
+        .await;
+    d.keys(&[KeyCode::Char('c')]).await;
+    let e = d.app.error().map(str::to_string).unwrap_or_default();
+    assert!(e.contains("--catalog URI"), "{e}");
+
+    // With one: the plan of the selected partition, then, confirmed, its commit.
+    let mut d = crate::tui_driver::Driven::new(loc(&t.table).display(), (140, 40));
+    d.app.iceberg_catalog = Some(t.catalog_uri());
+    let mut d = d.open().await;
+    d.keys(&[KeyCode::Char('c')]).await;
+    d.until(
+        "the plan",
+        |a| matches!(a.modals.modal(), Some(Modal::Iceberg(x)) if x.result.is_some()),
+    )
+    .await;
+    let planned = match d.app.modals.modal() {
+        Some(Modal::Iceberg(x)) => match &x.result {
+            Some(Ok(s)) => s.plan.bins.len(),
+            other => panic!("{other:?}"),
+        },
+        _ => unreachable!(),
+    };
+    assert_eq!(planned, 1, "one partition selected: one bin");
+    assert!(d.screen().contains("Enter / y: compact"), "{}", d.screen());
+    assert_eq!(
+        t.read().metadata_location,
+        before.metadata_location,
+        "a preview changes nothing"
+    );
+    d.keys(&[KeyCode::Enter]).await;
+    d.until(
+        "the outcome",
+        |a| matches!(a.modals.modal(), Some(Modal::Iceberg(x)) if x.outcome.is_some()),
+    )
+    .await;
+    assert!(d.screen().contains("done: -"), "{}", d.screen());
+    let after = t.read();
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.operations.last().map(String::as_str), Some("replace"));
+    assert_eq!(after.operations.len(), before.operations.len() + 1);
+}

@@ -3,12 +3,12 @@
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::formats::convert::{ConvertOutcome, ConvertPlan};
-use crate::engine::janitor::history::DecisionLine;
 use crate::engine::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::open::Opened;
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::PartitionValues;
+use crate::tui::janitor::Round;
 use crate::tui::maintenance::MaintenanceEvent;
 
 /// What a key can do (keybindings map keys to these; the help screen lists them).
@@ -115,10 +115,10 @@ pub enum Action {
         id: u64,
         event: MaintenanceEvent,
     },
-    /// The janitor's decisions for the open table (every partition), and its due partitions.
+    /// The janitor's decisions for the open table (every partition), and its job if due.
     JanitorDecided {
         id: u64,
-        result: Result<(Vec<DecisionLine>, Vec<PartitionValues>), String>,
+        result: Result<Round, String>,
     },
     /// The Iceberg compaction dry run of `Effect::PlanIceberg`.
     IcebergPlanReady {
@@ -205,12 +205,12 @@ pub enum Effect {
         id: u64,
         uri: String,
     },
-    /// Plan the janitor's job for a partition it found due (its policy's sizes and the
-    /// throttle's budget); comes back as `Action::PlanReady`, then runs as `StartJob`.
+    /// Plan the job the janitor's last round decided for the table (its due partitions, the
+    /// policy's sizes, the throttle's budget); comes back as `Action::PlanReady`, then runs as
+    /// `StartJob`.
     JanitorJob {
         id: u64,
         uri: String,
-        partition: PartitionValues,
     },
     /// Preview converting the folder to Delta; comes back as `Action::ConvertPlanReady`.
     PlanConvert {

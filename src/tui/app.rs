@@ -1002,8 +1002,8 @@ impl App {
     }
 
     fn plan_ready(&mut self, id: u64, result: Result<Box<CompactionPlan>, String>) -> Vec<Effect> {
-        if let Some(p) = self.janitor.planned(id) {
-            return self.janitor_planned(id, p, result);
+        if self.janitor.owns(id) {
+            return self.janitor_planned(id, result);
         }
         match &mut self.modals.modal {
             Some(Modal::Plan(p)) if p.id == id => {
@@ -1162,13 +1162,12 @@ impl App {
         let landed = j.apply(event, now);
         let uri = j.table_uri.clone();
         if ended {
-            let error = (j.status() == super::jobs::JobStatus::Failed).then(|| j.errors.join("; "));
             let ended_text = format!(
                 "job {} ended ({}) before it was cancelled",
                 j.number,
                 j.status().label()
             );
-            self.janitor.job_ended(job, error, now);
+            self.janitor.job_ended(job);
             // The question no longer applies: the job it asks about ended.
             if matches!(self.modals.modal(), Some(Modal::ConfirmCancel { job: asked, .. }) if *asked == job)
             {

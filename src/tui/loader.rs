@@ -19,6 +19,7 @@ use crate::engine::compact::job::{
 };
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::formats::convert::{ConvertPlan, convert, plan_convert};
+use crate::engine::janitor::JobEnd;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
 use crate::engine::log::watch::{LogEvent, default_poll, follow};
@@ -50,8 +51,12 @@ impl Loader {
 
     /// Compaction jobs run their bins on `executor`.
     pub fn with_executor(mut self, executor: Executor) -> Self {
-        self.executor = executor;
+        self.set_executor(executor);
         self
+    }
+
+    pub fn set_executor(&mut self, executor: Executor) {
+        self.executor = executor;
     }
 
     /// A loader whose jobs take `locks`: shared with whatever else compacts in this process, so
@@ -128,10 +133,10 @@ impl Loader {
                 self.janitor
                     .cycle(id, uri, self.opts.clone(), self.tx.clone())
             }
-            Effect::JanitorJob { id, uri, partition } => {
+            Effect::JanitorJob { id, uri } => {
                 let executor = self.executor.clone();
                 let (tx, prepared) = (self.tx.clone(), self.prepared.clone());
-                self.janitor.job(id, uri, partition, executor, tx, prepared)
+                self.janitor.job(id, uri, executor, tx, prepared)
             }
             Effect::PlanConvert { id, uri } => self.plan_convert(id, uri),
             Effect::StartConvert { id } => self.start_convert(id),
@@ -315,12 +320,17 @@ impl Loader {
 
     fn start(&mut self, id: u64) {
         let job = self.prepared.lock().ok().and_then(|mut p| p.remove(&id));
+        // A janitor job's end is recorded by the engine janitor too, whatever the path.
+        let janitor = self.janitor.take(id);
         let Some(job) = job else {
             // No runner will report on this job: end it here, once, so it is not left queued.
             let summary = JobSummary {
                 errors: vec!["the previewed plan is gone; preview the compaction again".into()],
                 ..Default::default()
             };
+            if let Some(j) = janitor {
+                tokio::spawn(j.end(JobEnd::never_started()));
+            }
             let progress = TaskProgress::Job(Box::new(JobEvent::Finished(summary)));
             let _ = self.tx.send(Action::Progress { task: id, progress });
             return;
@@ -330,8 +340,12 @@ impl Loader {
         let tx = self.tx.clone();
         let locks = self.locks.clone();
         let (etx, mut erx) = mpsc::unbounded_channel();
+        let observe = janitor.as_ref().map(|j| j.observer());
         tokio::spawn(async move {
             while let Some(event) = erx.recv().await {
+                if let Some(observe) = &observe {
+                    observe(&event);
+                }
                 let progress = TaskProgress::Job(Box::new(event));
                 if tx.send(Action::Progress { task: id, progress }).is_err() {
                     break;
@@ -343,7 +357,10 @@ impl Loader {
             // The runner sends the job's one `Finished` event on every path (a job cancelled
             // while it waits for a lock, a failed replan, a runtime that cannot start), so
             // nothing is added here: a second final event would contradict the first.
-            let _ = run_isolated(job, locks, cancel, etx).await;
+            let summary = run_isolated(job, locks, cancel, etx).await;
+            if let Some(j) = janitor {
+                j.end(JobEnd::ran(summary)).await;
+            }
         }));
     }
 

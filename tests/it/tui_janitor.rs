@@ -162,3 +162,121 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
     assert!(t.app.janitor.flag(&due).is_none());
     assert!(!t.app.janitor.is_on());
 }
+
+/// The TUI runs the janitor's pipeline, not a copy: a job that fails in the TUI's runner is
+/// recorded by the engine janitor (its result and schedule lines in the history), and the next
+/// round holds the whole table back by `watch`'s back-off rule, in its words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_janitor_job_in_the_tui_backs_its_table_off_by_the_engines_rule() {
+    use lakehealth::engine::compact::executor::{Executor, RayOptions};
+    use lakehealth::tui::action::Action;
+    use lakehealth::tui::janitor::TuiJanitor;
+
+    let d = tempfile::tempdir().unwrap();
+    let table = d.path().join("sensor");
+    std::fs::create_dir_all(&table).unwrap();
+    let l = loc(&table);
+    create_sensor_table(&l).await.unwrap();
+    for (date, files) in [("2026-11-01", 55), ("2026-11-02", 52)] {
+        seed_small_files(&l, &[date.into()], files, 50)
+            .await
+            .unwrap();
+    }
+    let before = read_back(table.to_str().unwrap(), None);
+
+    let mut t = Driven::new(l.display(), SIZE).open().await;
+    let mut policy = Policy::builtin(OpenOptions::default().thresholds);
+    policy.interval = std::time::Duration::from_millis(200);
+    policy.backoff_base = std::time::Duration::from_secs(600);
+    t.app.janitor = TuiJanitor::new(&policy);
+    let history = d.path().join("history.jsonl");
+    t.loader.set_janitor(policy, history.clone());
+    // A cluster nobody listens on: every bin fails, nothing is written.
+    let mut ray = RayOptions::new(&format!("http://127.0.0.1:{}", crate::harness::free_port()));
+    ray.worker_binary = Some(env!("CARGO_BIN_EXE_lakehealth").into());
+    t.loader.set_executor(Executor::Ray(ray));
+
+    t.key(KeyCode::Char('a'));
+    t.until("the janitor's job", |a| !a.jobs.is_empty()).await;
+    t.jobs_done().await;
+    assert_eq!(
+        t.app.jobs.len(),
+        1,
+        "one job for the table's due partitions"
+    );
+    let job = &t.app.jobs[0];
+    assert_eq!(job.status(), JobStatus::Failed);
+    assert_eq!(job.partitions.len(), 2, "{:?}", job.partitions);
+
+    // Later rounds: the table is held, every due partition says so, no job starts.
+    let held = |a: &lakehealth::tui::app::App| {
+        let mut p: Vec<_> = a
+            .janitor
+            .why
+            .iter()
+            .filter(|w| w.decision == DecisionKind::BackingOff)
+            .map(|w| w.partition.clone())
+            .collect();
+        p.sort_by_key(|v| v.label());
+        p.dedup();
+        p.len()
+    };
+    let mut rounds = 0;
+    while held(&t.app) < 2 || rounds < 3 {
+        rounds += 1;
+        assert!(
+            rounds < 200,
+            "no round held the table back: {:#?}",
+            t.app.janitor.why
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        t.update(Action::Tick);
+        t.until("the round", |a| a.janitor.cycle.is_none()).await;
+    }
+    assert_eq!(t.app.jobs.len(), 1, "no job starts while it backs off");
+    let status = t.app.janitor.status().unwrap();
+    assert!(
+        status.contains(" · backing off: 1 failure in a row, next try in "),
+        "{status}"
+    );
+    let reason = &t.app.janitor.why[0].reason;
+    assert!(
+        reason.starts_with("backing off: 1 failure in a row") && reason.contains("small files"),
+        "{reason}"
+    );
+
+    // The history has what `watch` writes: the failed result of each partition and the
+    // table's failure record.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&history)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let failed: Vec<_> = lines
+        .iter()
+        .filter(|l| l["type"] == "result" && l["outcome"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 2, "{lines:#?}");
+    assert!(
+        failed[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach the Ray cluster"),
+        "{:#}",
+        failed[0]
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "schedule" && l["failures"] == 1),
+        "{lines:#?}"
+    );
+
+    let after = read_back(table.to_str().unwrap(), None);
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.reading_sum, before.reading_sum);
+    assert_eq!(
+        after.files, before.files,
+        "a failed job leaves nothing behind"
+    );
+}

@@ -15,7 +15,7 @@ use super::history::{Line, Outcome, ResultLine, ts};
 use super::throttle::Throttle;
 use crate::engine::compact::events::{FailureKind, JobEvent, JobSummary};
 use crate::engine::compact::executor::Executor;
-use crate::engine::compact::job::{CompactRequest, prepare, run_isolated};
+use crate::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isolated};
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::spacing::CommitSpacer;
 use crate::engine::location::Location;
@@ -121,34 +121,53 @@ impl JobDone {
     }
 }
 
-/// Prepares (plans from the latest version) and runs one table's job on the engine's isolated
-/// runtime.
-pub(super) async fn run_job(
-    spec: JobSpec,
-    locks: Arc<PartitionLocks>,
-    cancel: CancellationToken,
-) -> JobDone {
-    let started = Instant::now();
-    let done = |spec, summary: Option<JobSummary>, nothing: Option<String>| {
-        let version_read = summary
-            .as_ref()
-            .and_then(|s: &JobSummary| (s.table_version_read > 0).then_some(s.table_version_read));
-        JobDone {
-            spec,
-            version_read,
-            summary,
-            nothing,
-            duration_ms: started.elapsed().as_millis() as u64,
+/// What planning a job found: a job to run, or its end already.
+pub enum Planned {
+    Ready(Box<PreparedJob>),
+    Ended(Box<JobEnd>),
+}
+
+/// How a janitor job ended, for `Janitor::record` (the table's back-off and result lines).
+#[derive(Debug, Clone)]
+pub struct JobEnd {
+    /// None: never started (cancelled before).
+    summary: Option<JobSummary>,
+    /// Set when the plan had nothing to do: the text of every partition's result.
+    nothing: Option<String>,
+}
+
+impl JobEnd {
+    /// The job ran (to its end, a failure or a cancel): what its runner returned.
+    pub fn ran(summary: JobSummary) -> Self {
+        Self {
+            summary: Some(summary),
+            nothing: None,
         }
-    };
-    if cancel.is_cancelled() {
-        return done(spec, None, None);
     }
+
+    /// It never started (stopped before, or its plan was gone).
+    pub fn never_started() -> Self {
+        Self {
+            summary: None,
+            nothing: None,
+        }
+    }
+
+    /// Its first error, for humans (None: it did not fail).
+    pub fn error(&self) -> Option<&str> {
+        let s = self.summary.as_ref()?;
+        (!s.cancelled).then(|| s.errors.first().map(String::as_str))?
+    }
+}
+
+/// Plans `spec`'s job from the latest version, with the spec's executor, budget and commit
+/// spacing. A plan with nothing to do, or one that cannot be made, is the job's end.
+pub(super) async fn plan_job(spec: &JobSpec) -> Planned {
     let mut job = match prepare(&spec.loc, &spec.req, spec.thresholds, spec.ratio).await {
         Ok(j) => j,
         Err(e) => {
             let s = JobSummary::failed(FailureKind::Setup, format!("planning failed: {e}"));
-            return done(spec, Some(s), None);
+            return Planned::Ended(Box::new(JobEnd::ran(s)));
         }
     };
     if job.plan.bins == 0 {
@@ -163,11 +182,47 @@ pub(super) async fn run_job(
             table_version_read: p.table_version,
             ..Default::default()
         };
-        return done(spec, Some(s), Some(msg));
+        return Planned::Ended(Box::new(JobEnd {
+            summary: Some(s),
+            nothing: Some(msg),
+        }));
     }
     job.exec.executor = spec.executor.clone();
     job.set_budget(spec.throttle.budget);
     job.exec.commit_spacing = spec.spacer.clone();
+    Planned::Ready(Box::new(job))
+}
+
+impl JobDone {
+    pub(super) fn new(spec: JobSpec, end: JobEnd, started: Instant) -> Self {
+        let version_read = end
+            .summary
+            .as_ref()
+            .and_then(|s| (s.table_version_read > 0).then_some(s.table_version_read));
+        JobDone {
+            spec,
+            version_read,
+            summary: end.summary,
+            nothing: end.nothing,
+            duration_ms: started.elapsed().as_millis() as u64,
+        }
+    }
+}
+
+/// Plans and runs one table's job on the engine's isolated runtime (`watch`).
+pub(super) async fn run_job(
+    spec: JobSpec,
+    locks: Arc<PartitionLocks>,
+    cancel: CancellationToken,
+) -> JobDone {
+    let started = Instant::now();
+    if cancel.is_cancelled() {
+        return JobDone::new(spec, JobEnd::never_started(), started);
+    }
+    let job = match plan_job(&spec).await {
+        Planned::Ready(job) => job,
+        Planned::Ended(end) => return JobDone::new(spec, *end, started),
+    };
     let talker = Talker {
         table: spec.table.clone(),
         partitions: spec.values(),
@@ -184,9 +239,24 @@ pub(super) async fn run_job(
     ));
     let (tx, rx) = mpsc::unbounded_channel();
     let drain = tokio::spawn(talker.follow(rx));
-    let summary = run_isolated(job, locks, cancel, tx).await;
+    let summary = run_isolated(*job, locks, cancel, tx).await;
     let _ = drain.await;
-    done(spec, Some(summary), None)
+    JobDone::new(spec, JobEnd::ran(summary), started)
+}
+
+/// Keeps a job's `JobState` from its events (the commit slot it waits for, commits landed).
+pub fn observe(state: &Mutex<JobState>, ev: &JobEvent) {
+    let Ok(mut s) = state.lock() else { return };
+    match ev {
+        JobEvent::Progress(p) if p.commit_wait_ms > 0 => {
+            s.commit_slot_ms = Some(now_ms() + p.commit_wait_ms.min(i64::MAX as u64) as i64);
+        }
+        JobEvent::Committed(_) => {
+            s.commit_slot_ms = None;
+            s.commits += 1;
+        }
+        _ => {}
+    }
 }
 
 /// Says what a job does, as `Line::Activity` (and in the log), and keeps its `JobState`.
@@ -211,34 +281,21 @@ impl Talker {
         }
     }
 
-    fn update(&self, f: impl FnOnce(&mut JobState)) {
-        if let Ok(mut s) = self.state.lock() {
-            f(&mut s);
-        }
-    }
-
     /// Every commit, conflict and failed bin, and each wait for a commit slot once.
     async fn follow(self, mut rx: mpsc::UnboundedReceiver<JobEvent>) {
         let mut waiting = false;
         while let Some(ev) = rx.recv().await {
+            observe(&self.state, &ev);
             match ev {
-                JobEvent::Progress(p) if p.commit_wait_ms > 0 => {
-                    let at = now_ms() + p.commit_wait_ms.min(i64::MAX as u64) as i64;
-                    self.update(|s| s.commit_slot_ms = Some(at));
-                    if !waiting {
-                        waiting = true;
-                        self.say(format!(
-                            "waiting {} s for the next commit slot (a writer is active: commits spaced)",
-                            p.commit_wait_ms.div_ceil(1000)
-                        ));
-                    }
+                JobEvent::Progress(p) if p.commit_wait_ms > 0 && !waiting => {
+                    waiting = true;
+                    self.say(format!(
+                        "waiting {} s for the next commit slot (a writer is active: commits spaced)",
+                        p.commit_wait_ms.div_ceil(1000)
+                    ));
                 }
                 JobEvent::Committed(c) => {
                     waiting = false;
-                    self.update(|s| {
-                        s.commit_slot_ms = None;
-                        s.commits += 1;
-                    });
                     self.say(format!(
                         "committed v{}: {} bin(s) of {} partition(s), -{} +{} files ({} -> {}), {} rows",
                         c.version,

@@ -29,6 +29,7 @@ use self::activity::{Activity, Columns};
 use self::decide::{Decision, DecisionKind, Eligible, Facts, decide};
 use self::history::{DecisionLine, History, Line, Outcome, ts};
 use self::jobs::{DuePartition, JobDone, JobSpec, JobState};
+pub use self::jobs::{JobEnd, Planned};
 use self::metrics::Metrics;
 use self::policy::{CommitSpacing, Policy};
 use self::schedule::{Backoff, TableSchedule};
@@ -72,24 +73,50 @@ struct Loaded {
     cols: Columns,
 }
 
-/// A due partition's job, for a caller that runs it itself (`Janitor::decide_only`).
-#[derive(Debug, Clone)]
-pub struct DueJob {
-    pub values: PartitionValues,
-    pub reason: String,
-    pub request: CompactRequest,
-    pub thresholds: Thresholds,
-    pub ratio: f64,
-    pub throttle: Throttle,
+/// A table's job the janitor decided, for a caller that runs it itself (the TUI: its jobs
+/// show and cancel like manual ones). The pipeline is the same as `watch`'s: the caller plans
+/// it (`plan`), tells the janitor it started (`Janitor::started`), feeds it the job's events
+/// (`observe`) and records its end whatever the path (`Janitor::record`), so its results,
+/// the table's back-off and later decisions ("running: ...") are those of `watch`.
+pub struct CallerJob {
+    spec: JobSpec,
+    started: Instant,
 }
 
-/// One table's decisions, and the jobs of its due partitions.
-#[derive(Debug, Clone)]
+impl CallerJob {
+    pub fn table(&self) -> &str {
+        &self.spec.table
+    }
+
+    pub fn partitions(&self) -> Vec<PartitionValues> {
+        self.spec.values()
+    }
+
+    /// Runs its bins on `executor` instead of the policy's.
+    pub fn set_executor(&mut self, executor: crate::engine::compact::executor::Executor) {
+        self.spec.executor = executor;
+    }
+
+    /// Plans it from the latest version (with the policy's sizes, the throttle's budget and
+    /// the table's commit spacing).
+    pub async fn plan(&self) -> Planned {
+        jobs::plan_job(&self.spec).await
+    }
+
+    /// What keeps the job's state from its events, for the decisions made while it runs.
+    pub fn observer(&self) -> impl Fn(&crate::engine::compact::events::JobEvent) + Send + 'static {
+        let state = self.spec.state.clone();
+        move |ev| jobs::observe(&state, ev)
+    }
+}
+
+/// One table's decisions, and its job over the due partitions (None when nothing is due or
+/// its job is still in flight).
 pub struct TableDecisions {
     /// The table as the janitor names it (`table_id`).
     pub table: String,
     pub decisions: Vec<DecisionLine>,
-    pub due: Vec<DueJob>,
+    pub job: Option<CallerJob>,
 }
 
 /// What one cycle did.
@@ -426,6 +453,11 @@ impl Janitor {
                 return;
             }
         };
+        self.record_done(done);
+    }
+
+    /// A job ended (its task did not fail): result lines, failure record, metrics.
+    fn record_done(&mut self, done: JobDone) {
         self.in_flight.remove(&done.spec.table);
         let table = done.spec.table.clone();
         let Some(lines) = jobs::results(&done, self.policy.rule()) else {
@@ -556,34 +588,43 @@ impl Janitor {
 
     /// Reads `loc` and decides for each of its partitions as a cycle does (the decision lines
     /// go to the history and the sink too), without running a job: the caller runs the due
-    /// ones through its own job runner (the TUI's, so they show and cancel like manual jobs).
+    /// partitions' job through its own runner (see `CallerJob`).
     pub async fn decide_only(&mut self, loc: &Location) -> Result<TableDecisions> {
         let t = self.load(loc).await?;
         let mut counts = Counts::default();
         let (job, decisions) = self.decide_table(&t, now_ms(), &mut counts).await;
-        let due = job
-            .map(|j| {
-                j.partitions
-                    .iter()
-                    .map(|p| DueJob {
-                        values: p.values.clone(),
-                        reason: p.reason.clone(),
-                        request: CompactRequest {
-                            selection: Selection::Partitions(vec![p.values.clone()]),
-                            ..j.req.clone()
-                        },
-                        thresholds: j.thresholds,
-                        ratio: j.ratio,
-                        throttle: j.throttle.clone(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         Ok(TableDecisions {
             table: t.id.clone(),
             decisions,
-            due,
+            job: job.map(|spec| CallerJob {
+                spec,
+                started: Instant::now(),
+            }),
         })
+    }
+
+    /// The caller started `job`: its partitions are decided "running" until it is recorded.
+    pub fn started(&mut self, job: &mut CallerJob) {
+        job.started = Instant::now();
+        if let Ok(mut s) = job.spec.state.lock() {
+            s.since_ms = now_ms();
+        }
+        self.in_flight.insert(
+            job.spec.table.clone(),
+            InFlight {
+                partitions: job.spec.values(),
+                state: job.spec.state.clone(),
+            },
+        );
+    }
+
+    /// The caller's `job` ended: its result lines, the table's failure record, the metrics, as
+    /// for `watch`'s own jobs.
+    pub fn record(&mut self, job: CallerJob, end: JobEnd) {
+        let done = JobDone::new(job.spec, end, job.started);
+        self.record_done(done);
+        // A caller has no cycle lines: what ended is not counted in one.
+        self.ended = CycleStats::default();
     }
 
     /// Decides for every partition of `t`; returns the table's job over its due partitions

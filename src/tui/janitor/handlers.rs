@@ -1,0 +1,79 @@
+//! The app's side of the janitor: `a` switches it on or off, ticks start decision rounds, a
+//! round's job is planned and then runs as a manual job does (jobs panel, `x`).
+
+use super::state::Round;
+use crate::engine::compact::plan::CompactionPlan;
+use crate::tui::action::Effect;
+use crate::tui::app::App;
+use crate::tui::jobs::JobView;
+
+impl App {
+    /// `a`: switches the janitor on for the open table (a decision round starts at once) or off.
+    pub(in crate::tui) fn toggle_janitor(&mut self) -> Vec<Effect> {
+        let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
+            return vec![];
+        };
+        if self.janitor.toggle(&uri) {
+            self.janitor_tick()
+        } else {
+            vec![]
+        }
+    }
+
+    /// Starts a decision round when the policy's interval has passed (and the table shown is
+    /// still the one it is on for; another table switches it off).
+    pub(in crate::tui) fn janitor_tick(&mut self) -> Vec<Effect> {
+        let shown = self.table.as_ref().map(|t| t.uri.clone());
+        if self.janitor.is_on() && self.janitor.table != shown {
+            self.janitor.toggle("");
+            return vec![];
+        }
+        if !self.janitor.due_for_cycle(self.clock.now()) {
+            return vec![];
+        }
+        let Some(uri) = shown else { return vec![] };
+        let id = self.next_id();
+        self.janitor.cycle = Some(id);
+        vec![Effect::JanitorCycle { id, uri }]
+    }
+
+    /// A round's decisions: the list's flags and the why view follow; the table's job, if the
+    /// round decided one, is planned.
+    pub(in crate::tui) fn janitor_decided(
+        &mut self,
+        id: u64,
+        result: Result<Round, String>,
+    ) -> Vec<Effect> {
+        let now = self.clock.now();
+        if !self.janitor.decided(id, now, result) {
+            return vec![];
+        }
+        let Some(uri) = self.janitor.table.clone() else {
+            return vec![];
+        };
+        let id = self.next_id();
+        self.janitor.starting(id);
+        vec![Effect::JanitorJob { id, uri }]
+    }
+
+    /// The janitor's job was planned: it runs like a manual job (jobs panel, `x`). A plan with
+    /// nothing to do, or none at all, ends it here (the runner recorded why).
+    pub(in crate::tui) fn janitor_planned(
+        &mut self,
+        id: u64,
+        result: Result<Box<CompactionPlan>, String>,
+    ) -> Vec<Effect> {
+        match result {
+            Ok(plan) if plan.bins > 0 => {
+                let uri = self.janitor.table.clone().unwrap_or_default();
+                let number = self.job_number();
+                self.jobs.push(JobView::new(id, number, uri, &plan));
+                vec![Effect::StartJob { id }]
+            }
+            _ => {
+                self.janitor.job_ended(id);
+                vec![Effect::DiscardPlan { id }]
+            }
+        }
+    }
+}

@@ -221,6 +221,10 @@ pub enum Effect {
     StartConvert {
         id: u64,
     },
+    /// Forget a conversion preview that will not run (dismissed, or ready after it closed).
+    DiscardConvert {
+        id: u64,
+    },
     /// Dry-run an Iceberg compaction through `catalog` (partition labels; empty: all); comes
     /// back as `Action::IcebergPlanReady`.
     PlanIceberg {

@@ -413,14 +413,14 @@ impl App {
             Action::PlanReady { id, result } => self.plan_ready(id, result),
             Action::IcebergPlanReady { id, result } => self.iceberg_plan_ready(id, result),
             Action::IcebergCompacted { id, result } => self.iceberg_compacted(id, result),
-            Action::ConvertPlanReady { id, result } => {
-                if let Some(Modal::Convert(d)) = &mut self.modals.modal
-                    && d.id == id
-                {
+            Action::ConvertPlanReady { id, result } => match &mut self.modals.modal {
+                Some(Modal::Convert(d)) if d.id == id => {
                     d.result = Some(result);
+                    vec![]
                 }
-                vec![]
-            }
+                // The preview was closed before its plan came: the runner forgets it.
+                _ => vec![Effect::DiscardConvert { id }],
+            },
             Action::Converted { id, result } => self.converted(id, result),
             Action::JanitorDecided { id, result } => self.janitor_decided(id, result),
             Action::VacuumPlanReady { id, result } => self.vacuum_plan_ready(id, result),
@@ -603,8 +603,9 @@ impl App {
                 vec![Effect::StartConvert { id }]
             }
             (Some(Modal::Convert(d)), Command::Dismiss) if !d.running => {
+                let id = d.id;
                 self.modals.close();
-                vec![]
+                vec![Effect::DiscardConvert { id }]
             }
             (Some(Modal::Iceberg(_)), Command::Confirm) => self.start_iceberg(),
             (Some(Modal::Iceberg(d)), Command::Dismiss) if !d.running => {
@@ -1190,6 +1191,32 @@ mod tests {
 
     fn app() -> App {
         App::new("x".into(), Duration::ZERO, (120, 40))
+    }
+
+    #[test]
+    fn a_dismissed_or_late_conversion_preview_is_discarded_by_the_runner() {
+        let mut app = app();
+        app.modals.open(Modal::Convert(ConvertDialog {
+            id: 5,
+            table_uri: "x".into(),
+            result: None,
+            running: false,
+        }));
+        let e = app.update(Action::Command(Command::Dismiss));
+        assert!(
+            matches!(e.as_slice(), [Effect::DiscardConvert { id: 5 }]),
+            "{e:?}"
+        );
+        assert!(app.modals.modal().is_none());
+        // Its plan arrives after the dialog closed.
+        let e = app.update(Action::ConvertPlanReady {
+            id: 5,
+            result: Err("gone".into()),
+        });
+        assert!(
+            matches!(e.as_slice(), [Effect::DiscardConvert { id: 5 }]),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -140,6 +140,11 @@ impl Loader {
             }
             Effect::PlanConvert { id, uri } => self.plan_convert(id, uri),
             Effect::StartConvert { id } => self.start_convert(id),
+            Effect::DiscardConvert { id } => {
+                if let Ok(mut p) = self.convert_plans.lock() {
+                    p.remove(&id);
+                }
+            }
             Effect::PlanIceberg {
                 id,
                 uri,

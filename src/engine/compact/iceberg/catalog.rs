@@ -1,4 +1,5 @@
-//! The catalog an Iceberg commit goes through: a SQL catalog on sqlite (`sql_catalog`) or a REST
+//! The catalog an Iceberg commit goes through: a SQL catalog on sqlite or PostgreSQL
+//! (`sql_catalog`) or a REST
 //! catalog (`rest_catalog`), named by its URI; a table in it is found by name or by location.
 
 use super::rest_catalog::RestCatalog;
@@ -7,7 +8,7 @@ use super::sql_catalog::SqlCatalog;
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
     #[error(
-        "catalog URI {0:?} is not supported: lakehealth commits Iceberg tables through a SQL catalog on sqlite (sqlite:///relative/file.db or sqlite:////absolute/file.db) or a REST catalog (http(s)://host:port)"
+        "catalog URI {0:?} is not supported: lakehealth commits Iceberg tables through a SQL catalog on sqlite (sqlite:///relative/file.db or sqlite:////absolute/file.db) or PostgreSQL (postgresql://user@host:port/database; the password from the URI or PGPASSWORD), or a REST catalog (http(s)://host:port)"
     )]
     Scheme(String),
     #[error("catalog {path}: {source}")]
@@ -15,6 +16,13 @@ pub enum CatalogError {
         path: String,
         #[source]
         source: rusqlite::Error,
+    },
+    #[error("catalog {uri}: {source}")]
+    Postgres {
+        /// Without its password.
+        uri: String,
+        #[source]
+        source: tokio_postgres::Error,
     },
     #[error("REST catalog {uri}: {detail}")]
     Rest { uri: String, detail: String },
@@ -100,7 +108,7 @@ pub enum Catalog {
 }
 
 impl Catalog {
-    /// `sqlite:///FILE` or `http(s)://…`.
+    /// `sqlite:///FILE`, `postgresql://…` or `http(s)://…`.
     pub fn open(uri: &str) -> Result<Self, CatalogError> {
         if uri.starts_with("http://") || uri.starts_with("https://") {
             return Ok(Catalog::Rest(RestCatalog::open(uri)?));
@@ -116,14 +124,14 @@ impl Catalog {
         named: Option<&str>,
     ) -> Result<(TableId, String), CatalogError> {
         match self {
-            Catalog::Sql(c) => c.find(folder, named),
+            Catalog::Sql(c) => c.find(folder, named).await,
             Catalog::Rest(c) => c.find(folder, named).await,
         }
     }
 
     pub async fn current(&self, t: &TableId) -> Result<String, CatalogError> {
         match self {
-            Catalog::Sql(c) => c.current(t),
+            Catalog::Sql(c) => c.current(t).await,
             Catalog::Rest(c) => c.current(t).await,
         }
     }

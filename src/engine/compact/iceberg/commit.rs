@@ -202,10 +202,10 @@ async fn sql_swap(
     }
     ours.push(new_location.clone());
     let expected = &state.metadata_location;
-    match c.swap(table, expected, &new_location) {
+    match c.swap(table, expected, &new_location).await {
         Ok(true) => Swap::Won(new_location),
         Ok(false) => Swap::Lost,
-        Err(e) => match c.current(table) {
+        Err(e) => match c.current(table).await {
             Ok(cur) if cur == new_location => Swap::Won(new_location),
             Ok(cur) if cur == *expected => Swap::NotCommitted(e.to_string()),
             _ => Swap::Unknown(e.to_string()),

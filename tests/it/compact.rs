@@ -198,7 +198,7 @@ async fn compaction_beside_the_in_process_writer_loses_no_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_beside_a_separate_stream_process_loses_no_row() {
     let (d, l, mut written) = seeded_batches(60).await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    let mut child = lakehealth_cmd()
         .args([
             "stream",
             d.path().to_str().unwrap(),
@@ -211,7 +211,6 @@ async fn compaction_beside_a_separate_stream_process_loses_no_row() {
             "--batches",
             "40",
         ])
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

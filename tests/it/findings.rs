@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,14 +102,6 @@ fn race(root: &Path, files: u32) -> Raced {
             String::from_utf8_lossy(&o.stdout)
         )
     })
-}
-
-fn lakehealth(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,17 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use crate::common::lakehealth;
 use crate::harness::{Moto, py_script};
-
-fn lakehealth(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
-}
 
 fn ok(o: &Output, what: &str) -> serde_json::Value {
     assert!(

@@ -111,12 +111,6 @@ fn python_compacts(path: &Path, filter: Option<&str>) {
     );
 }
 
-fn assert_exact(path: &Path, rows: u64) {
-    let r = read_back(path.to_str().unwrap(), None);
-    assert_eq!(r.rows, rows, "rows");
-    assert_eq!(r.distinct_ids, rows, "no row twice");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ray_compaction_keeps_every_value_as_the_local_executor_does_with_one_commit_per_bin() {
     let (d, l, rows) = seeded(40).await;

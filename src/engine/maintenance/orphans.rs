@@ -38,6 +38,7 @@ use crate::engine::error::{EngineError, Result};
 use crate::engine::formats::scan::FileGroup;
 use crate::engine::formats::{TableFormat, is_data_file, is_hidden};
 use crate::engine::location::Location;
+use crate::engine::model::percent::decode as decoded;
 use crate::engine::open::Opened;
 use crate::engine::size::format_bytes;
 use crate::engine::stats::findings::{Finding, FindingKind};
@@ -130,12 +131,6 @@ impl OrphanScan {
 
 fn plural(n: u64, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
-}
-
-fn decoded(p: &str) -> String {
-    percent_encoding::percent_decode_str(p)
-        .decode_utf8_lossy()
-        .into_owned()
 }
 
 /// Where an unreferenced data file belongs.

@@ -123,7 +123,7 @@ impl OrphanScan {
                  vacuum` deletes them once they are older than its retention.",
                 plural(self.files, "file"),
                 format_bytes(self.bytes),
-                humantime::format_duration(Duration::from_millis(self.min_age_ms)),
+                crate::engine::model::duration::exact(Duration::from_millis(self.min_age_ms)),
             ),
         })
     }

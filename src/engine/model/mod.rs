@@ -3,3 +3,4 @@
 //! import it without a cycle.
 
 pub mod percent;
+pub mod duration;

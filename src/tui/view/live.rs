@@ -12,7 +12,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
 use super::style;
 use super::writers::truncate;
-use crate::engine::janitor::policy::human_duration;
+use crate::engine::model::duration::whole_units;
 use crate::engine::stats::forecast::{DueIn, Forecast};
 use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
 use crate::tui::app::App;
@@ -36,7 +36,7 @@ pub fn split(area: Rect, app: &App) -> (Rect, Rect) {
 }
 
 fn status_line(live: &Live) -> Line<'static> {
-    let poll = human_duration(live.poll);
+    let poll = whole_units(live.poll);
     match &live.status {
         LiveStatus::Starting => Line::from(Span::styled(
             format!(" reading the log… then polling every {poll}"),
@@ -51,7 +51,7 @@ fn status_line(live: &Live) -> Line<'static> {
             )),
         ]),
         LiveStatus::Failing { message, retry_in } => Line::from(Span::styled(
-            format!(" ✗ {message} (retrying in {})", human_duration(*retry_in)),
+            format!(" ✗ {message} (retrying in {})", whole_units(*retry_in)),
             Style::default().fg(Color::Red),
         )),
     }
@@ -67,7 +67,7 @@ fn due_text(f: &Forecast) -> String {
         DueIn::Now { reason } => reason.clone(),
         DueIn::In { seconds } => format!(
             "due in ~{}",
-            human_duration(Duration::from_secs((*seconds).max(1)))
+            whole_units(Duration::from_secs((*seconds).max(1)))
         ),
         DueIn::NotByArrivals => "not due by arrivals".into(),
         DueIn::Unknown => "due: not known yet".into(),

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::engine::formats::TableFormat;
 use crate::engine::formats::iceberg::IcebergDetails;
+use crate::engine::model::format::TableFormat;
 use crate::engine::open::RootReport;
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::histogram::{Band, Histogram};

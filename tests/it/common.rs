@@ -247,9 +247,9 @@ pub fn render(app: &lakehealth::tui::app::App, w: u16, h: u16) -> String {
 }
 
 /// Thresholds for tables of small seeded files: 64 KiB target and small-file size.
-pub fn kib64_thresholds() -> lakehealth::engine::stats::file_sizes::Thresholds {
+pub fn kib64_thresholds() -> lakehealth::engine::model::thresholds::Thresholds {
     use lakehealth::engine::size::KIB;
-    lakehealth::engine::stats::file_sizes::Thresholds {
+    lakehealth::engine::model::thresholds::Thresholds {
         target_file_size: 64 * KIB,
         small_file_size: 64 * KIB,
         max_file_size: 1024 * KIB,

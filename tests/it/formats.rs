@@ -445,7 +445,7 @@ fn plain_hive_folder(root: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_the_tui_c_says_why_not_and_shift_c_previews_then_converts_to_delta() {
     use crossterm::event::KeyCode;
-    use lakehealth::engine::formats::TableFormat;
+    use lakehealth::engine::model::format::TableFormat;
     use lakehealth::tui::app::Modal;
 
     let d = tempfile::tempdir().unwrap();

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crossterm::event::KeyCode;
-use lakehealth::engine::formats::TableFormat;
 use lakehealth::engine::formats::iceberg::{DEFAULT_TARGET_FILE_SIZE, load_iceberg};
 use lakehealth::engine::location::Location;
+use lakehealth::engine::model::format::TableFormat;
 use lakehealth::engine::open::OpenOptions;
 use lakehealth::engine::stats::table_report::TableReport;
 use lakehealth::tui::app::Screen;

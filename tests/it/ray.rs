@@ -518,7 +518,7 @@ fn everything(table: &Path) -> Vec<(String, Vec<u8>)> {
 fn bins_of(
     job: &PreparedJob,
 ) -> Vec<(
-    lakehealth::engine::stats::table_report::PartitionValues,
+    lakehealth::engine::model::partition::PartitionValues,
     lakehealth::engine::compact::plan::Bin,
 )> {
     job.plan

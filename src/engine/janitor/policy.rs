@@ -10,12 +10,12 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use super::maintenance::MaintenancePolicy;
-use crate::engine::model::duration::whole_units;
 use crate::engine::compact::executor::{Executor, RayOptions};
 use crate::engine::compact::plan::{DeletedRows, Strategy};
 use crate::engine::compact::tiers::DEFAULT_FANOUT;
+use crate::engine::model::duration::whole_units;
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::size::{ByteSize, MIB, format_bytes};
-use crate::engine::stats::file_sizes::Thresholds;
 
 /// The commented example policy shipped in `assets/`.
 pub const EXAMPLE_POLICY: &str = include_str!("../../../assets/janitor-policy.toml");
@@ -558,7 +558,9 @@ impl Policy {
 }
 
 /// The old names of `model::duration`'s whole-unit formatting, for code not yet moved to it.
-pub use crate::engine::model::duration::{whole_units as human_duration, whole_units_ms as human_ms};
+pub use crate::engine::model::duration::{
+    whole_units as human_duration, whole_units_ms as human_ms,
+};
 
 /// Replaces `today`, `yesterday`, `today - Nd` (and `+ Nd`) outside quotes by the literal date
 /// (`'2026-11-30'`), so the `--where` parser sees plain literals. Dates are UTC.

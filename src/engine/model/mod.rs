@@ -2,5 +2,8 @@
 //! layer uses. A leaf: nothing here imports other `crate::engine` modules, so anything may
 //! import it without a cycle.
 
-pub mod percent;
 pub mod duration;
+pub mod format;
+pub mod partition;
+pub mod percent;
+pub mod thresholds;

@@ -12,9 +12,10 @@ use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
 use super::style;
 use super::writers::truncate;
+use crate::engine::janitor::decide::forecast::{DueIn, Forecast};
 use crate::engine::model::duration::whole_units;
-use crate::engine::stats::forecast::{DueIn, Forecast};
-use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::stats::table_report::{PartitionReport, TableReport};
 use crate::tui::app::App;
 use crate::tui::live::{Live, LiveStatus};
 

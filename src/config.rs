@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::size::{ByteSize, GIB, MIB};
-use crate::engine::stats::file_sizes::Thresholds;
 
 /// The commented default configuration shipped in `assets/`.
 pub const DEFAULT_CONFIG: &str = include_str!("../assets/config.toml");

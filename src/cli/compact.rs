@@ -22,7 +22,7 @@ use crate::engine::location::Location;
 use crate::engine::open::{load_table, now_ms};
 use crate::engine::size::format_bytes;
 
-fn labels(p: &[crate::engine::stats::table_report::PartitionValues]) -> String {
+fn labels(p: &[crate::engine::model::partition::PartitionValues]) -> String {
     p.iter().map(|v| v.label()).collect::<Vec<_>>().join(",")
 }
 
@@ -354,7 +354,7 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
 mod tests {
     use super::*;
     use crate::engine::compact::events::{Failure, FailureKind};
-    use crate::engine::stats::table_report::PartitionValues;
+    use crate::engine::model::partition::PartitionValues;
 
     #[test]
     fn progress_prints_at_most_once_a_second_and_failures_name_their_kind() {

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::engine::formats::TableFormat;
 use crate::engine::formats::iceberg::IcebergDetails;
+use crate::engine::model::format::TableFormat;
 use crate::engine::open::RootReport;
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::histogram::{Band, Histogram};
@@ -238,7 +238,7 @@ fn utc(ms: i64) -> String {
 /// Files in the table's folders that no version references (Delta, when they were listed).
 pub fn orphans_text(t: &TableReport, o: &mut String) {
     let Some(s) = &t.orphans else { return };
-    let age = humantime::format_duration(std::time::Duration::from_millis(s.min_age_ms));
+    let age = crate::engine::model::duration::exact(std::time::Duration::from_millis(s.min_age_ms));
     if s.files == 0 {
         let _ = writeln!(
             o,

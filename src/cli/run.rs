@@ -17,9 +17,9 @@ use crate::engine::demo::{DemoShape, default_demo_dir, ensure_demo_table};
 use crate::engine::location::Location;
 use crate::engine::log::replay::ReplayOptions;
 use crate::engine::maintenance::orphans::attach_orphans_to;
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::{OpenOptions, Opened, open};
 use crate::engine::secrets::scrub;
-use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stream::writer::{StreamOptions, run_stream};
 
 /// Config file merged with flags.

@@ -14,8 +14,9 @@ use crate::engine::maintenance::orphans::{
     MIN_ORPHAN_AGE, OrphanOutcome, OrphanPlan, delete_orphans, plan_orphans,
 };
 use crate::engine::maintenance::vacuum::{
-    VacuumEvent, VacuumOutcome, VacuumPlan, VacuumRequest, human, plan_vacuum, run_vacuum,
+    VacuumEvent, VacuumOutcome, VacuumPlan, VacuumRequest, plan_vacuum, run_vacuum,
 };
+use crate::engine::model::duration::exact_secs;
 use crate::engine::secrets::scrub;
 use crate::engine::size::format_bytes;
 
@@ -35,12 +36,12 @@ pub fn plan_text(p: &VacuumPlan, dry_run: bool) -> String {
     } else if p.retention_check {
         format!(
             "--retention; the table's is {}",
-            human(std::time::Duration::from_millis(p.table_retention_ms))
+            exact_secs(std::time::Duration::from_millis(p.table_retention_ms))
         )
     } else {
         format!(
             "--retention below the table's {}, allowed by --allow-short-retention",
-            human(std::time::Duration::from_millis(p.table_retention_ms))
+            exact_secs(std::time::Duration::from_millis(p.table_retention_ms))
         )
     };
     let mut o = format!(
@@ -48,7 +49,7 @@ pub fn plan_text(p: &VacuumPlan, dry_run: bool) -> String {
         if dry_run { "dry run " } else { "" },
         p.table,
         p.version,
-        human(ret),
+        exact_secs(ret),
         utc(p.cutoff_ms),
     );
     o.push_str(&format!(
@@ -104,7 +105,7 @@ pub fn orphan_plan_text(p: &OrphanPlan, dry_run: bool) -> String {
         p.files_to_delete,
         format_bytes(p.bytes_to_delete),
         utc(p.cutoff_ms),
-        human(MIN_ORPHAN_AGE),
+        exact_secs(MIN_ORPHAN_AGE),
     );
     if let Some(why) = &p.refused {
         o.push_str(&format!(

@@ -13,8 +13,9 @@ use crate::engine::janitor::Janitor;
 use crate::engine::janitor::decide::DecisionKind;
 use crate::engine::janitor::history::{self, History, Line};
 use crate::engine::janitor::metrics::{self, Metrics};
-use crate::engine::janitor::policy::{Policy, human_ms};
+use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
+use crate::engine::model::duration::whole_units_ms;
 use crate::engine::open::now_ms;
 use crate::engine::secrets::scrub;
 
@@ -63,7 +64,7 @@ fn human(line: &Line, once: bool) -> Option<(bool, String)> {
             "cycle {cycle}: {tables} table(s), {partitions} partition(s): {due} due, {not_due} not due, \
              {skipped} skipped, {backing_off} backing off, {suspended} suspended, {running} running; \
              {jobs} job(s) ended, {failed_jobs} failed, {jobs_in_flight} in flight; {}",
-            human_ms(*duration_ms as i64)
+            whole_units_ms(*duration_ms as i64)
         )),
         Line::Activity {
             table,

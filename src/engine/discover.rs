@@ -9,8 +9,9 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 
 use super::error::Result;
-use super::formats::{FolderChildren, TableFormat, child, list_children, probe_format};
+use super::formats::{FolderChildren, child, list_children, probe_format};
 use super::progress::LoadProgress;
+use crate::engine::model::format::TableFormat;
 
 /// A table found under a root: its path from the root ("" for the root itself) and format.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,6 +9,7 @@ use object_store::ObjectStore;
 use url::Url;
 
 use super::error::{EngineError, Result};
+use super::model::percent::decode as percent_decode;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
@@ -185,13 +186,6 @@ fn refuse_log_folder(path: &str, input: &str, shown: impl Fn(&str) -> String) ->
             shown(table)
         ),
     })
-}
-
-/// A URL path segment as text (`%20` -> ` `); invalid UTF-8 is replaced, a stray `%` kept.
-fn percent_decode(s: &str) -> String {
-    percent_encoding::percent_decode_str(s)
-        .decode_utf8_lossy()
-        .into_owned()
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod janitor;
 pub mod location;
 pub mod log;
 pub mod maintenance;
+pub mod model;
 pub mod open;
 pub mod panic_guard;
 pub mod parquet_reader;

@@ -13,8 +13,8 @@ use super::log::replay::ReplayOptions;
 use super::panic_guard::guarded;
 use super::progress::LoadProgress;
 use super::size::{GIB, MIB};
-use super::stats::file_sizes::Thresholds;
 use super::stats::table_report::TableReport;
+use crate::engine::model::thresholds::Thresholds;
 
 /// Everything needed to load tables, shared by the CLI, the TUI and tests.
 #[derive(Clone)]

@@ -12,6 +12,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::RwLock;
 
+use crate::engine::model::percent::decode;
+
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Secrets at least this long are replaced wherever they occur; shorter ones only as whole
@@ -90,11 +92,6 @@ pub fn register_url_user_info(text: &str) {
     };
     let Some(pw) = u.password() else {
         return;
-    };
-    let decode = |s: &str| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8_lossy()
-            .into_owned()
     };
     register([pw.to_string(), decode(pw)]);
     if !u.username().is_empty() {

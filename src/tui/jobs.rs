@@ -12,7 +12,7 @@ use crate::engine::compact::events::{
     CommitRecord, ConflictRecord, JobEvent, JobSummary, Progress,
 };
 use crate::engine::compact::plan::CompactionPlan;
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// The number a job shows ("#3"): consecutive over the jobs of the session, compaction and
 /// maintenance alike. The task id the runner knows a job by is another number (`JobView::id`),

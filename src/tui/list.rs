@@ -37,7 +37,7 @@ impl ListRow for TableReport {
 }
 
 impl ListRow for PartitionReport {
-    type Id = crate::engine::stats::table_report::PartitionValues;
+    type Id = crate::engine::model::partition::PartitionValues;
     fn id(&self) -> &Self::Id {
         &self.values
     }
@@ -311,7 +311,7 @@ impl<R: ListRow> SortedList<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::stats::file_sizes::Thresholds;
+    use crate::engine::model::thresholds::Thresholds;
 
     /// A row whose name need not be unique, like partitions NULL and "null".
     #[derive(Debug, Clone)]

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
+use crate::engine::janitor::decide::forecast::{Arrivals, Forecast, RATE_WINDOW, forecast};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
 use crate::engine::log::tail::ReloadReason;
 use crate::engine::log::watch::LogEvent;
 use crate::engine::log::watch::{LOCAL_POLL, default_poll};
-use crate::engine::stats::forecast::{Arrivals, Forecast, RATE_WINDOW, forecast};
 use crate::engine::stats::table_report::{PartitionReport, TableReport};
 
 /// Whether the open table follows its log.

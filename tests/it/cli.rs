@@ -4,18 +4,6 @@ use std::process::{Command, Output};
 
 use crate::common::*;
 
-fn lakehealth(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 #[test]
 fn report_json_has_the_documented_schema() {
     let path = fixture("delta-0.8.0-null-partition");
@@ -158,11 +146,10 @@ fn an_invalid_config_names_the_key_and_line() {
 
 /// Runs the binary with `args`, extra environment, and its log in `log`.
 fn lakehealth_logged(args: &[&str], env: &[(&str, &str)], log: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    lakehealth_cmd()
         .args(args)
         .arg("--log-file")
         .arg(log)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .envs(env.iter().copied())
         .output()
         .expect("the binary runs")

@@ -57,12 +57,6 @@ fn python_compacts(path: &std::path::Path) {
     );
 }
 
-fn assert_exact(path: &std::path::Path, rows: u64) {
-    let r = read_back(path.to_str().unwrap(), None);
-    assert_eq!(r.rows, rows, "rows");
-    assert_eq!(r.distinct_ids, rows, "no row twice");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bin_whose_files_another_compactor_took_is_refused_and_says_who() {
     let (d, l, rows) = seeded(40).await;

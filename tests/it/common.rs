@@ -2,11 +2,104 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
 
 use lakehealth::engine::location::Location;
 use lakehealth::engine::open::OpenOptions;
 
 pub use crate::harness::{Moto, py_script, python};
+
+/// The lakehealth binary with no config file (`LAKEHEALTH_CONFIG=/dev/null`), so a config in
+/// the user's home cannot change what a test sees.
+pub fn lakehealth_cmd() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
+    c.env("LAKEHEALTH_CONFIG", "/dev/null");
+    c
+}
+
+/// Runs `lakehealth ARGS` (no config file) to completion.
+pub fn lakehealth(args: &[&str]) -> Output {
+    lakehealth_cmd()
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Output bytes as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A finished command's stderr as text.
+pub fn stderr(o: &Output) -> String {
+    text(&o.stderr)
+}
+
+/// One JSON value per non-blank line; panics naming a line that is not JSON.
+pub fn json_lines(s: &str) -> Vec<serde_json::Value> {
+    s.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect()
+}
+
+/// Sends SIGTERM to a child; whether `kill` succeeded.
+pub fn sigterm(c: &Child) -> bool {
+    Command::new("kill")
+        .args(["-TERM", &c.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Sends SIGTERM to a child, asserting it was sent.
+pub fn terminate(c: &Child) {
+    assert!(sigterm(c), "kill -TERM {}", c.id());
+}
+
+/// A two-thread runtime for tests that drive async code from synchronous tests.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A local sensor table in `dir` with `files` small files (50 rows each) in each of
+/// `partitions`.
+pub fn sensor_table_with(dir: &Path, partitions: &[(&str, u32)]) {
+    use lakehealth::engine::demo::{create_sensor_table, seed_small_files};
+    let l = loc(dir);
+    runtime().block_on(async {
+        create_sensor_table(&l).await.unwrap();
+        for (p, files) in partitions {
+            seed_small_files(&l, &[p.to_string()], *files, 50)
+                .await
+                .unwrap();
+        }
+    });
+}
+
+/// Every file below `dir` (folders descended, `_delta_log` included).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The independent reader sees exactly `rows` rows, none twice.
+pub fn assert_exact(path: &Path, rows: u64) {
+    let r = read_back(path.to_str().unwrap(), None);
+    assert_eq!(r.rows, rows, "rows");
+    assert_eq!(r.distinct_ids, rows, "no row twice");
+}
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/delta")
@@ -154,9 +247,9 @@ pub fn render(app: &lakehealth::tui::app::App, w: u16, h: u16) -> String {
 }
 
 /// Thresholds for tables of small seeded files: 64 KiB target and small-file size.
-pub fn kib64_thresholds() -> lakehealth::engine::stats::file_sizes::Thresholds {
+pub fn kib64_thresholds() -> lakehealth::engine::model::thresholds::Thresholds {
     use lakehealth::engine::size::KIB;
-    lakehealth::engine::stats::file_sizes::Thresholds {
+    lakehealth::engine::model::thresholds::Thresholds {
         target_file_size: 64 * KIB,
         small_file_size: 64 * KIB,
         max_file_size: 1024 * KIB,

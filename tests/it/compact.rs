@@ -15,8 +15,8 @@ use lakehealth::engine::compact::locks::PartitionLocks;
 use lakehealth::engine::compact::plan::Selection;
 use lakehealth::engine::demo::create_sensor_table;
 use lakehealth::engine::location::Location;
+use lakehealth::engine::model::thresholds::Thresholds;
 use lakehealth::engine::size::KIB;
-use lakehealth::engine::stats::file_sizes::Thresholds;
 use lakehealth::engine::stream::writer::{BatchCommitted, StreamOptions, run_stream};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -198,7 +198,7 @@ async fn compaction_beside_the_in_process_writer_loses_no_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_beside_a_separate_stream_process_loses_no_row() {
     let (d, l, mut written) = seeded_batches(60).await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    let mut child = lakehealth_cmd()
         .args([
             "stream",
             d.path().to_str().unwrap(),
@@ -211,7 +211,6 @@ async fn compaction_beside_a_separate_stream_process_loses_no_row() {
             "--batches",
             "40",
         ])
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

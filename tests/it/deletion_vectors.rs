@@ -184,14 +184,6 @@ async fn a_file_that_gained_a_deletion_vector_after_the_plan_is_never_committed_
     assert_eq!(kernel_read(d.path()).rows, after_delete.rows);
 }
 
-fn lakehealth(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
-}
-
 #[test]
 fn cli_report_shows_deleted_rows_and_purge_removes_them_from_storage() {
     let d = tempfile::tempdir().unwrap();

@@ -8,24 +8,12 @@ use crate::common::*;
 
 fn tree_snapshot(p: &std::path::Path) -> Vec<(String, u64)> {
     let mut v = Vec::new();
-    for e in walk(p) {
+    for e in files_under(p) {
         let m = std::fs::metadata(&e).unwrap();
         v.push((e.display().to_string(), m.len()));
     }
     v.sort();
     v
-}
-
-fn walk(p: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(p).unwrap().flatten() {
-        if e.path().is_dir() {
-            out.extend(walk(&e.path()));
-        } else {
-            out.push(e.path());
-        }
-    }
-    out
 }
 
 #[tokio::test]
@@ -146,7 +134,7 @@ async fn a_missing_data_file_does_not_change_log_statistics() {
     // Statistics come from the log; a deleted data file is the log's business, not a crash.
     let d = tempfile::tempdir().unwrap();
     copy_dir(&fixture("delta-0.8.0-partitioned"), d.path());
-    let victim = walk(d.path())
+    let victim = files_under(d.path())
         .into_iter()
         .find(|p| p.extension().is_some_and(|e| e == "parquet"))
         .unwrap();

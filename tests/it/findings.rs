@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,9 +13,9 @@ use lakehealth::engine::compact::job::{CompactRequest, prepare, run_isolated};
 use lakehealth::engine::compact::locks::PartitionLocks;
 use lakehealth::engine::compact::plan::Selection;
 use lakehealth::engine::demo::{DemoShape, ensure_demo_table};
+use lakehealth::engine::model::thresholds::Thresholds;
 use lakehealth::engine::open::{OpenOptions, load_table};
 use lakehealth::engine::size::{KIB, MIB};
-use lakehealth::engine::stats::file_sizes::Thresholds;
 use lakehealth::engine::stats::findings::FindingKind;
 use lakehealth::engine::stream::writer::{StreamOptions, run_stream};
 use tokio::sync::mpsc;
@@ -102,14 +102,6 @@ fn race(root: &Path, files: u32) -> Raced {
             String::from_utf8_lossy(&o.stdout)
         )
     })
-}
-
-fn lakehealth(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

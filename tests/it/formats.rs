@@ -5,17 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use crate::common::lakehealth;
 use crate::harness::{Moto, py_script};
-
-fn lakehealth(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
-}
 
 fn ok(o: &Output, what: &str) -> serde_json::Value {
     assert!(
@@ -452,7 +445,7 @@ fn plain_hive_folder(root: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_the_tui_c_says_why_not_and_shift_c_previews_then_converts_to_delta() {
     use crossterm::event::KeyCode;
-    use lakehealth::engine::formats::TableFormat;
+    use lakehealth::engine::model::format::TableFormat;
     use lakehealth::tui::app::Modal;
 
     let d = tempfile::tempdir().unwrap();

@@ -7,12 +7,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use crossterm::event::KeyCode;
-use lakehealth::engine::formats::TableFormat;
 use lakehealth::engine::formats::iceberg::{DEFAULT_TARGET_FILE_SIZE, load_iceberg};
 use lakehealth::engine::location::Location;
+use lakehealth::engine::model::format::TableFormat;
 use lakehealth::engine::open::OpenOptions;
 use lakehealth::engine::stats::table_report::TableReport;
 use lakehealth::tui::app::Screen;
@@ -192,14 +191,6 @@ fn iceberg_on_s3_equals_pyiceberg() {
         .block_on(load_iceberg(&Location::parse(uri).unwrap(), &opts, &|_| {}))
         .unwrap();
     assert_matches(&t, &made);
-}
-
-fn lakehealth(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 
 use lakehealth::engine::compact::iceberg::job::{IceRequest, compact_iceberg};
@@ -86,11 +86,10 @@ impl Table {
     }
 
     fn lakehealth(&self, extra: &[&str]) -> std::process::Output {
-        Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+        lakehealth_cmd()
             .arg("compact")
             .arg(&self.table)
             .args(extra)
-            .env("LAKEHEALTH_CONFIG", "/dev/null")
             .output()
             .unwrap()
     }
@@ -439,11 +438,10 @@ fn a_sigkilled_compaction_leaves_the_table_as_of_its_last_committed_bin_and_a_re
     use std::io::{BufRead, BufReader};
     let t = Table::new(12);
     let before = t.read();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    let mut child = lakehealth_cmd()
         .arg("compact")
         .arg(&t.table)
         .args(["--catalog", &t.catalog_uri()])
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()

@@ -5,60 +5,35 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use lakehealth::engine::demo::{create_sensor_table, seed_small_files};
+use lakehealth::engine::demo::seed_small_files;
 use serde_json::Value;
 
 use crate::common::*;
-
-/// A sensor table in a temp dir with `files` small files in each of `partitions`.
-fn table(partitions: &[(&str, u32)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let l = loc(dir.path());
-    rt.block_on(async {
-        create_sensor_table(&l).await.unwrap();
-        for (p, files) in partitions {
-            seed_small_files(&l, &[p.to_string()], *files, 50)
-                .await
-                .unwrap();
-        }
-    });
-    dir
-}
 
 fn path(d: &Path) -> &str {
     d.to_str().unwrap()
 }
 
+/// A sensor table in a temp dir with `files` small files in each of `partitions`.
+fn table(partitions: &[(&str, u32)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    sensor_table_with(dir.path(), partitions);
+    dir
+}
+
 /// `lakehealth watch TABLE --once --history HISTORY ...` without a config file.
 fn watch_cmd(table: &Path, history: &Path, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
+    let mut c = lakehealth_cmd();
     c.args(["watch", path(table), "--once", "--history", path(history)])
         .args(extra)
         .arg("--log-file")
         .arg(history.with_extension("log"))
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stdin(Stdio::null());
     c
 }
 
 fn watch(table: &Path, history: &Path, extra: &[&str]) -> Output {
     watch_cmd(table, history, extra).output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json_lines(s: &str) -> Vec<Value> {
-    s.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
-        .collect()
 }
 
 fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
@@ -450,15 +425,6 @@ fn failing_jobs_back_off_then_suspend_across_runs_and_resume_tries_again() {
     );
 }
 
-/// Sends SIGTERM to a child.
-fn terminate(c: &std::process::Child) {
-    let s = Command::new("kill")
-        .args(["-TERM", &c.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(s.success());
-}
-
 #[test]
 fn watch_beside_a_streaming_writer_keeps_small_files_bounded_and_every_row_once_until_sigterm() {
     let t = table(&[]);
@@ -475,7 +441,7 @@ fn watch_beside_a_streaming_writer_keeps_small_files_bounded_and_every_row_once_
     let file = |n: &str| std::fs::File::create(logs.path().join(n)).unwrap();
     let read = |n: &str| std::fs::read_to_string(logs.path().join(n)).unwrap();
 
-    let mut janitor = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
+    let mut janitor = lakehealth_cmd();
     janitor
         .args(["watch", path(t.path()), "--json", "--policy", path(&policy)])
         .args([
@@ -484,12 +450,11 @@ fn watch_beside_a_streaming_writer_keeps_small_files_bounded_and_every_row_once_
             "--log-file",
             path(&logs.path().join("w.log")),
         ])
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stdin(Stdio::null())
         .stdout(file("w.out"))
         .stderr(file("w.err"));
     let mut janitor = janitor.spawn().unwrap();
-    let stream = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    let stream = lakehealth_cmd()
         .args([
             "stream",
             path(t.path()),
@@ -501,7 +466,6 @@ fn watch_beside_a_streaming_writer_keeps_small_files_bounded_and_every_row_once_
         .args(["--batches", "150", "--query-id", "janitor-test"])
         .arg("--log-file")
         .arg(logs.path().join("s.log"))
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stdin(Stdio::null())
         .stdout(file("s.out"))
         .stderr(file("s.err"))
@@ -627,7 +591,7 @@ fn sigterm_during_a_cycle_stops_the_tables_job_before_its_next_commit_and_says_w
     let history = logs.path().join("h.jsonl");
     let out = logs.path().join("w.out");
     let err = logs.path().join("w.err");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
+    let mut c = lakehealth_cmd();
     c.args([
         "watch",
         path(t.path()),
@@ -637,7 +601,6 @@ fn sigterm_during_a_cycle_stops_the_tables_job_before_its_next_commit_and_says_w
     ])
     .arg("--log-file")
     .arg(logs.path().join("w.log"))
-    .env("LAKEHEALTH_CONFIG", "/dev/null")
     .stdin(Stdio::null())
     .stdout(std::fs::File::create(&out).unwrap())
     .stderr(std::fs::File::create(&err).unwrap());
@@ -715,18 +678,17 @@ fn cycles_go_on_deciding_while_a_job_waits_for_its_commit_slot() {
     .unwrap();
     let file = |n: &str| std::fs::File::create(logs.path().join(n)).unwrap();
     let read = |n: &str| std::fs::read_to_string(logs.path().join(n)).unwrap_or_default();
-    let mut janitor = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    let mut janitor = lakehealth_cmd()
         .args(["watch", path(t.path()), "--json", "--policy", path(&policy)])
         .args(["--history", path(&history)])
         .arg("--log-file")
         .arg(logs.path().join("w.log"))
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stdin(Stdio::null())
         .stdout(file("w.out"))
         .stderr(file("w.err"))
         .spawn()
         .unwrap();
-    let mut stream = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    let mut stream = lakehealth_cmd()
         .args([
             "stream",
             path(t.path()),
@@ -738,7 +700,6 @@ fn cycles_go_on_deciding_while_a_job_waits_for_its_commit_slot() {
         .args(["--batches", "500", "--query-id", "waiting-test"])
         .arg("--log-file")
         .arg(logs.path().join("s.log"))
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stdin(Stdio::null())
         .stdout(file("s.out"))
         .stderr(file("s.err"))

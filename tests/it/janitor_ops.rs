@@ -6,42 +6,14 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use lakehealth::engine::demo::{create_sensor_table, seed_small_files};
 use object_store::ObjectStoreExt;
 use serde_json::Value;
 
 use crate::common::*;
 use crate::harness::{Moto, free_port, http};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// A local sensor table with `files` small files in each of `partitions`.
-fn seeded(dir: &Path, partitions: &[(&str, u32)]) {
-    let l = loc(dir);
-    runtime().block_on(async {
-        create_sensor_table(&l).await.unwrap();
-        for (p, n) in partitions {
-            seed_small_files(&l, &[p.to_string()], *n, 50)
-                .await
-                .unwrap();
-        }
-    });
-}
-
-fn lakehealth() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
-    c.env("LAKEHEALTH_CONFIG", "/dev/null").stdin(Stdio::null());
-    c
-}
 
 /// Prometheus text format: `name{table="..."} value` (or `name value`) -> value, by
 /// (name, table label or "").
@@ -100,9 +72,8 @@ fn wait_cycles(port: u16, child: &mut Child, cycles: f64) -> HashMap<(String, St
 }
 
 fn stop(child: &mut Child) -> (String, String) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
+    // It may already be gone; the wait below is what this checks.
+    let _ = sigterm(child);
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "watch did not stop on SIGTERM");
@@ -131,12 +102,13 @@ fn metrics_equal_the_tables_report_and_the_history_and_healthz_says_alive() {
     let d = tempfile::tempdir().unwrap();
     let table = d.path().join("t");
     std::fs::create_dir_all(&table).unwrap();
-    seeded(&table, &[("2026-11-01", 60), ("2026-11-02", 5)]);
+    sensor_table_with(&table, &[("2026-11-01", 60), ("2026-11-02", 5)]);
     let policy = d.path().join("policy.toml");
     std::fs::write(&policy, "interval = \"1s\"\n").unwrap();
     let history = d.path().join("h.jsonl");
     let port = free_port();
-    let mut child = lakehealth()
+    let mut child = lakehealth_cmd()
+        .stdin(Stdio::null())
         .arg("watch")
         .arg(&table)
         .arg("--policy")
@@ -162,7 +134,8 @@ fn metrics_equal_the_tables_report_and_the_history_and_healthz_says_alive() {
         "{err}"
     );
 
-    let o = lakehealth()
+    let o = lakehealth_cmd()
+        .stdin(Stdio::null())
         .args(["report", table.to_str().unwrap(), "--json"])
         .output()
         .unwrap();
@@ -187,11 +160,7 @@ fn metrics_equal_the_tables_report_and_the_history_and_healthz_says_alive() {
         0.0,
         "after the compaction"
     );
-    let lines: Vec<Value> = std::fs::read_to_string(&history)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&std::fs::read_to_string(&history).unwrap());
     let results: Vec<&Value> = lines.iter().filter(|l| l["type"] == "result").collect();
     assert_eq!(results.len(), 1, "one job: the due partition");
     assert_eq!(results[0]["outcome"], "compacted");
@@ -232,25 +201,12 @@ fn upload(
     store: &std::sync::Arc<dyn object_store::ObjectStore>,
     rt: &tokio::runtime::Runtime,
 ) {
-    for e in walk(dir) {
+    for e in files_under(dir) {
         let rel = e.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
         let bytes = std::fs::read(&e).unwrap();
         rt.block_on(store.put(&object_store::path::Path::from(rel), bytes.into()))
             .unwrap();
     }
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]
@@ -265,7 +221,7 @@ fn a_secret_storage_option_appears_nowhere_watch_compact_report_on_s3() {
     let d = tempfile::tempdir().unwrap();
     let local = d.path().join("t");
     std::fs::create_dir_all(&local).unwrap();
-    seeded(&local, &[("2026-11-01", 55)]);
+    sensor_table_with(&local, &[("2026-11-01", 55)]);
     let rt = runtime();
     let uri = "s3://lake/t";
     let store = lakehealth::engine::location::Location::parse(uri)
@@ -284,7 +240,8 @@ fn a_secret_storage_option_appears_nowhere_watch_compact_report_on_s3() {
     let history = d.path().join("h.jsonl");
     let log = d.path().join("lakehealth.log");
     let run = |extra: &[&str]| {
-        let o = lakehealth()
+        let o = lakehealth_cmd()
+            .stdin(Stdio::null())
             .args(extra)
             .args(&args)
             .arg("--log-file")
@@ -322,7 +279,8 @@ fn a_secret_storage_option_appears_nowhere_watch_compact_report_on_s3() {
     let port = free_port();
     let policy = d.path().join("policy.toml");
     std::fs::write(&policy, "interval = \"1s\"\n").unwrap();
-    let mut child = lakehealth()
+    let mut child = lakehealth_cmd()
+        .stdin(Stdio::null())
         .args(["watch", uri])
         .args(&args)
         .arg("--log-file")

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use lakehealth::engine::compact::counting_store::{ByteCounters, CountingStore};
 use lakehealth::engine::log::watch::{LogEvent, LogWatcher, WatchOptions};
+use lakehealth::engine::model::partition::PartitionValues;
 use lakehealth::engine::open::load_table;
-use lakehealth::engine::stats::table_report::PartitionValues;
 
 use crate::common::*;
 

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use crossterm::event::KeyCode;
 use lakehealth::engine::maintenance::checkpoint::checkpoint;
@@ -15,18 +14,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::*;
 use crate::tui_driver::Driven;
-
-fn lakehealth(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// Builds the table in `dir` and returns the script's expectations.
 fn make_table(dir: &Path) -> Value {
@@ -412,7 +399,7 @@ async fn snapshot_vacuum_preview_then_confirmed_job() {
 fn watch_maintenance(dir: &Path, history: &Path, policy: &str) -> Vec<Value> {
     let policy_file = history.with_extension("toml");
     std::fs::write(&policy_file, policy).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    let o = lakehealth_cmd()
         .args([
             "watch",
             dir.to_str().unwrap(),
@@ -425,13 +412,11 @@ fn watch_maintenance(dir: &Path, history: &Path, policy: &str) -> Vec<Value> {
         .arg(&policy_file)
         .arg("--log-file")
         .arg(history.with_extension("log"))
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
-    text(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    json_lines(&text(&o.stdout))
+        .into_iter()
         .filter(|v| v["type"] == "maintenance")
         .collect()
 }

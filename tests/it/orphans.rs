@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
@@ -14,14 +14,6 @@ use serde_json::Value;
 use crate::common::*;
 
 const DAY: Duration = Duration::from_secs(86_400);
-
-fn lakehealth(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
-}
 
 fn ok_json(args: &[&str]) -> Value {
     let o = lakehealth(args);
@@ -78,11 +70,10 @@ fn paths(v: &Value) -> Vec<String> {
 /// Runs `lakehealth compact` on the table and SIGKILLs it the instant an output has landed
 /// and before it is committed; returns the outputs it left (empty when it committed first).
 fn kill_compaction_midway(dir: &Path) -> Vec<String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    let mut child = lakehealth_cmd()
         .args(["compact", dir.to_str().unwrap()])
         // Several outputs per bin (a wide window between the first output and the commit).
         .args(["--target", "1MiB", "--min-file-size", "64KiB"])
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -276,9 +267,8 @@ async fn young_ledgered_hidden_and_symlinked_files_are_never_deleted_nor_any_whi
 
     // vacuum never works through a link out of the table: it refuses the table, naming it.
     let before = everything(dir);
-    let refused = Command::new(env!("CARGO_BIN_EXE_lakehealth"))
+    let refused = lakehealth_cmd()
         .args(["vacuum", uri, "--json"])
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&refused.stderr);

@@ -54,14 +54,6 @@ struct Table {
     dir: tempfile::TempDir,
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 impl Table {
     fn local() -> Table {
         let dir = tempfile::tempdir().unwrap();
@@ -197,7 +189,7 @@ impl Table {
 
     /// `lakehealth compact --target target --min-file-size min`.
     fn compact_below(&self, target: &str, min: &str, logs: &Path, name: &str) -> Proc {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_lakehealth"));
+        let mut c = lakehealth_cmd();
         c.args([
             "compact",
             &self.uri,
@@ -210,7 +202,6 @@ impl Table {
         .args(&self.cli_opts)
         .arg("--log-file")
         .arg(logs.join(format!("{name}.log")))
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
         .env("RUST_BACKTRACE", "1");
         Proc::spawn(c, logs, name)
     }

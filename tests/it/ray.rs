@@ -111,12 +111,6 @@ fn python_compacts(path: &Path, filter: Option<&str>) {
     );
 }
 
-fn assert_exact(path: &Path, rows: u64) {
-    let r = read_back(path.to_str().unwrap(), None);
-    assert_eq!(r.rows, rows, "rows");
-    assert_eq!(r.distinct_ids, rows, "no row twice");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ray_compaction_keeps_every_value_as_the_local_executor_does_with_one_commit_per_bin() {
     let (d, l, rows) = seeded(40).await;
@@ -524,7 +518,7 @@ fn everything(table: &Path) -> Vec<(String, Vec<u8>)> {
 fn bins_of(
     job: &PreparedJob,
 ) -> Vec<(
-    lakehealth::engine::stats::table_report::PartitionValues,
+    lakehealth::engine::model::partition::PartitionValues,
     lakehealth::engine::compact::plan::Bin,
 )> {
     job.plan

@@ -6,13 +6,6 @@ use std::process::Output;
 
 use crate::common::*;
 
-fn lakehealth(args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// Every file below `dir` with its bytes.
 fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files = Vec::new();

@@ -237,7 +237,7 @@ async fn a_job_whose_preview_is_gone_ends_failed_at_once_instead_of_staying_queu
 async fn a_refused_bin_shows_in_the_jobs_panel_with_who_took_its_files() {
     use lakehealth::engine::compact::commit::Conflict;
     use lakehealth::engine::compact::events::{ConflictRecord, JobEvent};
-    use lakehealth::engine::stats::table_report::PartitionValues;
+    use lakehealth::engine::model::partition::PartitionValues;
     use lakehealth::tui::action::{Action, TaskProgress};
     let mut app = App::new("t".into(), Duration::ZERO, SIZE);
     let plan = one_bin_plan();

@@ -12,8 +12,8 @@ use lakehealth::engine::compact::events::JobSummary;
 use lakehealth::engine::compact::job::{CompactRequest, prepare, run_isolated};
 use lakehealth::engine::compact::locks::PartitionLocks;
 use lakehealth::engine::compact::plan::Selection;
+use lakehealth::engine::model::thresholds::Thresholds;
 use lakehealth::engine::size::KIB;
-use lakehealth::engine::stats::file_sizes::Thresholds;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

@@ -3,24 +3,11 @@
 //! table, instead of being silently replaced by a default.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use lakehealth::engine::demo::{create_sensor_table, seed_small_files};
 use lakehealth::engine::open::load_table;
 
 use crate::common::*;
-
-fn lakehealth(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lakehealth"))
-        .args(args)
-        .env("LAKEHEALTH_CONFIG", "/dev/null")
-        .output()
-        .expect("the binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 const DAYS: [&str; 3] = ["2026-11-28", "2026-11-29", "2026-11-30"];
 

@@ -26,6 +26,8 @@ use deltalake::logstore::LogStore;
 use deltalake::protocol::DeltaOperation;
 use serde::Serialize;
 
+use crate::engine::model::percent::decode as decoded;
+
 /// The key under which the commit id is stored in `commitInfo`.
 pub const COMMIT_ID_KEY: &str = "lakehealth.commitId";
 
@@ -118,13 +120,6 @@ fn actions(bytes: &[u8]) -> impl Iterator<Item = serde_json::Value> + '_ {
 
 fn commit_info(bytes: &[u8]) -> Option<serde_json::Value> {
     actions(bytes).find_map(|a| a.get("commitInfo").cloned())
-}
-
-/// Percent-decoded, as delta-rs's snapshot reports paths.
-fn decoded(p: &str) -> String {
-    percent_encoding::percent_decode_str(p)
-        .decode_utf8_lossy()
-        .into_owned()
 }
 
 /// The version in `(after, upto]` whose commitInfo carries `commit_id`. Err when the log could

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::commit::Conflict;
 use super::fingerprint::Fingerprint;
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// Cumulative counters of a running job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

@@ -25,8 +25,8 @@ use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
 use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, delete_outputs};
 use super::spacing::CommitSpacer;
 use super::table::{CompactionTable, partition_files};
-use crate::engine::stats::file_sizes::Thresholds;
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::model::thresholds::Thresholds;
 
 #[derive(Debug, Clone)]
 pub struct ExecOptions {

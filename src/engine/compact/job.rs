@@ -17,9 +17,9 @@ use super::rewrite::RewriteOptions;
 use super::table::{CompactionTable, open_for_compaction};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::size::format_bytes;
-use crate::engine::stats::file_sizes::Thresholds;
-use crate::engine::stats::table_report::PartitionValues;
 
 #[derive(Clone)]
 pub struct CompactRequest {

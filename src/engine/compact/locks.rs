@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// A partition of a table, by its typed values (never by display label: NULL and the string
 /// "null" print alike).

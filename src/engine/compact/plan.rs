@@ -13,9 +13,10 @@ use serde::Serialize;
 
 use super::selection::Predicate;
 use super::tiers::due_groups;
-use crate::engine::stats::file_sizes::{SizeStats, Thresholds};
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::model::thresholds::Thresholds;
+use crate::engine::stats::file_sizes::SizeStats;
 use crate::engine::stats::histogram::Histogram;
-use crate::engine::stats::table_report::PartitionValues;
 
 /// One active file, as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -35,8 +35,8 @@ use super::pace::Pacer;
 use super::plan::{Bin, FileRef};
 use super::read_ahead::ReadAhead;
 use super::tiers::{TIER_TAG, output_tier};
+use crate::engine::model::partition::PartitionValues;
 use crate::engine::parquet_reader::StoreReader;
-use crate::engine::stats::table_report::PartitionValues;
 
 #[derive(Debug, Clone)]
 pub struct RewriteOptions {

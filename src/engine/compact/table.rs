@@ -15,8 +15,8 @@ use super::plan::FileRef;
 use super::tiers::tier_of;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
+use crate::engine::model::partition::PartitionValues;
 use crate::engine::properties::TableProps;
-use crate::engine::stats::table_report::PartitionValues;
 
 pub struct CompactionTable {
     pub table: DeltaTable,

@@ -13,7 +13,7 @@ pub fn decode_value(raw: &str) -> Option<Cow<'_, str>> {
     if raw == HIVE_NULL {
         return None;
     }
-    Some(percent_encoding::percent_decode_str(raw).decode_utf8_lossy())
+    Some(crate::engine::model::percent::decode_cow(raw))
 }
 
 /// Folds file paths into partitions: the raw partition key (as the log reader builds it) of each

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 
-use super::TableFormat;
 use super::hive::PartitionParser;
 use super::scan::{Entry, FolderDetails, classify, list_folder};
 use crate::engine::error::Result;
@@ -15,6 +14,7 @@ use crate::engine::log::actions::MetaData;
 use crate::engine::log::listing::LogListing;
 use crate::engine::log::partition_key::PartitionSizes;
 use crate::engine::log::state::{CommitSummary, LogState, Tombstones, TxnState};
+use crate::engine::model::format::TableFormat;
 use crate::engine::open::{OpenOptions, now_ms};
 use crate::engine::progress::LoadProgress;
 use crate::engine::size::format_bytes;

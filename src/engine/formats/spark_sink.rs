@@ -15,7 +15,6 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Deserialize;
 use url::Url;
 
-use super::TableFormat;
 use super::hive::PartitionParser;
 use super::parquet_folder::{FolderState, listing_warnings};
 use super::scan::{Entry, FileGroup, FolderDetails, classify, list_folder};
@@ -23,6 +22,7 @@ use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 use crate::engine::log::partition_key::PartitionSizes;
 use crate::engine::log::state::{CommitSummary, TxnState};
+use crate::engine::model::format::TableFormat;
 use crate::engine::open::{OpenOptions, now_ms};
 use crate::engine::progress::LoadProgress;
 use crate::engine::size::format_bytes;

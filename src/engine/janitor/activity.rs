@@ -14,7 +14,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 use crate::engine::error::{EngineError, Result};
 use crate::engine::log::actions::{ActionLine, file_key};
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// Commits read at once.
 const CONCURRENCY: usize = 16;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::decide::DecisionKind;
 use super::schedule::TableSchedule;
 use crate::engine::compact::events::ConflictRecord;
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// Schedule lines are looked for in this much of the history's end.
 const RESTORE_TAIL_BYTES: u64 = 8 * 1024 * 1024;

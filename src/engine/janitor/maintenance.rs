@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::policy::human_duration;
 use crate::engine::location::Location;
 use crate::engine::maintenance::checkpoint::checkpoint;
-use crate::engine::maintenance::vacuum::{VacuumRequest, human, plan_vacuum, run_vacuum};
+use crate::engine::maintenance::vacuum::{VacuumRequest, plan_vacuum, run_vacuum};
+use crate::engine::model::duration::{exact_secs, whole_units};
 use crate::engine::size::format_bytes;
 use crate::engine::stats::table_report::TableReport;
 
@@ -37,9 +37,9 @@ impl MaintenancePolicy {
         if let Some(e) = self.vacuum_every {
             parts.push(format!(
                 "vacuum every {} (retention {})",
-                human_duration(e),
+                whole_units(e),
                 self.vacuum_retention
-                    .map(human)
+                    .map(exact_secs)
                     .unwrap_or_else(|| "the table's".into())
             ));
         }
@@ -131,23 +131,23 @@ pub fn decide_vacuum(
             true,
             format!(
                 "due: no vacuum seen yet (vacuum_every {})",
-                human_duration(every)
+                whole_units(every)
             ),
         ),
         Some(t) if now_ms - t >= every_ms => (
             true,
             format!(
                 "due: last vacuum {} ago >= {}",
-                human_duration(Duration::from_millis((now_ms - t).max(0) as u64)),
-                human_duration(every)
+                whole_units(Duration::from_millis((now_ms - t).max(0) as u64)),
+                whole_units(every)
             ),
         ),
         Some(t) => (
             false,
             format!(
                 "not due: last vacuum {} ago < {}",
-                human_duration(Duration::from_millis((now_ms - t).max(0) as u64)),
-                human_duration(every)
+                whole_units(Duration::from_millis((now_ms - t).max(0) as u64)),
+                whole_units(every)
             ),
         ),
     })
@@ -211,7 +211,7 @@ pub async fn run(
                         "deleted {} files ({}) removed before the {} retention",
                         o.files_deleted,
                         format_bytes(o.bytes_deleted),
-                        human(Duration::from_millis(plan.retention_ms))
+                        exact_secs(Duration::from_millis(plan.retention_ms))
                     ));
                 }
                 Err(e) => fail(line, e.to_string()),

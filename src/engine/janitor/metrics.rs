@@ -127,8 +127,8 @@ impl Metrics {
         else {
             return (false, "the janitor's state is unreadable".into());
         };
-        let ago = |t: i64| super::policy::human_ms(now_ms.saturating_sub(t));
-        let every = super::policy::human_duration(self.interval);
+        let ago = |t: i64| crate::engine::model::duration::whole_units_ms(now_ms.saturating_sub(t));
+        let every = crate::engine::model::duration::whole_units(self.interval);
         match (started, ended) {
             (Some(t), _) => (
                 true,

@@ -13,8 +13,9 @@ use super::maintenance::MaintenancePolicy;
 use crate::engine::compact::executor::{Executor, RayOptions};
 use crate::engine::compact::plan::{DeletedRows, Strategy};
 use crate::engine::compact::tiers::DEFAULT_FANOUT;
+use crate::engine::model::duration::whole_units;
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::size::{ByteSize, MIB, format_bytes};
-use crate::engine::stats::file_sizes::Thresholds;
 
 /// The commented example policy shipped in `assets/`.
 pub const EXAMPLE_POLICY: &str = include_str!("../../../assets/janitor-policy.toml");
@@ -483,7 +484,7 @@ impl Policy {
             s.push_str(&format!(
                 ", or >= {} once the oldest is older than {}",
                 a.min_small_files,
-                human_duration(a.age)
+                whole_units(a.age)
             ));
         }
         s.push_str(&format!(
@@ -503,17 +504,17 @@ impl Policy {
             s.push_str(&format!("; partitions {}", p.text));
         }
         if let Some(w) = self.written_within {
-            s.push_str(&format!("; written within {}", human_duration(w)));
+            s.push_str(&format!("; written within {}", whole_units(w)));
         }
         if let Some(q) = self.quiet_period {
-            s.push_str(&format!("; quiet period {}", human_duration(q)));
+            s.push_str(&format!("; quiet period {}", whole_units(q)));
         }
         if self.executor != Executor::Local {
             s.push_str(&format!("; bins run on {}", self.executor.describe()));
         }
         s.push_str(&format!(
             "; every {}, at most {} job(s) at once, suspended after {} failures in a row",
-            human_duration(self.interval),
+            whole_units(self.interval),
             self.max_jobs,
             self.max_failures
         ));
@@ -556,23 +557,10 @@ impl Policy {
     }
 }
 
-/// "4 s", "60 s", "8 min", "3 h", "2 d": whole units, for reasons.
-pub fn human_duration(d: Duration) -> String {
-    human_ms(d.as_millis().min(i64::MAX as u128) as i64)
-}
-
-pub fn human_ms(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    if s < 120 {
-        format!("{s} s")
-    } else if s < 120 * 60 {
-        format!("{} min", s / 60)
-    } else if s < 48 * 3600 {
-        format!("{} h", s / 3600)
-    } else {
-        format!("{} d", s / 86400)
-    }
-}
+/// The old names of `model::duration`'s whole-unit formatting, for code not yet moved to it.
+pub use crate::engine::model::duration::{
+    whole_units as human_duration, whole_units_ms as human_ms,
+};
 
 /// Replaces `today`, `yesterday`, `today - Nd` (and `+ Nd`) outside quotes by the literal date
 /// (`'2026-11-30'`), so the `--where` parser sees plain literals. Dates are UTC.
@@ -931,15 +919,5 @@ mod tests {
         .unwrap();
         assert!(p.matches(&[("ingestion_date".into(), Some("2026-02-27".into()))]));
         assert!(!p.matches(&[("ingestion_date".into(), Some("2026-02-26".into()))]));
-    }
-
-    #[test]
-    fn human_durations_use_whole_units() {
-        assert_eq!(human_ms(4_200), "4 s");
-        assert_eq!(human_ms(60_000), "60 s");
-        assert_eq!(human_ms(8 * 60_000 + 5), "8 min");
-        assert_eq!(human_ms(3 * 3_600_000), "3 h");
-        assert_eq!(human_ms(3 * 86_400_000), "3 d");
-        assert_eq!(human_ms(-5), "0 s");
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::policy::human_ms;
+use crate::engine::model::duration::whole_units_ms;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
@@ -61,7 +61,7 @@ impl Gate {
             } => Some(format!(
                 "backing off: {failures} failure{} in a row, next try in {}",
                 if *failures == 1 { "" } else { "s" },
-                human_ms(*retry_in_ms)
+                whole_units_ms(*retry_in_ms)
             )),
             Gate::Suspended {
                 failures,

@@ -9,6 +9,7 @@ use arrow::array::{
 };
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
+use arrow::error::ArrowError;
 use futures::StreamExt;
 use object_store::ObjectStore;
 use object_store::path::Path;
@@ -52,9 +53,20 @@ pub enum CheckpointReadError {
     Store(object_store::Error),
     #[error(transparent)]
     Parquet(ParquetError),
-    #[error("{0}")]
-    Format(String),
+    /// A column the checkpoint schema fixes has a type that cannot be read as that type.
+    #[error("unexpected column type {found}: {source}")]
+    ColumnType {
+        found: DataType,
+        #[source]
+        source: ArrowError,
+    },
+    /// Selected rows are read by position, so one more than selected means the file (or the
+    /// reader) is not what its index said.
+    #[error("the reader returned more rows than were selected")]
+    ExtraRows,
 }
+
+type Checked<T> = Result<T, CheckpointReadError>;
 
 impl From<ParquetError> for CheckpointReadError {
     /// A storage error reaches us wrapped by the Parquet reader: unwrap it, so it is classified
@@ -67,12 +79,6 @@ impl From<ParquetError> for CheckpointReadError {
             },
             e => CheckpointReadError::Parquet(e),
         }
-    }
-}
-
-impl From<String> for CheckpointReadError {
-    fn from(e: String) -> Self {
-        CheckpointReadError::Format(e)
     }
 }
 
@@ -151,7 +157,7 @@ fn visit_batch(
     with_paths: bool,
     visitor: &mut dyn CheckpointVisitor,
     buf: &mut String,
-) -> Result<(), String> {
+) -> Checked<()> {
     if let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) {
         read_adds(add, first_row, with_paths, visitor, buf)?;
     }
@@ -253,9 +259,7 @@ pub async fn read_checkpoint_keys(
         let rm_keys = rm.map(struct_keys).transpose()?;
         for i in 0..batch.num_rows() {
             let Some(&row) = next.next() else {
-                return Err(CheckpointReadError::Format(
-                    "the reader returned more rows than were selected".into(),
-                ));
+                return Err(CheckpointReadError::ExtraRows);
             };
             let key = add_keys
                 .as_ref()
@@ -271,7 +275,7 @@ pub async fn read_checkpoint_keys(
 
 /// The file key of each row of an add or remove struct column (None where the row is not that
 /// action).
-fn struct_keys(s: &StructArray) -> Result<Vec<Option<String>>, String> {
+fn struct_keys(s: &StructArray) -> Checked<Vec<Option<String>>> {
     let paths = child_str(s, "path")?;
     let dvs = child(s, "deletionVector").and_then(|c| c.as_struct_opt());
     (0..s.len())
@@ -282,7 +286,7 @@ fn struct_keys(s: &StructArray) -> Result<Vec<Option<String>>, String> {
         .collect()
 }
 
-fn row_key(path: &str, dvs: Option<&StructArray>, i: usize) -> Result<String, String> {
+fn row_key(path: &str, dvs: Option<&StructArray>, i: usize) -> Checked<String> {
     match dvs {
         Some(dv) => dv_key(dv, i, path),
         None => Ok(path.to_string()),
@@ -293,38 +297,45 @@ fn child<'a>(s: &'a StructArray, name: &str) -> Option<&'a ArrayRef> {
     s.column_by_name(name)
 }
 
-fn to_str(a: &ArrayRef) -> Result<StringArray, String> {
+fn column_type(a: &ArrayRef, source: ArrowError) -> CheckpointReadError {
+    CheckpointReadError::ColumnType {
+        found: a.data_type().clone(),
+        source,
+    }
+}
+
+fn to_str(a: &ArrayRef) -> Checked<StringArray> {
     match a.data_type() {
         DataType::Utf8 => Ok(a.as_string::<i32>().clone()),
         _ => cast(a, &DataType::Utf8)
             .map(|c| c.as_string::<i32>().clone())
-            .map_err(|e| format!("unexpected column type {}: {e}", a.data_type())),
+            .map_err(|source| column_type(a, source)),
     }
 }
 
-fn to_i64(a: &ArrayRef) -> Result<Int64Array, String> {
+fn to_i64(a: &ArrayRef) -> Checked<Int64Array> {
     match a.data_type() {
         DataType::Int64 => Ok(a.as_primitive::<arrow::datatypes::Int64Type>().clone()),
         _ => cast(a, &DataType::Int64)
             .map(|c| c.as_primitive::<arrow::datatypes::Int64Type>().clone())
-            .map_err(|e| format!("unexpected column type {}: {e}", a.data_type())),
+            .map_err(|source| column_type(a, source)),
     }
 }
 
-fn child_str(s: &StructArray, name: &str) -> Result<Option<StringArray>, String> {
+fn child_str(s: &StructArray, name: &str) -> Checked<Option<StringArray>> {
     child(s, name).map(to_str).transpose()
 }
 
-fn child_i64(s: &StructArray, name: &str) -> Result<Option<Int64Array>, String> {
+fn child_i64(s: &StructArray, name: &str) -> Checked<Option<Int64Array>> {
     child(s, name).map(to_i64).transpose()
 }
 
-fn map_entries(map: &MapArray) -> Result<(StringArray, StringArray), String> {
+fn map_entries(map: &MapArray) -> Checked<(StringArray, StringArray)> {
     Ok((to_str(map.keys())?, to_str(map.values())?))
 }
 
 /// The same unique id as `DeletionVector::unique_id`, from checkpoint columns.
-fn dv_key(dv: &StructArray, i: usize, path: &str) -> Result<String, String> {
+fn dv_key(dv: &StructArray, i: usize, path: &str) -> Checked<String> {
     if !dv.is_valid(i) {
         return Ok(path.to_string());
     }
@@ -353,7 +364,7 @@ fn read_adds(
     with_paths: bool,
     visitor: &mut dyn CheckpointVisitor,
     buf: &mut String,
-) -> Result<(), String> {
+) -> Checked<()> {
     let Some(size) = child_i64(add, "size")? else {
         return Ok(());
     };
@@ -399,7 +410,7 @@ fn read_removes(
     first_row: u64,
     with_paths: bool,
     visitor: &mut dyn CheckpointVisitor,
-) -> Result<(), String> {
+) -> Checked<()> {
     let size = child_i64(rm, "size")?;
     let ts = child_i64(rm, "deletionTimestamp")?;
     let paths = if with_paths {
@@ -423,7 +434,7 @@ fn read_removes(
     Ok(())
 }
 
-fn read_txns(txn: &StructArray, meta: &mut CheckpointMeta) -> Result<(), String> {
+fn read_txns(txn: &StructArray, meta: &mut CheckpointMeta) -> Checked<()> {
     let (Some(app), Some(ver)) = (child_str(txn, "appId")?, child_i64(txn, "version")?) else {
         return Ok(());
     };
@@ -441,7 +452,7 @@ fn read_txns(txn: &StructArray, meta: &mut CheckpointMeta) -> Result<(), String>
     Ok(())
 }
 
-fn list_strings(a: Option<&ArrayRef>, i: usize) -> Result<Option<Vec<String>>, String> {
+fn list_strings(a: Option<&ArrayRef>, i: usize) -> Checked<Option<Vec<String>>> {
     let Some(list) = a.and_then(|a| a.as_list_opt::<i32>()) else {
         return Ok(None);
     };
@@ -458,7 +469,7 @@ fn list_strings(a: Option<&ArrayRef>, i: usize) -> Result<Option<Vec<String>>, S
     ))
 }
 
-fn read_metadata(md: &StructArray) -> Result<Option<MetaData>, String> {
+fn read_metadata(md: &StructArray) -> Checked<Option<MetaData>> {
     // schemaString and format are read leniently, as Spark does (`MetaData::missing_required`).
     let schema = child_str(md, "schemaString")?;
     let format_col = child(md, "format").and_then(|f| f.as_struct_opt());
@@ -509,7 +520,7 @@ fn read_metadata(md: &StructArray) -> Result<Option<MetaData>, String> {
     Ok(None)
 }
 
-fn read_protocol(p: &StructArray) -> Result<Option<Protocol>, String> {
+fn read_protocol(p: &StructArray) -> Checked<Option<Protocol>> {
     let (Some(r), Some(w)) = (
         child_i64(p, "minReaderVersion")?,
         child_i64(p, "minWriterVersion")?,
@@ -527,4 +538,28 @@ fn read_protocol(p: &StructArray) -> Result<Option<Protocol>, String> {
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::ListArray;
+    use arrow::datatypes::Int32Type;
+
+    #[test]
+    fn a_column_of_the_wrong_type_is_a_typed_error_with_its_cause() {
+        let list: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(1)]),
+        ]));
+        let e = to_i64(&list).unwrap_err();
+        assert!(
+            matches!(&e, CheckpointReadError::ColumnType { found, .. } if found == list.data_type()),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().starts_with("unexpected column type List"),
+            "{e}"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+    }
 }

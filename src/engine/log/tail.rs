@@ -22,7 +22,8 @@ use super::partition_key::{encode_into, resolve_key};
 use super::state::{CommitSummary, LogState, TxnState};
 use super::walker::{FetchedCommit, parse_commit};
 use crate::engine::error::Result;
-use crate::engine::stats::table_report::{PartitionValues, physical_names};
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::stats::table_report::physical_names;
 
 /// Why the incremental state was replaced by a full replay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -20,7 +20,7 @@ const NOW: i64 = 1_800_000_000_000;
 
 fn report(s: &LogState) -> TableReport {
     TableReport::from_state(
-        crate::engine::formats::TableFormat::Delta,
+        crate::engine::model::format::TableFormat::Delta,
         "t".into(),
         "t".into(),
         s,

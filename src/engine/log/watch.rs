@@ -20,8 +20,8 @@ use super::tail::{AppliedCommit, ReloadReason, Tail};
 use super::walker::FetchedCommit;
 use crate::engine::error::{EngineError, ErrorKind, Result};
 use crate::engine::location::Location;
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::{OpenOptions, now_ms};
-use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stats::table_report::TableReport;
 
 /// Poll interval for local tables: a GET there costs nothing.
@@ -128,7 +128,7 @@ impl LogWatcher {
     /// The statistics of the state followed so far.
     pub fn report(&self) -> TableReport {
         TableReport::from_state(
-            crate::engine::formats::TableFormat::Delta,
+            crate::engine::model::format::TableFormat::Delta,
             self.uri.clone(),
             self.name.clone(),
             self.tail.state(),

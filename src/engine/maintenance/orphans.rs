@@ -36,12 +36,15 @@ use crate::engine::compact::executor::spec::STATE_DIR;
 use crate::engine::compact::locks::held_partitions;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::formats::scan::FileGroup;
-use crate::engine::formats::{TableFormat, is_data_file, is_hidden};
+use crate::engine::formats::{is_data_file, is_hidden};
 use crate::engine::location::Location;
+use crate::engine::model::format::TableFormat;
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::model::percent::decode as decoded;
 use crate::engine::open::Opened;
 use crate::engine::size::format_bytes;
 use crate::engine::stats::findings::{Finding, FindingKind};
-use crate::engine::stats::table_report::{PartitionValues, TableReport};
+use crate::engine::stats::table_report::TableReport;
 
 /// Unreferenced files younger than this are never orphans: a writer may still commit them.
 pub const MIN_ORPHAN_AGE: Duration = Duration::from_secs(3600);
@@ -122,7 +125,7 @@ impl OrphanScan {
                  vacuum` deletes them once they are older than its retention.",
                 plural(self.files, "file"),
                 format_bytes(self.bytes),
-                humantime::format_duration(Duration::from_millis(self.min_age_ms)),
+                crate::engine::model::duration::exact(Duration::from_millis(self.min_age_ms)),
             ),
         })
     }
@@ -130,12 +133,6 @@ impl OrphanScan {
 
 fn plural(n: u64, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
-}
-
-fn decoded(p: &str) -> String {
-    percent_encoding::percent_decode_str(p)
-        .decode_utf8_lossy()
-        .into_owned()
 }
 
 /// Where an unreferenced data file belongs.

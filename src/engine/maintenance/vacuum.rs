@@ -39,6 +39,7 @@ use super::open_delta;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 use crate::engine::log::state::Tombstones;
+use crate::engine::model::duration::exact_secs;
 use crate::engine::open::now_ms;
 use crate::engine::properties::{DELETED_FILE_RETENTION_DURATION, TableProps};
 use crate::engine::stats::vacuum::VacuumDebt;
@@ -139,16 +140,14 @@ pub fn resolve_retention(
          files removed that recently. Use a retention of at least {}, or pass \
          --allow-short-retention if no reader or writer can need them (Databricks: \
          spark.databricks.delta.retentionDurationCheck.enabled = false).",
-        human(r),
-        human(table),
-        human(table)
+        exact_secs(r),
+        exact_secs(table),
+        exact_secs(table)
     )))
 }
 
-/// A duration for messages: "7days", "1h 30m".
-pub fn human(d: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
-}
+/// The old name of `model::duration::exact_secs`, for code not yet moved to it.
+pub use crate::engine::model::duration::exact_secs as human;
 
 /// A tombstone as the guard sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

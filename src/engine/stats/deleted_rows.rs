@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// One active file, as far as deleted rows go.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,17 +12,10 @@ use serde::Serialize;
 
 use super::histogram::{BucketEdges, Histogram};
 
-/// Thresholds every statistic is computed against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Thresholds {
-    /// Size compaction aims for; `ideal_files` divides by it.
-    pub target_file_size: u64,
-    /// Files strictly below it count as small (lower bound of the target band).
-    pub small_file_size: u64,
-    /// Upper bound of the target band.
-    pub max_file_size: u64,
-}
+/// Moved to `model::thresholds`; this path stays for code not yet switched to it.
+pub use crate::engine::model::thresholds::Thresholds;
 
+// The histogram's bands belong to the statistics, so this impl stays beside them.
 impl Thresholds {
     pub fn edges(&self) -> BucketEdges {
         BucketEdges::new(self.small_file_size, self.max_file_size)

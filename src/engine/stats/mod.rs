@@ -4,7 +4,6 @@
 pub mod deleted_rows;
 pub mod file_sizes;
 pub mod findings;
-pub mod forecast;
 pub mod histogram;
 pub mod log_health;
 pub mod table_report;

@@ -2,51 +2,24 @@
 
 use std::collections::HashMap;
 
-use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use super::deleted_rows::DeletedRows;
-use super::file_sizes::{SizeStats, Thresholds};
+use super::file_sizes::SizeStats;
 use super::findings::{Finding, FindingsCoverage, findings};
 use super::log_health::LogHealth;
 use super::vacuum::VacuumDebt;
 use super::writers::{StreamingWriter, streaming_writers};
-use crate::engine::formats::TableFormat;
 use crate::engine::formats::iceberg::IcebergDetails;
 use crate::engine::formats::scan::FolderDetails;
 use crate::engine::log::state::{CommitSummary, LogState};
 use crate::engine::maintenance::orphans::OrphanScan;
+use crate::engine::model::format::TableFormat;
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::properties::TableProps;
 
-/// Partition values in partition-column order (NULL as None; the log reader reads `""` as NULL);
-/// serialises as a JSON object. This, not `label()`, is a partition's identity: key maps by it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PartitionValues(pub Vec<(String, Option<String>)>);
-
-impl Serialize for PartitionValues {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
-
-impl PartitionValues {
-    /// `date=2026-11-30/k=null`, or `(unpartitioned)`. For display only: NULL and the string
-    /// `'null'` (and values holding `/` or `=`) read the same.
-    pub fn label(&self) -> String {
-        if self.0.is_empty() {
-            return "(unpartitioned)".into();
-        }
-        self.0
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("null")))
-            .collect::<Vec<_>>()
-            .join("/")
-    }
-}
+/// Moved to `model::partition`; this path stays for code not yet switched to it.
+pub use crate::engine::model::partition::PartitionValues;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PartitionReport {

@@ -12,9 +12,10 @@ use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
 use super::style;
 use super::writers::truncate;
-use crate::engine::janitor::policy::human_duration;
-use crate::engine::stats::forecast::{DueIn, Forecast};
-use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
+use crate::engine::janitor::decide::forecast::{DueIn, Forecast};
+use crate::engine::model::duration::whole_units;
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::stats::table_report::{PartitionReport, TableReport};
 use crate::tui::app::App;
 use crate::tui::live::{Live, LiveStatus};
 
@@ -36,7 +37,7 @@ pub fn split(area: Rect, app: &App) -> (Rect, Rect) {
 }
 
 fn status_line(live: &Live) -> Line<'static> {
-    let poll = human_duration(live.poll);
+    let poll = whole_units(live.poll);
     match &live.status {
         LiveStatus::Starting => Line::from(Span::styled(
             format!(" reading the log… then polling every {poll}"),
@@ -51,7 +52,7 @@ fn status_line(live: &Live) -> Line<'static> {
             )),
         ]),
         LiveStatus::Failing { message, retry_in } => Line::from(Span::styled(
-            format!(" ✗ {message} (retrying in {})", human_duration(*retry_in)),
+            format!(" ✗ {message} (retrying in {})", whole_units(*retry_in)),
             Style::default().fg(Color::Red),
         )),
     }
@@ -67,7 +68,7 @@ fn due_text(f: &Forecast) -> String {
         DueIn::Now { reason } => reason.clone(),
         DueIn::In { seconds } => format!(
             "due in ~{}",
-            human_duration(Duration::from_secs((*seconds).max(1)))
+            whole_units(Duration::from_secs((*seconds).max(1)))
         ),
         DueIn::NotByArrivals => "not due by arrivals".into(),
         DueIn::Unknown => "due: not known yet".into(),

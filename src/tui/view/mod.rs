@@ -190,22 +190,8 @@ pub fn list_state_text<R: ListRow>(app: &App, list: &SortedList<R>) -> String {
     format!("sort: {} {}{filter}", sort.key.label(), sort.arrow())
 }
 
-/// "12s ago", "3m ago", "5h ago", "2d ago".
-pub fn ago(ts_ms: Option<i64>, now_ms: i64) -> String {
-    let Some(ts) = ts_ms else {
-        return "-".into();
-    };
-    let s = ((now_ms - ts) / 1000).max(0);
-    if s < 60 {
-        format!("{s}s ago")
-    } else if s < 3600 {
-        format!("{}m ago", s / 60)
-    } else if s < 86_400 {
-        format!("{}h ago", s / 3600)
-    } else {
-        format!("{}d ago", s / 86_400)
-    }
-}
+/// "3m ago": the screen's compact age, owned by `model::duration`.
+pub use crate::engine::model::duration::ago;
 
 /// Secrets never show on screen: every span's text with registered secrets and URL user info
 /// replaced (`engine::secrets::scrub`). For panels that show engine text (errors, reasons,

@@ -11,8 +11,9 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 
 use super::fit;
 use super::style;
+use crate::engine::model::partition::PartitionValues;
 use crate::engine::size::{format_bytes, format_count};
-use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
+use crate::engine::stats::table_report::{PartitionReport, TableReport};
 use crate::tui::app::App;
 
 /// The number columns, in display order.
@@ -205,7 +206,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::stats::file_sizes::{SizeStats, Thresholds};
+    use crate::engine::model::thresholds::Thresholds;
+    use crate::engine::stats::file_sizes::SizeStats;
 
     fn report(date: &str, bytes: u64) -> PartitionReport {
         let t = Thresholds {

@@ -8,7 +8,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::style;
-use crate::engine::maintenance::vacuum::{VacuumPlan, human};
+use crate::engine::maintenance::vacuum::VacuumPlan;
+use crate::engine::model::duration::exact_secs;
 use crate::engine::size::{format_bytes, format_count};
 use crate::tui::app::App;
 use crate::tui::layout::centered;
@@ -24,7 +25,7 @@ fn utc(ms: i64) -> String {
 }
 
 fn plan_lines(p: &VacuumPlan) -> Vec<Line<'static>> {
-    let ret = human(std::time::Duration::from_millis(p.retention_ms));
+    let ret = exact_secs(std::time::Duration::from_millis(p.retention_ms));
     let mut lines = vec![
         Line::from(vec![
             Span::raw(" deletes "),

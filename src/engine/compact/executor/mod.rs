@@ -30,7 +30,7 @@ use super::counting_store::ByteCounters;
 use super::execute::ExecOptions;
 use super::plan::Bin;
 use super::rewrite::{BinError, BinOutput, Counters};
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// One bin to run, with its partition.
 pub type Work = (PartitionValues, Bin);

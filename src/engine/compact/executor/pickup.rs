@@ -37,6 +37,7 @@ use crate::engine::compact::commit::{BinActions, CommitOutcome, commit_bin};
 use crate::engine::compact::execute::file_schema;
 use crate::engine::compact::rewrite::{FileToProve, fingerprint_files, object_key};
 use crate::engine::error::{EngineError, Result};
+use crate::engine::model::percent::decode as decoded;
 
 /// Whether pickup acts or only says what it would do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,12 +80,6 @@ fn active_paths(table: &DeltaTable, uri: &str) -> Result<HashSet<String>> {
         .into_iter()
         .map(|f| f.path().to_string())
         .collect())
-}
-
-fn decoded(p: &str) -> String {
-    percent_encoding::percent_decode_str(p)
-        .decode_utf8_lossy()
-        .into_owned()
 }
 
 fn is_active(active: &HashSet<String>, path: &str) -> bool {

@@ -28,7 +28,7 @@ use super::trust::{check_result, deletable_output};
 use super::worker::read_json;
 use super::{BinResult, RayOptions, RunContext, Work};
 use crate::engine::compact::rewrite::{BinError, BinFailure};
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// The driver every job runs.
 const DRIVER: &str = include_str!("../../../../assets/ray_driver.py");

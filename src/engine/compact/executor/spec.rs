@@ -12,7 +12,7 @@ use crate::engine::compact::events::{Failure, FailureKind};
 use crate::engine::compact::fingerprint::Fingerprint;
 use crate::engine::compact::plan::{Bin, FileRef};
 use crate::engine::compact::rewrite::{BinError, BinFailure, BinOutput};
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// The folder (relative to the table root) lakehealth owns; never part of the table.
 pub const STATE_DIR: &str = "_lakehealth";

@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use thiserror::Error;
 
 use super::spec::{BinReport, BinSpec, Outcome};
+use crate::engine::model::percent::decode as decoded;
 
 /// Why a result or a path is not trusted.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -37,12 +38,6 @@ pub enum Untrusted {
     NotParquet { path: String },
     #[error("{path} is not in the folder of partition {partition}")]
     OtherFolder { path: String, partition: String },
-}
-
-fn decoded(p: &str) -> String {
-    percent_encoding::percent_decode_str(p)
-        .decode_utf8_lossy()
-        .into_owned()
 }
 
 fn label(job: &str, bin: u64, version: u64, partition: &[(String, Option<String>)]) -> String {

@@ -29,16 +29,17 @@ use self::manifests::{
 use self::metadata::{PartitionSpec, Snapshot, TableMetadata};
 use self::rewrite_preview::{RewriteOptions, RewritePreview};
 use self::transforms::{Transform, display};
-use super::TableFormat;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
+use crate::engine::model::format::TableFormat;
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::{OpenOptions, now_ms};
 use crate::engine::progress::LoadProgress;
 use crate::engine::size::{MIB, format_bytes};
-use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stats::findings::FindingsCoverage;
 use crate::engine::stats::log_health::{LogHealth, rate_per_minute};
-use crate::engine::stats::table_report::{PartitionValues, TableReport, size_sections};
+use crate::engine::stats::table_report::{TableReport, size_sections};
 use crate::engine::stats::vacuum::VacuumDebt;
 
 /// Iceberg's default `write.target-file-size-bytes`.

@@ -16,8 +16,8 @@
 
 use serde::Serialize;
 
+use crate::engine::model::partition::PartitionValues;
 use crate::engine::size::GIB;
-use crate::engine::stats::table_report::PartitionValues;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RewriteOptions {

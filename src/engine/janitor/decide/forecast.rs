@@ -12,7 +12,7 @@ use crate::engine::janitor::decide::{DecisionKind, Eligible, Facts, decide};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::schedule::Gate;
 use crate::engine::log::tail::AppliedCommit;
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// Rates are measured over this much of the recent past (or since following began, if later).
 pub const RATE_WINDOW: Duration = Duration::from_secs(3600);
@@ -197,8 +197,8 @@ mod tests {
     use super::*;
     use crate::engine::log::state::CommitSummary;
     use crate::engine::log::tail::PartitionDelta;
+    use crate::engine::model::thresholds::Thresholds;
     use crate::engine::size::{GIB, MIB};
-    use crate::engine::stats::file_sizes::Thresholds;
 
     const T0: i64 = 1_800_000_000_000;
     const MIN: i64 = 60_000;

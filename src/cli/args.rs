@@ -41,7 +41,8 @@ pub struct Cli {
     /// The TUI janitor's policy (`a`; TOML as for `watch`). Default: the built-in policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// The catalog `c` compacts Iceberg tables through: sqlite:///FILE or http(s)://HOST:PORT.
+    /// The catalog `c` compacts Iceberg tables through: sqlite:///FILE,
+    /// postgresql://USER@HOST:PORT/DB or http(s)://HOST:PORT.
     #[arg(long, value_name = "URI")]
     pub catalog: Option<String>,
     #[command(flatten)]
@@ -239,7 +240,8 @@ pub struct CompactArgs {
     #[arg(skip)]
     pub purge: bool,
     /// Iceberg: the catalog the commit goes through, sqlite:///FILE (a SQL catalog as pyiceberg
-    /// keeps it; sqlite:////abs/path for an absolute path).
+    /// keeps it; sqlite:////abs/path for an absolute path), postgresql://USER@HOST:PORT/DB (the
+    /// same on PostgreSQL; PGPASSWORD) or http(s)://HOST:PORT (REST).
     #[arg(long, value_name = "URI")]
     pub catalog: Option<String>,
     /// Iceberg: the table in the catalog, NAMESPACE.NAME (default: the one at the folder given).

@@ -16,7 +16,8 @@ use crate::engine::size::format_bytes;
 pub fn no_catalog_text(uri: &str) -> String {
     format!(
         "an Iceberg table is committed through its catalog: name it with --catalog sqlite:///FILE \
-         (the SQL catalog's database, as pyiceberg's SqlCatalog keeps it; sqlite:////abs/path for an absolute path) \
+         (the SQL catalog's database, as pyiceberg's SqlCatalog keeps it; sqlite:////abs/path for an absolute path), \
+         --catalog postgresql://USER@HOST:PORT/DATABASE (the same SQL catalog on PostgreSQL; password from PGPASSWORD) \
          or --catalog http(s)://HOST:PORT (a REST catalog). \
          The table is found by its location, or named with --table NAMESPACE.NAME. \
          e.g. lakehealth compact {uri} --catalog sqlite:////path/to/catalog.db"

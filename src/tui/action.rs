@@ -5,9 +5,9 @@ use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::formats::convert::{ConvertOutcome, ConvertPlan};
 use crate::engine::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
+use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::Opened;
 use crate::engine::progress::LoadProgress;
-use crate::engine::stats::table_report::PartitionValues;
 use crate::tui::janitor::Round;
 use crate::tui::maintenance::MaintenanceEvent;
 

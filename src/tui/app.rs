@@ -23,9 +23,10 @@ use crate::engine::formats::convert::{ConvertOutcome, ConvertPlan};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
+use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::{Opened, RootReport};
 use crate::engine::progress::LoadProgress;
-use crate::engine::stats::table_report::{PartitionReport, PartitionValues, TableReport};
+use crate::engine::stats::table_report::{PartitionReport, TableReport};
 
 /// Why-view rows a page key scrolls.
 const WHY_PAGE: usize = 10;
@@ -442,7 +443,8 @@ impl App {
         let wanted = match (&self.follow, &self.screen, &self.table) {
             // Only a Delta table has a log to follow.
             (Follow::On { poll }, Screen::Table, Some(t))
-                if !self.should_quit && t.format == crate::engine::formats::TableFormat::Delta =>
+                if !self.should_quit
+                    && t.format == crate::engine::model::format::TableFormat::Delta =>
             {
                 Some((t.uri.clone(), t.name.clone(), *poll))
             }
@@ -956,7 +958,7 @@ impl App {
         if self
             .table
             .as_ref()
-            .is_some_and(|t| t.format == crate::engine::formats::TableFormat::Iceberg)
+            .is_some_and(|t| t.format == crate::engine::model::format::TableFormat::Iceberg)
         {
             let labels = if self.marks.is_empty() {
                 self.selected_partition()

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::engine::janitor::decide::forecast::{Arrivals, Forecast, RATE_WINDOW, forecast};
+use crate::engine::janitor::forecast::{Arrivals, Forecast, RATE_WINDOW, forecast};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
 use crate::engine::log::tail::ReloadReason;

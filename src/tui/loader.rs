@@ -23,8 +23,8 @@ use crate::engine::janitor::JobEnd;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
 use crate::engine::log::watch::{LogEvent, default_poll, follow};
+use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::{OpenOptions, load_table, open};
-use crate::engine::stats::table_report::PartitionValues;
 use crate::tui::maintenance_tasks::MaintenanceTasks;
 
 pub struct Loader {

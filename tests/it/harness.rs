@@ -480,3 +480,168 @@ fn start_ray_head() -> Result<RayHead, String> {
     }
     Err(format!("the Ray head did not come up in 180 s: {last}"))
 }
+
+/// A PostgreSQL server on 127.0.0.1 for the Iceberg SQL catalog tests: Debian's binaries when
+/// the machine has them, else those of the `pgserver` wheel, installed into the venv; a fresh
+/// data folder, trust authentication, superuser `lh`; stopped on drop. PostgreSQL refuses to
+/// run as root, so under root it runs as the `postgres` user (or `nobody`).
+pub struct Postgres {
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+/// The folder with `initdb` and `postgres`.
+fn pg_bin_dir() -> PathBuf {
+    if let Ok(versions) = std::fs::read_dir("/usr/lib/postgresql") {
+        let mut dirs: Vec<PathBuf> = versions
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .filter(|b| b.join("initdb").exists() && b.join("postgres").exists())
+            .collect();
+        dirs.sort();
+        if let Some(d) = dirs.pop() {
+            return d;
+        }
+    }
+    static WHEEL: OnceLock<PathBuf> = OnceLock::new();
+    WHEEL
+        .get_or_init(|| {
+            let st = Command::new(python())
+                .args(["-m", "pip", "install", "--quiet", "pgserver==0.1.4"])
+                .status()
+                .expect("pip");
+            assert!(st.success(), "pip install pgserver failed");
+            let o = Command::new(python())
+                .args([
+                    "-c",
+                    "import os, pgserver; print(os.path.join(os.path.dirname(pgserver.__file__), 'pginstall', 'bin'))",
+                ])
+                .output()
+                .expect("python");
+            let bin = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+            // A copy under /tmp: a server run as another user than root cannot reach the venv
+            // when the target dir is under /root.
+            let copy = std::env::temp_dir().join("lakehealth-pgserver-0.1.4");
+            if !copy.join("bin/postgres").exists() {
+                let _ = std::fs::remove_dir_all(&copy);
+                let st = Command::new("cp")
+                    .arg("-a")
+                    .arg(bin.parent().expect("pginstall"))
+                    .arg(&copy)
+                    .status()
+                    .expect("cp");
+                assert!(st.success(), "cannot copy pgserver's binaries to {}", copy.display());
+            }
+            copy.join("bin")
+        })
+        .clone()
+}
+
+/// The numeric id `id` prints for `args`.
+fn id(args: &[&str]) -> Option<u32> {
+    let o = Command::new("id").args(args).output().ok()?;
+    String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+}
+
+impl Postgres {
+    pub fn start() -> Postgres {
+        let bin = pg_bin_dir();
+        // Under /tmp: the server's user must reach it (the target dir may be under /root).
+        let dir = tempfile::tempdir().expect("postgres folder");
+        let data = dir.path().join("data");
+        // Under root: the server's own user, owning its folder.
+        let user = (id(&["-u"]) == Some(0)).then(|| {
+            ["postgres", "nobody"]
+                .into_iter()
+                .find(|u| id(&["-u", u]).is_some())
+                .expect("a user other than root to run PostgreSQL")
+        });
+        if let Some(u) = user {
+            let (uid, gid) = (id(&["-u", u]), id(&["-g", u]));
+            std::os::unix::fs::chown(dir.path(), uid, gid).expect("chown the data folder");
+        }
+        // setpriv execs the program itself (no parent process left between us and the server).
+        let run = |program: &Path| {
+            let mut c = match user {
+                Some(u) => {
+                    let (uid, gid) = (id(&["-u", u]).unwrap_or(0), id(&["-g", u]).unwrap_or(0));
+                    let mut c = Command::new("setpriv");
+                    c.arg(format!("--reuid={uid}"))
+                        .arg(format!("--regid={gid}"))
+                        .args(["--clear-groups", "--"])
+                        .arg(program);
+                    c
+                }
+                None => Command::new(program),
+            };
+            c.stdin(Stdio::null());
+            c
+        };
+        let o = run(&bin.join("initdb"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-A", "trust", "-U", "lh", "--no-sync", "-E", "UTF8"])
+            .output()
+            .expect("initdb");
+        assert!(
+            o.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let port = free_port();
+        let log = dir.path().join("server.log");
+        let out = File::create(&log).expect("postgres log");
+        if let Some(u) = user {
+            let (uid, gid) = (id(&["-u", u]), id(&["-g", u]));
+            std::os::unix::fs::chown(&log, uid, gid).expect("chown the log");
+        }
+        let child = run(&bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+            .args(["-c", "fsync=off", "-k"])
+            .arg(dir.path())
+            .stdout(out.try_clone().expect("log"))
+            .stderr(out)
+            .spawn()
+            .expect("postgres");
+        let mut pg = Postgres {
+            port,
+            child,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            if said.contains("ready to accept connections") {
+                return pg;
+            }
+            if let Ok(Some(status)) = pg.child.try_wait() {
+                panic!("postgres exited with {status}: {said}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "postgres did not come up: {said}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The catalog database, as SQLAlchemy (pyiceberg) and lakehealth both take it.
+    pub fn uri(&self, password: &str) -> String {
+        format!(
+            "postgresql+psycopg2://lh:{password}@127.0.0.1:{}/postgres",
+            self.port
+        )
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // A fast shutdown: the server stops its backends too (a SIGKILL would leave them).
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}

@@ -36,43 +36,55 @@ struct Table {
     dir: TempDir,
     table: PathBuf,
     catalog_dir: PathBuf,
+    /// Another SQL catalog than sqlite in `catalog_dir` (a SQLAlchemy URI both sides take).
+    catalog: Option<String>,
 }
 
 impl Table {
     /// db.events written by pyiceberg: `appends` small appends, then two deletes.
     fn new(appends: u32) -> Self {
+        Self::in_catalog(appends, None)
+    }
+
+    fn in_catalog(appends: u32, catalog: Option<String>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("events");
         let catalog_dir = dir.path().join("catalog");
-        let o = py_script("make_iceberg.py")
-            .arg(&table)
+        let mut c = py_script("make_iceberg.py");
+        c.arg(&table)
             .arg("--catalog-dir")
             .arg(&catalog_dir)
-            .args(["--appends", &appends.to_string()])
-            .output()
-            .unwrap();
+            .args(["--appends", &appends.to_string()]);
+        if let Some(uri) = &catalog {
+            c.args(["--catalog-uri", uri]);
+        }
+        let o = c.output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         Self {
             dir,
             table,
             catalog_dir,
+            catalog,
         }
     }
 
     fn catalog_uri(&self) -> String {
-        format!(
-            "sqlite:///{}",
-            self.catalog_dir.join("catalog.db").display()
-        )
+        match &self.catalog {
+            Some(uri) => uri.clone(),
+            None => format!(
+                "sqlite:///{}",
+                self.catalog_dir.join("catalog.db").display()
+            ),
+        }
     }
 
     fn py(&self, args: &[&str]) -> serde_json::Value {
-        let o = py_script("iceberg_table.py")
-            .args(args)
-            .arg("--catalog-dir")
-            .arg(&self.catalog_dir)
-            .output()
-            .unwrap();
+        let mut c = py_script("iceberg_table.py");
+        c.args(args).arg("--catalog-dir").arg(&self.catalog_dir);
+        if let Some(uri) = &self.catalog {
+            c.args(["--catalog-uri", uri]);
+        }
+        let o = c.output().unwrap();
         assert!(
             o.status.success(),
             "{args:?}: {}",
@@ -387,10 +399,42 @@ async fn a_pyiceberg_delete_in_the_partition_being_compacted_stops_that_bin_and_
 
 #[test]
 fn a_pyiceberg_appender_committing_in_a_loop_during_compaction_loses_and_doubles_no_row() {
-    let t = Table::new(12);
+    compact_beside_an_appender(&Table::new(12));
+}
+
+/// The same commit on PostgreSQL: pyiceberg and lakehealth share a catalog database, an
+/// appender races every bin's compare-and-swap, and the password in the URI never shows.
+#[test]
+fn on_a_postgresql_catalog_an_appender_racing_the_compaction_loses_and_doubles_no_row() {
+    let pg = crate::harness::Postgres::start();
+    let uri = pg.uri("pw-never-shown");
+    let t = Table::in_catalog(12, Some(uri.clone()));
+    let o = compact_beside_an_appender(&t);
+    for out in [&o.stdout, &o.stderr] {
+        let text = String::from_utf8_lossy(out);
+        assert!(!text.contains("pw-never-shown"), "{text}");
+    }
+    // A wrong database is named, without the password.
+    let wrong = uri.replace("/postgres", "/nope");
+    let o = t.lakehealth(&["--catalog", &wrong]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("nope") && !err.contains("pw-never-shown"),
+        "{err}"
+    );
+}
+
+/// A pyiceberg appender commits in a loop while lakehealth compacts `t`: every row exactly
+/// once (read by pyiceberg), and at least one `replace` snapshot. Returns lakehealth's output.
+fn compact_beside_an_appender(t: &Table) -> std::process::Output {
     let before = t.read();
     let stop = t.dir.path().join("stop");
-    let appender = py_script("iceberg_table.py")
+    let mut appender = py_script("iceberg_table.py");
+    if let Some(uri) = &t.catalog {
+        appender.args(["--catalog-uri", uri]);
+    }
+    let appender = appender
         .args([
             "append",
             "--first-id",
@@ -431,6 +475,7 @@ fn a_pyiceberg_appender_committing_in_a_loop_during_compaction_loses_and_doubles
     want.sort();
     assert_eq!(ids(&after.rows), want, "every row exactly once");
     assert!(after.operations.iter().any(|o| o == "replace"));
+    o
 }
 
 #[test]

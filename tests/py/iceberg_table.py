@@ -38,6 +38,8 @@ from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan
 ap = argparse.ArgumentParser()
 ap.add_argument("cmd", choices=["read", "append", "delete"])
 ap.add_argument("--catalog-dir", required=True)
+# A SQLAlchemy URI of another SQL catalog (PostgreSQL); default: sqlite in --catalog-dir.
+ap.add_argument("--catalog-uri")
 ap.add_argument("--first-id", type=int, default=0)
 ap.add_argument("--rows", type=int, default=5)
 ap.add_argument("--loop-until")
@@ -45,7 +47,7 @@ ap.add_argument("--category")
 ap.add_argument("--day")
 a = ap.parse_args()
 
-cat = SqlCatalog("lh", uri=f"sqlite:///{os.path.abspath(a.catalog_dir)}/catalog.db")
+cat = SqlCatalog("lh", uri=a.catalog_uri or f"sqlite:///{os.path.abspath(a.catalog_dir)}/catalog.db")
 
 
 def load():

@@ -34,6 +34,8 @@ from lh_storage import _opt
 ap = argparse.ArgumentParser()
 ap.add_argument("uri")
 ap.add_argument("--catalog-dir", required=True)
+# A SQLAlchemy URI of another SQL catalog (PostgreSQL); default: sqlite in --catalog-dir.
+ap.add_argument("--catalog-uri")
 ap.add_argument("--storage-options", default="{}")
 ap.add_argument("--appends", type=int, default=12)
 a = ap.parse_args()
@@ -53,7 +55,7 @@ if uri.startswith("s3://"):
 os.makedirs(a.catalog_dir, exist_ok=True)
 cat = SqlCatalog(
     "lh",
-    uri=f"sqlite:///{os.path.abspath(a.catalog_dir)}/catalog.db",
+    uri=a.catalog_uri or f"sqlite:///{os.path.abspath(a.catalog_dir)}/catalog.db",
     warehouse=uri.rsplit("/", 1)[0],
     **props,
 )

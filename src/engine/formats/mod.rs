@@ -23,8 +23,7 @@ use super::open::OpenOptions;
 use super::progress::LoadProgress;
 use super::stats::table_report::TableReport;
 
-/// Moved to `model::format`; this path stays for code not yet switched to it.
-pub use crate::engine::model::format::TableFormat;
+use crate::engine::model::format::TableFormat;
 
 /// What one level of a folder holds: child folder names and file names.
 #[derive(Debug, Default, Clone)]

@@ -5,7 +5,6 @@
 // Forecasts run `decide` on the future, so they live with it. A child of `decide` because
 // `janitor/mod.rs` is being edited in parallel; it can become `janitor::forecast` with one
 // `pub mod` line there.
-pub mod forecast;
 
 use serde::Serialize;
 

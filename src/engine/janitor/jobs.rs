@@ -19,11 +19,11 @@ use crate::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isol
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::spacing::CommitSpacer;
 use crate::engine::location::Location;
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::now_ms;
 use crate::engine::size::format_bytes;
-use crate::engine::stats::file_sizes::Thresholds;
 use crate::engine::stats::log_health::Rewrite;
-use crate::engine::stats::table_report::PartitionValues;
 
 use super::decide::DecisionKind;
 

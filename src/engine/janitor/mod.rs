@@ -8,6 +8,7 @@
 
 pub mod activity;
 pub mod decide;
+pub mod forecast;
 pub mod history;
 pub mod jobs;
 pub mod maintenance;
@@ -43,9 +44,10 @@ use crate::engine::discover::discover_tables;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 use crate::engine::log::replay::replay;
+use crate::engine::model::partition::PartitionValues;
+use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::{OpenOptions, now_ms};
-use crate::engine::stats::file_sizes::Thresholds;
-use crate::engine::stats::table_report::{PartitionValues, TableReport, physical_names};
+use crate::engine::stats::table_report::{TableReport, physical_names};
 
 /// Commits read per table and cycle for write times (see `activity`).
 const ACTIVITY_BUDGET: usize = 2000;

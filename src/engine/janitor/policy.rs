@@ -557,11 +557,6 @@ impl Policy {
     }
 }
 
-/// The old names of `model::duration`'s whole-unit formatting, for code not yet moved to it.
-pub use crate::engine::model::duration::{
-    whole_units as human_duration, whole_units_ms as human_ms,
-};
-
 /// Replaces `today`, `yesterday`, `today - Nd` (and `+ Nd`) outside quotes by the literal date
 /// (`'2026-11-30'`), so the `--where` parser sees plain literals. Dates are UTC.
 pub fn expand_date_macros(input: &str, today: NaiveDate) -> Result<String, String> {

@@ -146,9 +146,6 @@ pub fn resolve_retention(
     )))
 }
 
-/// The old name of `model::duration::exact_secs`, for code not yet moved to it.
-pub use crate::engine::model::duration::exact_secs as human;
-
 /// A tombstone as the guard sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tomb {

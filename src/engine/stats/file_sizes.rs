@@ -12,8 +12,7 @@ use serde::Serialize;
 
 use super::histogram::{BucketEdges, Histogram};
 
-/// Moved to `model::thresholds`; this path stays for code not yet switched to it.
-pub use crate::engine::model::thresholds::Thresholds;
+use crate::engine::model::thresholds::Thresholds;
 
 // The histogram's bands belong to the statistics, so this impl stays beside them.
 impl Thresholds {

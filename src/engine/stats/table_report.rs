@@ -18,8 +18,7 @@ use crate::engine::model::format::TableFormat;
 use crate::engine::model::thresholds::Thresholds;
 use crate::engine::properties::TableProps;
 
-/// Moved to `model::partition`; this path stays for code not yet switched to it.
-pub use crate::engine::model::partition::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PartitionReport {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::engine::janitor::decide::DecisionKind;
 use crate::engine::janitor::history::DecisionLine;
 use crate::engine::janitor::policy::Policy;
-use crate::engine::stats::table_report::PartitionValues;
+use crate::engine::model::partition::PartitionValues;
 
 /// A decision round's result, as the app receives it.
 #[derive(Debug, Clone)]
@@ -196,7 +196,7 @@ impl TuiJanitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::stats::file_sizes::Thresholds;
+    use crate::engine::model::thresholds::Thresholds;
 
     fn pv(d: &str) -> PartitionValues {
         PartitionValues(vec![("d".into(), Some(d.into()))])

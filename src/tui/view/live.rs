@@ -12,7 +12,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
 use super::style;
 use super::writers::truncate;
-use crate::engine::janitor::decide::forecast::{DueIn, Forecast};
+use crate::engine::janitor::forecast::{DueIn, Forecast};
 use crate::engine::model::duration::whole_units;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::stats::table_report::{PartitionReport, TableReport};

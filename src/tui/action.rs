@@ -33,6 +33,9 @@ pub enum Command {
     ToggleMark,
     /// Plan a compaction of the marked (or selected) partitions and preview it.
     Compact,
+    /// Preview rewriting every file with a deletion vector in the marked (or selected)
+    /// partitions, without its deleted rows (REORG TABLE ... APPLY (PURGE)).
+    Purge,
     /// Cancel the newest running job (asks first).
     CancelJob,
     /// Preview converting the Parquet folder shown to a Delta table (then confirm).
@@ -160,6 +163,8 @@ pub enum Effect {
         id: u64,
         uri: String,
         partitions: Vec<PartitionValues>,
+        /// Every file with a deletion vector is rewritten (`purge`), whatever its size.
+        purge: bool,
     },
     /// Run the plan `id` previewed; its events come back as `Action::Progress { task: id }`.
     StartJob {

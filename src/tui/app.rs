@@ -96,6 +96,8 @@ pub struct PlanDialog {
     pub result: Option<Result<Box<CompactionPlan>, String>>,
     /// Which executor runs the job's bins.
     pub executor: String,
+    /// A purge (every file with a deletion vector), not a compaction.
+    pub purge: bool,
 }
 
 /// The preview of converting a Parquet folder to Delta: planning, then the plan (or why not).
@@ -350,6 +352,15 @@ impl App {
             },
             Command::Checkpoint | Command::Vacuum => self.table.is_some(),
             Command::ToggleMark | Command::Compact => self.selected_partition().is_some(),
+            Command::Purge => {
+                self.selected_partition().is_some()
+                    && self.table.as_ref().is_some_and(|t| {
+                        t.format.can_compact()
+                            && t.deleted_rows
+                                .as_ref()
+                                .is_some_and(|d| d.files_with_deletion_vectors > 0)
+                    })
+            }
             Command::Janitor => self.table.as_ref().is_some_and(|t| t.format.can_compact()),
             Command::Why => self.janitor.is_on() || !self.janitor.why.is_empty(),
             Command::Convert => self.table.as_ref().is_some_and(|t| t.format.can_convert()),
@@ -635,7 +646,16 @@ impl App {
         }
         match c {
             Command::Refresh => return self.refresh(),
-            Command::Compact => return self.preview_compaction(),
+            Command::Compact => return self.preview_compaction(false),
+            Command::Purge => {
+                if !self.can(Command::Purge) {
+                    self.notice = Some(
+                        "nothing to purge: no file of this table has a deletion vector".into(),
+                    );
+                    return vec![];
+                }
+                return self.preview_compaction(true);
+            }
             Command::Vacuum => return self.preview_vacuum(),
             Command::Checkpoint => return self.checkpoint(),
             Command::Convert => return self.preview_convert(),
@@ -951,7 +971,8 @@ impl App {
         }
     }
 
-    fn preview_compaction(&mut self) -> Vec<Effect> {
+    /// The compaction (or, with `purge`, the purge) preview of the marked or selected partitions.
+    fn preview_compaction(&mut self, purge: bool) -> Vec<Effect> {
         let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
             return vec![];
         };
@@ -996,11 +1017,13 @@ impl App {
             partitions: partitions.clone(),
             result: None,
             executor: self.executor.clone(),
+            purge,
         }));
         vec![Effect::PlanCompaction {
             id,
             uri,
             partitions,
+            purge,
         }]
     }
 

@@ -255,6 +255,13 @@ pub static BINDINGS: &[Binding] = &[
         Some("compact"),
     ),
     bind(
+        &[k(KeyCode::Char('P'))],
+        C::Purge,
+        T,
+        "purge deleted rows: preview rewriting the files with deletion vectors",
+        Some("purge"),
+    ),
+    bind(
         &[k(KeyCode::Char('x'))],
         C::CancelJob,
         T,
@@ -660,7 +667,7 @@ mod tests {
         let table = hint_line(Context::Table, |_| true);
         assert!(
             table.starts_with(
-                "Space mark · c compact · x cancel job · C convert · t histogram · a janitor · w why · j/k move"
+                "Space mark · c compact · P purge · x cancel job · C convert · t histogram · a janitor · w why · j/k move"
             ),
             "{table}"
         );

@@ -102,7 +102,8 @@ impl Loader {
                 id,
                 uri,
                 partitions,
-            } => self.plan(id, uri, partitions),
+                purge,
+            } => self.plan(id, uri, partitions, purge),
             Effect::DiscardPlan { id } => {
                 if let Ok(mut p) = self.prepared.lock() {
                     p.remove(&id);
@@ -301,7 +302,7 @@ impl Loader {
         });
     }
 
-    fn plan(&mut self, id: u64, uri: String, partitions: Vec<PartitionValues>) {
+    fn plan(&mut self, id: u64, uri: String, partitions: Vec<PartitionValues>, purge: bool) {
         let opts = self.opts.clone();
         let executor = self.executor.clone();
         let tx = self.tx.clone();
@@ -312,7 +313,9 @@ impl Loader {
                 let report = load_table(&loc, &opts, &|_| {})
                     .await
                     .map_err(|e| e.to_string())?;
-                let req = CompactRequest::for_partitions(partitions, opts.storage_options.clone());
+                let mut req =
+                    CompactRequest::for_partitions(partitions, opts.storage_options.clone());
+                req.deleted_rows.purge = purge;
                 let mut job = prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
                     .await
                     .map_err(|e| e.to_string())?;

@@ -309,3 +309,70 @@ async fn compacting_a_table_with_deletion_vectors_beside_a_streaming_writer_lose
         "the small files with vectors were merged"
     );
 }
+
+/// In the TUI, `P` previews a purge of the selected partition (offered only where a deletion
+/// vector is), and the job it starts leaves no active file with one; the rows, read by
+/// delta-kernel, are the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_p_previews_a_purge_and_its_job_leaves_no_deletion_vector() {
+    use crossterm::event::KeyCode;
+    use lakehealth::tui::app::Modal;
+    use lakehealth::tui::jobs::JobStatus;
+
+    // A table without deletion vectors does not offer it.
+    let plain = tempfile::tempdir().unwrap();
+    let p = loc(plain.path());
+    lakehealth::engine::demo::create_sensor_table(&p)
+        .await
+        .unwrap();
+    lakehealth::engine::demo::seed_small_files(&p, &["2026-11-01".into()], 3, 10)
+        .await
+        .unwrap();
+    let mut t = crate::tui_driver::Driven::new(p.display(), (160, 44))
+        .open()
+        .await;
+    assert!(!t.screen().contains("P purge"), "{}", t.screen());
+    t.key(KeyCode::Char('P'));
+    assert!(t.app.modals.modal().is_none(), "nothing to purge");
+    assert!(
+        t.screen()
+            .contains("nothing to purge: no file of this table has a deletion vector"),
+        "{}",
+        t.screen()
+    );
+
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("table-with-dv-small"), d.path());
+    let before = kernel_read(d.path());
+    assert_eq!(files_with_dv(d.path()).len(), 1);
+    let mut t = crate::tui_driver::Driven::new(loc(d.path()).display(), (160, 44))
+        .open()
+        .await;
+    assert!(t.screen().contains("P purge"), "{}", t.screen());
+    t.key(KeyCode::Char('P'));
+    t.settle().await;
+    let screen = t.screen();
+    assert!(screen.contains("Purge preview"), "{screen}");
+    match t.app.modals.modal() {
+        Some(Modal::Plan(p)) => {
+            assert!(p.purge);
+            let plan = p.result.as_ref().unwrap().as_ref().unwrap();
+            assert_eq!((plan.bins, plan.files_in), (1, 1), "{plan:?}");
+        }
+        other => panic!("no purge preview: {other:?}"),
+    }
+    t.key(KeyCode::Enter);
+    t.until("the purge job", |a| !a.jobs.is_empty()).await;
+    t.jobs_done().await;
+    assert_eq!(
+        t.app.jobs[0].status(),
+        JobStatus::Done,
+        "{:?}",
+        t.app.jobs[0].errors
+    );
+    assert!(
+        files_with_dv(d.path()).is_empty(),
+        "no active file keeps a vector"
+    );
+    assert_eq!(kernel_read(d.path()).rows, before.rows);
+}

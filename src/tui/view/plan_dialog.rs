@@ -32,13 +32,21 @@ pub fn draw(f: &mut Frame, area: Rect, d: &PlanDialog) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(Style::default().fg(Color::Cyan))
-        .title(Span::styled(" Compaction preview ", style::title()));
+        .title(Span::styled(
+            if d.purge {
+                " Purge preview: files with deletion vectors, rewritten without their deleted rows "
+            } else {
+                " Compaction preview "
+            },
+            style::title(),
+        ));
     let inner = block.inner(b);
     f.render_widget(block, b);
     match &d.result {
         None => f.render_widget(
             Paragraph::new(format!(
-                "planning a compaction of {} partition(s) of {} ...\n\nEsc cancels",
+                "planning a {} of {} partition(s) of {} ...\n\nEsc cancels",
+                if d.purge { "purge" } else { "compaction" },
                 d.partitions.len(),
                 d.table_uri
             )),

@@ -1,14 +1,13 @@
-//! Runs the app's effects as background work: loads (one cancellation token each), log
-//! watchers (one each), compaction planning, and compaction jobs (on their own thread and
-//! runtime, see `engine::compact::job`).
+//! Runs the app's effects as background work: loads, log watchers, compaction planning,
+//! compaction jobs (on their own thread and runtime, see `engine::compact::job`), conversions,
+//! maintenance and the janitor. Every task is in one registry by id and kind (`tasks`), and
+//! every preview is parked there until it runs or is discarded.
 //! Results and progress come back to `App::update` as `Action`s over one channel.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, Effect, TaskProgress};
 use super::janitor::JanitorRunner;
@@ -26,22 +25,22 @@ use crate::engine::log::watch::{LogEvent, default_poll, follow};
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::{OpenOptions, load_table, open};
 use crate::tui::maintenance_tasks::MaintenanceTasks;
+use crate::tui::tasks::{Parked, TaskKind, Tasks};
 
 pub struct Loader {
     opts: OpenOptions,
     tx: mpsc::UnboundedSender<Action>,
-    running: HashMap<u64, CancellationToken>,
-    prepared: Arc<Mutex<HashMap<u64, PreparedJob>>>,
-    jobs: HashMap<u64, CancellationToken>,
-    job_tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Loads, jobs and watches: one map by id (`tasks`).
+    tasks: Tasks,
+    /// Previewed compaction jobs, until started or discarded.
+    prepared: Parked<PreparedJob>,
     locks: Arc<PartitionLocks>,
-    watches: HashMap<u64, CancellationToken>,
     maintenance: MaintenanceTasks,
     /// Where compaction jobs' bins are rewritten.
     executor: Executor,
     janitor: JanitorRunner,
-    /// Previewed conversions, by id, until confirmed.
-    convert_plans: Arc<Mutex<HashMap<u64, (Location, ConvertPlan)>>>,
+    /// Previewed conversions, until confirmed or discarded.
+    convert_plans: Parked<(Location, ConvertPlan)>,
 }
 
 impl Loader {
@@ -69,19 +68,16 @@ impl Loader {
         Self {
             maintenance: MaintenanceTasks::new(opts.storage_options.clone(), tx.clone()),
             tx,
-            running: HashMap::new(),
-            prepared: Arc::new(Mutex::new(HashMap::new())),
-            jobs: HashMap::new(),
-            job_tasks: Vec::new(),
+            tasks: Tasks::default(),
+            prepared: Parked::default(),
             janitor: JanitorRunner::new(
                 Policy::builtin(opts.thresholds),
                 crate::engine::janitor::history::default_path(),
             ),
             opts,
             locks,
-            watches: HashMap::new(),
             executor: Executor::Local,
-            convert_plans: Arc::new(Mutex::new(HashMap::new())),
+            convert_plans: Parked::default(),
         }
     }
 
@@ -93,41 +89,28 @@ impl Loader {
     pub fn run(&mut self, effect: Effect) {
         match effect {
             Effect::Load { id, uri } => self.load(id, uri),
-            Effect::CancelLoad { id } => {
-                if let Some(t) = self.running.remove(&id) {
-                    t.cancel();
-                }
-            }
+            Effect::CancelLoad { id } => self.tasks.cancel(id, TaskKind::Load),
             Effect::PlanCompaction {
                 id,
                 uri,
                 partitions,
                 purge,
             } => self.plan(id, uri, partitions, purge),
-            Effect::DiscardPlan { id } => {
-                if let Ok(mut p) = self.prepared.lock() {
-                    p.remove(&id);
-                }
-            }
+            Effect::DiscardPlan { id } => self.prepared.discard(id),
             Effect::StartJob { id } => self.start(id),
-            Effect::CancelJob { id } => {
-                if let Some(t) = self.jobs.get(&id) {
-                    t.cancel();
-                }
-            }
+            Effect::CancelJob { id } => self.tasks.cancel(id, TaskKind::Job),
             Effect::Watch {
                 id,
                 uri,
                 name,
                 poll,
             } => self.watch(id, uri, name, poll),
-            Effect::StopWatch { id } => {
-                if let Some(t) = self.watches.remove(&id) {
-                    t.cancel();
-                }
-            }
+            Effect::StopWatch { id } => self.tasks.cancel(id, TaskKind::Watch),
             Effect::PlanVacuum { id, uri } => self.maintenance.plan_vacuum(id, uri),
-            Effect::StartVacuum { id } => self.maintenance.start_vacuum(id),
+            Effect::StartVacuum { id } => {
+                let cancel = self.tasks.start(id, TaskKind::Maintenance);
+                self.maintenance.start_vacuum(id, cancel)
+            }
             Effect::DiscardVacuum { id } => self.maintenance.discard(id),
             Effect::Checkpoint { id, uri } => self.maintenance.checkpoint(id, uri),
             Effect::JanitorCycle { id, uri } => {
@@ -141,11 +124,7 @@ impl Loader {
             }
             Effect::PlanConvert { id, uri } => self.plan_convert(id, uri),
             Effect::StartConvert { id } => self.start_convert(id),
-            Effect::DiscardConvert { id } => {
-                if let Ok(mut p) = self.convert_plans.lock() {
-                    p.remove(&id);
-                }
-            }
+            Effect::DiscardConvert { id } => self.convert_plans.discard(id),
             Effect::PlanIceberg {
                 id,
                 uri,
@@ -163,8 +142,7 @@ impl Loader {
 
     /// Follows a table's log until `StopWatch` (or quit); every event becomes `Action::Log`.
     fn watch(&mut self, id: u64, uri: String, name: String, poll: Option<std::time::Duration>) {
-        let token = CancellationToken::new();
-        self.watches.insert(id, token.clone());
+        let token = self.tasks.start(id, TaskKind::Watch);
         let opts = self.opts.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
@@ -246,9 +224,7 @@ impl Loader {
                 let plan = plan_convert(&loc, &opts, &[], &|_| {})
                     .await
                     .map_err(|e| e.to_string())?;
-                if let Ok(mut p) = plans.lock() {
-                    p.insert(id, (loc, plan.clone()));
-                }
+                plans.park(id, (loc, plan.clone()));
                 Ok(Box::new(plan))
             }
             .await;
@@ -259,11 +235,7 @@ impl Loader {
     fn start_convert(&mut self, id: u64) {
         let opts = self.opts.clone();
         let tx = self.tx.clone();
-        let planned = self
-            .convert_plans
-            .lock()
-            .ok()
-            .and_then(|mut p| p.remove(&id));
+        let planned = self.convert_plans.take(id);
         tokio::spawn(async move {
             let result = match planned {
                 Some((loc, plan)) => convert(&loc, &plan, &opts).await.map_err(|e| e.to_string()),
@@ -274,9 +246,7 @@ impl Loader {
     }
 
     fn load(&mut self, id: u64, uri: String) {
-        let token = CancellationToken::new();
-        self.running.retain(|_, t| !t.is_cancelled());
-        self.running.insert(id, token.clone());
+        let token = self.tasks.start(id, TaskKind::Load);
         let opts = self.opts.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
@@ -327,7 +297,7 @@ impl Loader {
     }
 
     fn start(&mut self, id: u64) {
-        let job = self.prepared.lock().ok().and_then(|mut p| p.remove(&id));
+        let job = self.prepared.take(id);
         // A janitor job's end is recorded by the engine janitor too, whatever the path.
         let janitor = self.janitor.take(id);
         let Some(job) = job else {
@@ -343,8 +313,7 @@ impl Loader {
             let _ = self.tx.send(Action::Progress { task: id, progress });
             return;
         };
-        let cancel = CancellationToken::new();
-        self.jobs.insert(id, cancel.clone());
+        let cancel = self.tasks.start(id, TaskKind::Job);
         let tx = self.tx.clone();
         let locks = self.locks.clone();
         let (etx, mut erx) = mpsc::unbounded_channel();
@@ -360,8 +329,7 @@ impl Loader {
                 }
             }
         });
-        self.job_tasks.retain(|t| !t.is_finished());
-        self.job_tasks.push(tokio::spawn(async move {
+        let handle = tokio::spawn(async move {
             // The runner sends the job's one `Finished` event on every path (a job cancelled
             // while it waits for a lock, a failed replan, a runtime that cannot start), so
             // nothing is added here: a second final event would contradict the first.
@@ -369,48 +337,39 @@ impl Loader {
             if let Some(j) = janitor {
                 j.end(JobEnd::ran(summary)).await;
             }
-        }));
+        });
+        self.tasks.attach(id, handle);
     }
 
     /// Jobs still running (they stop before their next commit once cancelled).
     pub fn active_jobs(&self) -> usize {
-        self.job_tasks.iter().filter(|t| !t.is_finished()).count()
+        self.tasks.active(TaskKind::Job)
     }
 
     /// Waits up to `limit` for cancelled jobs to stop, so no output is left half-written.
     pub async fn wait_jobs(&mut self, limit: std::time::Duration) {
-        let tasks = std::mem::take(&mut self.job_tasks);
+        let tasks = self.tasks.take_handles(TaskKind::Job);
         let _ = tokio::time::timeout(limit, futures::future::join_all(tasks)).await;
     }
 
     /// On quit: stop loads and jobs (jobs stop before their next commit).
     pub fn cancel_all(&mut self) {
-        for (_, t) in self.running.drain() {
-            t.cancel();
-        }
-        for (_, t) in self.jobs.drain() {
-            t.cancel();
-        }
-        for (_, t) in self.watches.drain() {
-            t.cancel();
-        }
-        self.maintenance.cancel_all();
+        // A vacuum that has not begun deleting deletes nothing.
+        self.tasks.cancel_all();
     }
 }
 
 /// Keeps a prepared job for `StartJob` and sends its plan (or why it could not be planned) as
 /// `PlanReady`: the one way a manual or a janitor job reaches the preview.
 pub(super) fn park_plan(
-    prepared: &Mutex<HashMap<u64, PreparedJob>>,
+    prepared: &Parked<PreparedJob>,
     id: u64,
     result: Result<PreparedJob, String>,
     tx: &mpsc::UnboundedSender<Action>,
 ) {
     let result = result.map(|job| {
         let plan = Box::new(job.plan.clone());
-        if let Ok(mut p) = prepared.lock() {
-            p.insert(id, job);
-        }
+        prepared.park(id, job);
         plan
     });
     let _ = tx.send(Action::PlanReady { id, result });

@@ -3,13 +3,13 @@
 //! back as `Action::VacuumPlanReady` and `Action::Maintenance`.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::maintenance::{MaintenanceEvent, MaintenanceResult};
+use super::tasks::Parked;
 use crate::engine::location::Location;
 use crate::engine::maintenance::checkpoint::checkpoint;
 use crate::engine::maintenance::vacuum::{VacuumPlan, VacuumRequest, plan_vacuum, run_vacuum};
@@ -19,9 +19,7 @@ type Prepared = (Location, VacuumRequest, VacuumPlan);
 pub struct MaintenanceTasks {
     storage_options: HashMap<String, String>,
     tx: mpsc::UnboundedSender<Action>,
-    prepared: Arc<Mutex<HashMap<u64, Prepared>>>,
-    /// One token per job: a job cancelled before it deletes deletes nothing.
-    jobs: HashMap<u64, CancellationToken>,
+    prepared: Parked<Prepared>,
 }
 
 impl MaintenanceTasks {
@@ -32,8 +30,7 @@ impl MaintenanceTasks {
         Self {
             storage_options,
             tx,
-            prepared: Arc::new(Mutex::new(HashMap::new())),
-            jobs: HashMap::new(),
+            prepared: Parked::default(),
         }
     }
 
@@ -54,9 +51,7 @@ impl MaintenanceTasks {
             let result = match work.await {
                 Ok((loc, plan)) => {
                     let boxed = Box::new(plan.clone());
-                    if let Ok(mut p) = prepared.lock() {
-                        p.insert(id, (loc, req, plan));
-                    }
+                    prepared.park(id, (loc, req, plan));
                     Ok(boxed)
                 }
                 Err(e) => Err(e),
@@ -66,18 +61,17 @@ impl MaintenanceTasks {
     }
 
     pub fn discard(&mut self, id: u64) {
-        if let Ok(mut p) = self.prepared.lock() {
-            p.remove(&id);
-        }
+        self.prepared.discard(id);
     }
 
     fn send(tx: &mpsc::UnboundedSender<Action>, id: u64, event: MaintenanceEvent) {
         let _ = tx.send(Action::Maintenance { id, event });
     }
 
-    /// Runs the vacuum previewed as `id`: exactly its files, or nothing.
-    pub fn start_vacuum(&mut self, id: u64) {
-        let prepared = self.prepared.lock().ok().and_then(|mut p| p.remove(&id));
+    /// Runs the vacuum previewed as `id`: exactly its files, or nothing (`cancel`, the
+    /// loader's token for it: a vacuum cancelled before it deletes deletes nothing).
+    pub fn start_vacuum(&mut self, id: u64, cancel: CancellationToken) {
+        let prepared = self.prepared.take(id);
         let tx = self.tx.clone();
         let Some((loc, req, plan)) = prepared else {
             Self::send(
@@ -89,8 +83,6 @@ impl MaintenanceTasks {
             );
             return;
         };
-        let cancel = CancellationToken::new();
-        self.jobs.insert(id, cancel.clone());
         tokio::spawn(async move {
             let etx = tx.clone();
             let on_event = move |ev| Self::send(&etx, id, MaintenanceEvent::Vacuum(ev));
@@ -115,12 +107,5 @@ impl MaintenanceTasks {
             };
             Self::send(&tx, id, MaintenanceEvent::Finished(result));
         });
-    }
-
-    /// On quit: a vacuum that has not begun deleting deletes nothing.
-    pub fn cancel_all(&mut self) {
-        for (_, t) in self.jobs.drain() {
-            t.cancel();
-        }
     }
 }

@@ -16,6 +16,7 @@ pub mod loader;
 pub mod maintenance;
 pub mod maintenance_tasks;
 pub mod root;
+pub mod tasks;
 pub mod terminal;
 pub mod view;
 

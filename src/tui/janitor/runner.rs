@@ -19,6 +19,7 @@ use crate::engine::janitor::{CallerJob, Janitor, JobEnd, Planned};
 use crate::engine::location::Location;
 use crate::engine::open::OpenOptions;
 use crate::tui::action::Action;
+use crate::tui::tasks::Parked;
 
 type Shared = Arc<tokio::sync::Mutex<Option<Janitor>>>;
 
@@ -118,7 +119,7 @@ impl JanitorRunner {
         uri: String,
         executor: Executor,
         tx: UnboundedSender<Action>,
-        prepared: Arc<Mutex<HashMap<u64, PreparedJob>>>,
+        prepared: Parked<PreparedJob>,
     ) {
         let job = self.ready.lock().ok().and_then(|mut m| m.remove(&uri));
         let (slot, planned) = (self.janitor.clone(), self.planned.clone());

@@ -14,6 +14,7 @@ pub mod jobs;
 pub mod maintenance;
 pub mod metrics;
 pub mod policy;
+mod round;
 pub mod schedule;
 pub mod throttle;
 
@@ -27,7 +28,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use self::activity::{Activity, Columns};
-use self::decide::{Decision, DecisionKind, Eligible, Facts, decide};
+use self::decide::DecisionKind;
 use self::history::{DecisionLine, History, Line, Outcome, ts};
 use self::jobs::{DuePartition, JobDone, JobSpec, JobState};
 pub use self::jobs::{JobEnd, Planned};
@@ -629,17 +630,66 @@ impl Janitor {
         self.ended = CycleStats::default();
     }
 
-    /// Decides for every partition of `t`; returns the table's job over its due partitions
-    /// (none while one is in flight: those partitions are "running", and due ones wait for it)
-    /// and every decision.
+    /// One table through the pipeline's read and decide steps: its recent writes are read, every
+    /// partition decided (`round`, pure), the job over its due partitions planned (none while
+    /// one is in flight), and the decisions recorded. Returns the job and the decisions.
     async fn decide_table(
         &mut self,
         t: &Loaded,
         now: i64,
         counts: &mut Counts,
     ) -> (Option<JobSpec>, Vec<DecisionLine>) {
-        let horizon = self.policy.horizon();
-        let horizon_ms = horizon.as_millis().min(i64::MAX as u128) as i64;
+        let activity = self.read_activity(t, now).await;
+        let eligible_for = self.eligible_for(t, now);
+        let gate = self
+            .schedules
+            .get(&t.id)
+            .map(|s| s.gate(&self.backoff(), now))
+            .unwrap_or(schedule::Gate::Ready);
+        let busy = self.in_flight.get(&t.id).map(|job| round::Busy {
+            partitions: &job.partitions,
+            doing: job
+                .state
+                .lock()
+                .map(|s| s.describe(now))
+                .unwrap_or_else(|_| "running".into()),
+        });
+        let read = round::TableRead {
+            table: &t.id,
+            partitions: t
+                .report
+                .partitions
+                .iter()
+                .map(|p| round::PartitionSizes {
+                    values: &p.values,
+                    files: p.stats.files,
+                    small_files: p.stats.small_files,
+                    bytes: p.stats.bytes,
+                })
+                .collect(),
+            activity: &activity,
+            eligible_for: eligible_for.as_ref(),
+            gate: &gate,
+            busy,
+            age_since: self
+                .policy
+                .aged
+                .map(|a| now.saturating_sub(a.age.as_millis().min(i64::MAX as u128) as i64)),
+        };
+        let round = round::decide_table(&self.policy, &read, now);
+        drop(read);
+        self.activity.insert(t.id.clone(), activity);
+        let job = (!round.due.is_empty()).then(|| self.job_spec(t, round.due, now));
+        for d in &round.lines {
+            counts.add(d.decision);
+        }
+        self.record_table(t, job.as_ref(), &round.lines, now);
+        (job, round.lines)
+    }
+
+    /// The table's writes since the last round (kept across rounds, read forward).
+    async fn read_activity(&mut self, t: &Loaded, now: i64) -> Activity {
+        let horizon_ms = self.policy.horizon().as_millis().min(i64::MAX as u128) as i64;
         let mut activity = self.activity.remove(&t.id).unwrap_or_default();
         if let Err(e) = activity
             .update(
@@ -656,101 +706,32 @@ impl Janitor {
             // Decisions that need write times then say they are unknown.
             tracing::warn!("janitor: reading recent commits of {}: {e}", t.id);
         }
-        let eligible_for = match &self.policy.partitions {
-            None => None,
-            Some(f) => {
-                let today = chrono::DateTime::from_timestamp_millis(now)
-                    .unwrap_or_default()
-                    .date_naive();
-                Some(
-                    f.expand(today)
-                        .and_then(|text| {
-                            Predicate::parse(&text, &t.report.partition_columns)
-                                .map_err(|e| e.reason)
-                        })
-                        .map_err(|e| format!("{e} (policy line {})", f.line)),
-                )
-            }
-        };
-        let gate = self
-            .schedules
-            .get(&t.id)
-            .map(|s| s.gate(&self.backoff(), now))
-            .unwrap_or(schedule::Gate::Ready);
-        let age_since = self
-            .policy
-            .aged
-            .map(|a| now.saturating_sub(a.age.as_millis().min(i64::MAX as u128) as i64));
-        let ratio = observed_ratio(&t.report.commits);
-        let budget = self.throttle_for(t, now);
-        let spacer = budget.budget.commit_spacing_ms.map(|ms| {
+        activity
+    }
+
+    /// The policy's `partitions` predicate for `t`, its date macros expanded for `now`.
+    fn eligible_for(&self, t: &Loaded, now: i64) -> Option<std::result::Result<Predicate, String>> {
+        let f = self.policy.partitions.as_ref()?;
+        let today = chrono::DateTime::from_timestamp_millis(now)
+            .unwrap_or_default()
+            .date_naive();
+        Some(
+            f.expand(today)
+                .and_then(|text| {
+                    Predicate::parse(&text, &t.report.partition_columns).map_err(|e| e.reason)
+                })
+                .map_err(|e| format!("{e} (policy line {})", f.line)),
+        )
+    }
+
+    /// The job over `t`'s due partitions, with this round's budget and the table's spacing.
+    fn job_spec(&mut self, t: &Loaded, due: Vec<DuePartition>, now: i64) -> JobSpec {
+        let throttle = self.throttle_for(t, now);
+        let spacer = throttle.budget.commit_spacing_ms.map(|ms| {
             let last = self.last_commits.entry(t.id.clone()).or_default().clone();
             Arc::new(CommitSpacer::sharing(Duration::from_millis(ms), last))
         });
-        let busy = self.in_flight.get(&t.id);
-        let mut due = Vec::new();
-        let mut lines = Vec::new();
-        for p in &t.report.partitions {
-            let eligible = match &eligible_for {
-                None => Eligible::Yes,
-                Some(Ok(pred)) if pred.matches(&p.values.0) => Eligible::Yes,
-                Some(Ok(pred)) => Eligible::Outside(pred.text.clone()),
-                Some(Err(e)) => Eligible::Invalid(e.clone()),
-            };
-            let facts = Facts {
-                values: &p.values,
-                files: p.stats.files,
-                small_files: p.stats.small_files,
-                last_write: activity.last_write(&p.values),
-                recent_small_files: age_since.and_then(|since| {
-                    activity.recent_small_files(&p.values, self.policy.small_file_size, since)
-                }),
-                known_for_ms: activity.known_for_ms(now),
-            };
-            let Decision { kind, reason } = match busy {
-                Some(job) if job.partitions.contains(&p.values) => Decision {
-                    kind: DecisionKind::Running,
-                    reason: job
-                        .state
-                        .lock()
-                        .map(|s| s.describe(now))
-                        .unwrap_or_else(|_| "running".into()),
-                },
-                Some(_) => {
-                    let d = decide(&self.policy, &facts, &eligible, &gate, now);
-                    match d.kind {
-                        DecisionKind::Due => Decision {
-                            reason: format!(
-                                "{}; queued: the table's running job ends first (one job per table at a time)",
-                                d.reason
-                            ),
-                            ..d
-                        },
-                        _ => d,
-                    }
-                }
-                None => decide(&self.policy, &facts, &eligible, &gate, now),
-            };
-            counts.add(kind);
-            if kind == DecisionKind::Due && busy.is_none() {
-                due.push(DuePartition {
-                    values: p.values.clone(),
-                    reason: reason.clone(),
-                });
-            }
-            lines.push(Line::Decision(DecisionLine {
-                ts: ts(now),
-                table: t.id.clone(),
-                partition: p.values.clone(),
-                rule: self.policy.rule().into(),
-                decision: kind,
-                reason,
-                files: p.stats.files,
-                small_files: p.stats.small_files,
-                bytes: p.stats.bytes,
-            }));
-        }
-        let job = (!due.is_empty()).then(|| JobSpec {
+        JobSpec {
             table: t.id.clone(),
             loc: t.loc.clone(),
             req: CompactRequest {
@@ -766,17 +747,26 @@ impl Janitor {
             partitions: due,
             rewrite: t.report.log.rewrite,
             thresholds: self.thresholds(),
-            ratio,
+            ratio: observed_ratio(&t.report.commits),
             executor: self.policy.executor.clone(),
-            throttle: budget.clone(),
-            spacer: spacer.clone(),
+            throttle,
+            spacer,
             talk: None,
             state: Arc::new(Mutex::new(JobState {
                 since_ms: now,
                 ..Default::default()
             })),
-        });
-        self.activity.insert(t.id.clone(), activity);
+        }
+    }
+
+    /// The round's record: metrics, and every decision to the history and the sink.
+    fn record_table(
+        &mut self,
+        t: &Loaded,
+        job: Option<&JobSpec>,
+        lines: &[DecisionLine],
+        now: i64,
+    ) {
         if let Some(m) = &self.metrics {
             let s = &t.report.stats;
             m.table_read(
@@ -784,22 +774,14 @@ impl Janitor {
                 s.files,
                 s.small_files,
                 s.health_score,
-                job.as_ref().map_or(0, |j| j.partitions.len() as u64),
+                job.map_or(0, |j| j.partitions.len() as u64),
                 now,
             );
             m.rewrite(&t.id, t.report.log.rewrite);
         }
-        let decisions = lines
-            .iter()
-            .filter_map(|l| match l {
-                Line::Decision(d) => Some(d.clone()),
-                _ => None,
-            })
-            .collect();
-        for l in lines {
-            self.emit(l);
+        for d in lines {
+            self.emit(Line::Decision(d.clone()));
         }
-        (job, decisions)
     }
 
     /// One cycle: read, decide, start the due tables' jobs (at most `max_jobs` in flight; one

@@ -280,76 +280,22 @@ impl Policy {
         source: &str,
         base: Thresholds,
     ) -> Result<Policy, String> {
-        let at = |span: std::ops::Range<usize>, key: &str, msg: &str| {
-            format!("line {}: {key} {msg}", line_of(text, span.start))
-        };
+        let at = At(text);
         let preset = f.preset.unwrap_or(Preset::Default);
-        let target = match &f.target_file_size {
-            Some(t) if t.get_ref().0 < crate::engine::size::MIN_TARGET_FILE_SIZE => {
-                let why = crate::engine::size::check_target_file_size(t.get_ref().0, "")
-                    .err()
-                    .unwrap_or_default();
-                return Err(at(t.span(), "target_file_size", why.trim_start()));
-            }
-            Some(t) => Some(t.get_ref().0),
-            None => preset.target(),
-        };
-        let small = match (&f.small_file_size, target) {
-            (Some(s), _) if s.get_ref().0 == 0 => {
-                return Err(at(s.span(), "small_file_size", "must be greater than 0"));
-            }
-            (Some(s), _) => s.get_ref().0,
-            // The default preset without a target of its own: what the report calls small.
-            (None, None) => base.small_file_size,
-            (None, Some(t)) => preset.small_for(t),
-        };
+        let (target, small) = sizes(&f, preset, base, at)?;
         let min_small_files = match &f.min_small_files {
             // One file alone is never rewritten (a bin of one is dropped): due forever.
             Some(n) if *n.get_ref() < 2 => {
-                return Err(at(n.span(), "min_small_files", "must be at least 2"));
+                return Err(at.err(n.span(), "min_small_files", "must be at least 2"));
             }
             Some(n) => *n.get_ref(),
             None => preset.min_small_files(),
         };
-        let mut aged = preset.aged();
-        if let Some(n) = &f.aged_min_small_files {
-            if *n.get_ref() < 2 {
-                return Err(at(n.span(), "aged_min_small_files", "must be at least 2"));
-            }
-            aged = Some(AgedRule {
-                min_small_files: *n.get_ref(),
-                age: f
-                    .aged_after
-                    .or(aged.map(|a| a.age))
-                    .unwrap_or(Duration::from_secs(3600)),
-            });
-        } else if let (Some(a), Some(age)) = (aged.as_mut(), f.aged_after) {
-            a.age = age;
-        }
-        let partitions = match &f.partitions {
-            Some(p) => {
-                let filter = PartitionFilter {
-                    text: p.get_ref().clone(),
-                    line: line_of(text, p.span().start),
-                };
-                // Macros are checked now; columns only against each table.
-                if let Err(e) = filter.expand(chrono::Utc::now().date_naive()) {
-                    return Err(at(p.span(), "partitions", &format!("is invalid: {e}")));
-                }
-                Some(filter)
-            }
-            None => None,
-        };
-        let positive = |v: &Option<Spanned<u64>>, key: &str, default: u64| match v {
-            Some(n) if *n.get_ref() == 0 => Err(at(n.span(), key, "must be at least 1")),
-            Some(n) => Ok(*n.get_ref()),
-            None => Ok(default),
-        };
-        let max_jobs = positive(&f.max_jobs, "max_jobs", 1)?;
-        let max_failures = positive(&f.max_failures, "max_failures", 4)?;
+        let max_jobs = at.positive(&f.max_jobs, "max_jobs", 1)?;
+        let max_failures = at.positive(&f.max_failures, "max_failures", 4)?;
         let interval = match &f.interval {
             Some(i) if i.get_ref().0.is_zero() => {
-                return Err(at(i.span(), "interval", "must be greater than 0"));
+                return Err(at.err(i.span(), "interval", "must be greater than 0"));
             }
             Some(i) => i.get_ref().0,
             None => Duration::from_secs(10),
@@ -359,70 +305,23 @@ impl Policy {
             .backoff_max
             .unwrap_or(Duration::from_secs(3600))
             .max(backoff_base);
-        let executor = match &f.executor {
-            None => Executor::Local,
-            Some(e) => match (e.get_ref().as_str(), &f.ray_address) {
-                ("local", _) => Executor::Local,
-                ("ray", Some(addr)) if !addr.get_ref().trim().is_empty() => {
-                    let mut r = RayOptions::new(addr.get_ref().trim());
-                    r.worker_binary = f.worker_binary.as_ref().map(std::path::PathBuf::from);
-                    Executor::Ray(r)
-                }
-                ("ray", _) => {
-                    return Err(at(e.span(), "executor", "\"ray\" needs ray_address"));
-                }
-                (other, _) => {
-                    return Err(at(
-                        e.span(),
-                        "executor",
-                        &format!("is {other:?}; expected \"local\" or \"ray\""),
-                    ));
-                }
-            },
-        };
         let commit_spacing = match &f.commit_spacing {
             None => CommitSpacing::Auto,
-            Some(s) => {
-                CommitSpacing::parse(s.get_ref()).map_err(|m| at(s.span(), "commit_spacing", &m))?
-            }
+            Some(s) => CommitSpacing::parse(s.get_ref())
+                .map_err(|m| at.err(s.span(), "commit_spacing", &m))?,
         };
-        let strategy = match &f.tier_fanout {
-            None => Strategy::Tiered {
-                fanout: DEFAULT_FANOUT,
-                keep_below: min_small_files,
-            },
-            Some(n) if *n.get_ref() == 0 => Strategy::BinPack,
-            Some(n) if *n.get_ref() < 2 || *n.get_ref() > 1024 => {
-                return Err(at(
-                    n.span(),
-                    "tier_fanout",
-                    "must be 0 (merge every small file each time) or from 2 to 1024",
-                ));
+        let checkpoint_after_commits = match &f.checkpoint_after_commits {
+            Some(_) => {
+                Some(at.positive(&f.checkpoint_after_commits, "checkpoint_after_commits", 1)?)
             }
-            Some(n) => Strategy::Tiered {
-                fanout: *n.get_ref() as u32,
-                keep_below: min_small_files,
-            },
+            None => None,
         };
-        let deleted_rows = match &f.max_deleted_ratio {
-            None => DeletedRows::default(),
-            Some(r) if !(0.0..=1.0).contains(r.get_ref()) => {
-                return Err(at(
-                    r.span(),
-                    "max_deleted_ratio",
-                    "must be from 0 to 1 (the share of a file's rows deleted, e.g. 0.05)",
-                ));
-            }
-            Some(r) => DeletedRows {
-                max_ratio: *r.get_ref(),
-                purge: false,
-            },
-        };
+        let (aged, partitions) = (aged(&f, preset, at)?, partitions(&f, text, at)?);
         Ok(Policy {
-            deleted_rows,
-            executor,
+            deleted_rows: deleted_rows(&f, at)?,
+            executor: executor(&f, at)?,
             commit_spacing,
-            strategy,
+            strategy: strategy(&f, min_small_files, at)?,
             source: source.to_string(),
             preset,
             min_small_files,
@@ -439,14 +338,7 @@ impl Policy {
             backoff_base,
             backoff_max,
             maintenance: MaintenancePolicy {
-                checkpoint_after_commits: match &f.checkpoint_after_commits {
-                    Some(_) => Some(positive(
-                        &f.checkpoint_after_commits,
-                        "checkpoint_after_commits",
-                        1,
-                    )?),
-                    None => None,
-                },
+                checkpoint_after_commits,
                 vacuum_every: f.vacuum_every.filter(|d| !d.is_zero()),
                 vacuum_retention: f.vacuum_retention,
             },
@@ -554,6 +446,143 @@ impl Policy {
                 Strategy::BinPack => 0,
             },
         })
+    }
+}
+
+/// Where a policy file's value is, for its error: "line N: key message".
+#[derive(Clone, Copy)]
+struct At<'a>(&'a str);
+
+impl At<'_> {
+    fn err(self, span: std::ops::Range<usize>, key: &str, msg: &str) -> String {
+        format!("line {}: {key} {msg}", line_of(self.0, span.start))
+    }
+
+    fn positive(self, v: &Option<Spanned<u64>>, key: &str, default: u64) -> Result<u64, String> {
+        match v {
+            Some(n) if *n.get_ref() == 0 => Err(self.err(n.span(), key, "must be at least 1")),
+            Some(n) => Ok(*n.get_ref()),
+            None => Ok(default),
+        }
+    }
+}
+
+/// The target file size (None: the table's) and the small-file size.
+fn sizes(
+    f: &PolicyFile,
+    preset: Preset,
+    base: Thresholds,
+    at: At,
+) -> Result<(Option<u64>, u64), String> {
+    let target = match &f.target_file_size {
+        Some(t) if t.get_ref().0 < crate::engine::size::MIN_TARGET_FILE_SIZE => {
+            let why = crate::engine::size::check_target_file_size(t.get_ref().0, "")
+                .err()
+                .unwrap_or_default();
+            return Err(at.err(t.span(), "target_file_size", why.trim_start()));
+        }
+        Some(t) => Some(t.get_ref().0),
+        None => preset.target(),
+    };
+    let small = match (&f.small_file_size, target) {
+        (Some(s), _) if s.get_ref().0 == 0 => {
+            return Err(at.err(s.span(), "small_file_size", "must be greater than 0"));
+        }
+        (Some(s), _) => s.get_ref().0,
+        // The default preset without a target of its own: what the report calls small.
+        (None, None) => base.small_file_size,
+        (None, Some(t)) => preset.small_for(t),
+    };
+    Ok((target, small))
+}
+
+/// The age rule: the preset's, with the file's count and age over it.
+fn aged(f: &PolicyFile, preset: Preset, at: At) -> Result<Option<AgedRule>, String> {
+    let mut aged = preset.aged();
+    if let Some(n) = &f.aged_min_small_files {
+        if *n.get_ref() < 2 {
+            return Err(at.err(n.span(), "aged_min_small_files", "must be at least 2"));
+        }
+        aged = Some(AgedRule {
+            min_small_files: *n.get_ref(),
+            age: f
+                .aged_after
+                .or(aged.map(|a| a.age))
+                .unwrap_or(Duration::from_secs(3600)),
+        });
+    } else if let (Some(a), Some(age)) = (aged.as_mut(), f.aged_after) {
+        a.age = age;
+    }
+    Ok(aged)
+}
+
+/// The `partitions` predicate: its macros are checked now, its columns against each table.
+fn partitions(f: &PolicyFile, text: &str, at: At) -> Result<Option<PartitionFilter>, String> {
+    let Some(p) = &f.partitions else {
+        return Ok(None);
+    };
+    let filter = PartitionFilter {
+        text: p.get_ref().clone(),
+        line: line_of(text, p.span().start),
+    };
+    if let Err(e) = filter.expand(chrono::Utc::now().date_naive()) {
+        return Err(at.err(p.span(), "partitions", &format!("is invalid: {e}")));
+    }
+    Ok(Some(filter))
+}
+
+fn executor(f: &PolicyFile, at: At) -> Result<Executor, String> {
+    let Some(e) = &f.executor else {
+        return Ok(Executor::Local);
+    };
+    match (e.get_ref().as_str(), &f.ray_address) {
+        ("local", _) => Ok(Executor::Local),
+        ("ray", Some(addr)) if !addr.get_ref().trim().is_empty() => {
+            let mut r = RayOptions::new(addr.get_ref().trim());
+            r.worker_binary = f.worker_binary.as_ref().map(std::path::PathBuf::from);
+            Ok(Executor::Ray(r))
+        }
+        ("ray", _) => Err(at.err(e.span(), "executor", "\"ray\" needs ray_address")),
+        (other, _) => Err(at.err(
+            e.span(),
+            "executor",
+            &format!("is {other:?}; expected \"local\" or \"ray\""),
+        )),
+    }
+}
+
+/// Tiers of `tier_fanout` files (0: merge every small file each time).
+fn strategy(f: &PolicyFile, min_small_files: u64, at: At) -> Result<Strategy, String> {
+    match &f.tier_fanout {
+        None => Ok(Strategy::Tiered {
+            fanout: DEFAULT_FANOUT,
+            keep_below: min_small_files,
+        }),
+        Some(n) if *n.get_ref() == 0 => Ok(Strategy::BinPack),
+        Some(n) if *n.get_ref() < 2 || *n.get_ref() > 1024 => Err(at.err(
+            n.span(),
+            "tier_fanout",
+            "must be 0 (merge every small file each time) or from 2 to 1024",
+        )),
+        Some(n) => Ok(Strategy::Tiered {
+            fanout: *n.get_ref() as u32,
+            keep_below: min_small_files,
+        }),
+    }
+}
+
+fn deleted_rows(f: &PolicyFile, at: At) -> Result<DeletedRows, String> {
+    match &f.max_deleted_ratio {
+        None => Ok(DeletedRows::default()),
+        Some(r) if !(0.0..=1.0).contains(r.get_ref()) => Err(at.err(
+            r.span(),
+            "max_deleted_ratio",
+            "must be from 0 to 1 (the share of a file's rows deleted, e.g. 0.05)",
+        )),
+        Some(r) => Ok(DeletedRows {
+            max_ratio: *r.get_ref(),
+            purge: false,
+        }),
     }
 }
 

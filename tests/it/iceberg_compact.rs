@@ -290,6 +290,32 @@ fn hook_py(catalog_dir: &Path, args: Vec<String>) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// A commit hook: before the first bin's first attempt, pyiceberg appends `rows` rows from
+/// `first_id` (once), so that attempt loses the race; the ids it committed go to `got`.
+fn append_before_the_first_commit(
+    dir: PathBuf,
+    first_id: i64,
+    rows: u32,
+    got: Arc<std::sync::Mutex<Vec<i64>>>,
+) -> lakehealth::engine::compact::iceberg::job::BeforeCommit {
+    Arc::new(move |_bin, attempt| {
+        if attempt == 0 && got.lock().unwrap().is_empty() {
+            let v = hook_py(
+                &dir,
+                vec![
+                    "append".into(),
+                    "--first-id".into(),
+                    first_id.to_string(),
+                    "--rows".into(),
+                    rows.to_string(),
+                ],
+            );
+            let ids: Vec<i64> = serde_json::from_value(v["committed"].clone()).unwrap();
+            got.lock().unwrap().extend(ids);
+        }
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pyiceberg_append_that_wins_the_race_is_kept_and_the_bin_commits_on_top() {
     let t = Table::new(8);
@@ -298,22 +324,7 @@ async fn a_pyiceberg_append_that_wins_the_race_is_kept_and_the_bin_commits_on_to
     let (dir, got) = (t.catalog_dir.clone(), appended.clone());
     let mut req = t.request();
     // Only the first bin's first attempt races: its commit must lose, reload and retry.
-    req.before_commit = Some(Arc::new(move |_bin, attempt| {
-        if attempt == 0 && got.lock().unwrap().is_empty() {
-            let v = hook_py(
-                &dir,
-                vec![
-                    "append".into(),
-                    "--first-id".into(),
-                    "100000".into(),
-                    "--rows".into(),
-                    "7".into(),
-                ],
-            );
-            let ids: Vec<i64> = serde_json::from_value(v["committed"].clone()).unwrap();
-            got.lock().unwrap().extend(ids);
-        }
-    }));
+    req.before_commit = Some(append_before_the_first_commit(dir, 100000, 7, got));
     let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {})
         .await
         .unwrap();
@@ -563,22 +574,7 @@ async fn a_rest_catalog_commit_is_checked_by_the_catalog_and_a_409_is_retried_on
     req.catalog = shim.uri.clone();
     // The first bin's first attempt loses to a pyiceberg append: the catalog answers 409
     // (assert-ref-snapshot-id fails), lakehealth reloads and commits on top.
-    req.before_commit = Some(Arc::new(move |_bin, attempt| {
-        if attempt == 0 && got.lock().unwrap().is_empty() {
-            let v = hook_py(
-                &dir,
-                vec![
-                    "append".into(),
-                    "--first-id".into(),
-                    "300000".into(),
-                    "--rows".into(),
-                    "4".into(),
-                ],
-            );
-            let ids: Vec<i64> = serde_json::from_value(v["committed"].clone()).unwrap();
-            got.lock().unwrap().extend(ids);
-        }
-    }));
+    req.before_commit = Some(append_before_the_first_commit(dir, 300000, 4, got));
     let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {})
         .await
         .unwrap();

@@ -320,6 +320,10 @@ pub struct WatchArgs {
     /// Serve Prometheus metrics on http://HOST:PORT/metrics and liveness on /healthz.
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// The catalog Iceberg tables are compacted through (sqlite:///FILE, postgresql://…,
+    /// http(s)://… for REST); overrides the policy's iceberg_catalog.
+    #[arg(long, value_name = "URI")]
+    pub catalog: Option<String>,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]

@@ -189,7 +189,7 @@ fn print_json(summary: &JobSummary, plan: &CompactionPlan) -> Result<()> {
 }
 
 /// Cancels on Ctrl-C: no further commits, uncommitted output removed.
-fn cancel_on_ctrl_c() -> CancellationToken {
+pub(super) fn cancel_on_ctrl_c() -> CancellationToken {
     let cancel = CancellationToken::new();
     let c2 = cancel.clone();
     tokio::spawn(async move {

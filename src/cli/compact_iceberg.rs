@@ -75,11 +75,16 @@ pub async fn compact(
         dry_run: a.dry_run,
         max_retries: MAX_RETRIES,
         before_commit: None,
+        // Ctrl-C stops before the next bin: no bin is left half-committed.
+        cancel: (!a.dry_run).then(super::compact::cancel_on_ctrl_c),
     };
     let print = |e: &IceEvent| eprintln!("{}", crate::engine::secrets::scrub(&event_line(e)));
     let summary = compact_iceberg(loc, &req, &s.open, &print).await?;
     if !a.dry_run {
         eprintln!("{}", summary.summary_line());
+    }
+    if summary.cancelled {
+        eprintln!("cancelled: stopped before the next bin; the snapshots committed above stay");
     }
     if a.json {
         let text = serde_json::to_string_pretty(&summary)?;

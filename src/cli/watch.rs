@@ -124,10 +124,13 @@ async fn stop_signal() -> &'static str {
 }
 
 pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
-    let policy = match &a.policy {
+    let mut policy = match &a.policy {
         Some(p) => Policy::load(p, s.open.thresholds)?,
         None => Policy::builtin(s.open.thresholds),
     };
+    if let Some(uri) = &a.catalog {
+        policy.set_iceberg_catalog(uri)?;
+    }
     let targets = a
         .uris
         .iter()

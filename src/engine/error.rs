@@ -162,6 +162,14 @@ pub enum EngineError {
     /// A request that cannot be carried out as given (a bad selection or option).
     #[error("{0}")]
     InvalidRequest(String),
+
+    /// The Iceberg catalog a table is read and committed through failed (its URI redacted).
+    #[error("{uri}: {source}")]
+    Catalog {
+        uri: String,
+        #[source]
+        source: Box<dyn StdError + Send + Sync>,
+    },
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
@@ -189,6 +197,7 @@ pub enum ErrorKind {
     Unsupported,
     InvalidRequest,
     Panicked,
+    Catalog,
 }
 
 /// An access failure recognised from the types in an error's chain.
@@ -384,6 +393,7 @@ impl EngineError {
             EngineError::Unsupported { .. } => ErrorKind::Unsupported,
             EngineError::InvalidRequest(_) => ErrorKind::InvalidRequest,
             EngineError::Panicked { .. } => ErrorKind::Panicked,
+            EngineError::Catalog { .. } => ErrorKind::Catalog,
         }
     }
 }

@@ -657,3 +657,220 @@ async fn tui_c_on_an_iceberg_table_previews_then_commits_through_the_catalog() {
     assert_eq!(after.operations.last().map(String::as_str), Some("replace"));
     assert_eq!(after.operations.len(), before.operations.len() + 1);
 }
+
+/// The janitor on an Iceberg table, through the catalog its policy names, while pyiceberg
+/// appends in a loop: partitions are decided due with their reason, compacted by `replace`
+/// snapshots through the catalog, and every row is read back by pyiceberg exactly once.
+#[test]
+fn watch_compacts_an_iceberg_table_through_the_policys_catalog_beside_a_pyiceberg_appender() {
+    let t = Table::new(12);
+    let before = t.read();
+    let policy = t.dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "min_small_files = 2\ninterval = \"1s\"\niceberg_catalog = \"{}\"\n",
+            t.catalog_uri()
+        ),
+    )
+    .unwrap();
+    let history = t.dir.path().join("history.jsonl");
+    let stop = t.dir.path().join("stop");
+    let appender = py_script("iceberg_table.py")
+        .args([
+            "append",
+            "--first-id",
+            "300000",
+            "--rows",
+            "3",
+            "--loop-until",
+        ])
+        .arg(&stop)
+        .arg("--catalog-dir")
+        .arg(&t.catalog_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = t.dir.path().join("watch.jsonl");
+    let watch = lakehealth_cmd()
+        .arg("watch")
+        .arg(&t.table)
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--history")
+        .arg(&history)
+        .arg("--json")
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Until a job compacted beside the appender and two more cycles ran.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let mut compacted_at_cycle = None;
+    loop {
+        let lines = json_lines(&std::fs::read_to_string(&out).unwrap_or_default());
+        let cycles = lines.iter().filter(|l| l["type"] == "cycle").count();
+        if compacted_at_cycle.is_none()
+            && lines
+                .iter()
+                .any(|l| l["type"] == "result" && l["outcome"] == "compacted")
+        {
+            compacted_at_cycle = Some(cycles);
+        }
+        if compacted_at_cycle.is_some_and(|c| cycles >= c + 2)
+            || std::time::Instant::now() > deadline
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    terminate(&watch);
+    let watched = watch.wait_with_output().unwrap();
+    std::fs::write(&stop, "").unwrap();
+    let appended = appender.wait_with_output().unwrap();
+    assert!(appended.status.success(), "{}", stderr(&appended));
+    let err = stderr(&watched);
+    assert!(watched.status.success(), "{err}");
+    let lines = json_lines(&std::fs::read_to_string(&out).unwrap());
+    assert!(compacted_at_cycle.is_some(), "no job compacted: {err}");
+    let due = lines
+        .iter()
+        .find(|l| l["type"] == "decision" && l["decision"] == "due")
+        .unwrap_or_else(|| panic!("no due decision: {err}"));
+    assert!(
+        due["reason"].as_str().unwrap().starts_with("due: "),
+        "{due}"
+    );
+    let result = lines
+        .iter()
+        .find(|l| l["type"] == "result" && l["outcome"] == "compacted")
+        .unwrap();
+    assert!(
+        result["number_of_compacted_files"].as_u64().unwrap() >= 2,
+        "{result}"
+    );
+    assert!(
+        !result["versions"].as_array().unwrap().is_empty(),
+        "{result}"
+    );
+    assert!(
+        result["throttle"]
+            .as_str()
+            .unwrap()
+            .contains("through the catalog"),
+        "{result}"
+    );
+    assert!(
+        lines.iter().any(|l| l["type"] == "activity"
+            && l["message"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("committed snapshot")),
+        "the job says what it commits"
+    );
+
+    // Settled after the appender stopped: one more cycle, then pyiceberg reads every row once.
+    let o = lakehealth_cmd()
+        .arg("watch")
+        .arg(&t.table)
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--history")
+        .arg(&history)
+        .arg("--once")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let committed: Vec<i64> = serde_json::from_value(
+        serde_json::from_slice::<serde_json::Value>(&appended.stdout).unwrap()["committed"].clone(),
+    )
+    .unwrap();
+    assert!(!committed.is_empty());
+    let after = t.read();
+    let mut want = ids(&before.rows);
+    want.extend(committed);
+    want.sort();
+    assert_eq!(ids(&after.rows), want, "every row exactly once");
+    assert!(after.operations.iter().any(|o| o == "replace"));
+    assert!(
+        after.data_files < before.data_files,
+        "{} data files before, {} after",
+        before.data_files,
+        after.data_files
+    );
+}
+
+/// Without a catalog an Iceberg table is a table error that says how to name one; a catalog
+/// URI lakehealth cannot commit through is refused before anything runs.
+#[test]
+fn watch_says_an_iceberg_table_needs_its_catalog_and_refuses_an_unknown_catalog_uri() {
+    let t = Table::new(3);
+    let before = t.files();
+    let o = lakehealth_cmd()
+        .arg("watch")
+        .arg(&t.table)
+        .arg("--once")
+        .arg("--json")
+        .arg("--history")
+        .arg(t.dir.path().join("h.jsonl"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "a table error fails --once");
+    let lines = json_lines(&text(&o.stdout));
+    let e = lines
+        .iter()
+        .find(|l| l["type"] == "table_error")
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    let msg = e["error"].as_str().unwrap();
+    assert!(
+        msg.contains("iceberg_catalog") && msg.contains("--catalog"),
+        "{msg}"
+    );
+
+    let o = lakehealth_cmd()
+        .arg("watch")
+        .arg(&t.table)
+        .args(["--once", "--catalog", "thrift://metastore:9083"])
+        .arg("--history")
+        .arg(t.dir.path().join("h.jsonl"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("thrift://metastore:9083"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(t.files(), before, "nothing written");
+}
+
+/// A cancel (Ctrl-C, the janitor's stop) lets the bin being committed land and starts no
+/// other: one `replace` snapshot, the same rows, and no output of an unstarted bin on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_during_a_bins_commit_lands_that_bin_and_starts_no_other() {
+    let t = Table::new(8);
+    let before = t.read();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut req = t.request();
+    req.cancel = Some(cancel.clone());
+    req.before_commit = Some(Arc::new(move |_bin, _attempt| cancel.cancel()));
+    let s = compact_iceberg(&loc(&t.table), &req, &opts(), &|_| {})
+        .await
+        .unwrap();
+    assert!(s.plan.bins.len() >= 2, "{:?}", s.plan);
+    assert!(s.cancelled);
+    assert_eq!(s.commits.len(), 1, "{s:?}");
+    let after = t.read();
+    assert_eq!(ids(&after.rows), ids(&before.rows));
+    assert_eq!(
+        after.operations[before.operations.len()..],
+        ["replace".to_string()]
+    );
+    let ours = t
+        .files()
+        .into_iter()
+        .filter(|f| f.contains("-lakehealth-") && f.ends_with(".parquet"))
+        .count();
+    assert_eq!(ours as u64, s.commits[0].files_added);
+}

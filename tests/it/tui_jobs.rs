@@ -255,6 +255,7 @@ async fn a_refused_bin_shows_in_the_jobs_panel_with_who_took_its_files() {
             engine: Some("delta-rs.1.6.6".into()),
             missing_files: 40,
             files: 40,
+            reason: None,
         },
         replanned_bins: 0,
     };

@@ -45,10 +45,17 @@ pub struct Conflict {
     /// Files of the bin no longer active.
     pub missing_files: u64,
     pub files: u64,
+    /// The whole reason, where the table format says it otherwise (an Iceberg bin's: a delete
+    /// file now applies, its files are no longer live, the table kept moving).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl std::fmt::Display for Conflict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(r) = &self.reason {
+            return f.write_str(r);
+        }
         write!(f, "{} of its {} files", self.missing_files, self.files)?;
         match self.version {
             Some(v) => write!(
@@ -301,6 +308,7 @@ async fn taken_by(
         engine,
         missing_files: missing.len() as u64,
         files: bin.removes.len() as u64,
+        reason: None,
     }
 }
 

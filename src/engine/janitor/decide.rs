@@ -52,6 +52,8 @@ pub struct Facts<'a> {
     pub recent_small_files: Option<u64>,
     /// How far back the log's commits were read (None: not at all).
     pub known_for_ms: Option<i64>,
+    /// Why the table's write times are not read at all (an Iceberg table's), else None.
+    pub times_not_read: Option<&'static str>,
 }
 
 /// Whether the policy's `partitions` predicate selects the partition.
@@ -68,8 +70,11 @@ fn files(n: u64) -> String {
     format!("{n} small file{}", if n == 1 { "" } else { "s" })
 }
 
-fn known(known_for_ms: Option<i64>) -> String {
-    match known_for_ms {
+fn known(f: &Facts) -> String {
+    if let Some(why) = f.times_not_read {
+        return why.to_string();
+    }
+    match f.known_for_ms {
         Some(ms) => format!("the log read so far covers {}", whole_units_ms(ms)),
         None => "the log's commits could not be read".into(),
     }
@@ -111,7 +116,7 @@ fn rule(p: &Policy, f: &Facts) -> Decision {
             DecisionKind::NotDue,
             format!(
                 "{not_due}; the age of the oldest is unknown ({}, the age rule needs {age})",
-                known(f.known_for_ms)
+                known(f)
             ),
         ),
     }
@@ -143,7 +148,7 @@ pub fn decide(p: &Policy, f: &Facts, eligible: &Eligible, gate: &Gate, now_ms: i
             }
             LastWrite::NotSince(_) | LastWrite::Unknown => Some(format!(
                 "skipped: no write seen, but whether it was written within {within} is unknown ({})",
-                known(f.known_for_ms)
+                known(f)
             )),
             LastWrite::Never => Some(format!(
                 "skipped: not written within {within} (no data written since the table was created)"
@@ -168,11 +173,11 @@ pub fn decide(p: &Policy, f: &Facts, eligible: &Eligible, gate: &Gate, now_ms: i
             )),
             LastWrite::NotSince(t) if now_ms.saturating_sub(t) < q_ms => Some(format!(
                 "skipped: last write unknown, quiet period {quiet} ({})",
-                known(f.known_for_ms)
+                known(f)
             )),
             LastWrite::Unknown => Some(format!(
                 "skipped: last write unknown, quiet period {quiet} ({})",
-                known(f.known_for_ms)
+                known(f)
             )),
             _ => None,
         };
@@ -220,6 +225,7 @@ mod tests {
             last_write: last,
             recent_small_files: None,
             known_for_ms: Some(3600 * S),
+            times_not_read: None,
         }
     }
 
@@ -258,6 +264,22 @@ mod tests {
         assert_eq!(
             d(&g, &facts(&v, 101, LastWrite::Unknown)).kind,
             DecisionKind::Due
+        );
+    }
+
+    #[test]
+    fn a_table_whose_write_times_are_not_read_says_so_where_a_time_rule_needs_them() {
+        let p = policy("quiet_period = \"60s\"");
+        let v = pv();
+        let mut f = facts(&v, 80, LastWrite::Unknown);
+        f.known_for_ms = None;
+        f.times_not_read = Some("an Iceberg table's write times per partition are not read yet");
+        let r = d(&p, &f);
+        assert_eq!(r.kind, DecisionKind::Skipped);
+        assert!(
+            r.reason.starts_with("skipped: last write unknown, quiet period 60 s (an Iceberg table's write times per partition are not read yet)"),
+            "{}",
+            r.reason
         );
     }
 

@@ -169,6 +169,7 @@ pub fn forecast(
         last_write: LastWrite::Unknown,
         recent_small_files: None,
         known_for_ms: None,
+        times_not_read: None,
     };
     let d = decide(&rule_only, &facts, &Eligible::Yes, &Gate::Ready, now_ms);
     let due = match (d.kind, per_hour) {

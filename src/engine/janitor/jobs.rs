@@ -34,6 +34,14 @@ pub(super) struct DuePartition {
     pub reason: String,
 }
 
+/// What a job runs, by the table's format.
+pub(super) enum Work {
+    /// Delta: the engine's compaction job (validated against the log, proven, spaced).
+    Delta(Box<CompactRequest>),
+    /// Iceberg: bins committed one by one through the table's catalog (`iceberg_jobs`).
+    Iceberg(Box<super::iceberg_jobs::IcebergWork>),
+}
+
 /// One table's job over its due partitions.
 pub(super) struct JobSpec {
     pub table: String,
@@ -41,7 +49,7 @@ pub(super) struct JobSpec {
     pub partitions: Vec<DuePartition>,
     /// The table's write amplification over its recent log when the job was decided.
     pub rewrite: Rewrite,
-    pub req: CompactRequest,
+    pub work: Work,
     pub thresholds: Thresholds,
     pub ratio: f64,
     pub executor: Executor,
@@ -145,6 +153,14 @@ impl JobEnd {
         }
     }
 
+    /// Its plan had nothing to do: `summary` as read, `text` every partition's result.
+    pub(super) fn nothing(summary: JobSummary, text: String) -> Self {
+        Self {
+            summary: Some(summary),
+            nothing: Some(text),
+        }
+    }
+
     /// It never started (stopped before, or its plan was gone).
     pub fn never_started() -> Self {
         Self {
@@ -163,7 +179,18 @@ impl JobEnd {
 /// Plans `spec`'s job from the latest version, with the spec's executor, budget and commit
 /// spacing. A plan with nothing to do, or one that cannot be made, is the job's end.
 pub(super) async fn plan_job(spec: &JobSpec) -> Planned {
-    let mut job = match prepare(&spec.loc, &spec.req, spec.thresholds, spec.ratio).await {
+    let req = match &spec.work {
+        Work::Delta(req) => req,
+        Work::Iceberg(_) => {
+            // `Janitor::decide_only` never hands an Iceberg job to a caller.
+            let s = JobSummary::failed(
+                FailureKind::Setup,
+                "an Iceberg table's janitor job runs in `lakehealth watch`".into(),
+            );
+            return Planned::Ended(Box::new(JobEnd::ran(s)));
+        }
+    };
+    let mut job = match prepare(&spec.loc, req, spec.thresholds, spec.ratio).await {
         Ok(j) => j,
         Err(e) => {
             let s = JobSummary::failed(FailureKind::Setup, format!("planning failed: {e}"));
@@ -219,16 +246,14 @@ pub(super) async fn run_job(
     if cancel.is_cancelled() {
         return JobDone::new(spec, JobEnd::never_started(), started);
     }
+    if matches!(spec.work, Work::Iceberg(_)) {
+        return super::iceberg_jobs::run(spec, cancel, started).await;
+    }
     let job = match plan_job(&spec).await {
         Planned::Ready(job) => job,
         Planned::Ended(end) => return JobDone::new(spec, *end, started),
     };
-    let talker = Talker {
-        table: spec.table.clone(),
-        partitions: spec.values(),
-        out: spec.talk.clone(),
-        state: spec.state.clone(),
-    };
+    let talker = Talker::of(&spec);
     talker.say(format!(
         "started: {} bin(s), {} files ({}) in {} partition(s); {}",
         job.plan.bins,
@@ -260,15 +285,24 @@ pub fn observe(state: &Mutex<JobState>, ev: &JobEvent) {
 }
 
 /// Says what a job does, as `Line::Activity` (and in the log), and keeps its `JobState`.
-struct Talker {
+pub(super) struct Talker {
     table: String,
     partitions: Vec<PartitionValues>,
     out: Option<mpsc::UnboundedSender<Line>>,
-    state: Arc<Mutex<JobState>>,
+    pub(super) state: Arc<Mutex<JobState>>,
 }
 
 impl Talker {
-    fn say(&self, message: String) {
+    pub(super) fn of(spec: &JobSpec) -> Self {
+        Talker {
+            table: spec.table.clone(),
+            partitions: spec.values(),
+            out: spec.talk.clone(),
+            state: spec.state.clone(),
+        }
+    }
+
+    pub(super) fn say(&self, message: String) {
         let label = labels(&self.partitions);
         tracing::info!("janitor: {} {label}: {message}", self.table);
         if let Some(out) = &self.out {
@@ -464,6 +498,7 @@ mod tests {
                     engine: None,
                     missing_files: 2,
                     files: 2,
+                    reason: None,
                 },
                 replanned_bins: 0,
             });

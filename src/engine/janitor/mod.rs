@@ -10,6 +10,7 @@ pub mod activity;
 pub mod decide;
 pub mod forecast;
 pub mod history;
+mod iceberg_jobs;
 pub mod jobs;
 pub mod maintenance;
 pub mod metrics;
@@ -30,21 +31,23 @@ use tokio_util::sync::CancellationToken;
 use self::activity::{Activity, Columns};
 use self::decide::DecisionKind;
 use self::history::{DecisionLine, History, Line, Outcome, ts};
-use self::jobs::{DuePartition, JobDone, JobSpec, JobState};
+use self::jobs::{DuePartition, JobDone, JobSpec, JobState, Work};
 pub use self::jobs::{JobEnd, Planned};
 use self::metrics::Metrics;
 use self::policy::{CommitSpacing, Policy};
 use self::schedule::{Backoff, TableSchedule};
 use self::throttle::Throttle;
+use crate::engine::compact::iceberg::job::IceRequest;
 use crate::engine::compact::job::{CompactRequest, observed_ratio};
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::Selection;
 use crate::engine::compact::selection::Predicate;
 use crate::engine::compact::spacing::{CommitSpacer, LastCommit};
-use crate::engine::discover::discover_tables;
+use crate::engine::discover::discover;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 use crate::engine::log::replay::replay;
+use crate::engine::model::format::TableFormat;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::{OpenOptions, now_ms};
@@ -71,9 +74,19 @@ pub fn table_id(loc: &Location) -> String {
 struct Loaded {
     loc: Location,
     id: String,
-    store: Arc<dyn ObjectStore>,
     report: TableReport,
-    cols: Columns,
+    source: Source,
+}
+
+/// Where a table was read from, which says how it is compacted and maintained.
+enum Source {
+    /// Its log: write times per partition (`activity`), checkpoints and vacuums by policy.
+    Delta {
+        store: Arc<dyn ObjectStore>,
+        cols: Columns,
+    },
+    /// The current metadata its catalog names; compacted through that catalog.
+    Iceberg { catalog: String },
 }
 
 /// A table's job the janitor decided, for a caller that runs it itself (the TUI: its jobs
@@ -268,6 +281,12 @@ impl Janitor {
     /// The budget of `t`'s jobs this cycle.
     fn throttle_for(&self, t: &Loaded, now: i64) -> Throttle {
         let cores = throttle::cores();
+        if matches!(t.source, Source::Iceberg { .. }) {
+            return Throttle {
+                budget: throttle::Budget::full(1),
+                reason: "Iceberg: one bin at a time, each committed through the catalog as soon as it is proven (a lost race is retried on the new snapshot)".into(),
+            };
+        }
         if !self.throttle {
             return Throttle {
                 budget: throttle::Budget::full(cores),
@@ -508,8 +527,51 @@ impl Janitor {
         }
     }
 
-    /// Reads a table with the janitor's thresholds; keeps what the activity reader needs.
+    /// Reads a Delta table, else an Iceberg table through the policy's catalog.
     async fn load(&self, loc: &Location) -> Result<Loaded> {
+        match self.load_delta(loc).await {
+            Err(EngineError::NotATable { uri, depth }) => {
+                match crate::engine::formats::iceberg::is_iceberg_location(loc, &self.open).await {
+                    Ok(true) => self.load_iceberg(loc).await,
+                    _ => Err(EngineError::NotATable { uri, depth }),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// An Iceberg table as of the metadata its catalog names now (the one a commit swaps).
+    async fn load_iceberg(&self, loc: &Location) -> Result<Loaded> {
+        use crate::engine::compact::iceberg::catalog::Catalog;
+        let uri = loc.display();
+        let Some(catalog) = self.policy.iceberg_catalog.clone() else {
+            return Err(EngineError::Unsupported {
+                uri,
+                detail: "an Iceberg table is compacted through its catalog: name it with the policy's iceberg_catalog or `watch --catalog URI`".into(),
+            });
+        };
+        let through =
+            |e: crate::engine::compact::iceberg::catalog::CatalogError| EngineError::Catalog {
+                uri: uri.clone(),
+                source: Box::new(e),
+            };
+        let c = Catalog::open(&catalog).map_err(through)?;
+        let (_, metadata) = c.find(loc.url.as_str(), None).await.map_err(through)?;
+        let at = Location::parse(&metadata)?;
+        let mut report =
+            crate::engine::formats::iceberg::load_iceberg(&at, &self.open, &|_| {}).await?;
+        report.uri = uri;
+        report.name = loc.name();
+        Ok(Loaded {
+            loc: loc.clone(),
+            id: table_id(loc),
+            report,
+            source: Source::Iceberg { catalog },
+        })
+    }
+
+    /// Reads a Delta table with the janitor's thresholds; keeps what the activity reader needs.
+    async fn load_delta(&self, loc: &Location) -> Result<Loaded> {
         let store = loc.open_store(&self.open.storage_options)?;
         let uri = loc.display();
         let state = replay(&store, &uri, self.open.replay, &|_| {}).await?;
@@ -526,9 +588,8 @@ impl Janitor {
         Ok(Loaded {
             loc: loc.clone(),
             id: table_id(loc),
-            store,
             report,
-            cols,
+            source: Source::Delta { store, cols },
         })
     }
 
@@ -541,20 +602,17 @@ impl Janitor {
                 Ok(t) => out.push(t),
                 Err(EngineError::NotATable { .. }) => {
                     let found = match target.open_store(&self.open.storage_options) {
-                        Ok(store) => {
-                            discover_tables(
-                                &store,
-                                &target.display(),
-                                self.open.discovery_depth,
-                                &|_| {},
-                            )
-                            .await
-                        }
+                        Ok(store) => self.discover(&store, &target).await,
                         Err(e) => Err(e),
                     };
                     let rels = match found {
                         Ok(r) if r.is_empty() => {
-                            self.table_error(&target, "no Delta table found here".into(), stats);
+                            let what = if self.policy.iceberg_catalog.is_some() {
+                                "no Delta or Iceberg table found here"
+                            } else {
+                                "no Delta table found here (Iceberg tables are watched with a catalog: the policy's iceberg_catalog or --catalog)"
+                            };
+                            self.table_error(&target, what.into(), stats);
                             continue;
                         }
                         Ok(r) => r,
@@ -580,6 +638,25 @@ impl Janitor {
         out
     }
 
+    /// The tables below `target`: Delta tables, and Iceberg tables when a catalog is named.
+    async fn discover(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        target: &Location,
+    ) -> Result<Vec<String>> {
+        let iceberg = self.policy.iceberg_catalog.is_some();
+        Ok(
+            discover(store, &target.display(), self.open.discovery_depth, &|_| {})
+                .await?
+                .into_iter()
+                .filter(|t| {
+                    t.format == TableFormat::Delta || (iceberg && t.format == TableFormat::Iceberg)
+                })
+                .map(|t| t.rel)
+                .collect(),
+        )
+    }
+
     fn table_error(&mut self, loc: &Location, error: String, stats: &mut CycleStats) {
         stats.table_errors += 1;
         self.emit(Line::TableError {
@@ -593,7 +670,7 @@ impl Janitor {
     /// go to the history and the sink too), without running a job: the caller runs the due
     /// partitions' job through its own runner (see `CallerJob`).
     pub async fn decide_only(&mut self, loc: &Location) -> Result<TableDecisions> {
-        let t = self.load(loc).await?;
+        let t = self.load_delta(loc).await?;
         let mut counts = Counts::default();
         let (job, decisions) = self.decide_table(&t, now_ms(), &mut counts).await;
         Ok(TableDecisions {
@@ -675,6 +752,12 @@ impl Janitor {
                 .policy
                 .aged
                 .map(|a| now.saturating_sub(a.age.as_millis().min(i64::MAX as u128) as i64)),
+            times_not_read: match t.source {
+                Source::Delta { .. } => None,
+                Source::Iceberg { .. } => {
+                    Some("an Iceberg table's write times per partition are not read yet")
+                }
+            },
         };
         let round = round::decide_table(&self.policy, &read, now);
         drop(read);
@@ -687,16 +770,20 @@ impl Janitor {
         (job, round.lines)
     }
 
-    /// The table's writes since the last round (kept across rounds, read forward).
+    /// The table's writes since the last round (kept across rounds, read forward). An Iceberg
+    /// table's are not read: decisions that need write times say they are unknown.
     async fn read_activity(&mut self, t: &Loaded, now: i64) -> Activity {
         let horizon_ms = self.policy.horizon().as_millis().min(i64::MAX as u128) as i64;
         let mut activity = self.activity.remove(&t.id).unwrap_or_default();
+        let Source::Delta { store, cols } = &t.source else {
+            return activity;
+        };
         if let Err(e) = activity
             .update(
-                &t.store,
+                store,
                 &t.id,
                 t.report.version,
-                &t.cols,
+                cols,
                 horizon_ms,
                 now,
                 ACTIVITY_BUDGET,
@@ -731,10 +818,8 @@ impl Janitor {
             let last = self.last_commits.entry(t.id.clone()).or_default().clone();
             Arc::new(CommitSpacer::sharing(Duration::from_millis(ms), last))
         });
-        JobSpec {
-            table: t.id.clone(),
-            loc: t.loc.clone(),
-            req: CompactRequest {
+        let work = match &t.source {
+            Source::Delta { .. } => Work::Delta(Box::new(CompactRequest {
                 selection: Selection::Partitions(due.iter().map(|d| d.values.clone()).collect()),
                 target_file_size: self.policy.target_file_size,
                 min_file_size: Some(self.policy.min_file_size),
@@ -743,7 +828,22 @@ impl Janitor {
                 strategy: self.policy.strategy,
                 deleted_rows: self.policy.deleted_rows,
                 storage_options: self.open.storage_options.clone(),
-            },
+            })),
+            Source::Iceberg { catalog } => Work::Iceberg(Box::new(iceberg_jobs::IcebergWork {
+                req: IceRequest {
+                    catalog: catalog.clone(),
+                    target_file_size: self.policy.target_file_size,
+                    partitions: due.iter().map(|d| d.values.label()).collect(),
+                    max_retries: crate::engine::compact::iceberg::job::MAX_RETRIES,
+                    ..Default::default()
+                },
+                open: self.open.clone(),
+            })),
+        };
+        JobSpec {
+            table: t.id.clone(),
+            loc: t.loc.clone(),
+            work,
             partitions: due,
             rewrite: t.report.log.rewrite,
             thresholds: self.thresholds(),
@@ -809,8 +909,10 @@ impl Janitor {
         let present: std::collections::HashSet<&str> =
             tables.iter().map(|t| t.id.as_str()).collect();
         self.activity.retain(|k, _| present.contains(k.as_str()));
+        // Checkpoints and vacuums are Delta log maintenance.
         let facts: Vec<maintenance::TableFacts> = tables
             .iter()
+            .filter(|t| matches!(t.source, Source::Delta { .. }))
             .map(|t| maintenance::TableFacts::of(&t.loc, &t.id, &t.report))
             .collect();
         drop(tables);

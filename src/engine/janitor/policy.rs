@@ -138,6 +138,9 @@ pub struct Policy {
     /// Files whose deletion vectors mark more than this share of their rows deleted are
     /// rewritten whatever their size (`max_deleted_ratio`, 0.05 by default as in Delta).
     pub deleted_rows: DeletedRows,
+    /// The catalog Iceberg tables are compacted through (`iceberg_catalog`, or `watch
+    /// --catalog`); None: Iceberg tables are decided but not compacted, and say why.
+    pub iceberg_catalog: Option<String>,
 }
 
 /// Spacing of a table's compaction commits while a writer is active (`compact::spacing`):
@@ -200,6 +203,7 @@ struct PolicyFile {
     max_deleted_ratio: Option<Spanned<f64>>,
     ray_address: Option<Spanned<String>>,
     worker_binary: Option<String>,
+    iceberg_catalog: Option<Spanned<String>>,
 }
 
 /// A duration: a humantime string ("10s", "2m", "6h") or a bare number of seconds.
@@ -318,6 +322,7 @@ impl Policy {
         };
         let (aged, partitions) = (aged(&f, preset, at)?, partitions(&f, text, at)?);
         Ok(Policy {
+            iceberg_catalog: iceberg_catalog(&f, at)?,
             deleted_rows: deleted_rows(&f, at)?,
             executor: executor(&f, at)?,
             commit_spacing,
@@ -343,6 +348,16 @@ impl Policy {
                 vacuum_retention: f.vacuum_retention,
             },
         })
+    }
+
+    /// Iceberg tables are compacted through the catalog `uri` (`watch --catalog`).
+    pub fn set_iceberg_catalog(
+        &mut self,
+        uri: &str,
+    ) -> Result<(), crate::engine::compact::iceberg::catalog::CatalogError> {
+        crate::engine::compact::iceberg::catalog::Catalog::open(uri)?;
+        self.iceberg_catalog = Some(uri.to_string());
+        Ok(())
     }
 
     /// The rule's name in decisions: the preset's.
@@ -413,6 +428,12 @@ impl Policy {
         if let Some(m) = self.maintenance.summary() {
             s.push_str(&format!("; {m}"));
         }
+        if let Some(c) = &self.iceberg_catalog {
+            s.push_str(&format!(
+                "; Iceberg tables through the catalog {} (small by the table's own band, as `report` shows it: rewrite_data_files' around write.target-file-size-bytes)",
+                crate::engine::secrets::redact_url(c)
+            ));
+        }
         s
     }
 
@@ -441,6 +462,7 @@ impl Policy {
             "vacuum_retention_s": secs(self.maintenance.vacuum_retention),
             "executor": self.executor.name(),
             "max_deleted_ratio": self.deleted_rows.max_ratio,
+            "iceberg_catalog": self.iceberg_catalog.as_deref().map(crate::engine::secrets::redact_url),
             "tier_fanout": match self.strategy {
                 Strategy::Tiered { fanout, .. } => fanout,
                 Strategy::BinPack => 0,
@@ -548,6 +570,18 @@ fn executor(f: &PolicyFile, at: At) -> Result<Executor, String> {
             "executor",
             &format!("is {other:?}; expected \"local\" or \"ray\""),
         )),
+    }
+}
+
+/// The Iceberg catalog's URI, checked as `compact --catalog` checks it.
+fn iceberg_catalog(f: &PolicyFile, at: At) -> Result<Option<String>, String> {
+    let Some(c) = &f.iceberg_catalog else {
+        return Ok(None);
+    };
+    let uri = c.get_ref().trim();
+    match crate::engine::compact::iceberg::catalog::Catalog::open(uri) {
+        Ok(_) => Ok(Some(uri.to_string())),
+        Err(e) => Err(at.err(c.span(), "iceberg_catalog", &e.to_string())),
     }
 }
 
@@ -784,6 +818,30 @@ mod tests {
             .to_string();
         assert!(e.contains("line 2"), "{e}");
         assert!(!e.contains("polpw8"), "{e}");
+    }
+
+    #[test]
+    fn an_iceberg_catalog_is_checked_and_its_password_never_shows() {
+        assert_eq!(parse("").unwrap().iceberg_catalog, None);
+        let p = parse("iceberg_catalog = \"postgresql://lh:icepw5@db:5432/cat\"").unwrap();
+        assert_eq!(
+            p.iceberg_catalog.as_deref(),
+            Some("postgresql://lh:icepw5@db:5432/cat")
+        );
+        let (summary, json) = (p.summary(), p.to_json().to_string());
+        assert!(
+            summary.contains("through the catalog postgresql://db:5432/cat"),
+            "{summary}"
+        );
+        assert!(
+            !summary.contains("icepw5") && !json.contains("icepw5"),
+            "{json}"
+        );
+        let e = parse("interval = \"5s\"\niceberg_catalog = \"thrift://hms:9083\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2: iceberg_catalog"), "{e}");
+        assert!(e.contains("thrift://hms:9083"), "{e}");
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub(super) struct TableRead<'a> {
     pub busy: Option<Busy<'a>>,
     /// Small files added since then count as recent (the age rule), when the policy has one.
     pub age_since: Option<i64>,
+    /// Why the table's write times are not read (an Iceberg table's), else None.
+    pub times_not_read: Option<&'static str>,
 }
 
 /// One table's round: a decision line per partition, and the due partitions its next job takes
@@ -98,6 +100,7 @@ fn decide_partition(policy: &Policy, r: &TableRead, p: &PartitionSizes, now: i64
             .age_since
             .and_then(|since| a.recent_small_files(p.values, policy.small_file_size, since)),
         known_for_ms: a.known_for_ms(now),
+        times_not_read: r.times_not_read,
     };
     let d = decide(policy, &facts, &eligible, r.gate, now);
     match (&r.busy, d.kind) {
@@ -144,6 +147,7 @@ mod tests {
             gate: &Gate::Ready,
             busy,
             age_since: None,
+            times_not_read: None,
         };
         let r = decide_table(&policy, &read(None), 0);
         let kinds: Vec<_> = r.lines.iter().map(|l| l.decision).collect();

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
 use super::IcebergCompactError as E;
 use super::catalog::{Catalog, TableId};
@@ -42,6 +43,8 @@ pub struct IceRequest {
     /// Commit attempts after a lost race, per bin.
     pub max_retries: u32,
     pub before_commit: Option<BeforeCommit>,
+    /// Stops the job before its next bin (a bin being rewritten or committed finishes first).
+    pub cancel: Option<CancellationToken>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -84,6 +87,8 @@ pub struct IceSummary {
     pub conflicts: Vec<IceConflict>,
     pub failures: Vec<IceFailure>,
     pub dry_run: bool,
+    /// Stopped by the request's cancel before its last bin (the bins before it are done).
+    pub cancelled: bool,
 }
 
 impl IceSummary {
@@ -219,12 +224,17 @@ pub async fn compact_iceberg(
         conflicts: Vec::new(),
         failures: Vec::new(),
         dry_run: req.dry_run,
+        cancelled: false,
     };
     events(&IceEvent::Planned(p.clone()));
     if req.dry_run {
         return Ok(summary);
     }
     for bin in &p.bins {
+        if req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            summary.cancelled = true;
+            break;
+        }
         events(&IceEvent::BinStarted {
             partition: bin.label.clone(),
             files: bin.files.len(),

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use super::args::CompactArgs;
 use super::run::Settings;
 use crate::engine::compact::iceberg::job::{
-    IceEvent, IceRequest, MAX_RETRIES, compact_iceberg, plan_text,
+    IceEvent, IceRequest, MAX_RETRIES, compact_iceberg, plan_text, sweep_text,
 };
 use crate::engine::location::Location;
 use crate::engine::size::format_bytes;
@@ -50,6 +50,7 @@ fn event_line(e: &IceEvent) -> String {
             c.partition, c.reason
         ),
         IceEvent::Failed(f) => format!("bin failed in {}: {}", f.partition, f.error),
+        IceEvent::Swept(s) => sweep_text(s),
     }
 }
 

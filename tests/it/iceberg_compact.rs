@@ -489,6 +489,9 @@ fn compact_beside_an_appender(t: &Table) -> std::process::Output {
     o
 }
 
+/// A SIGKILL leaves the table as of its last committed bin; the next job finds the killed one's
+/// record, deletes the outputs it wrote but never committed, keeps every committed one, and
+/// finishes the compaction.
 #[test]
 fn a_sigkilled_compaction_leaves_the_table_as_of_its_last_committed_bin_and_a_rerun_finishes() {
     use std::io::{BufRead, BufReader};
@@ -523,12 +526,71 @@ fn a_sigkilled_compaction_leaves_the_table_as_of_its_last_committed_bin_and_a_re
     assert_eq!(mid.rows, before.rows);
     let replaces = mid.operations.iter().filter(|o| *o == "replace").count();
     assert!((1..5).contains(&replaces), "{:?}", mid.operations);
-    // A second run compacts what is left; the rows never change.
-    let o = t.lakehealth(&["--catalog", &t.catalog_uri()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The killed job's record is there; plant what a kill mid-rewrite leaves: an output of
+    // that job, written, never committed.
+    let records: Vec<String> = t
+        .files()
+        .into_iter()
+        .filter(|f| f.starts_with("_lakehealth/iceberg-jobs/") && f.ends_with(".json"))
+        .collect();
+    assert_eq!(records.len(), 1, "{:?}", t.files());
+    let job = records[0]
+        .trim_start_matches("_lakehealth/iceberg-jobs/")
+        .trim_end_matches(".json")
+        .to_string();
+    let some_input = t
+        .files()
+        .into_iter()
+        .find(|f| f.starts_with("data/") && f.ends_with(".parquet") && !f.contains("-lakehealth-"))
+        .unwrap();
+    let planted = t.table.join(
+        Path::new(&some_input).with_file_name(format!("00009-lakehealth-{job}-deadbeef.parquet")),
+    );
+    std::fs::copy(t.table.join(&some_input), &planted).unwrap();
+    // Its committed outputs, as it said ("... -12 +1 files ..."); a bin it was writing when
+    // killed may have left more files on disk, which are not committed.
+    let committed_first: usize = seen
+        .iter()
+        .filter(|l| l.starts_with("committed snapshot"))
+        .map(|l| {
+            let plus = l.split(" +").nth(1).unwrap();
+            plus.split(' ').next().unwrap().parse::<usize>().unwrap()
+        })
+        .sum();
+    assert!(committed_first >= 1, "{seen:?}");
+
+    // A second run sweeps the leftovers and compacts what is left; the rows never change.
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--json"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("1 killed job(s) left"), "{err}");
+    assert!(!planted.exists(), "the uncommitted output is deleted");
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["sweep"]["dead_jobs"], serde_json::json!([job]));
     let after = t.read();
     assert_eq!(after.rows, before.rows);
     assert_eq!(after.data_files, 5);
+    // Every lakehealth output left is a committed one (each snapshot's added files), and no
+    // job record remains.
+    let ours = t
+        .files()
+        .into_iter()
+        .filter(|f| f.contains("-lakehealth-") && f.ends_with(".parquet"))
+        .count();
+    let second: u64 = summary["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["files_added"].as_u64().unwrap())
+        .sum();
+    assert_eq!(ours as u64, committed_first as u64 + second);
+    assert!(
+        !t.files()
+            .iter()
+            .any(|f| f.starts_with("_lakehealth/iceberg-jobs/")),
+        "{:?}",
+        t.files()
+    );
 }
 
 /// The loopback REST shim (tests/py/iceberg_rest_shim.py) over the table's SQL catalog.

@@ -80,6 +80,7 @@ fn event_text(e: &IceEvent) -> Option<String> {
         ),
         IceEvent::Conflict(c) => format!("conflict in {}: {}", c.partition, c.reason),
         IceEvent::Failed(f) => format!("bin failed in {}: {}", f.partition, f.error),
+        IceEvent::Swept(s) => crate::engine::compact::iceberg::job::sweep_text(s),
         IceEvent::BinStarted { .. } | IceEvent::Retrying { .. } => return None,
     })
 }
@@ -234,6 +235,7 @@ mod tests {
             }],
             dry_run: false,
             cancelled: false,
+            sweep: Default::default(),
         };
         let parts = [due("d=a"), due("d=b"), due("d=c")];
         let j = summary(&s, &parts);

@@ -13,7 +13,9 @@ use super::manifest_write::build;
 use super::plan::{DeleteScope, IceBin};
 use super::rest_catalog::RestCommit;
 use super::rewrite::{Rewritten, delete_outputs};
-use super::snapshot::{new_metadata, new_snapshot_id, next_metadata_location, snapshot_json};
+use super::snapshot::{
+    SnapshotHeader, new_metadata, new_snapshot_id, next_metadata_location, snapshot_json,
+};
 use super::sql_catalog::SqlCatalog;
 use super::table_state::TableState;
 use crate::engine::formats::iceberg::Stores;
@@ -75,15 +77,14 @@ pub(super) async fn commit_bin(
             delete_outputs(&mut ctx.stores, &ours).await;
             return Outcome::Failed(e.to_string(), Vec::new());
         }
-        let snapshot = snapshot_json(
-            state,
-            bin,
-            &out.outputs,
+        let header = SnapshotHeader {
             snapshot_id,
             sequence,
-            &files.list_path,
-            now_ms(),
-        );
+            list_path: &files.list_path,
+            now_ms: now_ms(),
+            job: &ctx.job,
+        };
+        let snapshot = snapshot_json(state, bin, &out.outputs, &header);
         if let Some(hook) = &ctx.req.before_commit {
             hook(bin, attempt);
         }

@@ -12,15 +12,16 @@ use tokio_util::sync::CancellationToken;
 use super::IcebergCompactError as E;
 use super::catalog::{Catalog, TableId};
 use super::commit::{Outcome, commit_bin};
+use super::ledger::{self, Ledger, Sweep};
 use super::plan::{IceBin, IcePlan, plan};
-use super::rewrite::{delete_outputs, rewrite_bin};
+use super::rewrite::{delete_outputs, output_folder, rewrite_bin};
 use super::table_state::{TableState, file_path};
 use crate::engine::compact::fingerprint::Fingerprint;
 use crate::engine::formats::iceberg::{
     DEFAULT_TARGET_FILE_SIZE, Stores, TARGET_FILE_SIZE_PROPERTY, is_under,
 };
 use crate::engine::location::Location;
-use crate::engine::open::OpenOptions;
+use crate::engine::open::{OpenOptions, now_ms};
 use crate::engine::size::format_bytes;
 
 /// Commit attempts of a bin after lost races (each rebuilds the commit on the new table).
@@ -89,6 +90,8 @@ pub struct IceSummary {
     pub dry_run: bool,
     /// Stopped by the request's cancel before its last bin (the bins before it are done).
     pub cancelled: bool,
+    /// What killed jobs had left, removed before this one started (a dry run: to remove).
+    pub sweep: Sweep,
 }
 
 impl IceSummary {
@@ -136,11 +139,44 @@ pub fn plan_text(p: &IcePlan) -> String {
 #[derive(Debug, Clone)]
 pub enum IceEvent {
     Planned(IcePlan),
-    BinStarted { partition: String, files: usize },
+    BinStarted {
+        partition: String,
+        files: usize,
+    },
     Committed(IceCommit),
-    Retrying { partition: String, attempt: u32 },
+    Retrying {
+        partition: String,
+        attempt: u32,
+    },
     Conflict(IceConflict),
     Failed(IceFailure),
+    /// Leftovers of killed jobs were found (and, unless a dry run, deleted).
+    Swept(Sweep),
+}
+
+/// What a sweep did, for humans.
+pub fn sweep_text(s: &Sweep) -> String {
+    let mut t = format!(
+        "{} killed job(s) left {} unreferenced output(s): {}",
+        s.dead_jobs.len(),
+        s.deleted.len(),
+        if s.dry_run {
+            "would delete them"
+        } else {
+            "deleted"
+        }
+    );
+    if s.kept > 0 {
+        t.push_str(&format!("; {} committed output(s) kept", s.kept));
+    }
+    if !s.left.is_empty() {
+        t.push_str(&format!(
+            "; could not delete {} (left for remove_orphan_files): {}",
+            s.left.len(),
+            s.left.join(", ")
+        ));
+    }
+    t
 }
 
 /// The catalog's table must live at the folder given, and (as for reading) its manifests and
@@ -189,6 +225,8 @@ fn target(state: &TableState, req: &IceRequest) -> u64 {
 /// What every commit of the job uses.
 pub(super) struct Ctx<'a> {
     pub(super) uri: String,
+    /// This job's id: in its outputs' names, its snapshots' summaries and its record.
+    pub(super) job: String,
     pub(super) catalog: Catalog,
     pub(super) table: TableId,
     pub(super) stores: Stores<'a>,
@@ -208,6 +246,7 @@ pub async fn compact_iceberg(
         .await?;
     let mut ctx = Ctx {
         uri: folder.display(),
+        job: uuid::Uuid::new_v4().simple().to_string(),
         catalog,
         table,
         stores: Stores::new(opts),
@@ -225,11 +264,64 @@ pub async fn compact_iceberg(
         failures: Vec::new(),
         dry_run: req.dry_run,
         cancelled: false,
+        sweep: Sweep::default(),
     };
     events(&IceEvent::Planned(p.clone()));
-    if req.dry_run {
+    let root = folder.url.as_str().trim_end_matches('/').to_string();
+    summary.sweep = sweep_leftovers(&mut ctx, &state, &root, events).await;
+    if req.dry_run || p.bins.is_empty() {
         return Ok(summary);
     }
+    let folders: std::collections::BTreeSet<String> = p
+        .bins
+        .iter()
+        .filter_map(|b| b.files.first())
+        .map(|f| output_folder(&f.path).to_string())
+        .collect();
+    let record = Ledger::new(ctx.job.clone(), folders.into_iter().collect(), now_ms());
+    ledger::write(&mut ctx.stores, &root, &record).await?;
+    run_bins(&mut ctx, &mut state, &p, &mut summary, events).await;
+    // Files kept because a commit's outcome is unknown stay on record: a later job's sweep
+    // tells whether they were committed (this job's snapshots say) once this process is gone.
+    if summary.failures.iter().all(|f| f.files_kept.is_empty()) {
+        ledger::remove(&mut ctx.stores, &root, &ctx.job).await;
+    }
+    summary.metadata_location = state.metadata_location.clone();
+    Ok(summary)
+}
+
+/// Removes what killed jobs left on the table (a dry run only says what it would remove). A
+/// sweep that fails is logged, never the job's failure: it only ever deletes leftovers.
+async fn sweep_leftovers(
+    ctx: &mut Ctx<'_>,
+    state: &TableState,
+    root: &str,
+    events: &(dyn Fn(&IceEvent) + Send + Sync),
+) -> Sweep {
+    let dry_run = ctx.req.dry_run;
+    match ledger::sweep(&mut ctx.stores, state, root, &ctx.job, dry_run, now_ms()).await {
+        Ok(s) => {
+            if !s.dead_jobs.is_empty() {
+                events(&IceEvent::Swept(s.clone()));
+            }
+            s
+        }
+        Err(e) => {
+            tracing::warn!("iceberg: sweeping what killed jobs left under {root}: {e}");
+            Sweep::default()
+        }
+    }
+}
+
+/// Rewrites, proves and commits each bin in turn (the cancel stops before the next one).
+async fn run_bins(
+    ctx: &mut Ctx<'_>,
+    state: &mut TableState,
+    p: &IcePlan,
+    summary: &mut IceSummary,
+    events: &(dyn Fn(&IceEvent) + Send + Sync),
+) {
+    let req = ctx.req;
     for bin in &p.bins {
         if req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             summary.cancelled = true;
@@ -245,6 +337,7 @@ pub async fn compact_iceberg(
             bin,
             p.target_file_size,
             &state.meta.field_types(),
+            &ctx.job,
             &mut written,
         )
         .await
@@ -262,7 +355,7 @@ pub async fn compact_iceberg(
                 continue;
             }
         };
-        match commit_bin(&mut ctx, &mut state, bin, &rewritten, events).await {
+        match commit_bin(ctx, state, bin, &rewritten, events).await {
             Outcome::Committed(c) => {
                 events(&IceEvent::Committed(c.clone()));
                 summary.commits.push(c);
@@ -294,6 +387,4 @@ pub async fn compact_iceberg(
             }
         }
     }
-    summary.metadata_location = state.metadata_location.clone();
-    Ok(summary)
 }

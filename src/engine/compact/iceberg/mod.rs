@@ -9,6 +9,7 @@ pub mod catalog;
 mod commit;
 pub mod data_file_stats;
 pub mod job;
+pub mod ledger;
 pub mod manifest_write;
 pub mod plan;
 pub mod rest_catalog;

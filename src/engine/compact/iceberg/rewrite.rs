@@ -98,11 +98,17 @@ async fn open(stores: &mut Stores<'_>, uri: &str, size: Option<u64>) -> Result<O
     })
 }
 
-/// The output's absolute URI: beside `first_input`, a new name.
-fn output_uri(first_input: &str, n: usize) -> String {
-    let dir = first_input.rsplit_once('/').map_or("", |(d, _)| d);
+/// The folder a bin's outputs go to: its first input's.
+pub fn output_folder(first_input: &str) -> &str {
+    first_input.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// The output's absolute URI: beside `first_input`, a new name that marks job `job`'s (see
+/// `ledger`: what a killed job leaves is found by it).
+fn output_uri(first_input: &str, n: usize, job: &str) -> String {
     format!(
-        "{dir}/{:05}-lakehealth-{}.parquet",
+        "{}/{:05}-lakehealth-{job}-{}.parquet",
+        output_folder(first_input),
         n,
         uuid::Uuid::new_v4().simple()
     )
@@ -120,6 +126,7 @@ pub async fn rewrite_bin(
     bin: &IceBin,
     target: u64,
     types: &HashMap<i32, String>,
+    job: &str,
     written: &mut Vec<String>,
 ) -> Result<Rewritten, E> {
     let props = WriterProperties::builder()
@@ -152,7 +159,7 @@ pub async fn rewrite_bin(
             rows += batch.num_rows() as u64;
             hasher.update(&batch).map_err(|e| E::Proof(e.to_string()))?;
             if writer.is_none() {
-                let uri = output_uri(&first_path, closed.len());
+                let uri = output_uri(&first_path, closed.len(), job);
                 let (store, path) = stores.resolve(&uri)?;
                 written.push(uri.clone());
                 let w = AsyncArrowWriter::try_new(

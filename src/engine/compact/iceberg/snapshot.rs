@@ -49,6 +49,7 @@ fn summary(
     base: &TableState,
     bin: &IceBin,
     outputs: &[OutputFile],
+    job: &str,
 ) -> serde_json::Map<String, Value> {
     let added_files = outputs.len() as i64;
     let added_records: i64 = outputs.iter().map(|o| o.records as i64).sum();
@@ -70,6 +71,8 @@ fn summary(
     put("changed-partition-count", "1".into());
     put("engine-name", "lakehealth".into());
     put("engine-version", env!("CARGO_PKG_VERSION").into());
+    // What a killed job left is told apart from what it committed by this (`ledger`).
+    put(super::ledger::JOB_KEY, job.into());
     let parent = base.snapshot();
     let total = |k: &str| parent.and_then(|p| p.summary.get(k)?.parse::<i64>().ok());
     let totals = [
@@ -88,16 +91,30 @@ fn summary(
     s
 }
 
+/// Who and where a new snapshot is: its id and sequence number, its manifest list, the time
+/// and the job that commits it.
+pub struct SnapshotHeader<'a> {
+    pub snapshot_id: i64,
+    pub sequence: i64,
+    pub list_path: &'a str,
+    pub now_ms: i64,
+    pub job: &'a str,
+}
+
 /// The new snapshot: a `replace` of `bin`'s files by `outputs`, on `base`'s current snapshot.
 pub fn snapshot_json(
     base: &TableState,
     bin: &IceBin,
     outputs: &[OutputFile],
-    snapshot_id: i64,
-    sequence: i64,
-    list_path: &str,
-    now_ms: i64,
+    h: &SnapshotHeader,
 ) -> Value {
+    let SnapshotHeader {
+        snapshot_id,
+        sequence,
+        list_path,
+        now_ms,
+        job,
+    } = *h;
     let last_updated = base
         .json
         .get("last-updated-ms")
@@ -110,7 +127,7 @@ pub fn snapshot_json(
         "sequence-number": sequence,
         "timestamp-ms": ts,
         "manifest-list": list_path,
-        "summary": summary(base, bin, outputs),
+        "summary": summary(base, bin, outputs, job),
     });
     if let Some(p) = base.snapshot() {
         snapshot["parent-snapshot-id"] = json!(p.snapshot_id);

@@ -167,7 +167,7 @@ impl TableState {
     }
 }
 
-async fn read_avro(
+pub(super) async fn read_avro(
     stores: &mut Stores<'_>,
     table: &str,
     what: &'static str,

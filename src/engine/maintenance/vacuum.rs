@@ -385,10 +385,8 @@ async fn start_version(store: &Arc<dyn ObjectStore>, end: u64, after: u64) -> Op
         v -= 1;
         let path = Path::from(format!("_delta_log/{v:020}.json"));
         let bytes = store.get(&path).await.ok()?.bytes().await.ok()?;
-        let is_start = bytes
-            .split(|b| *b == b'\n')
-            .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
-            .any(|a| a["commitInfo"]["operation"] == "VACUUM START");
+        let is_start = crate::engine::log::actions::commit_info(&bytes)
+            .is_some_and(|ci| ci.operation.as_deref() == Some("VACUUM START"));
         if is_start {
             return Some(v);
         }

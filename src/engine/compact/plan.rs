@@ -395,72 +395,11 @@ pub fn plan(
     o: &PlanOptions,
     thresholds: &Thresholds,
 ) -> CompactionPlan {
-    let edges = thresholds.edges();
-    let mut out = Vec::new();
-    for (values, files) in partitions {
-        if !selection.includes(&values) {
-            continue;
-        }
-        let mut before: Vec<u64> = files.iter().map(|f| f.size).collect();
-        let histogram_before = SizeStats::from_sizes(&mut before, thresholds, &edges).histogram;
-        let (candidates, _keep): (Vec<FileRef>, Vec<FileRef>) = files
-            .iter()
-            .cloned()
-            .partition(|f| f.size < o.min_file_size || f.rewritten_for_deletes(&o.deleted_rows));
-        let bins: Vec<Bin> = match o.strategy {
-            Strategy::BinPack => pack(candidates, o),
-            Strategy::Tiered { fanout, keep_below } => {
-                // Files rewritten for their deleted rows go whether or not their tier is due.
-                let (for_deletes, by_size): (Vec<FileRef>, Vec<FileRef>) = candidates
-                    .into_iter()
-                    .partition(|f| f.rewritten_for_deletes(&o.deleted_rows));
-                let mut bins: Vec<Bin> =
-                    due_groups(by_size, fanout, o.target_file_size, keep_below)
-                        .into_iter()
-                        .flat_map(|group| pack(group, o))
-                        .collect();
-                bins.extend(pack(for_deletes, o));
-                bins
-            }
-        };
-        if bins.is_empty() {
-            continue;
-        }
-        let rewritten: std::collections::HashSet<&str> = bins
-            .iter()
-            .flat_map(|b| b.files.iter().map(|f| f.path.as_str()))
-            .collect();
-        let mut after: Vec<u64> = files
-            .iter()
-            .filter(|f| !rewritten.contains(f.path.as_str()))
-            .map(|f| f.size)
-            .collect();
-        for b in &bins {
-            after.extend(predicted_output_sizes(
-                b.bytes,
-                o.compression_ratio,
-                o.target_file_size,
-            ));
-        }
-        let files_in: u64 = bins.iter().map(|b| b.files.len() as u64).sum();
-        let bytes_in = bins.iter().map(|b| b.bytes).sum();
-        let predicted_files_out = bins.iter().map(|b| b.predicted_outputs).sum();
-        let predicted_files_after = after.len() as u64;
-        let predicted_histogram_after =
-            SizeStats::from_sizes(&mut after, thresholds, &edges).histogram;
-        out.push(PartitionPlan {
-            files_before: files.len() as u64,
-            bytes_before: files.iter().map(|f| f.size).sum(),
-            values,
-            bins,
-            files_in,
-            bytes_in,
-            predicted_files_out,
-            predicted_files_after,
-            histogram_before,
-            predicted_histogram_after,
-        });
-    }
+    let mut out: Vec<PartitionPlan> = partitions
+        .into_iter()
+        .filter(|(values, _)| selection.includes(values))
+        .filter_map(|(values, files)| plan_partition(values, &files, o, thresholds))
+        .collect();
     out.sort_by(|a, b| a.values.0.cmp(&b.values.0));
     let planned = || {
         out.iter()
@@ -484,6 +423,79 @@ pub fn plan(
         deletion_vector_files,
         deleted_rows,
         files_rewritten_for_deletes,
+    }
+}
+
+/// One partition's bins and the histogram predicted after them; None when it has no bin.
+fn plan_partition(
+    values: PartitionValues,
+    files: &[FileRef],
+    o: &PlanOptions,
+    thresholds: &Thresholds,
+) -> Option<PartitionPlan> {
+    let edges = thresholds.edges();
+    let mut before: Vec<u64> = files.iter().map(|f| f.size).collect();
+    let histogram_before = SizeStats::from_sizes(&mut before, thresholds, &edges).histogram;
+    let candidates: Vec<FileRef> = files
+        .iter()
+        .filter(|f| f.size < o.min_file_size || f.rewritten_for_deletes(&o.deleted_rows))
+        .cloned()
+        .collect();
+    let bins = bins_of(candidates, o);
+    if bins.is_empty() {
+        return None;
+    }
+    let rewritten: std::collections::HashSet<&str> = bins
+        .iter()
+        .flat_map(|b| b.files.iter().map(|f| f.path.as_str()))
+        .collect();
+    let mut after: Vec<u64> = files
+        .iter()
+        .filter(|f| !rewritten.contains(f.path.as_str()))
+        .map(|f| f.size)
+        .collect();
+    for b in &bins {
+        after.extend(predicted_output_sizes(
+            b.bytes,
+            o.compression_ratio,
+            o.target_file_size,
+        ));
+    }
+    let files_in: u64 = bins.iter().map(|b| b.files.len() as u64).sum();
+    let bytes_in = bins.iter().map(|b| b.bytes).sum();
+    let predicted_files_out = bins.iter().map(|b| b.predicted_outputs).sum();
+    let predicted_files_after = after.len() as u64;
+    let predicted_histogram_after = SizeStats::from_sizes(&mut after, thresholds, &edges).histogram;
+    Some(PartitionPlan {
+        files_before: files.len() as u64,
+        bytes_before: files.iter().map(|f| f.size).sum(),
+        values,
+        bins,
+        files_in,
+        bytes_in,
+        predicted_files_out,
+        predicted_files_after,
+        histogram_before,
+        predicted_histogram_after,
+    })
+}
+
+/// The candidates packed into bins as the strategy says.
+fn bins_of(candidates: Vec<FileRef>, o: &PlanOptions) -> Vec<Bin> {
+    match o.strategy {
+        Strategy::BinPack => pack(candidates, o),
+        Strategy::Tiered { fanout, keep_below } => {
+            // Files rewritten for their deleted rows go whether or not their tier is due.
+            let (for_deletes, by_size): (Vec<FileRef>, Vec<FileRef>) = candidates
+                .into_iter()
+                .partition(|f| f.rewritten_for_deletes(&o.deleted_rows));
+            let mut bins: Vec<Bin> = due_groups(by_size, fanout, o.target_file_size, keep_below)
+                .into_iter()
+                .flat_map(|group| pack(group, o))
+                .collect();
+            bins.extend(pack(for_deletes, o));
+            bins
+        }
     }
 }
 

@@ -509,59 +509,20 @@ pub async fn rewrite_bin(
         failure,
         outputs,
     };
-    let pv = scalars(&table, &values).map_err(|e| fail(BinFailure::Setup(e), vec![]))?;
-    let row_group = row_group_bytes(opts.target_file_size);
-    let props = WriterProperties::builder()
-        .set_compression(opts.compression)
-        .set_max_row_group_bytes(Some(row_group as usize))
-        .build();
-    let writer = RecordBatchWriter::for_table(&table)
-        .map_err(|e| fail(BinFailure::Setup(e.to_string()), vec![]))?
-        .with_writer_properties(props);
-    let mut w = Writing {
-        writer,
-        pv,
-        adds: Vec::new(),
-        ledger,
-        roll: Roller {
-            total_in: bin.bytes as f64,
-            consumed_done: 0.0,
-            consumed_at_flush: 0.0,
-            ratio: None,
-            row_group: row_group as f64,
-            goal: opts.target_file_size as f64 * ROLL_MARGIN,
-        },
-        input: ContentHasher::default(),
-        pace: opts.pace.clone(),
-    };
+    let mut w = start_writing(&table, &values, &bin, &opts, ledger)
+        .map_err(|e| fail(BinFailure::Setup(e), vec![]))?;
     let store = table.object_store();
-    let root = table.table_url().clone();
-    let mut inputs = ReadAhead::new(store.clone(), bin.files.clone(), file_schema.clone());
-    let mut deleted = 0;
-    while let Some((f, opened)) = inputs.next().await {
-        if cancel.is_cancelled() {
-            w.writer.reset();
-            return Err(fail(BinFailure::Cancelled, w.outputs()));
-        }
-        let filter = match row_filter(&store, &root, f.deletion_vector.as_ref()).await {
-            Ok(filter) => filter,
-            Err(detail) => {
-                let e = BinFailure::Read {
-                    path: f.path.clone(),
-                    detail,
-                };
-                return Err(fail(e, w.outputs()));
-            }
-        };
-        match w
-            .copy_file(&f, opened, filter, &file_schema, &counters)
-            .await
-        {
-            Ok(removed) => deleted += removed,
-            Err(e) => return Err(fail(e, w.outputs())),
-        }
-    }
-    drop(inputs);
+    let inputs = Inputs {
+        store: &store,
+        root: table.table_url(),
+        file_schema: &file_schema,
+        cancel: &cancel,
+        counters: &counters,
+    };
+    let deleted = match inputs.copy(&mut w, &bin).await {
+        Ok(deleted) => deleted,
+        Err(e) => return Err(fail(e, w.outputs())),
+    };
     if let Err(e) = w.flush().await {
         return Err(fail(e, w.outputs()));
     }
@@ -589,4 +550,78 @@ pub async fn rewrite_bin(
         verify_seconds: started.elapsed().as_secs_f64(),
         adds: w.adds,
     })
+}
+
+/// The writer of a bin's outputs, rolling them at the target size. Err: why it cannot be set
+/// up.
+fn start_writing(
+    table: &DeltaTable,
+    values: &PartitionValues,
+    bin: &Bin,
+    opts: &RewriteOptions,
+    ledger: Arc<Mutex<Vec<String>>>,
+) -> Result<Writing, String> {
+    let pv = scalars(table, values)?;
+    let row_group = row_group_bytes(opts.target_file_size);
+    let props = WriterProperties::builder()
+        .set_compression(opts.compression)
+        .set_max_row_group_bytes(Some(row_group as usize))
+        .build();
+    let writer = RecordBatchWriter::for_table(table)
+        .map_err(|e| e.to_string())?
+        .with_writer_properties(props);
+    Ok(Writing {
+        writer,
+        pv,
+        adds: Vec::new(),
+        ledger,
+        roll: Roller {
+            total_in: bin.bytes as f64,
+            consumed_done: 0.0,
+            consumed_at_flush: 0.0,
+            ratio: None,
+            row_group: row_group as f64,
+            goal: opts.target_file_size as f64 * ROLL_MARGIN,
+        },
+        input: ContentHasher::default(),
+        pace: opts.pace.clone(),
+    })
+}
+
+/// Where a bin's input files are read from, and what stops or counts the reading.
+struct Inputs<'a> {
+    store: &'a Arc<dyn ObjectStore>,
+    root: &'a url::Url,
+    file_schema: &'a SchemaRef,
+    cancel: &'a CancellationToken,
+    counters: &'a Arc<Counters>,
+}
+
+impl Inputs<'_> {
+    /// Copies every input file's live rows (its deletion vector applied) into `w`, read ahead;
+    /// returns the rows left out as deleted.
+    async fn copy(&self, w: &mut Writing, bin: &Bin) -> Result<u64, BinFailure> {
+        let mut inputs = ReadAhead::new(
+            self.store.clone(),
+            bin.files.clone(),
+            self.file_schema.clone(),
+        );
+        let mut deleted = 0;
+        while let Some((f, opened)) = inputs.next().await {
+            if self.cancel.is_cancelled() {
+                w.writer.reset();
+                return Err(BinFailure::Cancelled);
+            }
+            let filter = row_filter(self.store, self.root, f.deletion_vector.as_ref())
+                .await
+                .map_err(|detail| BinFailure::Read {
+                    path: f.path.clone(),
+                    detail,
+                })?;
+            deleted += w
+                .copy_file(&f, opened, filter, self.file_schema, self.counters)
+                .await?;
+        }
+        Ok(deleted)
+    }
 }

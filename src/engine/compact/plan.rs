@@ -185,12 +185,12 @@ impl Selection {
     /// and the string "null", is an error). A label or a predicate that matches no partition
     /// of the table is an error that lists the partitions there are: a typo (`2026-11-30` for
     /// `ingestion_date=2026-11-30`) must not pass for "nothing to compact".
-    pub fn resolve(self, partitions: &[PartitionValues]) -> Result<Selection, String> {
+    pub fn resolve(self, partitions: &[PartitionValues]) -> Result<Selection, SelectionError> {
         match self {
             Selection::Labels(labels) => resolve_labels(&labels, partitions),
-            Selection::Predicate(p) if !partitions.iter().any(|v| p.matches(&v.0)) => {
-                Err(no_match(&format!("--where {:?}", p.text), partitions))
-            }
+            Selection::Predicate(p) if !partitions.iter().any(|v| p.matches(&v.0)) => Err(
+                SelectionError::NoMatch(no_match(&format!("--where {:?}", p.text), partitions)),
+            ),
             other => Ok(other),
         }
     }
@@ -223,24 +223,49 @@ impl Selection {
     }
 }
 
-fn resolve_labels(labels: &[String], partitions: &[PartitionValues]) -> Result<Selection, String> {
+/// Why a selection does not name partitions of the table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectionError {
+    /// A label or a predicate that matches no partition: the text lists the partitions there
+    /// are (see `no_match`).
+    #[error("{0}")]
+    NoMatch(String),
+    /// A label two partitions print as (a NULL value and the string "null").
+    #[error(
+        "--partition {label:?} matches {count} partitions (a NULL value and the string \"null\" print alike); select with --where instead, e.g. {sql}"
+    )]
+    Ambiguous {
+        label: String,
+        count: usize,
+        /// Each partition's condition, " / " between them.
+        sql: String,
+    },
+}
+
+fn resolve_labels(
+    labels: &[String],
+    partitions: &[PartitionValues],
+) -> Result<Selection, SelectionError> {
     let mut out = Vec::new();
     for l in labels {
         let matching: Vec<&PartitionValues> =
             partitions.iter().filter(|p| &p.label() == l).collect();
         if matching.is_empty() {
-            return Err(no_match(&format!("--partition {l:?}"), partitions));
+            return Err(SelectionError::NoMatch(no_match(
+                &format!("--partition {l:?}"),
+                partitions,
+            )));
         }
         if matching.len() > 1 {
-            return Err(format!(
-                "--partition {l:?} matches {} partitions (a NULL value and the string \"null\" print alike); select with --where instead, e.g. {}",
-                matching.len(),
-                matching
+            return Err(SelectionError::Ambiguous {
+                label: l.clone(),
+                count: matching.len(),
+                sql: matching
                     .iter()
                     .map(|p| partition_sql(p))
                     .collect::<Vec<_>>()
-                    .join(" / ")
-            ));
+                    .join(" / "),
+            });
         }
         out.extend(matching.into_iter().cloned());
     }
@@ -727,7 +752,7 @@ mod tests {
         assert!(sel.includes(&null));
         assert!(!sel.includes(&s));
         let amb = Selection::Labels(vec!["d=null".into()]).resolve(&[null.clone(), s.clone()]);
-        assert!(amb.unwrap_err().contains("d IS NULL"));
+        assert!(amb.unwrap_err().to_string().contains("d IS NULL"));
         let one = Selection::Labels(vec!["d=null".into()]).resolve(std::slice::from_ref(&s));
         assert!(matches!(one, Ok(Selection::Partitions(v)) if v == vec![s]));
     }
@@ -737,7 +762,8 @@ mod tests {
         let parts = [pv("2026-11-29"), pv("2026-11-30")];
         let e = Selection::Labels(vec!["2026-11-30".into()])
             .resolve(&parts)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("--partition \"2026-11-30\" matches none of the table's 2 partitions: d=2026-11-29, d=2026-11-30"),
             "{e}"
@@ -745,7 +771,10 @@ mod tests {
         assert!(e.contains("did you mean --partition d=2026-11-30?"), "{e}");
         let p =
             super::super::selection::Predicate::parse("d = '2026-12-01'", &["d".into()]).unwrap();
-        let e = Selection::Predicate(p).resolve(&parts).unwrap_err();
+        let e = Selection::Predicate(p)
+            .resolve(&parts)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("--where \"d = '2026-12-01'\" matches none"),
             "{e}"
@@ -756,7 +785,8 @@ mod tests {
         let many: Vec<PartitionValues> = (0..25).map(|i| pv(&format!("{i:02}"))).collect();
         let e = Selection::Labels(vec!["x".into()])
             .resolve(&many)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("15 more"), "{e}");
     }
 

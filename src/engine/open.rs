@@ -77,9 +77,9 @@ pub async fn load_table(
     // process's end (under a root, the other tables are still reported).
     match guarded(super::formats::load_table_any(loc, opts, progress)).await {
         Ok(r) => r,
-        Err(detail) => Err(EngineError::Panicked {
+        Err(panic) => Err(EngineError::Panicked {
             uri: loc.display(),
-            detail,
+            detail: panic.0,
         }),
     }
 }

@@ -62,14 +62,19 @@ fn message(payload: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "(no message)".into())
 }
 
-/// Runs `fut`; a panic inside it is `Err(its message)`.
-pub async fn guarded<'a, T>(fut: impl Future<Output = T> + Send + 'a) -> Result<T, String> {
+/// A panic caught by `guarded`: its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Panicked(pub String);
+
+/// Runs `fut`; a panic inside it is `Err` with its message.
+pub async fn guarded<'a, T>(fut: impl Future<Output = T> + Send + 'a) -> Result<T, Panicked> {
     AssertUnwindSafe(Guarded {
         inner: Box::pin(fut),
     })
     .catch_unwind()
     .await
-    .map_err(message)
+    .map_err(|p| Panicked(message(p)))
 }
 
 /// Wraps the current panic hook: panics inside `guarded` are logged, not printed.
@@ -90,7 +95,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_panic_inside_becomes_an_error_and_the_guard_is_released() {
-        let r: Result<u8, String> = guarded(async {
+        let r: Result<u8, Panicked> = guarded(async {
             tokio::task::yield_now().await;
             if is_guarded() {
                 panic!("a bug met while reading a table");
@@ -98,7 +103,7 @@ mod tests {
             0u8
         })
         .await;
-        let e = r.unwrap_err();
+        let e = r.unwrap_err().0;
         assert!(!e.is_empty());
         assert!(!is_guarded());
         assert_eq!(guarded(async { 7 }).await, Ok(7));

@@ -14,12 +14,16 @@ use super::layout;
 use super::list::{ListOp, Move, Sort, SortedList};
 use super::live::{Follow, Live, Shown};
 use super::maintenance::{MaintenanceEvent, MaintenanceJob, MaintenanceKind, VacuumDialog};
+use super::preview::{
+    AnyPreview, Compaction, CompactionRequest, Conversion, IcebergCompaction, OnConfirm, Preview,
+    PreviewKind,
+};
 use super::root::{RootRow, RootView};
 use super::view;
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::plan::CompactionPlan;
-use crate::engine::formats::convert::{ConvertOutcome, ConvertPlan};
+use crate::engine::formats::convert::ConvertOutcome;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
@@ -88,42 +92,14 @@ impl Marks {
 }
 
 /// The compaction preview: planning, then the plan (or why there is none).
-#[derive(Debug)]
-pub struct PlanDialog {
-    pub id: u64,
-    pub table_uri: String,
-    pub partitions: Vec<PartitionValues>,
-    pub result: Option<Result<Box<CompactionPlan>, String>>,
-    /// Which executor runs the job's bins.
-    pub executor: String,
-    /// A purge (every file with a deletion vector), not a compaction.
-    pub purge: bool,
-}
+pub type PlanDialog = Preview<Compaction>;
 
 /// The preview of converting a Parquet folder to Delta: planning, then the plan (or why not).
-#[derive(Debug)]
-pub struct ConvertDialog {
-    pub id: u64,
-    pub table_uri: String,
-    pub result: Option<Result<Box<ConvertPlan>, String>>,
-    /// Confirmed: the conversion runs.
-    pub running: bool,
-}
+pub type ConvertDialog = Preview<Conversion>;
 
 /// The Iceberg compaction preview (`tui::iceberg`): the dry run through the catalog, then the
 /// outcome.
-#[derive(Debug)]
-pub struct IcebergDialog {
-    pub id: u64,
-    pub table_uri: String,
-    pub catalog: String,
-    /// Partition labels (empty: the whole table).
-    pub partitions: Vec<String>,
-    pub result: Option<Result<Box<crate::engine::compact::iceberg::job::IceSummary>, String>>,
-    /// The job's summary line once it ran, or why it failed.
-    pub outcome: Option<Result<String, String>>,
-    pub running: bool,
-}
+pub type IcebergDialog = Preview<IcebergCompaction>;
 
 /// A dialog over the screen that takes the keys.
 #[derive(Debug)]
@@ -182,12 +158,8 @@ impl Modals {
         self.modal.as_ref().map(|m| match m {
             Modal::Help { .. } => Context::Help,
             Modal::Filter => Context::Filter,
-            Modal::Plan(_)
-            | Modal::ConfirmCancel { .. }
-            | Modal::Vacuum(_)
-            | Modal::Why { .. }
-            | Modal::Convert(_)
-            | Modal::Iceberg(_) => Context::Dialog,
+            // The previews, the cancel question and the why view.
+            _ => Context::Dialog,
         })
     }
 
@@ -343,13 +315,11 @@ impl App {
                     || (self.screen == Screen::Table && self.root.is_some())
             }
             Command::Enter => !self.tables.is_empty(),
-            Command::Confirm => match self.modals.modal() {
-                Some(Modal::Plan(p)) => matches!(&p.result, Some(Ok(plan)) if plan.bins > 0),
-                Some(Modal::Vacuum(v)) => v.startable(),
-                Some(Modal::Convert(d)) => matches!(d.result, Some(Ok(_))) && !d.running,
-                Some(Modal::Iceberg(d)) => d.startable(),
-                _ => true,
-            },
+            Command::Confirm => self
+                .modals
+                .modal()
+                .and_then(Modal::preview)
+                .is_none_or(AnyPreview::startable),
             Command::Checkpoint | Command::Vacuum => self.table.is_some(),
             Command::ToggleMark | Command::Compact => self.selected_partition().is_some(),
             Command::Purge => {
@@ -425,14 +395,7 @@ impl App {
             Action::PlanReady { id, result } => self.plan_ready(id, result),
             Action::IcebergPlanReady { id, result } => self.iceberg_plan_ready(id, result),
             Action::IcebergCompacted { id, result } => self.iceberg_compacted(id, result),
-            Action::ConvertPlanReady { id, result } => match &mut self.modals.modal {
-                Some(Modal::Convert(d)) if d.id == id => {
-                    d.result = Some(result);
-                    vec![]
-                }
-                // The preview was closed before its plan came: the runner forgets it.
-                _ => vec![Effect::DiscardConvert { id }],
-            },
+            Action::ConvertPlanReady { id, result } => self.preview_ready::<Conversion>(id, result),
             Action::Converted { id, result } => self.converted(id, result),
             Action::JanitorDecided { id, result } => self.janitor_decided(id, result),
             Action::VacuumPlanReady { id, result } => self.vacuum_plan_ready(id, result),
@@ -594,48 +557,72 @@ impl App {
             }
             .min(last);
         }
+        if self.modals.modal().and_then(Modal::preview).is_some() {
+            return match c {
+                Command::Confirm => self.confirm_preview(),
+                Command::Dismiss => self.dismiss_preview(),
+                _ => vec![],
+            };
+        }
         match (self.modals.modal(), c) {
             (Some(Modal::ConfirmCancel { job, .. }), Command::Confirm) => {
                 let job = *job;
                 self.modals.close();
                 self.cancel_job(job)
             }
-            (Some(Modal::Plan(_)), Command::Confirm) => self.start_job(),
-            (Some(Modal::Plan(p)), Command::Dismiss) => {
-                let id = p.id;
-                self.modals.close();
-                vec![Effect::DiscardPlan { id }]
-            }
-            (Some(Modal::Convert(d)), Command::Confirm)
-                if matches!(d.result, Some(Ok(_))) && !d.running =>
-            {
-                let id = d.id;
-                if let Some(Modal::Convert(d)) = &mut self.modals.modal {
-                    d.running = true;
-                }
-                vec![Effect::StartConvert { id }]
-            }
-            (Some(Modal::Convert(d)), Command::Dismiss) if !d.running => {
-                let id = d.id;
-                self.modals.close();
-                vec![Effect::DiscardConvert { id }]
-            }
-            (Some(Modal::Iceberg(_)), Command::Confirm) => self.start_iceberg(),
-            (Some(Modal::Iceberg(d)), Command::Dismiss) if !d.running => {
-                self.modals.close();
-                vec![]
-            }
             (Some(Modal::ConfirmCancel { .. }) | Some(Modal::Why { .. }), Command::Dismiss) => {
                 self.modals.close();
                 vec![]
             }
-            (Some(Modal::Vacuum(_)), Command::Confirm) => self.start_vacuum(),
-            (Some(Modal::Vacuum(v)), Command::Dismiss) => {
-                let id = v.id;
-                self.modals.close();
-                vec![Effect::DiscardVacuum { id }]
-            }
             _ => vec![],
+        }
+    }
+
+    /// Confirming the open preview: what its kind does, if it has something to start.
+    fn confirm_preview(&mut self) -> Vec<Effect> {
+        let Some(p) = self.modals.modal.as_mut().and_then(Modal::preview_mut) else {
+            return vec![];
+        };
+        if !p.startable() {
+            return vec![];
+        }
+        match p.on_confirm() {
+            OnConfirm::RunInPlace(effect) => {
+                p.set_running();
+                vec![effect]
+            }
+            OnConfirm::StartJob => self.start_job(),
+            OnConfirm::StartVacuum => self.start_vacuum(),
+        }
+    }
+
+    /// Dismissing the open preview closes it (not while it runs); the runner forgets its plan.
+    fn dismiss_preview(&mut self) -> Vec<Effect> {
+        let Some(discard) = self
+            .modals
+            .modal()
+            .and_then(Modal::preview)
+            .and_then(AnyPreview::on_dismiss)
+        else {
+            return vec![];
+        };
+        self.modals.close();
+        discard.into_iter().collect()
+    }
+
+    /// A preview's plan came: shown if its dialog is still open, else the runner forgets it.
+    pub(super) fn preview_ready<K: PreviewKind>(
+        &mut self,
+        id: u64,
+        result: Result<Box<K::Plan>, String>,
+    ) -> Vec<Effect> {
+        match self.modals.modal.as_mut().and_then(K::of) {
+            Some(p) if p.id == id => {
+                p.result = Some(result);
+                vec![]
+            }
+            // The preview was closed before its plan came.
+            _ => K::discard(id).into_iter().collect(),
         }
     }
 
@@ -949,12 +936,8 @@ impl App {
         }
         let uri = t.uri.clone();
         let id = self.next_id();
-        self.modals.open(Modal::Convert(ConvertDialog {
-            id,
-            table_uri: uri.clone(),
-            result: None,
-            running: false,
-        }));
+        self.modals
+            .open(Modal::Convert(ConvertDialog::new(id, uri.clone(), ())));
         vec![Effect::PlanConvert { id, uri }]
     }
 
@@ -1011,14 +994,13 @@ impl App {
             return vec![];
         }
         let id = self.next_id();
-        self.modals.open(Modal::Plan(PlanDialog {
-            id,
-            table_uri: uri.clone(),
+        let request = CompactionRequest {
             partitions: partitions.clone(),
-            result: None,
             executor: self.executor.clone(),
             purge,
-        }));
+        };
+        self.modals
+            .open(Modal::Plan(PlanDialog::new(id, uri.clone(), request)));
         vec![Effect::PlanCompaction {
             id,
             uri,
@@ -1031,26 +1013,12 @@ impl App {
         if self.janitor.owns(id) {
             return self.janitor_planned(id, result);
         }
-        match &mut self.modals.modal {
-            Some(Modal::Plan(p)) if p.id == id => {
-                p.result = Some(result);
-                vec![]
-            }
-            // The preview was closed meanwhile.
-            _ => vec![Effect::DiscardPlan { id }],
-        }
+        self.preview_ready::<Compaction>(id, result)
     }
 
-    /// Starts the previewed plan, if it has anything to do.
+    /// Starts the previewed plan (confirmed, it has something to do).
     fn start_job(&mut self) -> Vec<Effect> {
-        let startable = matches!(
-            self.modals.plan(),
-            Some(PlanDialog { result: Some(Ok(p)), .. }) if p.bins > 0
-        );
-        if !startable {
-            return vec![];
-        }
-        let Some(Modal::Plan(PlanDialog {
+        let Some(Modal::Plan(Preview {
             id,
             table_uri,
             result: Some(Ok(plan)),
@@ -1072,11 +1040,8 @@ impl App {
             return vec![];
         };
         let id = self.next_id();
-        self.modals.open(Modal::Vacuum(VacuumDialog {
-            id,
-            table_uri: uri.clone(),
-            result: None,
-        }));
+        self.modals
+            .open(Modal::Vacuum(VacuumDialog::new(id, uri.clone(), ())));
         vec![Effect::PlanVacuum { id, uri }]
     }
 
@@ -1085,20 +1050,11 @@ impl App {
         id: u64,
         result: Result<Box<VacuumPlan>, String>,
     ) -> Vec<Effect> {
-        match &mut self.modals.modal {
-            Some(Modal::Vacuum(v)) if v.id == id => {
-                v.result = Some(result);
-                vec![]
-            }
-            _ => vec![Effect::DiscardVacuum { id }],
-        }
+        self.preview_ready::<super::preview::Vacuum>(id, result)
     }
 
-    /// Starts the previewed vacuum, if its dry run found something to delete.
+    /// Starts the previewed vacuum (confirmed, its dry run found something to delete).
     fn start_vacuum(&mut self) -> Vec<Effect> {
-        if !matches!(self.modals.modal(), Some(Modal::Vacuum(v)) if v.startable()) {
-            return vec![];
-        }
         let Some(Modal::Vacuum(v)) = self.modals.close() else {
             return vec![];
         };
@@ -1221,12 +1177,8 @@ mod tests {
     #[test]
     fn a_dismissed_or_late_conversion_preview_is_discarded_by_the_runner() {
         let mut app = app();
-        app.modals.open(Modal::Convert(ConvertDialog {
-            id: 5,
-            table_uri: "x".into(),
-            result: None,
-            running: false,
-        }));
+        app.modals
+            .open(Modal::Convert(ConvertDialog::new(5, "x".into(), ())));
         let e = app.update(Action::Command(Command::Dismiss));
         assert!(
             matches!(e.as_slice(), [Effect::DiscardConvert { id: 5 }]),

@@ -5,6 +5,7 @@
 
 use super::action::Effect;
 use super::app::{App, IcebergDialog, Modal};
+use super::preview::{IcebergCompaction, IcebergRequest};
 use crate::engine::compact::iceberg::job::IceSummary;
 
 impl App {
@@ -19,15 +20,12 @@ impl App {
             return vec![];
         };
         let id = self.next_id();
-        self.modals.open(Modal::Iceberg(IcebergDialog {
-            id,
-            table_uri: uri.clone(),
+        let request = IcebergRequest {
             catalog: catalog.clone(),
             partitions: partitions.clone(),
-            result: None,
-            outcome: None,
-            running: false,
-        }));
+        };
+        self.modals
+            .open(Modal::Iceberg(IcebergDialog::new(id, uri.clone(), request)));
         vec![Effect::PlanIceberg {
             id,
             uri,
@@ -41,29 +39,7 @@ impl App {
         id: u64,
         result: Result<Box<IceSummary>, String>,
     ) -> Vec<Effect> {
-        if let Some(Modal::Iceberg(d)) = &mut self.modals.modal
-            && d.id == id
-        {
-            d.result = Some(result);
-        }
-        vec![]
-    }
-
-    /// Confirmed: the same request, run for real.
-    pub(super) fn start_iceberg(&mut self) -> Vec<Effect> {
-        let Some(Modal::Iceberg(d)) = &mut self.modals.modal else {
-            return vec![];
-        };
-        if !d.startable() {
-            return vec![];
-        }
-        d.running = true;
-        vec![Effect::StartIceberg {
-            id: d.id,
-            uri: d.table_uri.clone(),
-            catalog: d.catalog.clone(),
-            partitions: d.partitions.clone(),
-        }]
+        self.preview_ready::<IcebergCompaction>(id, result)
     }
 
     pub(super) fn iceberg_compacted(
@@ -78,14 +54,5 @@ impl App {
             d.outcome = Some(result);
         }
         self.reload_table()
-    }
-}
-
-impl IcebergDialog {
-    /// Planned, with bins, not yet run.
-    pub fn startable(&self) -> bool {
-        matches!(&self.result, Some(Ok(s)) if !s.plan.bins.is_empty())
-            && !self.running
-            && self.outcome.is_none()
     }
 }

@@ -2,23 +2,11 @@
 //! checkpoint and vacuum jobs, folded from their typed events like compaction jobs are.
 
 use crate::engine::maintenance::checkpoint::CheckpointOutcome;
-use crate::engine::maintenance::vacuum::{VacuumEvent, VacuumOutcome, VacuumPlan};
+use crate::engine::maintenance::vacuum::{VacuumEvent, VacuumOutcome};
 use crate::engine::size::format_bytes;
 
 /// The vacuum preview: the dry run being made, then its plan (or why there is none).
-#[derive(Debug)]
-pub struct VacuumDialog {
-    pub id: u64,
-    pub table_uri: String,
-    pub result: Option<Result<Box<VacuumPlan>, String>>,
-}
-
-impl VacuumDialog {
-    /// Confirming starts a job only when the dry run found something to delete.
-    pub fn startable(&self) -> bool {
-        matches!(&self.result, Some(Ok(p)) if p.files_to_delete > 0)
-    }
-}
+pub type VacuumDialog = super::preview::Preview<super::preview::Vacuum>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MaintenanceKind {

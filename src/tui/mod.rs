@@ -15,6 +15,7 @@ pub mod live;
 pub mod loader;
 pub mod maintenance;
 pub mod maintenance_tasks;
+pub mod preview;
 pub mod root;
 pub mod tasks;
 pub mod terminal;

@@ -355,7 +355,7 @@ async fn tui_p_previews_a_purge_and_its_job_leaves_no_deletion_vector() {
     assert!(screen.contains("Purge preview"), "{screen}");
     match t.app.modals.modal() {
         Some(Modal::Plan(p)) => {
-            assert!(p.purge);
+            assert!(p.request.purge);
             let plan = p.result.as_ref().unwrap().as_ref().unwrap();
             assert_eq!((plan.bins, plan.files_in), (1, 1), "{plan:?}");
         }

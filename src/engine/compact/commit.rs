@@ -26,6 +26,7 @@ use deltalake::logstore::LogStore;
 use deltalake::protocol::DeltaOperation;
 use serde::Serialize;
 
+use crate::engine::log::actions::{commit_info, scan};
 use crate::engine::model::percent::decode as decoded;
 
 /// The key under which the commit id is stored in `commitInfo`.
@@ -118,17 +119,6 @@ fn missing_files(table: &DeltaTable, removes: &[Remove]) -> Result<Vec<String>, 
     Ok(wanted.into_keys().map(str::to_string).collect())
 }
 
-/// A commit's actions, one JSON object per line.
-fn actions(bytes: &[u8]) -> impl Iterator<Item = serde_json::Value> + '_ {
-    bytes
-        .split(|b| *b == b'\n')
-        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
-}
-
-fn commit_info(bytes: &[u8]) -> Option<serde_json::Value> {
-    actions(bytes).find_map(|a| a.get("commitInfo").cloned())
-}
-
 /// The version in `(after, upto]` whose commitInfo carries `commit_id`. Err when the log could
 /// not be read (the answer is unknown).
 async fn find_own_commit(
@@ -139,9 +129,7 @@ async fn find_own_commit(
 ) -> Result<Option<u64>, DeltaTableError> {
     for v in (after + 1..=upto).rev() {
         if let Some(bytes) = log.read_commit_entry(v).await? {
-            let id = commit_info(&bytes)
-                .and_then(|ci| ci.get(COMMIT_ID_KEY).cloned())
-                .and_then(|v| v.as_str().map(str::to_string));
+            let id = commit_info(&bytes).and_then(|ci| ci.lakehealth_commit_id);
             if id.as_deref() == Some(commit_id) {
                 return Ok(Some(v));
             }
@@ -161,22 +149,10 @@ async fn find_remover(
         let Ok(Some(bytes)) = log.read_commit_entry(v).await else {
             continue;
         };
-        let removed = actions(&bytes).any(|a| {
-            a.get("remove")
-                .and_then(|r| r.get("path"))
-                .and_then(|p| p.as_str())
-                .is_some_and(|p| decoded(p) == path)
-        });
+        let removed = scan(&bytes).any(|a| a.remove.is_some_and(|r| decoded(&r.path) == path));
         if removed {
-            let ci = commit_info(&bytes);
-            let field = |k: &str| {
-                ci.as_ref()
-                    .and_then(|c| c.get(k))
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string)
-            };
-            let engine = field("engineInfo").or_else(|| field("clientVersion"));
-            return (Some(v), field("operation"), engine);
+            let ci = commit_info(&bytes).unwrap_or_default();
+            return (Some(v), ci.operation.clone(), ci.engine());
         }
     }
     (None, None, None)

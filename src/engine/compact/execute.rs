@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::{Schema, SchemaRef};
-use deltalake::DeltaTable;
 use deltalake::protocol::DeltaOperation;
+use deltalake::{DeltaTable, DeltaTableError};
 use object_store::ObjectStore;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -103,14 +103,24 @@ fn still_active(table: &DeltaTable, removes: &[deltalake::kernel::Remove]) -> bo
     wanted.is_empty()
 }
 
+/// Why the table's file schema cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error(transparent)]
+    Table(#[from] DeltaTableError),
+    /// The table's schema has a type Arrow cannot hold.
+    #[error(transparent)]
+    Arrow(#[from] arrow::error::ArrowError),
+}
+
 /// The table's file schema (partition columns are not in data files).
-pub(super) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, String> {
-    let s = table.snapshot().map_err(|e| e.to_string())?;
+pub(super) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, SchemaError> {
+    let s = table.snapshot()?;
     let cols = s.metadata().partition_columns().to_vec();
     let full: Schema = deltalake::kernel::engine::arrow_conversion::TryIntoArrow::try_into_arrow(
         s.schema().as_ref(),
     )
-    .map_err(|e: arrow::error::ArrowError| e.to_string())?;
+    .map_err(SchemaError::Arrow)?;
     Ok(Arc::new(Schema::new(
         full.fields()
             .iter()

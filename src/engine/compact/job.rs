@@ -205,7 +205,7 @@ pub fn prepare_table(
         .selection
         .clone()
         .resolve(&values)
-        .map_err(EngineError::InvalidRequest)?;
+        .map_err(|e| EngineError::InvalidRequest(e.to_string()))?;
     let plan = plan(table.version(), files, &selection, &o, &t);
     let exec = ExecOptions {
         rewrite: RewriteOptions {

@@ -185,12 +185,12 @@ impl Selection {
     /// and the string "null", is an error). A label or a predicate that matches no partition
     /// of the table is an error that lists the partitions there are: a typo (`2026-11-30` for
     /// `ingestion_date=2026-11-30`) must not pass for "nothing to compact".
-    pub fn resolve(self, partitions: &[PartitionValues]) -> Result<Selection, String> {
+    pub fn resolve(self, partitions: &[PartitionValues]) -> Result<Selection, SelectionError> {
         match self {
             Selection::Labels(labels) => resolve_labels(&labels, partitions),
-            Selection::Predicate(p) if !partitions.iter().any(|v| p.matches(&v.0)) => {
-                Err(no_match(&format!("--where {:?}", p.text), partitions))
-            }
+            Selection::Predicate(p) if !partitions.iter().any(|v| p.matches(&v.0)) => Err(
+                SelectionError::NoMatch(no_match(&format!("--where {:?}", p.text), partitions)),
+            ),
             other => Ok(other),
         }
     }
@@ -223,24 +223,49 @@ impl Selection {
     }
 }
 
-fn resolve_labels(labels: &[String], partitions: &[PartitionValues]) -> Result<Selection, String> {
+/// Why a selection does not name partitions of the table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectionError {
+    /// A label or a predicate that matches no partition: the text lists the partitions there
+    /// are (see `no_match`).
+    #[error("{0}")]
+    NoMatch(String),
+    /// A label two partitions print as (a NULL value and the string "null").
+    #[error(
+        "--partition {label:?} matches {count} partitions (a NULL value and the string \"null\" print alike); select with --where instead, e.g. {sql}"
+    )]
+    Ambiguous {
+        label: String,
+        count: usize,
+        /// Each partition's condition, " / " between them.
+        sql: String,
+    },
+}
+
+fn resolve_labels(
+    labels: &[String],
+    partitions: &[PartitionValues],
+) -> Result<Selection, SelectionError> {
     let mut out = Vec::new();
     for l in labels {
         let matching: Vec<&PartitionValues> =
             partitions.iter().filter(|p| &p.label() == l).collect();
         if matching.is_empty() {
-            return Err(no_match(&format!("--partition {l:?}"), partitions));
+            return Err(SelectionError::NoMatch(no_match(
+                &format!("--partition {l:?}"),
+                partitions,
+            )));
         }
         if matching.len() > 1 {
-            return Err(format!(
-                "--partition {l:?} matches {} partitions (a NULL value and the string \"null\" print alike); select with --where instead, e.g. {}",
-                matching.len(),
-                matching
+            return Err(SelectionError::Ambiguous {
+                label: l.clone(),
+                count: matching.len(),
+                sql: matching
                     .iter()
                     .map(|p| partition_sql(p))
                     .collect::<Vec<_>>()
-                    .join(" / ")
-            ));
+                    .join(" / "),
+            });
         }
         out.extend(matching.into_iter().cloned());
     }
@@ -395,72 +420,11 @@ pub fn plan(
     o: &PlanOptions,
     thresholds: &Thresholds,
 ) -> CompactionPlan {
-    let edges = thresholds.edges();
-    let mut out = Vec::new();
-    for (values, files) in partitions {
-        if !selection.includes(&values) {
-            continue;
-        }
-        let mut before: Vec<u64> = files.iter().map(|f| f.size).collect();
-        let histogram_before = SizeStats::from_sizes(&mut before, thresholds, &edges).histogram;
-        let (candidates, _keep): (Vec<FileRef>, Vec<FileRef>) = files
-            .iter()
-            .cloned()
-            .partition(|f| f.size < o.min_file_size || f.rewritten_for_deletes(&o.deleted_rows));
-        let bins: Vec<Bin> = match o.strategy {
-            Strategy::BinPack => pack(candidates, o),
-            Strategy::Tiered { fanout, keep_below } => {
-                // Files rewritten for their deleted rows go whether or not their tier is due.
-                let (for_deletes, by_size): (Vec<FileRef>, Vec<FileRef>) = candidates
-                    .into_iter()
-                    .partition(|f| f.rewritten_for_deletes(&o.deleted_rows));
-                let mut bins: Vec<Bin> =
-                    due_groups(by_size, fanout, o.target_file_size, keep_below)
-                        .into_iter()
-                        .flat_map(|group| pack(group, o))
-                        .collect();
-                bins.extend(pack(for_deletes, o));
-                bins
-            }
-        };
-        if bins.is_empty() {
-            continue;
-        }
-        let rewritten: std::collections::HashSet<&str> = bins
-            .iter()
-            .flat_map(|b| b.files.iter().map(|f| f.path.as_str()))
-            .collect();
-        let mut after: Vec<u64> = files
-            .iter()
-            .filter(|f| !rewritten.contains(f.path.as_str()))
-            .map(|f| f.size)
-            .collect();
-        for b in &bins {
-            after.extend(predicted_output_sizes(
-                b.bytes,
-                o.compression_ratio,
-                o.target_file_size,
-            ));
-        }
-        let files_in: u64 = bins.iter().map(|b| b.files.len() as u64).sum();
-        let bytes_in = bins.iter().map(|b| b.bytes).sum();
-        let predicted_files_out = bins.iter().map(|b| b.predicted_outputs).sum();
-        let predicted_files_after = after.len() as u64;
-        let predicted_histogram_after =
-            SizeStats::from_sizes(&mut after, thresholds, &edges).histogram;
-        out.push(PartitionPlan {
-            files_before: files.len() as u64,
-            bytes_before: files.iter().map(|f| f.size).sum(),
-            values,
-            bins,
-            files_in,
-            bytes_in,
-            predicted_files_out,
-            predicted_files_after,
-            histogram_before,
-            predicted_histogram_after,
-        });
-    }
+    let mut out: Vec<PartitionPlan> = partitions
+        .into_iter()
+        .filter(|(values, _)| selection.includes(values))
+        .filter_map(|(values, files)| plan_partition(values, &files, o, thresholds))
+        .collect();
     out.sort_by(|a, b| a.values.0.cmp(&b.values.0));
     let planned = || {
         out.iter()
@@ -484,6 +448,79 @@ pub fn plan(
         deletion_vector_files,
         deleted_rows,
         files_rewritten_for_deletes,
+    }
+}
+
+/// One partition's bins and the histogram predicted after them; None when it has no bin.
+fn plan_partition(
+    values: PartitionValues,
+    files: &[FileRef],
+    o: &PlanOptions,
+    thresholds: &Thresholds,
+) -> Option<PartitionPlan> {
+    let edges = thresholds.edges();
+    let mut before: Vec<u64> = files.iter().map(|f| f.size).collect();
+    let histogram_before = SizeStats::from_sizes(&mut before, thresholds, &edges).histogram;
+    let candidates: Vec<FileRef> = files
+        .iter()
+        .filter(|f| f.size < o.min_file_size || f.rewritten_for_deletes(&o.deleted_rows))
+        .cloned()
+        .collect();
+    let bins = bins_of(candidates, o);
+    if bins.is_empty() {
+        return None;
+    }
+    let rewritten: std::collections::HashSet<&str> = bins
+        .iter()
+        .flat_map(|b| b.files.iter().map(|f| f.path.as_str()))
+        .collect();
+    let mut after: Vec<u64> = files
+        .iter()
+        .filter(|f| !rewritten.contains(f.path.as_str()))
+        .map(|f| f.size)
+        .collect();
+    for b in &bins {
+        after.extend(predicted_output_sizes(
+            b.bytes,
+            o.compression_ratio,
+            o.target_file_size,
+        ));
+    }
+    let files_in: u64 = bins.iter().map(|b| b.files.len() as u64).sum();
+    let bytes_in = bins.iter().map(|b| b.bytes).sum();
+    let predicted_files_out = bins.iter().map(|b| b.predicted_outputs).sum();
+    let predicted_files_after = after.len() as u64;
+    let predicted_histogram_after = SizeStats::from_sizes(&mut after, thresholds, &edges).histogram;
+    Some(PartitionPlan {
+        files_before: files.len() as u64,
+        bytes_before: files.iter().map(|f| f.size).sum(),
+        values,
+        bins,
+        files_in,
+        bytes_in,
+        predicted_files_out,
+        predicted_files_after,
+        histogram_before,
+        predicted_histogram_after,
+    })
+}
+
+/// The candidates packed into bins as the strategy says.
+fn bins_of(candidates: Vec<FileRef>, o: &PlanOptions) -> Vec<Bin> {
+    match o.strategy {
+        Strategy::BinPack => pack(candidates, o),
+        Strategy::Tiered { fanout, keep_below } => {
+            // Files rewritten for their deleted rows go whether or not their tier is due.
+            let (for_deletes, by_size): (Vec<FileRef>, Vec<FileRef>) = candidates
+                .into_iter()
+                .partition(|f| f.rewritten_for_deletes(&o.deleted_rows));
+            let mut bins: Vec<Bin> = due_groups(by_size, fanout, o.target_file_size, keep_below)
+                .into_iter()
+                .flat_map(|group| pack(group, o))
+                .collect();
+            bins.extend(pack(for_deletes, o));
+            bins
+        }
     }
 }
 
@@ -715,7 +752,7 @@ mod tests {
         assert!(sel.includes(&null));
         assert!(!sel.includes(&s));
         let amb = Selection::Labels(vec!["d=null".into()]).resolve(&[null.clone(), s.clone()]);
-        assert!(amb.unwrap_err().contains("d IS NULL"));
+        assert!(amb.unwrap_err().to_string().contains("d IS NULL"));
         let one = Selection::Labels(vec!["d=null".into()]).resolve(std::slice::from_ref(&s));
         assert!(matches!(one, Ok(Selection::Partitions(v)) if v == vec![s]));
     }
@@ -725,7 +762,8 @@ mod tests {
         let parts = [pv("2026-11-29"), pv("2026-11-30")];
         let e = Selection::Labels(vec!["2026-11-30".into()])
             .resolve(&parts)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("--partition \"2026-11-30\" matches none of the table's 2 partitions: d=2026-11-29, d=2026-11-30"),
             "{e}"
@@ -733,7 +771,10 @@ mod tests {
         assert!(e.contains("did you mean --partition d=2026-11-30?"), "{e}");
         let p =
             super::super::selection::Predicate::parse("d = '2026-12-01'", &["d".into()]).unwrap();
-        let e = Selection::Predicate(p).resolve(&parts).unwrap_err();
+        let e = Selection::Predicate(p)
+            .resolve(&parts)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("--where \"d = '2026-12-01'\" matches none"),
             "{e}"
@@ -744,7 +785,8 @@ mod tests {
         let many: Vec<PartitionValues> = (0..25).map(|i| pv(&format!("{i:02}"))).collect();
         let e = Selection::Labels(vec!["x".into()])
             .resolve(&many)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("15 more"), "{e}");
     }
 

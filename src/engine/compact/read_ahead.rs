@@ -16,7 +16,7 @@ use object_store::path::Path;
 use tokio::task::JoinHandle;
 
 use super::plan::FileRef;
-use super::rewrite::{Input, open_input};
+use super::rewrite::{Input, ReadError, open_input};
 
 const MAX_FILES: usize = 8;
 const MAX_BYTES: u64 = 32 * 1024 * 1024;
@@ -25,7 +25,7 @@ pub struct ReadAhead {
     store: Arc<dyn ObjectStore>,
     schema: SchemaRef,
     rest: std::vec::IntoIter<FileRef>,
-    open: VecDeque<(FileRef, JoinHandle<Result<Input, String>>)>,
+    open: VecDeque<(FileRef, JoinHandle<Result<Input, ReadError>>)>,
 }
 
 impl ReadAhead {
@@ -55,7 +55,7 @@ impl ReadAhead {
             let store_path = f.store_path.clone();
             let size = f.size;
             let task = tokio::spawn(async move {
-                let path = Path::parse(&store_path).map_err(|e| e.to_string())?;
+                let path = Path::parse(&store_path)?;
                 open_input(store, path, Some(size), &schema).await
             });
             self.open.push_back((f, task));
@@ -63,13 +63,10 @@ impl ReadAhead {
     }
 
     /// The next file in the bin's order, opened (or why it could not be).
-    pub async fn next(&mut self) -> Option<(FileRef, Result<Input, String>)> {
+    pub async fn next(&mut self) -> Option<(FileRef, Result<Input, ReadError>)> {
         let (f, task) = self.open.pop_front()?;
         self.fill();
-        let opened = match task.await {
-            Ok(r) => r,
-            Err(e) => Err(format!("opening the file failed: {e}")),
-        };
+        let opened = task.await.unwrap_or_else(|e| Err(ReadError::Task(e)));
         Some((f, opened))
     }
 }

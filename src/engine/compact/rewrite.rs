@@ -28,7 +28,7 @@ use parquet::file::properties::WriterProperties;
 use tokio_util::sync::CancellationToken;
 
 use super::conform::{ConformError, conform, int96_safe_metadata};
-use super::deletion_vectors::{RowFilter, deleted_rows};
+use super::deletion_vectors::{DeletionVectorError, RowFilter, deleted_rows};
 use super::events::{Failure, FailureKind};
 use super::fingerprint::{ContentHasher, Fingerprint};
 use super::pace::Pacer;
@@ -156,23 +156,83 @@ pub async fn delete_outputs(store: &Arc<dyn ObjectStore>, paths: &[String]) -> V
     left
 }
 
+/// Why a bin's writer cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Table(#[from] deltalake::DeltaTableError),
+    #[error("partition column {0} is not in the schema")]
+    MissingColumn(String),
+    #[error("partition column {0} is not a primitive type")]
+    NotPrimitive(String),
+    /// A partition value that does not parse as its column's type.
+    #[error(transparent)]
+    Value(delta_kernel::Error),
+}
+
+/// Why a file (a bin's input, or an output read back) cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// Its INT96 columns cannot be read as the table's timestamps.
+    #[error(transparent)]
+    Conform(#[from] ConformError),
+    #[error(transparent)]
+    DeletionVector(#[from] DeletionVectorError),
+    /// Its deletion vector could not be applied to a batch.
+    #[error(transparent)]
+    Filter(#[from] arrow::error::ArrowError),
+    /// Deleted row indexes past the end of the file: its deletion vector is not its own.
+    #[error("its deletion vector marks {0} rows beyond the file's last row deleted")]
+    BeyondLastRow(u64),
+    /// Its path in the log is not a valid object key.
+    #[error(transparent)]
+    Path(#[from] object_store::path::Error),
+    /// The task reading ahead stopped (it panicked or was aborted).
+    #[error("opening the file failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Why files could not be fingerprinted.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    #[error("reading {name}: {source}")]
+    Read {
+        name: String,
+        #[source]
+        source: ReadError,
+    },
+    /// A batch that does not fit the table's file schema.
+    #[error("{name}: {source}")]
+    Conform {
+        name: String,
+        #[source]
+        source: ConformError,
+    },
+    #[error(transparent)]
+    Hash(arrow::error::ArrowError),
+    #[error(transparent)]
+    Root(#[from] url::ParseError),
+}
+
 fn scalars(
     table: &DeltaTable,
     values: &PartitionValues,
-) -> Result<IndexMap<String, Scalar>, String> {
-    let snapshot = table.snapshot().map_err(|e| e.to_string())?;
+) -> Result<IndexMap<String, Scalar>, SetupError> {
+    let snapshot = table.snapshot()?;
     let schema = snapshot.schema();
     let mut out = IndexMap::new();
     for (col, v) in &values.0 {
         let field = schema
             .field(col)
-            .ok_or_else(|| format!("partition column {col} is not in the schema"))?;
+            .ok_or_else(|| SetupError::MissingColumn(col.clone()))?;
         let prim = field
             .data_type()
             .as_primitive_opt()
-            .ok_or_else(|| format!("partition column {col} is not a primitive type"))?;
+            .ok_or_else(|| SetupError::NotPrimitive(col.clone()))?;
         let s = match v {
-            Some(v) => prim.parse_scalar(v).map_err(|e| e.to_string())?,
+            Some(v) => prim.parse_scalar(v).map_err(SetupError::Value)?,
             None => Scalar::Null(field.data_type().clone()),
         };
         out.insert(col.clone(), s);
@@ -192,17 +252,14 @@ pub async fn open_input(
     path: Path,
     size: Option<u64>,
     table_schema: &SchemaRef,
-) -> Result<Input, String> {
+) -> Result<Input, ReadError> {
     let mut reader = StoreReader::new(store, path, size);
-    let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
-        .await
-        .map_err(|e| e.to_string())?;
-    let meta = int96_safe_metadata(meta, table_schema).map_err(|e| e.to_string())?;
+    let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new()).await?;
+    let meta = int96_safe_metadata(meta, table_schema)?;
     let rows = meta.metadata().file_metadata().num_rows().max(0) as u64;
     let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta)
         .with_batch_size(32 * 1024)
-        .build()
-        .map_err(|e| e.to_string())?;
+        .build()?;
     Ok((stream, rows))
 }
 
@@ -220,22 +277,17 @@ pub async fn row_filter(
     store: &Arc<dyn ObjectStore>,
     root: &url::Url,
     dv: Option<&deltalake::kernel::DeletionVectorDescriptor>,
-) -> Result<RowFilter, String> {
+) -> Result<RowFilter, ReadError> {
     match dv {
         None => Ok(RowFilter::default()),
-        Some(dv) => Ok(RowFilter::new(
-            deleted_rows(store, root, dv)
-                .await
-                .map_err(|e| e.to_string())?,
-        )),
+        Some(dv) => Ok(RowFilter::new(deleted_rows(store, root, dv).await?)),
     }
 }
 
 /// Deleted row indexes past the end of a file: its deletion vector is not its own.
-fn unmatched_error(filter: &RowFilter) -> Option<String> {
+fn unmatched_error(filter: &RowFilter) -> Option<ReadError> {
     let n = filter.unmatched();
-    (n > 0)
-        .then(|| format!("its deletion vector marks {n} rows beyond the file's last row deleted"))
+    (n > 0).then_some(ReadError::BeyondLastRow(n))
 }
 
 /// Reads the outputs back and fingerprints them.
@@ -244,7 +296,7 @@ async fn fingerprint_outputs(
     adds: &[Add],
     schema: &SchemaRef,
     pace: Option<&Pacer>,
-) -> Result<Fingerprint, String> {
+) -> Result<Fingerprint, ProveError> {
     let files: Vec<FileToProve> = adds
         .iter()
         .map(|a| FileToProve {
@@ -255,7 +307,7 @@ async fn fingerprint_outputs(
         })
         .collect();
     // Outputs have no deletion vector: the root is never used.
-    let root = url::Url::parse("file:///").map_err(|e| e.to_string())?;
+    let root = url::Url::parse("file:///")?;
     fingerprint_files(store, &root, &files, schema, pace).await
 }
 
@@ -267,31 +319,36 @@ pub async fn fingerprint_files(
     files: &[FileToProve],
     schema: &SchemaRef,
     pace: Option<&Pacer>,
-) -> Result<Fingerprint, String> {
+) -> Result<Fingerprint, ProveError> {
     let mut hasher = ContentHasher::default();
     for f in files {
+        let read = |e: ReadError| ProveError::Read {
+            name: f.name.clone(),
+            source: e,
+        };
         let mut filter = row_filter(store, root, f.deletion_vector.as_ref())
             .await
-            .map_err(|e| format!("reading {}: {e}", f.name))?;
+            .map_err(read)?;
         let (mut stream, file_rows) = open_input(store.clone(), f.key.clone(), f.size, schema)
             .await
-            .map_err(|e| format!("reading {}: {e}", f.name))?;
+            .map_err(read)?;
         let size = f.size.unwrap_or(0) as f64;
         let file_rows = file_rows.max(1) as f64;
         while let Some(batch) = stream.next().await {
-            let batch = batch.map_err(|e| format!("reading {}: {e}", f.name))?;
+            let batch = batch.map_err(|e| read(e.into()))?;
             let n = batch.num_rows();
-            let batch = filter
-                .apply(batch)
-                .map_err(|e| format!("reading {}: {e}", f.name))?;
-            let batch = conform(batch, schema).map_err(|e| format!("{}: {e}", f.name))?;
-            hasher.update(&batch).map_err(|e| e.to_string())?;
+            let batch = filter.apply(batch).map_err(|e| read(e.into()))?;
+            let batch = conform(batch, schema).map_err(|source| ProveError::Conform {
+                name: f.name.clone(),
+                source,
+            })?;
+            hasher.update(&batch).map_err(ProveError::Hash)?;
             if let Some(p) = pace {
                 p.consume((size * n as f64 / file_rows) as u64).await;
             }
         }
         if let Some(e) = unmatched_error(&filter) {
-            return Err(format!("reading {}: {e}", f.name));
+            return Err(read(e));
         }
     }
     Ok(hasher.finish())
@@ -413,22 +470,22 @@ impl Writing {
     async fn copy_file(
         &mut self,
         f: &FileRef,
-        opened: Result<Input, String>,
+        opened: Result<Input, ReadError>,
         mut filter: RowFilter,
         file_schema: &SchemaRef,
         counters: &Counters,
     ) -> Result<u64, BinFailure> {
-        let read_err = |detail: String| BinFailure::Read {
+        let read_err = |e: ReadError| BinFailure::Read {
             path: f.path.clone(),
-            detail,
+            detail: e.to_string(),
         };
         let (mut stream, file_rows) = opened.map_err(read_err)?;
         let file_rows = file_rows.max(1) as f64;
         let mut rows_file = 0u64;
         while let Some(batch) = stream.next().await {
-            let batch = batch.map_err(|e| read_err(e.to_string()))?;
+            let batch = batch.map_err(|e| read_err(e.into()))?;
             let n = batch.num_rows() as u64;
-            let batch = filter.apply(batch).map_err(|e| read_err(e.to_string()))?;
+            let batch = filter.apply(batch).map_err(|e| read_err(e.into()))?;
             let batch: RecordBatch =
                 conform(batch, file_schema).map_err(|source| BinFailure::Conform {
                     path: f.path.clone(),
@@ -473,7 +530,7 @@ impl Writing {
     ) -> Result<Fingerprint, BinFailure> {
         let output_fp = fingerprint_outputs(store, &self.adds, file_schema, self.pace.as_deref())
             .await
-            .map_err(BinFailure::Verify)?;
+            .map_err(|e| BinFailure::Verify(e.to_string()))?;
         let input_fp = self.input.finish();
         if output_fp == input_fp {
             return Ok(input_fp);
@@ -509,59 +566,20 @@ pub async fn rewrite_bin(
         failure,
         outputs,
     };
-    let pv = scalars(&table, &values).map_err(|e| fail(BinFailure::Setup(e), vec![]))?;
-    let row_group = row_group_bytes(opts.target_file_size);
-    let props = WriterProperties::builder()
-        .set_compression(opts.compression)
-        .set_max_row_group_bytes(Some(row_group as usize))
-        .build();
-    let writer = RecordBatchWriter::for_table(&table)
-        .map_err(|e| fail(BinFailure::Setup(e.to_string()), vec![]))?
-        .with_writer_properties(props);
-    let mut w = Writing {
-        writer,
-        pv,
-        adds: Vec::new(),
-        ledger,
-        roll: Roller {
-            total_in: bin.bytes as f64,
-            consumed_done: 0.0,
-            consumed_at_flush: 0.0,
-            ratio: None,
-            row_group: row_group as f64,
-            goal: opts.target_file_size as f64 * ROLL_MARGIN,
-        },
-        input: ContentHasher::default(),
-        pace: opts.pace.clone(),
-    };
+    let mut w = start_writing(&table, &values, &bin, &opts, ledger)
+        .map_err(|e| fail(BinFailure::Setup(e.to_string()), vec![]))?;
     let store = table.object_store();
-    let root = table.table_url().clone();
-    let mut inputs = ReadAhead::new(store.clone(), bin.files.clone(), file_schema.clone());
-    let mut deleted = 0;
-    while let Some((f, opened)) = inputs.next().await {
-        if cancel.is_cancelled() {
-            w.writer.reset();
-            return Err(fail(BinFailure::Cancelled, w.outputs()));
-        }
-        let filter = match row_filter(&store, &root, f.deletion_vector.as_ref()).await {
-            Ok(filter) => filter,
-            Err(detail) => {
-                let e = BinFailure::Read {
-                    path: f.path.clone(),
-                    detail,
-                };
-                return Err(fail(e, w.outputs()));
-            }
-        };
-        match w
-            .copy_file(&f, opened, filter, &file_schema, &counters)
-            .await
-        {
-            Ok(removed) => deleted += removed,
-            Err(e) => return Err(fail(e, w.outputs())),
-        }
-    }
-    drop(inputs);
+    let inputs = Inputs {
+        store: &store,
+        root: table.table_url(),
+        file_schema: &file_schema,
+        cancel: &cancel,
+        counters: &counters,
+    };
+    let deleted = match inputs.copy(&mut w, &bin).await {
+        Ok(deleted) => deleted,
+        Err(e) => return Err(fail(e, w.outputs())),
+    };
     if let Err(e) = w.flush().await {
         return Err(fail(e, w.outputs()));
     }
@@ -589,4 +607,76 @@ pub async fn rewrite_bin(
         verify_seconds: started.elapsed().as_secs_f64(),
         adds: w.adds,
     })
+}
+
+/// The writer of a bin's outputs, rolling them at the target size. Err: why it cannot be set
+/// up.
+fn start_writing(
+    table: &DeltaTable,
+    values: &PartitionValues,
+    bin: &Bin,
+    opts: &RewriteOptions,
+    ledger: Arc<Mutex<Vec<String>>>,
+) -> Result<Writing, SetupError> {
+    let pv = scalars(table, values)?;
+    let row_group = row_group_bytes(opts.target_file_size);
+    let props = WriterProperties::builder()
+        .set_compression(opts.compression)
+        .set_max_row_group_bytes(Some(row_group as usize))
+        .build();
+    let writer = RecordBatchWriter::for_table(table)?.with_writer_properties(props);
+    Ok(Writing {
+        writer,
+        pv,
+        adds: Vec::new(),
+        ledger,
+        roll: Roller {
+            total_in: bin.bytes as f64,
+            consumed_done: 0.0,
+            consumed_at_flush: 0.0,
+            ratio: None,
+            row_group: row_group as f64,
+            goal: opts.target_file_size as f64 * ROLL_MARGIN,
+        },
+        input: ContentHasher::default(),
+        pace: opts.pace.clone(),
+    })
+}
+
+/// Where a bin's input files are read from, and what stops or counts the reading.
+struct Inputs<'a> {
+    store: &'a Arc<dyn ObjectStore>,
+    root: &'a url::Url,
+    file_schema: &'a SchemaRef,
+    cancel: &'a CancellationToken,
+    counters: &'a Arc<Counters>,
+}
+
+impl Inputs<'_> {
+    /// Copies every input file's live rows (its deletion vector applied) into `w`, read ahead;
+    /// returns the rows left out as deleted.
+    async fn copy(&self, w: &mut Writing, bin: &Bin) -> Result<u64, BinFailure> {
+        let mut inputs = ReadAhead::new(
+            self.store.clone(),
+            bin.files.clone(),
+            self.file_schema.clone(),
+        );
+        let mut deleted = 0;
+        while let Some((f, opened)) = inputs.next().await {
+            if self.cancel.is_cancelled() {
+                w.writer.reset();
+                return Err(BinFailure::Cancelled);
+            }
+            let filter = row_filter(self.store, self.root, f.deletion_vector.as_ref())
+                .await
+                .map_err(|e| BinFailure::Read {
+                    path: f.path.clone(),
+                    detail: e.to_string(),
+                })?;
+            deleted += w
+                .copy_file(&f, opened, filter, self.file_schema, self.counters)
+                .await?;
+        }
+        Ok(deleted)
+    }
 }

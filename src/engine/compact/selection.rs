@@ -12,7 +12,7 @@ use deltalake::datafusion::sql::sqlparser::ast::{
 use deltalake::datafusion::sql::sqlparser::dialect::GenericDialect;
 use deltalake::datafusion::sql::sqlparser::keywords::Keyword;
 use deltalake::datafusion::sql::sqlparser::parser::{Parser, ParserError};
-use deltalake::datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use deltalake::datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, TokenizerError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Literal {
@@ -86,31 +86,82 @@ pub struct PredicateError {
 
 const SUPPORTED: &str = "use =, !=, <, <=, >, >=, [NOT] IN, IS [NOT] NULL, AND, OR and parentheses";
 
+/// Why a predicate is refused (the `reason` of a `PredicateError`). Syntax is kept as text:
+/// the SQL parser's messages are already the explanation.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error(
+        "{name:?} is not a partition column (partition columns: {columns}); compaction selects whole partitions"
+    )]
+    NotAPartitionColumn { name: String, columns: String },
+    #[error("expected a partition column, found {0}")]
+    ExpectedColumn(String),
+    #[error("a comparison with NULL selects nothing: use IS NULL or IS NOT NULL")]
+    NullComparison,
+    #[error("expected a literal ('text' or a number), found {0}")]
+    ExpectedLiteral(String),
+    /// A column name where a text literal was meant (`day = "x"` names a column `x`).
+    #[error(
+        "expected a literal, found the column name {found}: text literals take single quotes ('{bare}')"
+    )]
+    ColumnForLiteral { found: String, bare: String },
+    #[error("bad number {text}")]
+    BadNumber {
+        text: String,
+        #[source]
+        source: std::num::ParseFloatError,
+    },
+    #[error("operator {0} is not supported: {supported}", supported = SUPPORTED)]
+    Operator(String),
+    #[error("{0}: a comparison needs a partition column on one side")]
+    NoColumn(String),
+    #[error(
+        "NOT is supported only as NOT IN and IS NOT NULL (write != for a single value); {}",
+        SUPPORTED
+    )]
+    Not,
+    #[error("{0} alone is not a condition: compare a partition column with a value")]
+    NotACondition(String),
+    #[error("{0} is not supported: {supported}", supported = SUPPORTED)]
+    Unsupported(String),
+    #[error("not valid SQL: {0}")]
+    Tokens(#[source] TokenizerError),
+    #[error("not valid SQL: {0}")]
+    Syntax(String),
+    #[error("the predicate is nested too deeply")]
+    TooDeep,
+    #[error(
+        "it joins {0} conditions with AND/OR; at most {max} are accepted (list many values with IN (...))",
+        max = MAX_CONDITIONS
+    )]
+    TooManyConditions(usize),
+    #[error("unexpected {token} after {expr} (join conditions with AND or OR)")]
+    Trailing { token: String, expr: String },
+}
+
 /// Resolves names to the table's partition columns (an exact match first, then ignoring
 /// case, as Spark resolves columns).
 struct Columns<'a>(&'a [String]);
 
 impl Columns<'_> {
-    fn resolve(&self, name: &str) -> Result<String, String> {
+    fn resolve(&self, name: &str) -> Result<String, Refused> {
         self.0
             .iter()
             .find(|p| p.as_str() == name)
             .or_else(|| self.0.iter().find(|p| p.eq_ignore_ascii_case(name)))
             .cloned()
-            .ok_or_else(|| {
-                format!(
-                    "{name:?} is not a partition column (partition columns: {}); compaction selects whole partitions",
-                    if self.0.is_empty() {
-                        "none, the table is unpartitioned".to_string()
-                    } else {
-                        self.0.join(", ")
-                    }
-                )
+            .ok_or_else(|| Refused::NotAPartitionColumn {
+                name: name.to_string(),
+                columns: if self.0.is_empty() {
+                    "none, the table is unpartitioned".to_string()
+                } else {
+                    self.0.join(", ")
+                },
             })
     }
 
     /// The partition column `e` names, None when `e` is not a column reference.
-    fn of(&self, e: &Expr) -> Option<Result<String, String>> {
+    fn of(&self, e: &Expr) -> Option<Result<String, Refused>> {
         let name = match e {
             Expr::Identifier(i) => i.value.clone(),
             // `a.b` names a column whose name holds a dot.
@@ -125,13 +176,13 @@ impl Columns<'_> {
         Some(self.resolve(&name))
     }
 
-    fn required(&self, e: &Expr) -> Result<String, String> {
+    fn required(&self, e: &Expr) -> Result<String, Refused> {
         self.of(e)
-            .unwrap_or_else(|| Err(format!("expected a partition column, found {e}")))
+            .unwrap_or_else(|| Err(Refused::ExpectedColumn(e.to_string())))
     }
 }
 
-fn literal(e: &Expr) -> Result<Literal, String> {
+fn literal(e: &Expr) -> Result<Literal, Refused> {
     match e {
         Expr::Nested(inner) => literal(inner),
         Expr::Value(v) => match &v.value {
@@ -139,12 +190,8 @@ fn literal(e: &Expr) -> Result<Literal, String> {
             Value::Number(n, _) => number(&n.to_string(), 1.0),
             // Partition values of boolean columns are the strings "true" and "false".
             Value::Boolean(b) => Ok(Literal::Str(b.to_string())),
-            Value::Null => {
-                Err("a comparison with NULL selects nothing: use IS NULL or IS NOT NULL".into())
-            }
-            other => Err(format!(
-                "expected a literal ('text' or a number), found {other}"
-            )),
+            Value::Null => Err(Refused::NullComparison),
+            other => Err(Refused::ExpectedLiteral(other.to_string())),
         },
         Expr::UnaryOp {
             op: op @ (UnaryOperator::Minus | UnaryOperator::Plus),
@@ -163,24 +210,26 @@ fn literal(e: &Expr) -> Result<Literal, String> {
                     },
                 )
             }
-            _ => Err(format!(
-                "expected a literal ('text' or a number), found {e}"
-            )),
+            _ => Err(Refused::ExpectedLiteral(e.to_string())),
         },
-        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => Err(format!(
-            "expected a literal, found the column name {e}: text literals take single quotes ('{}')",
-            e.to_string().trim_matches(|c| c == '"' || c == '`')
-        )),
-        other => Err(format!(
-            "expected a literal ('text' or a number), found {other}"
-        )),
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => Err(Refused::ColumnForLiteral {
+            found: e.to_string(),
+            bare: e
+                .to_string()
+                .trim_matches(|c| c == '"' || c == '`')
+                .to_string(),
+        }),
+        other => Err(Refused::ExpectedLiteral(other.to_string())),
     }
 }
 
-fn number(text: &str, sign: f64) -> Result<Literal, String> {
+fn number(text: &str, sign: f64) -> Result<Literal, Refused> {
     text.parse::<f64>()
         .map(|n| Literal::Num(sign * n))
-        .map_err(|_| format!("bad number {text}"))
+        .map_err(|source| Refused::BadNumber {
+            text: text.to_string(),
+            source,
+        })
 }
 
 fn comparison(op: &BinaryOperator) -> Option<Op> {
@@ -196,7 +245,7 @@ fn comparison(op: &BinaryOperator) -> Option<Op> {
 }
 
 /// Translates the syntax tree into a filter, refusing what is not a partition filter.
-fn translate(e: &Expr, cols: &Columns) -> Result<Filter, String> {
+fn translate(e: &Expr, cols: &Columns) -> Result<Filter, Refused> {
     let cond = |c: Cond| Ok(Filter::Cond(c));
     match e {
         Expr::Nested(inner) => translate(inner, cols),
@@ -218,17 +267,13 @@ fn translate(e: &Expr, cols: &Columns) -> Result<Filter, String> {
         )),
         Expr::BinaryOp { left, op, right } => {
             let Some(op) = comparison(op) else {
-                return Err(format!("operator {op} is not supported: {SUPPORTED}"));
+                return Err(Refused::Operator(op.to_string()));
             };
             // The column may be on either side: `'2026-11-01' <= day` is `day >= '2026-11-01'`.
             let (column, op, value) = match (cols.of(left), cols.of(right)) {
                 (Some(c), _) => (c?, op, literal(right)?),
                 (None, Some(c)) => (c?, op.flipped(), literal(left)?),
-                (None, None) => {
-                    return Err(format!(
-                        "{e}: a comparison needs a partition column on one side"
-                    ));
-                }
+                (None, None) => return Err(Refused::NoColumn(e.to_string())),
             };
             cond(Cond::Cmp { column, op, value })
         }
@@ -248,29 +293,25 @@ fn translate(e: &Expr, cols: &Columns) -> Result<Filter, String> {
         Expr::UnaryOp {
             op: UnaryOperator::Not,
             ..
-        } => Err(format!(
-            "NOT is supported only as NOT IN and IS NOT NULL (write != for a single value); {SUPPORTED}"
-        )),
-        Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Value(_) => Err(format!(
-            "{e} alone is not a condition: compare a partition column with a value"
-        )),
-        other => Err(format!("{other} is not supported: {SUPPORTED}")),
+        } => Err(Refused::Not),
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Value(_) => {
+            Err(Refused::NotACondition(e.to_string()))
+        }
+        other => Err(Refused::Unsupported(other.to_string())),
     }
 }
 
 /// The most conditions a predicate may join (`a = 1 OR a = 2 ...`).
 pub const MAX_CONDITIONS: usize = 256;
 
-fn parse_sql(input: &str) -> Result<Expr, String> {
+fn parse_sql(input: &str) -> Result<Expr, Refused> {
     let syntax = |e: ParserError| match e {
-        ParserError::TokenizerError(m) | ParserError::ParserError(m) => {
-            format!("not valid SQL: {m}")
-        }
-        ParserError::RecursionLimitExceeded => "the predicate is nested too deeply".into(),
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => Refused::Syntax(m),
+        ParserError::RecursionLimitExceeded => Refused::TooDeep,
     };
     let tokens = Tokenizer::new(&GenericDialect {}, input)
         .tokenize()
-        .map_err(|e| format!("not valid SQL: {e}"))?;
+        .map_err(Refused::Tokens)?;
     // The parser chains AND/OR without recursion, but the tree it builds is as deep as the
     // chain, and walking or dropping it recurses: bound it before parsing.
     let joins = tokens
@@ -278,19 +319,16 @@ fn parse_sql(input: &str) -> Result<Expr, String> {
         .filter(|t| matches!(t, Token::Word(w) if w.keyword == Keyword::AND || w.keyword == Keyword::OR))
         .count();
     if joins >= MAX_CONDITIONS {
-        return Err(format!(
-            "it joins {} conditions with AND/OR; at most {MAX_CONDITIONS} are accepted (list many values with IN (...))",
-            joins + 1
-        ));
+        return Err(Refused::TooManyConditions(joins + 1));
     }
     let mut parser = Parser::new(&GenericDialect {}).with_tokens(tokens);
     let expr = parser.parse_expr().map_err(syntax)?;
     let next = parser.peek_token();
     if next.token != Token::EOF {
-        return Err(format!(
-            "unexpected {} after {expr} (join conditions with AND or OR)",
-            next.token
-        ));
+        return Err(Refused::Trailing {
+            token: next.token.to_string(),
+            expr: expr.to_string(),
+        });
     }
     Ok(expr)
 }
@@ -298,9 +336,9 @@ fn parse_sql(input: &str) -> Result<Expr, String> {
 impl Predicate {
     /// Parses and checks every column against the table's partition columns.
     pub fn parse(input: &str, partition_columns: &[String]) -> Result<Self, PredicateError> {
-        let err = |reason: String| PredicateError {
+        let err = |reason: Refused| PredicateError {
             input: input.to_string(),
-            reason,
+            reason: reason.to_string(),
         };
         let expr = parse_sql(input).map_err(err)?;
         let filter = translate(&expr, &Columns(partition_columns)).map_err(err)?;

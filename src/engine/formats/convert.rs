@@ -178,112 +178,21 @@ pub async fn plan_convert(
     let store = loc.open_store(&opts.storage_options)?;
     let children = list_children(&store, &uri, None).await?;
     let format = probe_format(&store, &uri, None, &children).await?;
-    let mut keep: HashSet<String> = HashSet::new();
-    let mut resized: Vec<(String, u64, u64)> = Vec::new();
-    let (partitions, parser, details) = match format {
+    let listed = match format {
         Some(TableFormat::ParquetFolder) => {
-            let mut parser = PartitionParser::default();
-            let mut partitions = PartitionSizes::default();
-            let mut details = FolderDetails::default();
-            details.listing =
-                list_folder(
-                    &store,
-                    &uri,
-                    !loc.is_local(),
-                    progress,
-                    |meta| match classify(meta.location.as_ref()) {
-                        Entry::Data(rel) => {
-                            partitions.push(parser.key_of(rel), meta.size);
-                            keep.insert(rel.to_string());
-                        }
-                        Entry::Hidden(rel) => details.hidden_files.add(rel, meta.size),
-                        Entry::Other(rel) => details.other_files.add(rel, meta.size),
-                    },
-                )
-                .await?;
-            (partitions, parser, details)
+            list_parquet_folder(loc, &store, &uri, progress).await?
         }
-        Some(TableFormat::SparkFileSink) => {
-            let SinkScan {
-                partitions,
-                parser,
-                details,
-                ..
-            } = scan_sink(loc, &store, opts, progress, |rel, logged, actual| {
-                keep.insert(rel.to_string());
-                if logged != actual {
-                    resized.push((rel.to_string(), logged, actual));
-                }
-            })
-            .await?;
-            // Verified before anything is written: the commit would name sizes the files do
-            // not have, and readers would fail on them.
-            if !resized.is_empty() {
-                resized.sort();
-                let examples: Vec<String> = resized
-                    .iter()
-                    .take(3)
-                    .map(|(rel, logged, actual)| {
-                        format!("{rel} (log: {logged} bytes, file: {actual} bytes)")
-                    })
-                    .collect();
-                return Err(EngineError::InvalidRequest(format!(
-                    "{uri}: {} file(s) in the sink log (_spark_metadata/) have another size than the file in the folder, e.g. {}; a file was rewritten or the log is stale, so lakehealth does not convert this folder (nothing was changed)",
-                    resized.len(),
-                    examples.join(", ")
-                )));
-            }
-            (partitions, parser, details)
-        }
-        Some(TableFormat::Delta) => {
-            return Err(EngineError::InvalidRequest(format!(
-                "{uri} is already a Delta table: nothing to convert (compact it with `lakehealth compact`)"
-            )));
-        }
-        Some(TableFormat::Iceberg) => {
-            return Err(EngineError::Unsupported {
-                uri,
-                detail: "Iceberg tables are not converted: they already have a log; lakehealth reads them only".into(),
-            });
-        }
-        None => return Err(EngineError::NotATable { uri, depth: 0 }),
+        Some(TableFormat::SparkFileSink) => list_sink(loc, &store, opts, &uri, progress).await?,
+        other => return Err(not_convertible(uri, other)),
     };
     let format = format.unwrap_or(TableFormat::ParquetFolder);
-    if keep.is_empty() {
-        return Err(EngineError::InvalidRequest(format!(
-            "{uri}: no Parquet file to convert"
-        )));
-    }
-    if parser.files_in_plain_folders > 0 {
-        return Err(EngineError::Unsupported {
-            uri,
-            detail: format!(
-                "{} Parquet files sit in folders not named key=value; delta-rs converts Hive-style folders only. Move them, or convert a folder below",
-                parser.files_in_plain_folders
-            ),
-        });
-    }
-    // delta-rs's converter takes `*.parquet` files only: a sink file named otherwise would
-    // silently be left out of the table.
-    if let Some(odd) = keep.iter().find(|p| !p.ends_with(".parquet")) {
-        return Err(EngineError::Unsupported {
-            uri,
-            detail: format!(
-                "the sink log lists {odd}, which is not named *.parquet; delta-rs's converter would leave it out of the table, so lakehealth does not convert this folder"
-            ),
-        });
-    }
-    // delta-rs 1.1's converter percent-decodes each object path into its `add` action, so a
-    // Hive-escaped folder (`city=a%20b%2Fc`) would be logged as `city=a b/c`: a file no reader
-    // finds. Refuse rather than write a broken table.
-    if let Some(escaped) = keep.iter().find(|p| p.contains('%')) {
-        return Err(EngineError::Unsupported {
-            uri,
-            detail: format!(
-                "{escaped} holds a percent-escaped name; delta-rs 1.1's converter would log it decoded, naming a file that does not exist, so lakehealth does not convert this folder (nothing was changed)"
-            ),
-        });
-    }
+    check_convertible(&uri, &listed)?;
+    let Listed {
+        keep,
+        partitions,
+        parser,
+        details,
+    } = listed;
     let fields = partition_fields(&uri, &parser.columns, partition_by, &partitions)?;
     let files = keep.len() as u64;
     let bytes = partitions
@@ -310,6 +219,146 @@ pub async fn plan_convert(
         fields,
         partition_by: partition_by.to_vec(),
     })
+}
+
+/// A folder's files to convert (relative paths), sized by partition, and what else it holds.
+struct Listed {
+    keep: HashSet<String>,
+    partitions: PartitionSizes,
+    parser: PartitionParser,
+    details: FolderDetails,
+}
+
+/// Why a folder of `format` (not a Parquet folder or a sink) is not converted.
+fn not_convertible(uri: String, format: Option<TableFormat>) -> EngineError {
+    match format {
+        Some(TableFormat::Delta) => EngineError::InvalidRequest(format!(
+            "{uri} is already a Delta table: nothing to convert (compact it with `lakehealth compact`)"
+        )),
+        Some(TableFormat::Iceberg) => EngineError::Unsupported {
+            uri,
+            detail: "Iceberg tables are not converted: they already have a log; lakehealth reads them only".into(),
+        },
+        _ => EngineError::NotATable { uri, depth: 0 },
+    }
+}
+
+/// Every Parquet file of a plain folder, by its `key=value` folders.
+async fn list_parquet_folder(
+    loc: &Location,
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<Listed> {
+    let mut keep: HashSet<String> = HashSet::new();
+    let mut parser = PartitionParser::default();
+    let mut partitions = PartitionSizes::default();
+    let mut details = FolderDetails::default();
+    details.listing = list_folder(
+        store,
+        uri,
+        !loc.is_local(),
+        progress,
+        |meta| match classify(meta.location.as_ref()) {
+            Entry::Data(rel) => {
+                partitions.push(parser.key_of(rel), meta.size);
+                keep.insert(rel.to_string());
+            }
+            Entry::Hidden(rel) => details.hidden_files.add(rel, meta.size),
+            Entry::Other(rel) => details.other_files.add(rel, meta.size),
+        },
+    )
+    .await?;
+    Ok(Listed {
+        keep,
+        partitions,
+        parser,
+        details,
+    })
+}
+
+/// The files a Spark sink's log lists; refused when a file's size differs from the log's.
+async fn list_sink(
+    loc: &Location,
+    store: &Arc<dyn ObjectStore>,
+    opts: &OpenOptions,
+    uri: &str,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<Listed> {
+    let mut keep: HashSet<String> = HashSet::new();
+    let mut resized: Vec<(String, u64, u64)> = Vec::new();
+    let SinkScan {
+        partitions,
+        parser,
+        details,
+        ..
+    } = scan_sink(loc, store, opts, progress, |rel, logged, actual| {
+        keep.insert(rel.to_string());
+        if logged != actual {
+            resized.push((rel.to_string(), logged, actual));
+        }
+    })
+    .await?;
+    // Verified before anything is written: the commit would name sizes the files do not
+    // have, and readers would fail on them.
+    if !resized.is_empty() {
+        resized.sort();
+        let examples: Vec<String> = resized
+            .iter()
+            .take(3)
+            .map(|(rel, logged, actual)| {
+                format!("{rel} (log: {logged} bytes, file: {actual} bytes)")
+            })
+            .collect();
+        return Err(EngineError::InvalidRequest(format!(
+            "{uri}: {} file(s) in the sink log (_spark_metadata/) have another size than the file in the folder, e.g. {}; a file was rewritten or the log is stale, so lakehealth does not convert this folder (nothing was changed)",
+            resized.len(),
+            examples.join(", ")
+        )));
+    }
+    Ok(Listed {
+        keep,
+        partitions,
+        parser,
+        details,
+    })
+}
+
+/// Refuses what delta-rs's converter would get wrong: nothing to convert, files outside
+/// `key=value` folders, files not named `*.parquet`, percent-escaped names.
+fn check_convertible(uri: &str, listed: &Listed) -> Result<()> {
+    let keep = &listed.keep;
+    let unsupported = |detail: String| EngineError::Unsupported {
+        uri: uri.to_string(),
+        detail,
+    };
+    if keep.is_empty() {
+        return Err(EngineError::InvalidRequest(format!(
+            "{uri}: no Parquet file to convert"
+        )));
+    }
+    if listed.parser.files_in_plain_folders > 0 {
+        return Err(unsupported(format!(
+            "{} Parquet files sit in folders not named key=value; delta-rs converts Hive-style folders only. Move them, or convert a folder below",
+            listed.parser.files_in_plain_folders
+        )));
+    }
+    // delta-rs's converter takes `*.parquet` files only: a sink file named otherwise would
+    // silently be left out of the table.
+    if let Some(odd) = keep.iter().find(|p| !p.ends_with(".parquet")) {
+        return Err(unsupported(format!(
+            "the sink log lists {odd}, which is not named *.parquet; delta-rs's converter would leave it out of the table, so lakehealth does not convert this folder"
+        )));
+    }
+    // delta-rs 1.1's converter percent-decodes each object path into its `add` action, so a
+    // Hive-escaped folder (`city=a%20b%2Fc`) would be logged as `city=a b/c`: a file no reader
+    // finds. Refuse rather than write a broken table.
+    if let Some(escaped) = keep.iter().find(|p| p.contains('%')) {
+        return Err(unsupported(format!(
+            "{escaped} holds a percent-escaped name; delta-rs 1.1's converter would log it decoded, naming a file that does not exist, so lakehealth does not convert this folder (nothing was changed)"
+        )));
+    }
+    Ok(())
 }
 
 /// The partition schema: every `key=value` column found, typed as `--partition-by` says

@@ -146,13 +146,59 @@ pub async fn read_sink_log(
     io_concurrency: usize,
 ) -> Result<SinkLog> {
     let uri = loc.display();
+    let (batches, log_bytes, log_objects) = list_batches(store, &uri).await?;
+    let Some(latest) = batches.keys().next_back().copied() else {
+        return Err(EngineError::EmptyLog { uri });
+    };
+    let latest_compact = batches.values().rev().find(|b| b.compact).map(|b| b.batch);
+    let first = latest_compact.unwrap_or(0);
+    if let Some(missing) = (first..=latest).find(|b| !batches.contains_key(b)) {
+        return Err(EngineError::LogGap {
+            uri,
+            detail: format!(
+                "_spark_metadata/ has batch {latest} but not batch {missing}{}; the valid files cannot be known. Restore the missing batch file",
+                match latest_compact {
+                    Some(c) => format!(" (after the compacted batch {c})"),
+                    None => " (and no compacted batch)".into(),
+                }
+            ),
+        });
+    }
+    // Batches the state needs, and older ones still present for the history panel.
+    let oldest_history = (latest + 1).saturating_sub(history as u64);
+    let wanted: Vec<BatchFile> = batches
+        .into_values()
+        .filter(|b| b.batch >= first || b.batch >= oldest_history)
+        .collect();
+    let read = read_batches(store, &uri, wanted, io_concurrency).await?;
+    let (active, outside) = replay_batches(loc, &read, first);
+    let mut commits: Vec<CommitSummary> = read.iter().map(|(b, e)| summary(b, e)).collect();
+    commits.reverse();
+    commits.truncate(history.max(1));
+    Ok(SinkLog {
+        latest,
+        latest_compact,
+        active,
+        outside,
+        commits,
+        log_bytes,
+        log_objects,
+    })
+}
+
+/// The log's batch files by batch (a compacted one wins over its plain file), and the bytes
+/// and objects of the log folder.
+async fn list_batches(
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+) -> Result<(BTreeMap<u64, BatchFile>, u64, u64)> {
     let mut batches: BTreeMap<u64, BatchFile> = BTreeMap::new();
     let (mut log_bytes, mut log_objects) = (0, 0);
     let mut listed = store.list(Some(&Path::from(SINK_LOG)));
     while let Some(meta) = listed
         .try_next()
         .await
-        .map_err(|e| EngineError::from_store(&uri, "_spark_metadata/", e))?
+        .map_err(|e| EngineError::from_store(uri, "_spark_metadata/", e))?
     {
         log_bytes += meta.size;
         log_objects += 1;
@@ -174,34 +220,20 @@ pub async fn read_sink_log(
             }
         }
     }
-    let Some(latest) = batches.keys().next_back().copied() else {
-        return Err(EngineError::EmptyLog { uri });
-    };
-    let latest_compact = batches.values().rev().find(|b| b.compact).map(|b| b.batch);
-    let first = latest_compact.unwrap_or(0);
-    if let Some(missing) = (first..=latest).find(|b| !batches.contains_key(b)) {
-        return Err(EngineError::LogGap {
-            uri,
-            detail: format!(
-                "_spark_metadata/ has batch {latest} but not batch {missing}{}; the valid files cannot be known. Restore the missing batch file",
-                match latest_compact {
-                    Some(c) => format!(" (after the compacted batch {c})"),
-                    None => " (and no compacted batch)".into(),
-                }
-            ),
-        });
-    }
-    // Batches the state needs, and older ones still present for the history panel.
-    let oldest_history = (latest + 1).saturating_sub(history as u64);
-    let wanted: Vec<BatchFile> = batches
-        .values()
-        .filter(|b| b.batch >= first || b.batch >= oldest_history)
-        .cloned()
-        .collect();
+    Ok((batches, log_bytes, log_objects))
+}
+
+/// Reads and parses the batch files, concurrently; in batch order.
+async fn read_batches(
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+    wanted: Vec<BatchFile>,
+    io_concurrency: usize,
+) -> Result<Vec<(BatchFile, Vec<SinkEntry>)>> {
     let mut read: Vec<(BatchFile, Vec<SinkEntry>)> = futures::stream::iter(wanted)
         .map(|b| {
             let store = store.clone();
-            let uri = uri.clone();
+            let uri = uri.to_string();
             async move {
                 let bytes = store
                     .get(&b.path)
@@ -219,15 +251,19 @@ pub async fn read_sink_log(
         .try_collect()
         .await?;
     read.sort_by_key(|(b, _)| b.batch);
+    Ok(read)
+}
+
+/// The files the batches from `first` on leave active: those under the table by their path
+/// in it, with their sizes, and those outside it.
+fn replay_batches(
+    loc: &Location,
+    read: &[(BatchFile, Vec<SinkEntry>)],
+    first: u64,
+) -> (HashMap<String, u64>, FileGroup) {
     let mut active: HashMap<String, u64> = HashMap::new();
-    let mut outside = FileGroup::default();
     let mut outside_paths: HashMap<String, u64> = HashMap::new();
-    let mut commits = Vec::new();
-    for (b, entries) in &read {
-        commits.push(summary(b, entries));
-        if b.batch < first {
-            continue;
-        }
+    for (_, entries) in read.iter().filter(|(b, _)| b.batch >= first) {
         for e in entries.iter().filter(|e| !e.is_dir) {
             let size = e.size.max(0) as u64;
             match (relative_path(&loc.url, &e.path), e.action.as_str()) {
@@ -247,20 +283,11 @@ pub async fn read_sink_log(
             }
         }
     }
+    let mut outside = FileGroup::default();
     for (p, size) in outside_paths {
         outside.add(&p, size);
     }
-    commits.reverse();
-    commits.truncate(history.max(1));
-    Ok(SinkLog {
-        latest,
-        latest_compact,
-        active,
-        outside,
-        commits,
-        log_bytes,
-        log_objects,
-    })
+    (active, outside)
 }
 
 /// A batch as a commit of the history panel; its time is when the batch file was written.

@@ -174,43 +174,66 @@ impl Activity {
         if horizon_ms <= 0 {
             return Ok(());
         }
-        let mut budget = budget;
-        match self.newest {
+        let read = Reader { store, uri, cols };
+        let budget = self.read_forward(&read, version, budget).await?;
+        let horizon = now_ms.saturating_sub(horizon_ms);
+        self.read_back(&read, horizon, budget).await?;
+        // Digests are kept for file ages inside the horizon only.
+        self.digests.retain(|_, d| d.ts >= horizon);
+        Ok(())
+    }
+
+    /// Reads the commits newer than the range, up to `version`; returns the budget left.
+    async fn read_forward(
+        &mut self,
+        read: &Reader<'_>,
+        version: u64,
+        budget: usize,
+    ) -> Result<usize> {
+        let n = match self.newest {
             // A table recreated under the same path: start over.
-            Some(n) if version < n => self.restart(version),
-            Some(n) if version > n => {
-                let new = (version - n) as usize;
-                if new > budget {
-                    // Too many to read in one cycle: the gap would break the range.
+            Some(n) if version < n => {
+                self.restart(version);
+                return Ok(budget);
+            }
+            Some(n) if version > n => n,
+            Some(_) => return Ok(budget),
+            None => {
+                self.restart(version);
+                return Ok(budget);
+            }
+        };
+        let new = (version - n) as usize;
+        if new > budget {
+            // Too many to read in one cycle: the gap would break the range.
+            self.restart(version);
+            return Ok(budget);
+        }
+        for d in read.fetch(n + 1..=version).await {
+            // A commit listed by the replay is there (unless cleaned up since: then the range
+            // cannot be kept).
+            match d? {
+                Some(d) => self.apply(d),
+                None => {
                     self.restart(version);
-                } else {
-                    let got: Vec<Result<Option<CommitDigest>>> = futures::stream::iter(
-                        (n + 1..=version).map(|v| fetch(store, uri, v, cols)),
-                    )
-                    .buffered(CONCURRENCY)
-                    .collect()
-                    .await;
-                    for d in got {
-                        // A commit listed by the replay is there (unless cleaned up since:
-                        // then the range cannot be kept).
-                        match d? {
-                            Some(d) => self.apply(d),
-                            None => {
-                                self.restart(version);
-                                break;
-                            }
-                        }
-                    }
-                    budget -= new;
-                    if self.newest.is_some_and(|n| n < version) {
-                        self.newest = Some(version);
-                    }
+                    break;
                 }
             }
-            Some(_) => {}
-            None => self.restart(version),
         }
-        let horizon = now_ms.saturating_sub(horizon_ms);
+        if self.newest.is_some_and(|n| n < version) {
+            self.newest = Some(version);
+        }
+        Ok(budget - new)
+    }
+
+    /// Reads older commits, newest first, until the range reaches back past `horizon`, the log
+    /// starts or ends (cleaned up), or the budget is spent.
+    async fn read_back(
+        &mut self,
+        read: &Reader<'_>,
+        horizon: i64,
+        mut budget: usize,
+    ) -> Result<()> {
         while budget > 0
             && !self.from_start
             && !self.cut
@@ -222,12 +245,7 @@ impl Activity {
                 break;
             }
             let n = budget.min(CONCURRENCY).min(below as usize);
-            let versions: Vec<u64> = (below - n as u64..below).rev().collect();
-            let got: Vec<Result<Option<CommitDigest>>> =
-                futures::stream::iter(versions.into_iter().map(|v| fetch(store, uri, v, cols)))
-                    .buffered(CONCURRENCY)
-                    .collect()
-                    .await;
+            let got = read.fetch((below - n as u64..below).rev()).await;
             budget -= n;
             for d in got {
                 let Some(d) = d? else {
@@ -246,8 +264,6 @@ impl Activity {
                 }
             }
         }
-        // Digests are kept for file ages inside the horizon only.
-        self.digests.retain(|_, d| d.ts >= horizon);
         Ok(())
     }
 
@@ -317,6 +333,26 @@ impl Activity {
             removed.extend(d.removes.iter().map(String::as_str));
         }
         Some(n)
+    }
+}
+
+/// Where commits are read from, and the columns their digests keep.
+struct Reader<'a> {
+    store: &'a Arc<dyn ObjectStore>,
+    uri: &'a str,
+    cols: &'a Columns,
+}
+
+impl Reader<'_> {
+    /// The digests of `versions`, read concurrently, in their order (None: not in the log).
+    async fn fetch(
+        &self,
+        versions: impl Iterator<Item = u64>,
+    ) -> Vec<Result<Option<CommitDigest>>> {
+        futures::stream::iter(versions.map(|v| fetch(self.store, self.uri, v, self.cols)))
+            .buffered(CONCURRENCY)
+            .collect()
+            .await
     }
 }
 

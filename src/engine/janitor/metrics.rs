@@ -161,131 +161,132 @@ impl Metrics {
             .with(|s| (s.tables.clone(), s.cycles, s.last_cycle_end_ms))
             .unwrap_or_default();
         let mut out = String::new();
-        let gauge = |out: &mut String,
-                     name: &str,
-                     kind: &str,
-                     help: &str,
-                     get: &dyn Fn(&TableMetrics) -> String| {
-            let _ = writeln!(out, "# HELP lakehealth_{name} {help}");
-            let _ = writeln!(out, "# TYPE lakehealth_{name} {kind}");
+        for series in TABLE_SERIES {
+            header(&mut out, series.name, series.kind, series.help);
             for (t, m) in &tables {
                 let _ = writeln!(
                     out,
-                    "lakehealth_{name}{{table=\"{}\"}} {}",
+                    "lakehealth_{}{{table=\"{}\"}} {}",
+                    series.name,
                     label(t),
-                    get(m)
+                    (series.value)(m)
                 );
             }
-        };
-        gauge(
-            &mut out,
-            "table_files",
-            "gauge",
-            "Active data files of the table.",
-            &|m| m.files.to_string(),
-        );
-        gauge(
-            &mut out,
-            "table_small_files",
-            "gauge",
-            "Active files below the policy's small-file size.",
-            &|m| m.small_files.to_string(),
-        );
-        gauge(
-            &mut out,
-            "table_health_score",
-            "gauge",
-            "Health score 0-100 (100 * ideal files / files).",
-            &|m| m.health.to_string(),
-        );
-        gauge(
-            &mut out,
-            "table_due_partitions",
-            "gauge",
-            "Partitions the last cycle found due.",
-            &|m| m.due_partitions.to_string(),
-        );
-        gauge(
-            &mut out,
-            "table_jobs_total",
-            "counter",
-            "Compaction jobs run since the janitor started.",
-            &|m| m.jobs_run.to_string(),
-        );
-        gauge(
-            &mut out,
-            "table_jobs_failed_total",
-            "counter",
-            "Compaction jobs that failed.",
-            &|m| m.jobs_failed.to_string(),
-        );
-        gauge(
-            &mut out,
-            "table_compacted_bytes_total",
-            "counter",
-            "Bytes of the files compacted (amount_of_data_compacted_bytes).",
-            &|m| m.bytes_compacted.to_string(),
-        );
-        gauge(
-            &mut out,
-            "table_write_amplification",
-            "gauge",
-            "Bytes compactions wrote per byte the writers wrote, over the recent log (NaN: no ingest).",
-            &|m| {
-                m.rewrite
-                    .write_amplification
-                    .map_or("NaN".into(), |w| format!("{w:.4}"))
-            },
-        );
-        gauge(
-            &mut out,
-            "table_rewritten_bytes",
-            "gauge",
-            "Bytes compactions wrote over the recent log.",
-            &|m| m.rewrite.compaction_bytes.to_string(),
-        );
-        gauge(
-            &mut out,
-            "table_ingested_bytes",
-            "gauge",
-            "Bytes the writers wrote over the recent log.",
-            &|m| m.rewrite.writer_bytes.to_string(),
-        );
-        gauge(
-            &mut out,
-            "table_last_decision_timestamp_seconds",
-            "gauge",
-            "When the last decision on the table was made (Unix time).",
-            &|m| format!("{:.3}", m.last_decision_ms as f64 / 1000.0),
-        );
+        }
         let (alive, _) = self.health(now_ms);
-        let _ = writeln!(
-            out,
-            "# HELP lakehealth_janitor_cycles_total Cycles completed."
-        );
-        let _ = writeln!(out, "# TYPE lakehealth_janitor_cycles_total counter");
-        let _ = writeln!(out, "lakehealth_janitor_cycles_total {cycles}");
-        let _ = writeln!(
-            out,
-            "# HELP lakehealth_janitor_last_cycle_timestamp_seconds When the last cycle ended (Unix time; 0: none yet)."
-        );
-        let _ = writeln!(
-            out,
-            "# TYPE lakehealth_janitor_last_cycle_timestamp_seconds gauge"
-        );
-        let _ = writeln!(
-            out,
-            "lakehealth_janitor_last_cycle_timestamp_seconds {:.3}",
-            last_end.unwrap_or(0) as f64 / 1000.0
-        );
-        let _ = writeln!(
-            out,
-            "# HELP lakehealth_janitor_up Whether the janitor's loop is alive (see /healthz)."
-        );
-        let _ = writeln!(out, "# TYPE lakehealth_janitor_up gauge");
-        let _ = writeln!(out, "lakehealth_janitor_up {}", u8::from(alive));
+        let janitor = [
+            (
+                "janitor_cycles_total",
+                "counter",
+                "Cycles completed.",
+                cycles.to_string(),
+            ),
+            (
+                "janitor_last_cycle_timestamp_seconds",
+                "gauge",
+                "When the last cycle ended (Unix time; 0: none yet).",
+                format!("{:.3}", last_end.unwrap_or(0) as f64 / 1000.0),
+            ),
+            (
+                "janitor_up",
+                "gauge",
+                "Whether the janitor's loop is alive (see /healthz).",
+                u8::from(alive).to_string(),
+            ),
+        ];
+        for (name, kind, help, value) in janitor {
+            header(&mut out, name, kind, help);
+            let _ = writeln!(out, "lakehealth_{name} {value}");
+        }
         scrub(&out).into_owned()
     }
+}
+
+/// One series per table: its name (after `lakehealth_`), Prometheus type, help and value.
+struct TableSeries {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    value: fn(&TableMetrics) -> String,
+}
+
+const TABLE_SERIES: &[TableSeries] = &[
+    TableSeries {
+        name: "table_files",
+        kind: "gauge",
+        help: "Active data files of the table.",
+        value: |m| m.files.to_string(),
+    },
+    TableSeries {
+        name: "table_small_files",
+        kind: "gauge",
+        help: "Active files below the policy's small-file size.",
+        value: |m| m.small_files.to_string(),
+    },
+    TableSeries {
+        name: "table_health_score",
+        kind: "gauge",
+        help: "Health score 0-100 (100 * ideal files / files).",
+        value: |m| m.health.to_string(),
+    },
+    TableSeries {
+        name: "table_due_partitions",
+        kind: "gauge",
+        help: "Partitions the last cycle found due.",
+        value: |m| m.due_partitions.to_string(),
+    },
+    TableSeries {
+        name: "table_jobs_total",
+        kind: "counter",
+        help: "Compaction jobs run since the janitor started.",
+        value: |m| m.jobs_run.to_string(),
+    },
+    TableSeries {
+        name: "table_jobs_failed_total",
+        kind: "counter",
+        help: "Compaction jobs that failed.",
+        value: |m| m.jobs_failed.to_string(),
+    },
+    TableSeries {
+        name: "table_compacted_bytes_total",
+        kind: "counter",
+        help: "Bytes of the files compacted (amount_of_data_compacted_bytes).",
+        value: |m| m.bytes_compacted.to_string(),
+    },
+    TableSeries {
+        name: "table_write_amplification",
+        kind: "gauge",
+        help: "Bytes compactions wrote per byte the writers wrote, over the recent log (NaN: no ingest).",
+        value: |m| {
+            m.rewrite
+                .write_amplification
+                .map_or("NaN".into(), |w| format!("{w:.4}"))
+        },
+    },
+    TableSeries {
+        name: "table_rewritten_bytes",
+        kind: "gauge",
+        help: "Bytes compactions wrote over the recent log.",
+        value: |m| m.rewrite.compaction_bytes.to_string(),
+    },
+    TableSeries {
+        name: "table_ingested_bytes",
+        kind: "gauge",
+        help: "Bytes the writers wrote over the recent log.",
+        value: |m| m.rewrite.writer_bytes.to_string(),
+    },
+    TableSeries {
+        name: "table_last_decision_timestamp_seconds",
+        kind: "gauge",
+        help: "When the last decision on the table was made (Unix time).",
+        value: |m| format!("{:.3}", m.last_decision_ms as f64 / 1000.0),
+    },
+];
+
+/// A series' `# HELP` and `# TYPE` lines.
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP lakehealth_{name} {help}");
+    let _ = writeln!(out, "# TYPE lakehealth_{name} {kind}");
 }
 
 /// A label value escaped as the text format wants (backslash, quote, newline).

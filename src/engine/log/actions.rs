@@ -125,6 +125,10 @@ pub struct CommitInfo {
     /// delta-rs writes its version here instead of `engineInfo` ("delta-rs.1.6.6").
     pub client_version: Option<String>,
     pub is_blind_append: Option<bool>,
+    /// The id a lakehealth compaction commit carries (`compact::commit::COMMIT_ID_KEY`), to find
+    /// its own commit after an ambiguous failure.
+    #[serde(rename = "lakehealth.commitId")]
+    pub lakehealth_commit_id: Option<String>,
 }
 
 impl CommitInfo {
@@ -151,6 +155,20 @@ impl CommitInfo {
             other => Some(other.to_string()),
         }
     }
+}
+
+/// A commit's actions, one JSON object a line, read leniently: a line that is not an action
+/// is skipped. For looking things up in commits; reading the log itself rejects a corrupt
+/// commit (`walker::parse_commit`).
+pub fn scan(bytes: &[u8]) -> impl Iterator<Item = ActionLine> + '_ {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<ActionLine>(l).ok())
+}
+
+/// The commit's `commitInfo`, if it has one.
+pub fn commit_info(bytes: &[u8]) -> Option<CommitInfo> {
+    scan(bytes).find_map(|a| a.commit_info)
 }
 
 /// Identity of a file in the log: its path plus its deletion vector, as the spec reconciles them.
@@ -188,6 +206,29 @@ mod tests {
         )
         .unwrap();
         assert!(a.meta_data.unwrap().missing_required().is_empty());
+    }
+
+    #[test]
+    fn scanning_skips_what_is_not_an_action_and_finds_the_commit_info() {
+        let commit = concat!(
+            r#"{"remove":{"path":"a%20b.parquet","dataChange":false}}"#,
+            "\nnot json\n",
+            r#"{"commitInfo":{"operation":"OPTIMIZE","clientVersion":"delta-rs.1","lakehealth.commitId":"c1"}}"#,
+            "\n"
+        );
+        let removed: Vec<String> = scan(commit.as_bytes())
+            .filter_map(|a| a.remove.map(|r| r.path))
+            .collect();
+        assert_eq!(removed, ["a%20b.parquet"]);
+        let ci = commit_info(commit.as_bytes()).unwrap();
+        assert_eq!(ci.operation.as_deref(), Some("OPTIMIZE"));
+        assert_eq!(ci.engine().as_deref(), Some("delta-rs.1"));
+        assert_eq!(ci.lakehealth_commit_id.as_deref(), Some("c1"));
+        assert_eq!(
+            crate::engine::compact::commit::COMMIT_ID_KEY,
+            "lakehealth.commitId",
+            "the key the field is read from"
+        );
     }
 
     #[test]

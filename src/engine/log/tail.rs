@@ -16,11 +16,11 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::actions::{AddFile, RemoveFile};
+use super::actions::{ActionLine, AddFile, RemoveFile};
 use super::file_size::logged_size;
 use super::partition_key::{encode_into, resolve_key};
 use super::state::{CommitSummary, LogState, TxnState};
-use super::walker::{FetchedCommit, parse_commit};
+use super::walker::{FetchedCommit, ParsedCommit, parse_commit};
 use crate::engine::error::Result;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::stats::table_report::physical_names;
@@ -108,6 +108,25 @@ enum Step {
     Push { part: String, size: u64 },
 }
 
+/// Why a commit cannot be placed on the state (the tail reloads instead).
+struct Unplaceable(String);
+
+/// A commit's changes, decided before any is applied.
+#[derive(Default)]
+struct Changes {
+    steps: Vec<Step>,
+    deltas: HashMap<String, PartitionDelta>,
+}
+
+/// Deciding a commit's changes: what is decided so far, the live files of each partition and
+/// size it takes, and a buffer for partition keys.
+#[derive(Default)]
+struct Decision {
+    changes: Changes,
+    taken: HashMap<(String, u64), usize>,
+    buf: String,
+}
+
 /// A replayed state and the commits applied on top of it.
 pub struct Tail {
     state: LogState,
@@ -155,85 +174,14 @@ impl Tail {
         if let Some(r) = self.metadata_or_protocol_change(version, &parsed.actions) {
             return Ok(Err(r));
         }
-        let unplaceable = |detail: String| Ok(Err(ReloadReason::Unplaceable { version, detail }));
-        // Adds without a data change and no remove restate files that may already be live (a
-        // writer recomputing statistics): only the replay knows which paths the checkpoint has.
-        if parsed.removes().next().is_none()
-            && parsed.adds().any(|(a, _)| a.data_change == Some(false))
-        {
-            return unplaceable("files added again without a data change (restated)".into());
-        }
         // Decide every change first: a commit is applied whole or not at all.
-        let mut steps: Vec<Step> = Vec::new();
-        let mut buf = String::new();
-        let mut taken: HashMap<(String, u64), usize> = HashMap::new();
-        let mut deltas: HashMap<String, PartitionDelta> = HashMap::new();
-        for (rm, key) in parsed.removes() {
-            let (part, size) = match self.known.get(key.as_str()) {
-                Some(Known::Live { part, size }) => (part.clone(), *size),
-                Some(Known::Removed) => {
-                    return unplaceable(format!("{} was removed twice", rm.path));
-                }
-                None => match remove_place(rm, &mut buf) {
-                    Some(p) => p,
-                    None => {
-                        return unplaceable(format!(
-                            "the remove of {} records no partition or size",
-                            rm.path
-                        ));
-                    }
-                },
-            };
-            let n = taken.entry((part.clone(), size)).or_default();
-            *n += 1;
-            if self.state.partitions.count(&part, size) < *n {
-                return unplaceable(format!(
-                    "no live file of {size} bytes in the partition of {} to remove",
-                    rm.path
-                ));
+        let changes = match self.decide(&parsed) {
+            Ok(changes) => changes,
+            Err(Unplaceable(detail)) => {
+                return Ok(Err(ReloadReason::Unplaceable { version, detail }));
             }
-            let d = self.delta(&mut deltas, &part);
-            d.files_removed += 1;
-            d.bytes_removed += size;
-            d.data_change |= rm.data_change.unwrap_or(true);
-            steps.push(Step::Drop { part, size });
-        }
-        for (add, key) in parsed.adds() {
-            match self.known.get(key.as_str()) {
-                Some(Known::Removed) => {
-                    return unplaceable(format!("{} was added again after a remove", add.path));
-                }
-                // The newest add of a live key replaces it.
-                Some(Known::Live { part, size }) => {
-                    *taken.entry((part.clone(), *size)).or_default() += 1;
-                    steps.push(Step::Drop {
-                        part: part.clone(),
-                        size: *size,
-                    });
-                }
-                None => {}
-            }
-            let (part, size) = add_place(add, &mut buf);
-            let d = self.delta(&mut deltas, &part);
-            d.files_added += 1;
-            d.bytes_added += size;
-            d.added_sizes.push(size);
-            d.data_change |= add.data_change.unwrap_or(true);
-            steps.push(Step::Push { part, size });
-        }
-
-        if let Some(((part, size), _)) = taken
-            .iter()
-            .find(|((part, size), n)| self.state.partitions.count(part, *size) < **n)
-        {
-            let at = self.values(part).label();
-            return unplaceable(format!(
-                "{at} holds fewer live files of {size} bytes than removed"
-            ));
-        }
-
-        // Apply.
-        for s in steps {
+        };
+        for s in changes.steps {
             match s {
                 Step::Drop { part, size } => {
                     self.state.partitions.remove_one(&part, size);
@@ -241,6 +189,119 @@ impl Tail {
                 Step::Push { part, size } => self.state.partitions.push(&part, size),
             }
         }
+        self.remember_files(&parsed);
+        self.apply_other_actions(&parsed.actions);
+        self.record_commit(&c, size, &parsed.summary);
+        let mut partitions: Vec<PartitionDelta> = changes.deltas.into_values().collect();
+        partitions.sort_by(|a, b| a.values.cmp(&b.values));
+        Ok(Ok(AppliedCommit {
+            summary: parsed.summary,
+            partitions,
+        }))
+    }
+
+    /// What the commit changes, partition by partition, or why it cannot be placed.
+    fn decide(&self, parsed: &ParsedCommit) -> std::result::Result<Changes, Unplaceable> {
+        // Adds without a data change and no remove restate files that may already be live (a
+        // writer recomputing statistics): only the replay knows which paths the checkpoint has.
+        if parsed.removes().next().is_none()
+            && parsed.adds().any(|(a, _)| a.data_change == Some(false))
+        {
+            return Err(Unplaceable(
+                "files added again without a data change (restated)".into(),
+            ));
+        }
+        let mut d = Decision::default();
+        for (rm, key) in parsed.removes() {
+            self.decide_remove(rm, key, &mut d)?;
+        }
+        for (add, key) in parsed.adds() {
+            self.decide_add(add, key, &mut d)?;
+        }
+        if let Some(((part, size), _)) = d
+            .taken
+            .iter()
+            .find(|((part, size), n)| self.state.partitions.count(part, *size) < **n)
+        {
+            let at = self.values(part).label();
+            return Err(Unplaceable(format!(
+                "{at} holds fewer live files of {size} bytes than removed"
+            )));
+        }
+        Ok(d.changes)
+    }
+
+    /// A remove drops one live file of its partition and size.
+    fn decide_remove(
+        &self,
+        rm: &RemoveFile,
+        key: &str,
+        d: &mut Decision,
+    ) -> std::result::Result<(), Unplaceable> {
+        let (part, size) = match self.known.get(key) {
+            Some(Known::Live { part, size }) => (part.clone(), *size),
+            Some(Known::Removed) => {
+                return Err(Unplaceable(format!("{} was removed twice", rm.path)));
+            }
+            None => remove_place(rm, &mut d.buf).ok_or_else(|| {
+                Unplaceable(format!(
+                    "the remove of {} records no partition or size",
+                    rm.path
+                ))
+            })?,
+        };
+        let n = d.taken.entry((part.clone(), size)).or_default();
+        *n += 1;
+        if self.state.partitions.count(&part, size) < *n {
+            return Err(Unplaceable(format!(
+                "no live file of {size} bytes in the partition of {} to remove",
+                rm.path
+            )));
+        }
+        let delta = self.delta(&mut d.changes.deltas, &part);
+        delta.files_removed += 1;
+        delta.bytes_removed += size;
+        delta.data_change |= rm.data_change.unwrap_or(true);
+        d.changes.steps.push(Step::Drop { part, size });
+        Ok(())
+    }
+
+    /// An add pushes a file; the newest add of a live key replaces it.
+    fn decide_add(
+        &self,
+        add: &AddFile,
+        key: &str,
+        d: &mut Decision,
+    ) -> std::result::Result<(), Unplaceable> {
+        match self.known.get(key) {
+            Some(Known::Removed) => {
+                return Err(Unplaceable(format!(
+                    "{} was added again after a remove",
+                    add.path
+                )));
+            }
+            Some(Known::Live { part, size }) => {
+                *d.taken.entry((part.clone(), *size)).or_default() += 1;
+                d.changes.steps.push(Step::Drop {
+                    part: part.clone(),
+                    size: *size,
+                });
+            }
+            None => {}
+        }
+        let (part, size) = add_place(add, &mut d.buf);
+        let delta = self.delta(&mut d.changes.deltas, &part);
+        delta.files_added += 1;
+        delta.bytes_added += size;
+        delta.added_sizes.push(size);
+        delta.data_change |= add.data_change.unwrap_or(true);
+        d.changes.steps.push(Step::Push { part, size });
+        Ok(())
+    }
+
+    /// The commit's files, by key: removed ones become tombstones, added ones are live.
+    fn remember_files(&mut self, parsed: &ParsedCommit) {
+        let mut buf = String::new();
         for (rm, key) in parsed.removes() {
             self.known.insert(key.clone(), Known::Removed);
             self.state.tombstones.push(rm.deletion_timestamp, rm.size);
@@ -249,9 +310,12 @@ impl Tail {
             let (part, size) = add_place(add, &mut buf);
             self.known.insert(key.clone(), Known::Live { part, size });
         }
-        for a in &parsed.actions {
+    }
+
+    /// Metadata (only its configuration can differ here, checked before) and transactions.
+    fn apply_other_actions(&mut self, actions: &[ActionLine]) {
+        for a in actions {
             if let Some(md) = &a.meta_data {
-                // Only the configuration can differ here (checked above).
                 self.state.metadata = md.clone();
             }
             if let Some(t) = &a.txn {
@@ -264,8 +328,12 @@ impl Tail {
                 );
             }
         }
+    }
+
+    /// The commit's file in the log listing, and its line in the history.
+    fn record_commit(&mut self, c: &FetchedCommit, size: u64, summary: &CommitSummary) {
         let s = &mut self.state;
-        s.version = version;
+        s.version = c.version;
         s.listing.add(
             &c.path,
             size,
@@ -273,14 +341,8 @@ impl Tail {
                 .and_then(chrono::DateTime::<chrono::Utc>::from_timestamp_millis),
         );
         s.json_bytes_since_checkpoint += size;
-        s.commits.insert(0, parsed.summary.clone());
+        s.commits.insert(0, summary.clone());
         s.commits.truncate(self.history_commits);
-        let mut partitions: Vec<PartitionDelta> = deltas.into_values().collect();
-        partitions.sort_by(|a, b| a.values.cmp(&b.values));
-        Ok(Ok(AppliedCommit {
-            summary: parsed.summary,
-            partitions,
-        }))
     }
 
     fn delta<'d>(

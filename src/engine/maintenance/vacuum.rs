@@ -385,10 +385,8 @@ async fn start_version(store: &Arc<dyn ObjectStore>, end: u64, after: u64) -> Op
         v -= 1;
         let path = Path::from(format!("_delta_log/{v:020}.json"));
         let bytes = store.get(&path).await.ok()?.bytes().await.ok()?;
-        let is_start = bytes
-            .split(|b| *b == b'\n')
-            .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
-            .any(|a| a["commitInfo"]["operation"] == "VACUUM START");
+        let is_start = crate::engine::log::actions::commit_info(&bytes)
+            .is_some_and(|ci| ci.operation.as_deref() == Some("VACUUM START"));
         if is_start {
             return Some(v);
         }
@@ -407,51 +405,25 @@ pub async fn run_vacuum(
 ) -> Result<VacuumOutcome> {
     crate::engine::root_links::refuse_links_leaving(loc, "vacuum")?;
     let uri = loc.display();
-    let nothing = |version_read| VacuumOutcome {
-        table: uri.clone(),
-        version_read,
-        retention_ms: plan.retention_ms,
-        files_deleted: 0,
-        bytes_deleted: 0,
-        deleted: Vec::new(),
-        vacuum_start_version: None,
-        vacuum_end_version: None,
+    let cancelled = || {
+        EngineError::InvalidRequest(format!(
+            "{uri}: VACUUM cancelled before it started; nothing was deleted"
+        ))
     };
     if cancel.is_cancelled() {
-        return Err(EngineError::InvalidRequest(format!(
-            "{uri}: VACUUM cancelled before it started; nothing was deleted"
-        )));
+        return Err(cancelled());
     }
     if plan.files.is_empty() {
-        let outcome = nothing(plan.version);
+        let outcome = nothing_deleted(&uri, plan, plan.version);
         on_event(VacuumEvent::Done(outcome.clone()));
         return Ok(outcome);
     }
     on_event(VacuumEvent::Checking);
     let table = open_delta(loc, &req.storage_options, "opening the table for VACUUM").await?;
     let version = table.version().unwrap_or_default();
-    let retention = Duration::from_millis(plan.retention_ms);
-    let (checked, _) =
-        checked_candidates(&uri, &table, retention, plan.retention_check, plan.now_ms).await?;
-    let now_set: HashSet<&str> = checked.iter().map(|(p, _)| p.as_str()).collect();
-    let planned: HashSet<&str> = plan
-        .files
-        .iter()
-        .map(|f| f.path.as_str())
-        .chain(plan.already_gone.iter().map(String::as_str))
-        .collect();
-    if now_set != planned {
-        let added = now_set.difference(&planned).count();
-        let dropped = planned.difference(&now_set).count();
-        return Err(EngineError::InvalidRequest(format!(
-            "{uri}: the table moved from version {} to {version} since the dry run, and VACUUM would now delete a different set of files ({added} more, {dropped} fewer). Nothing was deleted; run the dry run again.",
-            plan.version
-        )));
-    }
+    check_plan_still_holds(&uri, &table, plan, version).await?;
     if cancel.is_cancelled() {
-        return Err(EngineError::InvalidRequest(format!(
-            "{uri}: VACUUM cancelled before it started; nothing was deleted"
-        )));
+        return Err(cancelled());
     }
     on_event(VacuumEvent::Deleting {
         files: plan.files_to_delete,
@@ -467,24 +439,13 @@ pub async fn run_vacuum(
     let (after, metrics) = table
         .clone()
         .vacuum()
-        .with_retention_period(chrono_ms(retention))
+        .with_retention_period(chrono_ms(Duration::from_millis(plan.retention_ms)))
         .with_enforce_retention_duration(plan.retention_check)
         .with_clock(Arc::new(FixedClock(plan.now_ms)))
         .with_commit_properties(props)
         .await
         .map_err(|e| derr(&uri, "VACUUM (delta-rs)", e))?;
-    let deleted_set: HashSet<String> = metrics.files_deleted.into_iter().collect();
-    let by_path: BTreeMap<&str, u64> = plan
-        .files
-        .iter()
-        .map(|f| (f.path.as_str(), f.bytes))
-        .collect();
-    let deleted: Vec<String> = by_path
-        .keys()
-        .filter(|p| deleted_set.contains(**p))
-        .map(|p| p.to_string())
-        .collect();
-    let bytes_deleted = deleted.iter().filter_map(|p| by_path.get(p.as_str())).sum();
+    let (deleted, bytes_deleted) = deleted_of_plan(plan, metrics.files_deleted);
     let end = after.version();
     let store: Arc<dyn ObjectStore> = after.log_store().object_store(None);
     let start = match end {
@@ -497,10 +458,70 @@ pub async fn run_vacuum(
         deleted,
         vacuum_start_version: start,
         vacuum_end_version: end.filter(|&e| e > version),
-        ..nothing(version)
+        ..nothing_deleted(&uri, plan, version)
     };
     on_event(VacuumEvent::Done(outcome.clone()));
     Ok(outcome)
+}
+
+/// The outcome of a vacuum of `plan` that deleted nothing, having read `version_read`.
+fn nothing_deleted(uri: &str, plan: &VacuumPlan, version_read: u64) -> VacuumOutcome {
+    VacuumOutcome {
+        table: uri.to_string(),
+        version_read,
+        retention_ms: plan.retention_ms,
+        files_deleted: 0,
+        bytes_deleted: 0,
+        deleted: Vec::new(),
+        vacuum_start_version: None,
+        vacuum_end_version: None,
+    }
+}
+
+/// The plan made again on the latest version (`version`) with the plan's clock must list the
+/// same files; else nothing is deleted.
+async fn check_plan_still_holds(
+    uri: &str,
+    table: &DeltaTable,
+    plan: &VacuumPlan,
+    version: u64,
+) -> Result<()> {
+    let retention = Duration::from_millis(plan.retention_ms);
+    let (checked, _) =
+        checked_candidates(uri, table, retention, plan.retention_check, plan.now_ms).await?;
+    let now_set: HashSet<&str> = checked.iter().map(|(p, _)| p.as_str()).collect();
+    let planned: HashSet<&str> = plan
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .chain(plan.already_gone.iter().map(String::as_str))
+        .collect();
+    if now_set == planned {
+        return Ok(());
+    }
+    let added = now_set.difference(&planned).count();
+    let dropped = planned.difference(&now_set).count();
+    Err(EngineError::InvalidRequest(format!(
+        "{uri}: the table moved from version {} to {version} since the dry run, and VACUUM would now delete a different set of files ({added} more, {dropped} fewer). Nothing was deleted; run the dry run again.",
+        plan.version
+    )))
+}
+
+/// The planned files delta-rs reports deleted (in path order) and their bytes.
+fn deleted_of_plan(plan: &VacuumPlan, files_deleted: Vec<String>) -> (Vec<String>, u64) {
+    let deleted_set: HashSet<String> = files_deleted.into_iter().collect();
+    let by_path: BTreeMap<&str, u64> = plan
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.bytes))
+        .collect();
+    let deleted: Vec<String> = by_path
+        .keys()
+        .filter(|p| deleted_set.contains(**p))
+        .map(|p| p.to_string())
+        .collect();
+    let bytes_deleted = deleted.iter().filter_map(|p| by_path.get(p.as_str())).sum();
+    (deleted, bytes_deleted)
 }
 
 #[cfg(test)]

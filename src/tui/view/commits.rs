@@ -43,40 +43,12 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Opt
         .iter()
         .map(|c| cells(c, now, live_from.is_some_and(|v| c.version >= v)))
         .collect();
-    let widths: Vec<usize> = (0..HEADERS.len())
-        .map(|i| fit::column_width(HEADERS[i], texts.iter().map(|c| c[i].as_str())))
-        .collect();
-    // The engine column's separator is taken first: the engine itself may be cut (text).
-    let avail = usize::from(area.width.saturating_sub(3));
-    let shown = fit::columns(avail, OPERATION_MIN, &widths, &DROP).unwrap_or_else(|| {
-        let mut s = vec![true; HEADERS.len()];
-        for d in DROP {
-            s[d] = false;
-        }
-        s
-    });
-    // Display order: version, when, operation, files, added, removed, engine.
-    let order = [0usize, 1, usize::MAX, 2, 3, 4];
-    let pick = |row: &[String; 5], op: String, engine: String| -> Vec<String> {
-        let mut v: Vec<String> = order
-            .iter()
-            .filter(|&&i| i == usize::MAX || shown[i])
-            .map(|&i| {
-                if i == usize::MAX {
-                    op.clone()
-                } else {
-                    row[i].clone()
-                }
-            })
-            .collect();
-        v.push(engine);
-        v
-    };
+    let cols = Columns::fit(area, &shown_commits, &texts);
     let rows: Vec<Row> = shown_commits
         .iter()
         .zip(&texts)
         .map(|(c, text)| {
-            let row = Row::new(pick(
+            let row = Row::new(cols.pick(
                 text,
                 c.operation.clone(),
                 c.engine.clone().unwrap_or_else(|| "-".into()),
@@ -91,30 +63,100 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Opt
         .collect();
     let header_names = HEADERS.map(String::from);
     let header =
-        Row::new(pick(&header_names, "operation".into(), "engine".into())).style(style::dim());
-    let op_w = shown_commits
-        .iter()
-        .map(|c| fit::width(&c.operation))
-        .fold(OPERATION_MIN, usize::max);
-    let used: usize = widths
-        .iter()
-        .zip(&shown)
-        .filter(|(_, s)| **s)
-        .map(|(w, _)| w + 1)
-        .sum();
-    let op_w = op_w.min(avail.saturating_sub(used).max(OPERATION_MIN));
-    let constraints: Vec<Constraint> = order
-        .iter()
-        .filter(|&&i| i == usize::MAX || shown[i])
-        .map(|&i| {
-            if i == usize::MAX {
-                Constraint::Length(op_w as u16)
-            } else {
-                Constraint::Length(widths[i] as u16)
+        Row::new(cols.pick(&header_names, "operation".into(), "engine".into())).style(style::dim());
+    f.render_widget(
+        Table::new(rows, cols.constraints()).header(header).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(title(t, area.width)),
+        ),
+        area,
+    );
+}
+
+/// Display order: version, when, operation (`OPERATION`), files, added, removed; the engine
+/// follows.
+const ORDER: [usize; 6] = [0, 1, OPERATION, 2, 3, 4];
+const OPERATION: usize = usize::MAX;
+
+/// The columns that fit the panel and their widths.
+struct Columns {
+    shown: Vec<bool>,
+    widths: Vec<usize>,
+    operation: usize,
+}
+
+impl Columns {
+    fn fit(area: Rect, commits: &[&CommitSummary], texts: &[[String; 5]]) -> Self {
+        let widths: Vec<usize> = (0..HEADERS.len())
+            .map(|i| fit::column_width(HEADERS[i], texts.iter().map(|c| c[i].as_str())))
+            .collect();
+        // The engine column's separator is taken first: the engine itself may be cut (text).
+        let avail = usize::from(area.width.saturating_sub(3));
+        let shown = fit::columns(avail, OPERATION_MIN, &widths, &DROP).unwrap_or_else(|| {
+            let mut s = vec![true; HEADERS.len()];
+            for d in DROP {
+                s[d] = false;
             }
-        })
-        .chain(std::iter::once(Constraint::Fill(1)))
-        .collect();
+            s
+        });
+        let op_w = commits
+            .iter()
+            .map(|c| fit::width(&c.operation))
+            .fold(OPERATION_MIN, usize::max);
+        let used: usize = widths
+            .iter()
+            .zip(&shown)
+            .filter(|(_, s)| **s)
+            .map(|(w, _)| w + 1)
+            .sum();
+        let operation = op_w.min(avail.saturating_sub(used).max(OPERATION_MIN));
+        Self {
+            shown,
+            widths,
+            operation,
+        }
+    }
+
+    /// The columns shown, in display order.
+    fn order(&self) -> impl Iterator<Item = usize> + '_ {
+        ORDER
+            .into_iter()
+            .filter(|&i| i == OPERATION || self.shown[i])
+    }
+
+    /// A row's cells in display order.
+    fn pick(&self, row: &[String; 5], op: String, engine: String) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .order()
+            .map(|i| {
+                if i == OPERATION {
+                    op.clone()
+                } else {
+                    row[i].clone()
+                }
+            })
+            .collect();
+        v.push(engine);
+        v
+    }
+
+    fn constraints(&self) -> Vec<Constraint> {
+        self.order()
+            .map(|i| {
+                if i == OPERATION {
+                    Constraint::Length(self.operation as u16)
+                } else {
+                    Constraint::Length(self.widths[i] as u16)
+                }
+            })
+            .chain(std::iter::once(Constraint::Fill(1)))
+            .collect()
+    }
+}
+
+/// The title is the panel's name; the counts by operation follow only when they fit whole.
+fn title(t: &TableReport, width: u16) -> ratatui::text::Line<'static> {
     let ops: Vec<String> = t
         .log
         .operations
@@ -122,18 +164,10 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Opt
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
     let summary = format!("last {}: {}", t.log.window_commits, ops.join(", "));
-    // The title is the panel's name; the counts by operation follow only when they fit whole.
-    let room = usize::from(area.width).saturating_sub(12);
+    let room = usize::from(width).saturating_sub(12);
     let mut title = vec![Span::styled(" Commits ", style::title())];
     if fit::width(&summary) < room {
         title.push(Span::raw(format!("{summary} ")));
     }
-    f.render_widget(
-        Table::new(rows, constraints).header(header).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(ratatui::text::Line::from(title)),
-        ),
-        area,
-    );
+    ratatui::text::Line::from(title)
 }

@@ -1,38 +1,24 @@
 //! The conversion preview: what converting the folder to Delta does, and what the user must do
 //! first (the same text `lakehealth convert` prints).
 
-use ratatui::Frame;
-use ratatui::layout::Rect;
-use ratatui::style::{Color, Style};
+use ratatui::style::Color;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::Wrap;
 
+use super::preview_dialog::{Body, PreviewView, failed};
 use super::style;
 use crate::tui::app::ConvertDialog;
-use crate::tui::layout::centered;
 
-pub fn draw(f: &mut Frame, area: Rect, d: &ConvertDialog) {
-    let b = centered(area, 100, 24);
-    f.render_widget(Clear, b);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(Color::Cyan))
-        .title(Span::styled(" Convert to Delta ", style::title()));
-    let inner = block.inner(b);
-    f.render_widget(block, b);
-    let mut lines: Vec<Line> = Vec::new();
-    match &d.result {
-        None => lines.push(Line::from(format!("listing {} ...", d.table_uri))),
-        Some(Err(e)) => {
-            lines.push(Line::from(Span::styled(
-                format!("cannot convert: {e}"),
-                style::score(0),
-            )));
-            lines.push(Line::from(""));
-            lines.push(Line::from(Span::styled("Esc close", style::dim())));
-        }
+pub fn view(d: &ConvertDialog) -> PreviewView<'_> {
+    let lines = match &d.result {
+        None => vec![Line::from(format!("listing {} ...", d.table_uri))],
+        Some(Err(e)) => failed(format!("cannot convert: {e}"), "Esc close"),
         Some(Ok(p)) => {
-            lines.extend(p.text().lines().map(|l| Line::from(l.to_string())));
+            let mut lines: Vec<Line> = p
+                .text()
+                .lines()
+                .map(|l| Line::from(l.to_string()))
+                .collect();
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled(
                 if d.running {
@@ -42,7 +28,14 @@ pub fn draw(f: &mut Frame, area: Rect, d: &ConvertDialog) {
                 },
                 style::dim(),
             )));
+            lines
         }
+    };
+    PreviewView {
+        title: " Convert to Delta ",
+        border: Color::Cyan,
+        width: 100,
+        height: 24,
+        body: Body::Lines(lines, Some(Wrap { trim: false })),
     }
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }

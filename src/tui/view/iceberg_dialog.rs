@@ -1,41 +1,20 @@
 //! The Iceberg compaction preview: the dry run through the table's catalog (the same plan
 //! `lakehealth compact --catalog` prints), then, confirmed, the outcome of the commits.
 
-use ratatui::Frame;
-use ratatui::layout::Rect;
-use ratatui::style::{Color, Style};
+use ratatui::style::Color;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::Wrap;
 
+use super::preview_dialog::{Body, PreviewView, failed};
 use super::style;
 use crate::tui::app::IcebergDialog;
-use crate::tui::layout::centered;
 
-pub fn draw(f: &mut Frame, area: Rect, d: &IcebergDialog) {
-    let b = centered(area, 100, 20);
-    f.render_widget(Clear, b);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(Color::Cyan))
-        .title(Span::styled(
-            " Compact (Iceberg, through the catalog) ",
-            style::title(),
-        ));
-    let inner = block.inner(b);
-    f.render_widget(block, b);
-    let mut lines: Vec<Line> = Vec::new();
-    match (&d.result, &d.outcome) {
-        (None, _) => lines.push(Line::from(format!("planning {} ...", d.table_uri))),
-        (Some(Err(e)), _) => {
-            lines.push(Line::from(Span::styled(
-                format!("cannot compact: {e}"),
-                style::score(0),
-            )));
-            lines.push(Line::from(""));
-            lines.push(Line::from(Span::styled("Esc close", style::dim())));
-        }
+pub fn view(d: &IcebergDialog) -> PreviewView<'_> {
+    let lines = match (&d.result, &d.outcome) {
+        (None, _) => vec![Line::from(format!("planning {} ...", d.table_uri))],
+        (Some(Err(e)), _) => failed(format!("cannot compact: {e}"), "Esc close"),
         (Some(Ok(s)), outcome) => {
-            lines.push(Line::from(format!("table {}", s.table)));
+            let mut lines = vec![Line::from(format!("table {}", s.table))];
             lines.extend(
                 crate::engine::compact::iceberg::job::plan_text(&s.plan)
                     .lines()
@@ -55,7 +34,14 @@ pub fn draw(f: &mut Frame, area: Rect, d: &IcebergDialog) {
                 ),
             };
             lines.push(Line::from(Span::styled(text, st)));
+            lines
         }
+    };
+    PreviewView {
+        title: " Compact (Iceberg, through the catalog) ",
+        border: Color::Cyan,
+        width: 100,
+        height: 20,
+        body: Body::Lines(lines, Some(Wrap { trim: false })),
     }
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }

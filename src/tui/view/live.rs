@@ -130,7 +130,31 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
     ])
     .areas(inner);
     f.render_widget(Paragraph::new(status_line(live)), status);
+    draw_commit_rate(f, spark, live, now, compact);
+    let reloaded = live.last_reload.as_ref().map_or(String::new(), |r| {
+        format!(" last full replay: {}", r.describe())
+    });
+    f.render_widget(Paragraph::new(Span::styled(reloaded, style::dim())), reload);
+    let width = usize::from(inner.width);
+    let sel = app.selected_partition().map(|p| {
+        let text = match live.forecast(t, p, now) {
+            Some(fc) => due_text(&fc),
+            None => "no forecast: the policy counts small files by another threshold".into(),
+        };
+        format!(" {}: {text}", p.values.label())
+    });
+    f.render_widget(
+        Paragraph::new(Span::raw(truncate(&sel.unwrap_or_default(), width))),
+        selected,
+    );
+    f.render_widget(
+        Paragraph::new(super::scrubbed(soonest_lines(live, t, now, width))),
+        next,
+    );
+}
 
+/// Commits per bucket as a sparkline, labelled with the bucket and the peak.
+fn draw_commit_rate(f: &mut Frame, spark: Rect, live: &Live, now: i64, compact: bool) {
     let label = format!(" commits/{}s ", BUCKET.as_secs());
     let label_w = label.len() as u16 + if compact { 7 } else { 0 };
     let [l, s] = Layout::horizontal([Constraint::Length(label_w), Constraint::Min(0)]).areas(spark);
@@ -156,38 +180,23 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
             .style(Style::default().fg(Color::Cyan)),
         s,
     );
+}
 
-    let reloaded = live.last_reload.as_ref().map_or(String::new(), |r| {
-        format!(" last full replay: {}", r.describe())
-    });
-    f.render_widget(Paragraph::new(Span::styled(reloaded, style::dim())), reload);
-
-    let width = usize::from(inner.width);
-    let sel = app.selected_partition().map(|p| {
-        let text = match live.forecast(t, p, now) {
-            Some(fc) => due_text(&fc),
-            None => "no forecast: the policy counts small files by another threshold".into(),
-        };
-        format!(" {}: {text}", p.values.label())
-    });
-    f.render_widget(
-        Paragraph::new(Span::raw(truncate(&sel.unwrap_or_default(), width))),
-        selected,
-    );
-
-    let mut lines = vec![Line::from(Span::styled(" due soonest:", style::dim()))];
+/// "due soonest:" and the partitions the policy makes due next, cut to `width`.
+fn soonest_lines(live: &Live, t: &TableReport, now: i64, width: usize) -> Vec<Line<'static>> {
     let soon = soonest(live, t, now);
     if soon.is_empty() {
-        lines = vec![Line::from(Span::styled(
+        return vec![Line::from(Span::styled(
             " due soonest: no partition is filling with small files",
             style::dim(),
         ))];
     }
+    let mut lines = vec![Line::from(Span::styled(" due soonest:", style::dim()))];
     for (p, _, fc) in soon {
         lines.push(Line::from(truncate(
             &format!("   {}: {}", p.values.label(), due_text(&fc)),
             width,
         )));
     }
-    f.render_widget(Paragraph::new(super::scrubbed(lines)), next);
+    lines
 }

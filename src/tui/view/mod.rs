@@ -1,22 +1,23 @@
 //! Drawing: a pure function of `App` state onto a ratatui frame.
 
 mod commits;
-mod convert_dialog;
+pub(super) mod convert_dialog;
 mod findings;
 pub mod fit;
 pub mod header;
 mod help;
 pub mod histogram;
-mod iceberg_dialog;
+pub(super) mod iceberg_dialog;
 mod janitor;
 pub mod jobs;
 mod live;
 mod overlays;
 mod partitions;
-mod plan_dialog;
+pub(super) mod plan_dialog;
+pub mod preview_dialog;
 mod status;
 pub mod tables;
-mod vacuum_dialog;
+pub(super) mod vacuum_dialog;
 mod why;
 mod writers;
 
@@ -109,17 +110,18 @@ pub fn draw(f: &mut Frame, app: &App) {
         }
     }
     match app.modals.modal() {
-        Some(Modal::Plan(d)) => plan_dialog::draw(f, area, d),
         Some(Modal::ConfirmCancel { number, .. }) => {
             plan_dialog::draw_confirm_cancel(f, area, *number)
         }
         Some(Modal::Help { scroll }) => help::draw(f, area, *scroll),
-        Some(Modal::Vacuum(d)) => vacuum_dialog::draw(f, area, d),
         Some(Modal::Why { scroll }) => why::draw(f, area, &app.janitor, *scroll),
-        Some(Modal::Convert(d)) => convert_dialog::draw(f, area, d),
-        Some(Modal::Iceberg(d)) => iceberg_dialog::draw(f, area, d),
-        // Shown in the list's title and the hint bar.
-        Some(Modal::Filter) | None => {}
+        Some(m) => {
+            // The filter (no preview) shows in the list's title and the hint bar.
+            if let Some(p) = m.preview() {
+                preview_dialog::draw(f, area, p.view());
+            }
+        }
+        None => {}
     }
     if let Some(e) = app.modals.error() {
         overlays::draw_error(f, area, e);

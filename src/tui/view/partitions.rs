@@ -133,40 +133,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
         .map(|(w, _)| w + 1)
         .sum();
     let label_room = avail.saturating_sub(used);
+    let layout = RowLayout {
+        form,
+        shown: &shown,
+        label_room,
+    };
     let rows: Vec<Row> = visible
         .iter()
         .zip(cells)
-        .map(|((pos, p), numbers)| {
-            let s = &p.stats;
-            let mark = if app.marks.contains(&p.values) {
-                "● "
-            } else {
-                "  "
-            };
-            let name = format!("{mark}{}", label(&p.values, form));
-            let spare = label_room.saturating_sub(fit::width(&name));
-            let flag = fit::truncate(&flag_text(app, p), spare);
-            let flag = if fit::width(&flag) <= 3 {
-                String::new()
-            } else {
-                flag
-            };
-            let mut cells = vec![Cell::from(fit::truncate(
-                &format!("{name}{flag}"),
-                label_room,
-            ))];
-            for (i, text) in numbers.into_iter().enumerate() {
-                if !shown[i] {
-                    continue;
-                }
-                cells.push(if i == 5 {
-                    Cell::from(Span::styled(text, style::score(s.health_score)))
-                } else {
-                    Cell::from(text)
-                });
-            }
-            super::mark_selected(Row::new(cells), *pos, list)
-        })
+        .map(|((pos, p), numbers)| super::mark_selected(layout.row(app, p, numbers), *pos, list))
         .collect();
     let title = Line::from(vec![
         Span::styled(" Partitions ", style::title()),
@@ -201,6 +176,47 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
         .header(header)
         .block(Block::default().borders(Borders::ALL).title(title));
     f.render_widget(table, area);
+}
+
+/// How a row is laid out: the label's form and room, and the number columns shown.
+struct RowLayout<'a> {
+    form: LabelForm,
+    shown: &'a [bool],
+    label_room: usize,
+}
+
+impl RowLayout<'_> {
+    /// A partition's row: its mark, label and janitor flag (cut to the room), then its numbers.
+    fn row(&self, app: &App, p: &PartitionReport, numbers: [String; 6]) -> Row<'static> {
+        let mark = if app.marks.contains(&p.values) {
+            "● "
+        } else {
+            "  "
+        };
+        let name = format!("{mark}{}", label(&p.values, self.form));
+        let spare = self.label_room.saturating_sub(fit::width(&name));
+        let flag = fit::truncate(&flag_text(app, p), spare);
+        let flag = if fit::width(&flag) <= 3 {
+            String::new()
+        } else {
+            flag
+        };
+        let mut cells = vec![Cell::from(fit::truncate(
+            &format!("{name}{flag}"),
+            self.label_room,
+        ))];
+        for (i, text) in numbers.into_iter().enumerate() {
+            if !self.shown[i] {
+                continue;
+            }
+            cells.push(if i == 5 {
+                Cell::from(Span::styled(text, style::score(p.stats.health_score)))
+            } else {
+                Cell::from(text)
+            });
+        }
+        Row::new(cells)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 
+use super::preview_dialog::{Body, PreviewView, failed};
 use super::style;
 use crate::engine::compact::plan::{CompactionPlan, PartitionPlan};
 use crate::engine::size::{format_bytes, format_count};
@@ -22,46 +23,46 @@ fn band_files(h: &Histogram, band: Band) -> u64 {
         .sum()
 }
 
-pub fn draw(f: &mut Frame, area: Rect, d: &PlanDialog) {
-    let rows_wanted = match &d.result {
+pub fn view(d: &PlanDialog) -> PreviewView<'_> {
+    let height = match &d.result {
         Some(Ok(p)) => p.partitions.len().min(12) as u16 + 9,
         _ => 8,
     };
-    let b = centered(area, 90, rows_wanted);
-    f.render_widget(Clear, b);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(Color::Cyan))
-        .title(Span::styled(
-            if d.purge {
-                " Purge preview: files with deletion vectors, rewritten without their deleted rows "
-            } else {
-                " Compaction preview "
-            },
-            style::title(),
-        ));
-    let inner = block.inner(b);
-    f.render_widget(block, b);
-    match &d.result {
-        None => f.render_widget(
-            Paragraph::new(format!(
-                "planning a {} of {} partition(s) of {} ...\n\nEsc cancels",
-                if d.purge { "purge" } else { "compaction" },
-                d.partitions.len(),
-                d.table_uri
-            )),
-            inner,
-        ),
-        Some(Err(e)) => f.render_widget(
-            Paragraph::new(vec![
-                Line::from(Span::styled(format!("cannot plan: {e}"), style::score(0))),
+    let purge = d.request.purge;
+    let body = match &d.result {
+        // Cut at the edge, not wrapped: a long location stays on its line.
+        None => Body::Lines(
+            vec![
+                Line::from(format!(
+                    "planning a {} of {} partition(s) of {} ...",
+                    if purge { "purge" } else { "compaction" },
+                    d.request.partitions.len(),
+                    d.table_uri
+                )),
                 Line::from(""),
-                Line::from(Span::styled("Esc close", style::dim())),
-            ])
-            .wrap(Wrap { trim: true }),
-            inner,
+                Line::from("Esc cancels"),
+            ],
+            None,
         ),
-        Some(Ok(p)) => draw_plan(f, inner, p, &d.executor),
+        Some(Err(e)) => Body::Lines(
+            failed(format!("cannot plan: {e}"), "Esc close"),
+            Some(Wrap { trim: true }),
+        ),
+        Some(Ok(p)) => {
+            let executor = d.request.executor.as_str();
+            Body::Custom(Box::new(move |f, inner| draw_plan(f, inner, p, executor)))
+        }
+    };
+    PreviewView {
+        title: if purge {
+            " Purge preview: files with deletion vectors, rewritten without their deleted rows "
+        } else {
+            " Compaction preview "
+        },
+        border: Color::Cyan,
+        width: 90,
+        height,
+        body,
     }
 }
 

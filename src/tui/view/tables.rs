@@ -124,47 +124,11 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, r: &RootView) {
     let widths: Vec<usize> = (0..HEADERS.len())
         .map(|i| fit::column_width(HEADERS[i], cells.iter().flatten().map(|c| c[i].as_str())))
         .collect();
-    let avail = usize::from(area.width.saturating_sub(2));
-    let name_w = visible
-        .iter()
-        .map(|(_, row)| fit::width(&name(row)))
-        .fold(NAME_MIN, usize::max);
-    let shown = fit::columns(avail, name_w.min(avail / 2).max(NAME_MIN), &widths, &DROP)
-        .unwrap_or_else(|| {
-            let mut s = vec![true; HEADERS.len()];
-            for d in DROP {
-                s[d] = false;
-            }
-            s
-        });
+    let shown = shown_columns(area, &visible, &widths);
     let rows: Vec<Row> = visible
         .iter()
         .zip(&cells)
-        .map(|((pos, row), c)| {
-            let mut out = vec![match row {
-                RootRow::Table(_) => Cell::from(name(row)),
-                RootRow::Broken(_) => Cell::from(Span::styled(name(row), style::score(0))),
-            }];
-            match c {
-                Some(c) => {
-                    for (i, text) in c.iter().enumerate().filter(|(i, _)| shown[*i]) {
-                        out.push(if i == 7 {
-                            let score = row.table().map_or(0, |t| t.stats.health_score);
-                            Cell::from(Span::styled(text.clone(), style::score(score)))
-                        } else {
-                            Cell::from(text.clone())
-                        });
-                    }
-                }
-                None => {
-                    for _ in shown.iter().filter(|s| **s).skip(1) {
-                        out.push(Cell::from("-"));
-                    }
-                    out.push(Cell::from(Span::styled("error", style::score(0))));
-                }
-            }
-            super::mark_selected(Row::new(out), *pos, list)
-        })
+        .map(|((pos, row), c)| super::mark_selected(list_row(row, c.as_ref(), &shown), *pos, list))
         .collect();
     let title = Line::from(vec![
         Span::styled(" Tables ", style::title()),
@@ -198,6 +162,49 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, r: &RootView) {
             .block(Block::default().borders(Borders::ALL).title(title)),
         area,
     );
+}
+
+/// The number columns that fit beside the names; when none do, the fewest.
+fn shown_columns(area: Rect, visible: &[(usize, &RootRow)], widths: &[usize]) -> Vec<bool> {
+    let avail = usize::from(area.width.saturating_sub(2));
+    let name_w = visible
+        .iter()
+        .map(|(_, row)| fit::width(&name(row)))
+        .fold(NAME_MIN, usize::max);
+    fit::columns(avail, name_w.min(avail / 2).max(NAME_MIN), widths, &DROP).unwrap_or_else(|| {
+        let mut s = vec![true; HEADERS.len()];
+        for d in DROP {
+            s[d] = false;
+        }
+        s
+    })
+}
+
+/// A table's row (its name and shown numbers), or an unreadable one's (dashes, "error").
+fn list_row(row: &RootRow, cells: Option<&[String; 8]>, shown: &[bool]) -> Row<'static> {
+    let mut out = vec![match row {
+        RootRow::Table(_) => Cell::from(name(row)),
+        RootRow::Broken(_) => Cell::from(Span::styled(name(row), style::score(0))),
+    }];
+    match cells {
+        Some(c) => {
+            for (i, text) in c.iter().enumerate().filter(|(i, _)| shown[*i]) {
+                out.push(if i == 7 {
+                    let score = row.table().map_or(0, |t| t.stats.health_score);
+                    Cell::from(Span::styled(text.clone(), style::score(score)))
+                } else {
+                    Cell::from(text.clone())
+                });
+            }
+        }
+        None => {
+            for _ in shown.iter().filter(|s| **s).skip(1) {
+                out.push(Cell::from("-"));
+            }
+            out.push(Cell::from(Span::styled("error", style::score(0))));
+        }
+    }
+    Row::new(out)
 }
 
 /// The selected row's error, when it is a table that could not be read.

@@ -5,14 +5,14 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 
+use super::preview_dialog::{Body, PreviewView, failed};
 use super::style;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::model::duration::exact_secs;
 use crate::engine::size::{format_bytes, format_count};
 use crate::tui::app::App;
-use crate::tui::layout::centered;
 use crate::tui::maintenance::{MaintenanceJob, MaintenanceStatus, VacuumDialog};
 
 /// Paths shown in the preview.
@@ -89,34 +89,23 @@ fn plan_lines(p: &VacuumPlan) -> Vec<Line<'static>> {
     lines
 }
 
-pub fn draw(f: &mut Frame, area: Rect, d: &VacuumDialog) {
+pub fn view(d: &VacuumDialog) -> PreviewView<'_> {
     let lines = match &d.result {
         None => vec![
             Line::from(format!(" dry run of a VACUUM of {} ...", d.table_uri)),
             Line::from(""),
             Line::from(Span::styled(" Esc cancels", style::dim())),
         ],
-        Some(Err(e)) => vec![
-            Line::from(Span::styled(
-                format!(" cannot vacuum: {e}"),
-                style::score(0),
-            )),
-            Line::from(""),
-            Line::from(Span::styled(" Esc close", style::dim())),
-        ],
+        Some(Err(e)) => failed(format!(" cannot vacuum: {e}"), " Esc close"),
         Some(Ok(p)) => plan_lines(p),
     };
-    let b = centered(area, 100, lines.len() as u16 + 4);
-    f.render_widget(Clear, b);
-    f.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(Style::default().fg(Color::Yellow))
-                .title(Span::styled(" VACUUM preview (dry run) ", style::title())),
-        ),
-        b,
-    );
+    PreviewView {
+        title: " VACUUM preview (dry run) ",
+        border: Color::Yellow,
+        width: 100,
+        height: lines.len() as u16 + 4,
+        body: Body::Lines(lines, Some(Wrap { trim: false })),
+    }
 }
 
 fn job_line(j: &MaintenanceJob) -> Line<'static> {

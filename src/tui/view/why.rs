@@ -46,19 +46,7 @@ pub fn draw(f: &mut Frame, area: Rect, j: &TuiJanitor, scroll: usize) {
         ));
     let inner = block.inner(b);
     f.render_widget(block, b);
-    let state = match (&j.table, j.why.is_empty()) {
-        (Some(_), true) => "on, deciding",
-        (Some(_), false) => "on",
-        (None, _) => "off (a switches it on)",
-    };
-    let top_lines = super::fit::words(
-        &format!(
-            "janitor {state} · policy: {} · a decision repeated shows once, at its newest time; partitions without small files are left out",
-            j.policy
-        ),
-        Style::default(),
-        usize::from(inner.width),
-    );
+    let top_lines = top_lines(j, inner.width);
     let [top, list, foot] = Layout::vertical([
         Constraint::Length(top_lines.len() as u16),
         Constraint::Min(1),
@@ -66,6 +54,46 @@ pub fn draw(f: &mut Frame, area: Rect, j: &TuiJanitor, scroll: usize) {
     ])
     .areas(inner);
     f.render_widget(Paragraph::new(top_lines).wrap(Wrap { trim: true }), top);
+    let first = scroll.min(j.why.len().saturating_sub(1));
+    let page = draw_decisions(f, list, j, first);
+    let shown = if j.why.is_empty() {
+        "no decisions yet".to_string()
+    } else {
+        format!(
+            "{}–{} of {}",
+            first + 1,
+            (first + page).min(j.why.len()),
+            j.why.len()
+        )
+    };
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(
+            format!("{shown} · j/k scroll · Esc close"),
+            style::dim(),
+        ))),
+        foot,
+    );
+}
+
+/// The janitor's state and policy, wrapped to `width`.
+fn top_lines(j: &TuiJanitor, width: u16) -> Vec<Line<'static>> {
+    let state = match (&j.table, j.why.is_empty()) {
+        (Some(_), true) => "on, deciding",
+        (Some(_), false) => "on",
+        (None, _) => "off (a switches it on)",
+    };
+    super::fit::words(
+        &format!(
+            "janitor {state} · policy: {} · a decision repeated shows once, at its newest time; partitions without small files are left out",
+            j.policy
+        ),
+        Style::default(),
+        usize::from(width),
+    )
+}
+
+/// The decisions from `first` on that fit `list`; returns how many were drawn.
+fn draw_decisions(f: &mut Frame, list: Rect, j: &TuiJanitor, first: usize) -> usize {
     // The time of day (the date is today's, or in the history file); the partition column as
     // wide as its widest label; the reason takes the rest and wraps, never cut.
     let time = |ts: &str| ts.get(11..19).unwrap_or(ts).to_string();
@@ -74,13 +102,12 @@ pub fn draw(f: &mut Frame, area: Rect, j: &TuiJanitor, scroll: usize) {
         .iter()
         .map(|w| super::fit::width(&w.partition.label()))
         .fold(9, usize::max)
-        .min(usize::from(inner.width) / 3);
+        .min(usize::from(list.width) / 3);
     let fixed = [8, part_w, 12, 11];
-    let reason_w = usize::from(inner.width)
+    let reason_w = usize::from(list.width)
         .saturating_sub(fixed.iter().sum::<usize>() + fixed.len())
         .max(12);
     let rows_room = usize::from(list.height.saturating_sub(1));
-    let first = scroll.min(j.why.len().saturating_sub(1));
     let mut used = 0;
     let mut rows: Vec<Row> = Vec::new();
     for w in j.why.iter().skip(first) {
@@ -115,21 +142,5 @@ pub fn draw(f: &mut Frame, area: Rect, j: &TuiJanitor, scroll: usize) {
     )
     .header(header);
     f.render_widget(table, list);
-    let shown = if j.why.is_empty() {
-        "no decisions yet".to_string()
-    } else {
-        format!(
-            "{}–{} of {}",
-            first + 1,
-            (first + page).min(j.why.len()),
-            j.why.len()
-        )
-    };
-    f.render_widget(
-        Paragraph::new(Line::from(Span::styled(
-            format!("{shown} · j/k scroll · Esc close"),
-            style::dim(),
-        ))),
-        foot,
-    );
+    page
 }

@@ -34,8 +34,8 @@ use super::spec::{BinReport, BinSpec, Outcome, STATE_DIR};
 use super::trust::{check_result, deletable_output};
 use super::worker::{delete_outputs, read_json};
 use crate::engine::compact::commit::{BinActions, CommitOutcome, commit_bin};
-use crate::engine::compact::execute::file_schema;
-use crate::engine::compact::rewrite::{FileToProve, fingerprint_files, object_key};
+use crate::engine::compact::execute::{SchemaError, file_schema};
+use crate::engine::compact::rewrite::{FileToProve, ProveError, fingerprint_files, object_key};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::model::percent::decode as decoded;
 
@@ -297,7 +297,7 @@ impl Settle<'_> {
                 "the result says {rows} rows, its inputs and outputs hold {}",
                 fp.rows
             ))),
-            Err(why) => Ok(Verdict::Discard(why)),
+            Err(why) => Ok(Verdict::Discard(why.to_string())),
         }
     }
 
@@ -306,8 +306,8 @@ impl Settle<'_> {
         &self,
         spec: &BinSpec,
         adds: &[deltalake::kernel::Add],
-    ) -> std::result::Result<crate::engine::compact::fingerprint::Fingerprint, String> {
-        let schema = file_schema(self.table).map_err(|e| format!("reading the schema: {e}"))?;
+    ) -> std::result::Result<crate::engine::compact::fingerprint::Fingerprint, Unproven> {
+        let schema = file_schema(self.table).map_err(Unproven::Schema)?;
         let inputs: Vec<FileToProve> = spec
             .files
             .iter()
@@ -333,15 +333,12 @@ impl Settle<'_> {
         if want == got {
             Ok(want)
         } else if want.rows == got.rows {
-            Err(format!(
-                "its inputs hold {} rows, its outputs as many with different content",
-                want.rows
-            ))
+            Err(Unproven::Content { rows: want.rows })
         } else {
-            Err(format!(
-                "its inputs hold {} rows, its outputs {}",
-                want.rows, got.rows
-            ))
+            Err(Unproven::Rows {
+                inputs: want.rows,
+                outputs: got.rows,
+            })
         }
     }
 
@@ -438,4 +435,16 @@ fn outputs_of(r: &BinReport) -> Vec<String> {
         Outcome::Done { adds, .. } => adds.iter().map(|a| a.path.clone()).collect(),
         Outcome::Failed { outputs, .. } => outputs.clone(),
     }
+}
+/// Why a result's outputs are not proven to hold its inputs' rows.
+#[derive(Debug, thiserror::Error)]
+enum Unproven {
+    #[error("reading the schema: {0}")]
+    Schema(#[source] SchemaError),
+    #[error(transparent)]
+    Read(#[from] ProveError),
+    #[error("its inputs hold {rows} rows, its outputs as many with different content")]
+    Content { rows: u64 },
+    #[error("its inputs hold {inputs} rows, its outputs {outputs}")]
+    Rows { inputs: u64, outputs: u64 },
 }

@@ -160,21 +160,19 @@ impl Batch {
     }
 
     /// The worker binary's package (uploaded unless the cluster has it).
-    async fn worker_package(&self, client: &RayClient) -> Result<String, String> {
+    async fn worker_package(&self, client: &RayClient) -> Result<String, SubmitError> {
         let path = match &self.opts.worker_binary {
             Some(p) => p.clone(),
-            None => std::env::current_exe()
-                .map_err(|e| format!("cannot locate the running lakehealth binary: {e}"))?,
+            None => std::env::current_exe().map_err(SubmitError::NoBinary)?,
         };
         let binary = tokio::fs::read(&path)
             .await
-            .map_err(|e| format!("cannot read the worker binary {}: {e}", path.display()))?;
+            .map_err(|source| SubmitError::ReadBinary {
+                path: path.clone(),
+                source,
+            })?;
         let name = package_name(content_hash(&[b"lakehealth_worker", &binary]));
-        if !client
-            .package_exists(&name)
-            .await
-            .map_err(|e| e.to_string())?
-        {
+        if !client.package_exists(&name).await? {
             let zipped = tokio::task::spawn_blocking(move || {
                 zip(&[
                     Entry {
@@ -190,23 +188,24 @@ impl Batch {
                 ])
             })
             .await
-            .map_err(|e| format!("packaging the worker binary: {e}"))?
-            .map_err(|e| format!("packaging the worker binary: {e}"))?;
-            client
-                .upload_package(&name, zipped)
-                .await
-                .map_err(|e| e.to_string())?;
+            .map_err(SubmitError::PackagingTask)?
+            .map_err(SubmitError::PackagingWorker)?;
+            client.upload_package(&name, zipped).await?;
         }
         Ok(format!("gcs://{name}"))
     }
 
     /// The job's working directory: the driver and the bins' specs.
-    async fn job_package(&self, client: &RayClient, specs: &[BinSpec]) -> Result<String, String> {
+    async fn job_package(
+        &self,
+        client: &RayClient,
+        specs: &[BinSpec],
+    ) -> Result<String, SubmitError> {
         let bins = serde_json::json!({
             "max_retries": self.opts.max_retries,
             "specs": specs,
         });
-        let bins = serde_json::to_vec_pretty(&bins).map_err(|e| e.to_string())?;
+        let bins = serde_json::to_vec_pretty(&bins)?;
         let name = package_name(content_hash(&[DRIVER.as_bytes(), &bins]));
         let zipped = zip(&[
             Entry {
@@ -220,15 +219,12 @@ impl Batch {
                 mode: 0o644,
             },
         ])
-        .map_err(|e| format!("packaging the job: {e}"))?;
-        client
-            .upload_package(&name, zipped)
-            .await
-            .map_err(|e| e.to_string())?;
+        .map_err(SubmitError::PackagingJob)?;
+        client.upload_package(&name, zipped).await?;
         Ok(format!("gcs://{name}"))
     }
 
-    async fn submit(&self, client: &RayClient, specs: &[BinSpec]) -> Result<String, String> {
+    async fn submit(&self, client: &RayClient, specs: &[BinSpec]) -> Result<String, SubmitError> {
         let worker = self.worker_package(client).await?;
         let working_dir = self.job_package(client, specs).await?;
         let body = serde_json::json!({
@@ -241,7 +237,7 @@ impl Batch {
                 "lakehealth.bins": specs.len().to_string(),
             },
         });
-        client.submit(&body).await.map_err(|e| e.to_string())
+        Ok(client.submit(&body).await?)
     }
 
     /// Runs the bins as one Ray job; true when the job reached a final state (nothing of it
@@ -536,6 +532,31 @@ fn ended(id: &str, info: &JobInfo) -> String {
             .map(|m| format!(": {}", m.trim()))
             .unwrap_or_default()
     )
+}
+
+/// Why a job could not be submitted to Ray.
+#[derive(Debug, thiserror::Error)]
+enum SubmitError {
+    #[error("cannot locate the running lakehealth binary: {0}")]
+    NoBinary(#[source] std::io::Error),
+    #[error("cannot read the worker binary {}: {source}", path.display())]
+    ReadBinary {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The task zipping the worker binary stopped.
+    #[error("packaging the worker binary: {0}")]
+    PackagingTask(#[source] tokio::task::JoinError),
+    #[error("packaging the worker binary: {0}")]
+    PackagingWorker(#[source] std::io::Error),
+    #[error("packaging the job: {0}")]
+    PackagingJob(#[source] std::io::Error),
+    /// The bins' specs as JSON.
+    #[error(transparent)]
+    Specs(#[from] serde_json::Error),
+    #[error(transparent)]
+    Ray(#[from] RayError),
 }
 
 #[cfg(test)]

@@ -19,9 +19,9 @@ use super::spec::{BinReport, BinSpec, Outcome, WorkerMetrics};
 use crate::engine::compact::execute::file_schema;
 pub use crate::engine::compact::rewrite::delete_outputs;
 use crate::engine::compact::rewrite::{
-    BinError, BinFailure, Counters, RewriteOptions, rewrite_bin,
+    BinError, BinFailure, BinOutput, Counters, RewriteOptions, rewrite_bin,
 };
-use crate::engine::compact::table::open_for_compaction_with;
+use crate::engine::compact::table::{CompactionTable, open_for_compaction_with};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 
@@ -159,25 +159,14 @@ pub async fn run_spec(
     let cancel = CancellationToken::new();
     cancel_when_orphaned(cancel.clone(), parent);
     let loc = Location::parse(&spec.table_uri)?;
-    // Every output is listed in the ledger before it exists (see `ledger`).
-    let slot: Arc<Mutex<Option<Arc<LedgerStore>>>> = Arc::default();
-    let (key, slot2) = (spec.ledger_key(), slot.clone());
-    let root = table_root(&loc)?;
-    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
-        let l = Arc::new(LedgerStore::new(inner, root.clone(), &key));
-        if let Ok(mut s) = slot2.lock() {
-            *s = Some(l.clone());
-        }
-        l
-    };
-    let ct = open_for_compaction_with(&loc, storage_options, Some(&wrap)).await?;
+    let (ct, ledger) = open_with_ledger(&loc, spec, storage_options).await?;
     // Gone while the table opened: a retry of the task may be running on this bin's ledger and
     // result already, so nothing of it is touched.
     if cancel.is_cancelled() || orphaned(parent) {
         return Ok(gone_before_start(spec, started));
     }
     let ledger =
-        slot.lock().ok().and_then(|s| s.clone()).ok_or_else(|| {
+        ledger.lock().ok().and_then(|s| s.clone()).ok_or_else(|| {
             EngineError::InvalidRequest("the output ledger was not set up".into())
         })?;
     let uri = ct.uri.clone();
@@ -187,49 +176,13 @@ pub async fn run_spec(
     {
         return Ok(r);
     }
-    // The spec beside its result, written before any output (kept from a first attempt, so
-    // every output is newer): pickup commits only results that answer it, and deletes only
-    // files that can be its outputs.
-    match read_json::<BinSpec>(&store, &uri, &spec.spec_key()).await? {
-        None => write_json(&store, &uri, &spec.spec_key(), spec).await?,
-        Some(stored) if stored == *spec => {}
-        Some(_) => {
-            return Err(EngineError::InvalidRequest(format!(
-                "{uri}: {} holds another spec for this bin; a worker never runs a bin twice \
-                 with different specs",
-                spec.spec_key()
-            )));
-        }
-    }
+    keep_spec(&store, &uri, spec).await?;
     // An earlier attempt of this bin was stopped midway: its outputs are never committed.
     if let Some(old) = read_json::<Vec<String>>(&store, &uri, &spec.ledger_key()).await? {
         ledger.keep(delete_outputs(&store, &old).await).await;
     }
-    let compression = spec.compression.parse().map_err(|e| {
-        EngineError::InvalidRequest(format!("codec {:?} in the spec: {e}", spec.compression))
-    })?;
-    let schema = file_schema(&ct.table)
-        .map_err(|e| EngineError::InvalidRequest(format!("{uri}: reading the schema: {e}")))?;
-    let gone = cancel.clone();
     let counters = Arc::new(Counters::default());
-    let r = rewrite_bin(
-        ct.table.clone(),
-        spec.values(),
-        spec.bin(),
-        schema,
-        RewriteOptions {
-            target_file_size: spec.target_file_size,
-            compression,
-            compression_ratio: spec.compression_ratio,
-            // The cluster's workers are not paced: the throttle is for a shared local machine.
-            pace: None,
-        },
-        cancel,
-        counters.clone(),
-        Arc::default(),
-    )
-    .await;
-    let cancel = gone;
+    let r = rewrite(spec, &ct, cancel.clone(), counters.clone()).await?;
     // Orphaned right as the bin finished: the coordinator has given up on it, so nothing of it
     // may stay.
     let r = match r {
@@ -240,29 +193,7 @@ pub async fn run_spec(
         }),
         r => r,
     };
-    let (outcome, verify_seconds) = match r {
-        Ok(out) => (
-            Outcome::Done {
-                rows: out.rows,
-                deleted_rows: out.deleted_rows,
-                bytes_in: out.bytes_in,
-                fingerprint: out.fingerprint,
-                removes: out.removes,
-                adds: out.adds,
-            },
-            out.verify_seconds,
-        ),
-        Err(e) => (
-            Outcome::Failed {
-                kind: e.failure.kind(),
-                error: e.failure.to_string(),
-                // The ledger also lists an output whose write failed midway.
-                outputs: delete_outputs(&store, &[e.outputs, ledger.entries().await].concat())
-                    .await,
-            },
-            0.0,
-        ),
-    };
+    let (outcome, verify_seconds) = outcome_of(r, &store, &ledger).await;
     let report = BinReport {
         job_id: spec.job_id.clone(),
         bin_id: spec.bin_id,
@@ -285,4 +216,106 @@ pub async fn run_spec(
     }
     write_json(&store, &uri, &spec.result_key(), &report).await?;
     Ok(report)
+}
+
+/// Where the bin's ledger store is kept once the table's store is wrapped.
+type LedgerSlot = Arc<Mutex<Option<Arc<LedgerStore>>>>;
+
+/// Opens the table with every store wrapped in the bin's ledger: every output is listed in the
+/// ledger before it exists (see `ledger`).
+async fn open_with_ledger(
+    loc: &Location,
+    spec: &BinSpec,
+    storage_options: &HashMap<String, String>,
+) -> Result<(CompactionTable, LedgerSlot)> {
+    let slot: LedgerSlot = Arc::default();
+    let (key, slot2) = (spec.ledger_key(), slot.clone());
+    let root = table_root(loc)?;
+    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
+        let l = Arc::new(LedgerStore::new(inner, root.clone(), &key));
+        if let Ok(mut s) = slot2.lock() {
+            *s = Some(l.clone());
+        }
+        l
+    };
+    let ct = open_for_compaction_with(loc, storage_options, Some(&wrap)).await?;
+    Ok((ct, slot))
+}
+
+/// The spec beside its result, written before any output (kept from a first attempt, so every
+/// output is newer): pickup commits only results that answer it, and deletes only files that
+/// can be its outputs.
+async fn keep_spec(store: &Arc<dyn ObjectStore>, uri: &str, spec: &BinSpec) -> Result<()> {
+    match read_json::<BinSpec>(store, uri, &spec.spec_key()).await? {
+        None => write_json(store, uri, &spec.spec_key(), spec).await,
+        Some(stored) if stored == *spec => Ok(()),
+        Some(_) => Err(EngineError::InvalidRequest(format!(
+            "{uri}: {} holds another spec for this bin; a worker never runs a bin twice \
+             with different specs",
+            spec.spec_key()
+        ))),
+    }
+}
+
+/// Rewrites the bin as the spec says. Err: the spec or the table cannot be read; Ok(Err):
+/// the rewrite failed.
+async fn rewrite(
+    spec: &BinSpec,
+    ct: &CompactionTable,
+    cancel: CancellationToken,
+    counters: Arc<Counters>,
+) -> Result<std::result::Result<BinOutput, BinError>> {
+    let uri = &ct.uri;
+    let compression = spec.compression.parse().map_err(|e| {
+        EngineError::InvalidRequest(format!("codec {:?} in the spec: {e}", spec.compression))
+    })?;
+    let schema = file_schema(&ct.table)
+        .map_err(|e| EngineError::InvalidRequest(format!("{uri}: reading the schema: {e}")))?;
+    Ok(rewrite_bin(
+        ct.table.clone(),
+        spec.values(),
+        spec.bin(),
+        schema,
+        RewriteOptions {
+            target_file_size: spec.target_file_size,
+            compression,
+            compression_ratio: spec.compression_ratio,
+            // The cluster's workers are not paced: the throttle is for a shared local machine.
+            pace: None,
+        },
+        cancel,
+        counters,
+        Arc::default(),
+    )
+    .await)
+}
+
+/// The bin's outcome and its verification time; a failed bin's outputs are deleted.
+async fn outcome_of(
+    r: std::result::Result<BinOutput, BinError>,
+    store: &Arc<dyn ObjectStore>,
+    ledger: &LedgerStore,
+) -> (Outcome, f64) {
+    match r {
+        Ok(out) => (
+            Outcome::Done {
+                rows: out.rows,
+                deleted_rows: out.deleted_rows,
+                bytes_in: out.bytes_in,
+                fingerprint: out.fingerprint,
+                removes: out.removes,
+                adds: out.adds,
+            },
+            out.verify_seconds,
+        ),
+        Err(e) => (
+            Outcome::Failed {
+                kind: e.failure.kind(),
+                error: e.failure.to_string(),
+                // The ledger also lists an output whose write failed midway.
+                outputs: delete_outputs(store, &[e.outputs, ledger.entries().await].concat()).await,
+            },
+            0.0,
+        ),
+    }
 }

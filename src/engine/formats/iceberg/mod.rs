@@ -508,14 +508,7 @@ pub async fn load_iceberg(
     let uri = loc.display();
     let mut stores = Stores::new(opts);
     progress(LoadProgress::Listing);
-    let metadata_file = if is_metadata_file_url(&loc.url) {
-        loc.url.as_str().trim_end_matches('/').to_string()
-    } else {
-        current_metadata_file(&mut stores, &uri, loc.url.as_str()).await?
-    };
-    let (bytes, _) = stores.read(&uri, "metadata file", &metadata_file).await?;
-    let meta = TableMetadata::parse(&bytes)
-        .map_err(|e| iceberg_error(&uri, "metadata file", &metadata_file, e))?;
+    let (metadata_file, metadata_bytes, meta) = read_metadata(loc, &mut stores, &uri).await?;
     let mut warnings = Vec::new();
     let (target, table_target) = target_file_size(&meta, &mut warnings);
     let rewrite = RewriteOptions::defaults(target);
@@ -526,173 +519,32 @@ pub async fn load_iceberg(
         max_file_size: rewrite.max_file_size,
     };
     let columns = partition_columns(&meta);
-    let types = meta.field_types();
-    let specs: HashMap<i32, SpecView> = meta
-        .specs()
-        .iter()
-        .map(|s| (s.spec_id, SpecView::new(s, &columns, &types)))
-        .collect();
-
-    let mut groups: IndexMap<Vec<Option<String>>, Vec<u64>> = IndexMap::new();
-    let mut deletes = DeleteFiles::default();
-    let mut delete_partitions: std::collections::HashSet<Vec<Option<String>>> = Default::default();
-    let (mut data_manifests, mut delete_manifests, mut manifest_bytes) = (0u64, 0u64, 0u64);
-    let current = meta.current_snapshot();
-    if let Some(snap) = current {
-        let Some(list_uri) = snap.manifest_list.clone() else {
-            return Err(EngineError::Unsupported {
-                uri,
-                detail: "the current snapshot lists its manifests inline (an early Iceberg v1 writer); lakehealth reads manifest lists only".into(),
-            });
+    let mut scan = ManifestScan::default();
+    if let Some(snap) = meta.current_snapshot() {
+        let reader = SnapshotReader {
+            loc,
+            opts,
+            uri: &uri,
+            meta: &meta,
+            columns: &columns,
+            progress,
         };
-        let root = table_folder(loc);
-        let inside = |what: &str, target: &str| -> Result<()> {
-            if opts.trust_metadata_paths || is_under(&root, target) {
-                return Ok(());
-            }
-            Err(EngineError::Unsupported {
-                uri: uri.clone(),
-                detail: format!(
-                    "the metadata points the {what} at {target}, outside the table's folder {root}; lakehealth reads only under the table (metadata can point anywhere). If the table was copied or moved and you trust its metadata, pass --trust-metadata-paths"
-                ),
-            })
-        };
-        inside("manifest list", &list_uri)?;
-        let (list_bytes, n) = stores.read(&uri, "manifest list", &list_uri).await?;
-        manifest_bytes += n;
-        let list = read_manifest_list(&list_bytes)
-            .map_err(|e| iceberg_error(&uri, "manifest list", &list_uri, e))?;
-        let total = list.len();
-        progress(LoadProgress::ReadingManifests { done: 0, total });
-        // Resolve every store first: reads then run concurrently, in manifest order.
-        let mut reads = Vec::with_capacity(total);
-        for m in &list {
-            inside("manifest", &m.path)?;
-            reads.push((m.clone(), stores.resolve(&m.path)?));
-        }
-        // Futures built eagerly: a closure kept inside the stream makes the spawned load
-        // future fail the compiler's `Send` proof (higher-ranked lifetimes of `dyn ObjectStore`).
-        let reads: Vec<_> = reads
-            .into_iter()
-            .map(|(m, (store, path))| fetch_manifest(uri.clone(), m, store, path))
-            .collect();
-        let mut fetched = futures::stream::iter(reads).buffered(opts.replay.io_concurrency.max(1));
-        let mut done = 0;
-        while let Some(r) = fetched.next().await {
-            let (m, n, files) = r?;
-            done += 1;
-            progress(LoadProgress::ReadingManifests { done, total });
-            manifest_bytes += n;
-            if m.deletes {
-                delete_manifests += 1;
-            } else {
-                data_manifests += 1;
-            }
-            let Some(spec) = specs.get(&m.spec_id) else {
-                return Err(iceberg_error(
-                    &uri,
-                    "manifest",
-                    &m.path,
-                    format!("partition spec {} is not in the table metadata", m.spec_id),
-                ));
-            };
-            for f in files {
-                let values = spec.values(&f.partition, columns.len());
-                match f.content {
-                    FileContent::Data => groups.entry(values).or_default().push(f.size),
-                    FileContent::PositionDeletes => {
-                        deletes.position_files += 1;
-                        deletes.position_bytes += f.size;
-                        deletes.position_records += f.records;
-                        delete_partitions.insert(values);
-                    }
-                    FileContent::EqualityDeletes => {
-                        deletes.equality_files += 1;
-                        deletes.equality_bytes += f.size;
-                        deletes.equality_records += f.records;
-                        delete_partitions.insert(values);
-                    }
-                }
-            }
-        }
+        reader.read(snap, &mut stores, &mut scan).await?;
     }
     progress(LoadProgress::Computing);
-    deletes.partitions = delete_partitions.len() as u64;
-    if deletes.files() > 0 {
-        warnings.push(format!(
-            "{} delete files ({}; {}) in {} partitions: every scan merges them into the data files; Iceberg's rewrite_position_delete_files or rewrite_data_files (delete-file-threshold) removes them",
-            deletes.files(),
-            format_bytes(deletes.bytes()),
-            deletes.describe(),
-            deletes.partitions
-        ));
+    scan.deletes.partitions = scan.delete_partitions.len() as u64;
+    if let Some(w) = delete_files_warning(&scan.deletes) {
+        warnings.push(w);
     }
-    let by_partition: Vec<(PartitionValues, Vec<u64>)> = groups
-        .iter()
-        .map(|(v, s)| {
-            (
-                PartitionValues(columns.iter().cloned().zip(v.iter().cloned()).collect()),
-                s.clone(),
-            )
-        })
-        .collect();
-    let rewrite_preview = RewritePreview::plan(&by_partition, rewrite);
+    let groups = std::mem::take(&mut scan.groups);
+    let rewrite_preview = RewritePreview::plan(&by_partition(&columns, &groups), rewrite);
     let (stats, partitions) = size_sections(&columns, groups.into_iter().collect(), &thresholds);
-
     let commits = commits(&meta.snapshots);
-    let versions = snapshot_versions(&meta.snapshots);
-    let version = current
-        .and_then(|s| versions.get(&s.snapshot_id).copied())
-        .unwrap_or(0);
-    let timestamps: Vec<i64> = commits.iter().filter_map(|c| c.timestamp_ms).collect();
-    let mut operations = std::collections::BTreeMap::new();
-    for c in &commits {
-        *operations.entry(c.operation.clone()).or_insert(0) += 1;
-    }
-    let log = LogHealth {
-        version,
-        checkpoint_version: None,
-        commits_since_checkpoint: 0,
-        json_bytes_since_checkpoint: 0,
-        checkpoint_interval: 0,
-        checkpoint_overdue: false,
-        log_bytes: bytes.len() as u64 + manifest_bytes,
-        log_files: 1 + data_manifests + delete_manifests + u64::from(current.is_some()),
-        last_commit_ms: commits.first().and_then(|c| c.timestamp_ms),
-        window_commits: commits.len(),
-        commits_per_minute: rate_per_minute(&timestamps),
-        operations,
-        min_reader_version: None,
-        min_writer_version: None,
-        features: Vec::new(),
-        rewrite: crate::engine::stats::log_health::Rewrite::of(&commits),
-    };
-    let name = if is_metadata_file_url(&loc.url) {
-        meta.location
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .filter(|n| !n.is_empty())
-            .map_or_else(|| loc.name(), str::to_string)
-    } else {
-        loc.name()
-    };
-    let details = IcebergDetails {
-        format_version: meta.format_version,
-        metadata_file: metadata_file.clone(),
-        location: meta.location.clone(),
-        snapshot_id: current.map(|s| s.snapshot_id),
-        sequence_number: current.map_or(0, |s| s.sequence_number),
-        snapshots: meta.snapshots.len() as u64,
-        data_manifests,
-        delete_manifests,
-        manifest_bytes,
-        delete_files: deletes,
-        rewrite_preview,
-    };
+    let log = snapshot_log_health(&meta, &commits, metadata_bytes.len() as u64, &scan);
+    let version = log.version;
     Ok(TableReport {
         uri,
-        name,
+        name: table_name(loc, &meta),
         format: TableFormat::Iceberg,
         version,
         partition_columns: columns,
@@ -712,11 +564,276 @@ pub async fn load_iceberg(
             to_version: version,
             checkpoint_version: None,
         },
-        iceberg: Some(Box::new(details)),
+        iceberg: Some(Box::new(details(
+            &meta,
+            metadata_file,
+            scan,
+            rewrite_preview,
+        ))),
         folder: None,
         orphans: None,
         deleted_rows: None,
     })
+}
+
+/// Data file sizes by typed partition values.
+fn by_partition(
+    columns: &[String],
+    groups: &IndexMap<Vec<Option<String>>, Vec<u64>>,
+) -> Vec<(PartitionValues, Vec<u64>)> {
+    groups
+        .iter()
+        .map(|(v, s)| {
+            (
+                PartitionValues(columns.iter().cloned().zip(v.iter().cloned()).collect()),
+                s.clone(),
+            )
+        })
+        .collect()
+}
+
+/// What the Iceberg panel shows: the snapshot, its manifests and delete files, and what
+/// `rewrite_data_files` would do.
+fn details(
+    meta: &TableMetadata,
+    metadata_file: String,
+    scan: ManifestScan,
+    rewrite_preview: RewritePreview,
+) -> IcebergDetails {
+    IcebergDetails {
+        format_version: meta.format_version,
+        metadata_file,
+        location: meta.location.clone(),
+        snapshot_id: meta.current_snapshot().map(|s| s.snapshot_id),
+        sequence_number: meta.current_snapshot().map_or(0, |s| s.sequence_number),
+        snapshots: meta.snapshots.len() as u64,
+        data_manifests: scan.data_manifests,
+        delete_manifests: scan.delete_manifests,
+        manifest_bytes: scan.manifest_bytes,
+        delete_files: scan.deletes,
+        rewrite_preview,
+    }
+}
+
+/// The current metadata file (the one named, or the folder's current one): its location, its
+/// bytes and what it says.
+async fn read_metadata(
+    loc: &Location,
+    stores: &mut Stores<'_>,
+    uri: &str,
+) -> Result<(String, bytes::Bytes, TableMetadata)> {
+    let metadata_file = if is_metadata_file_url(&loc.url) {
+        loc.url.as_str().trim_end_matches('/').to_string()
+    } else {
+        current_metadata_file(stores, uri, loc.url.as_str()).await?
+    };
+    let (bytes, _) = stores.read(uri, "metadata file", &metadata_file).await?;
+    let meta = TableMetadata::parse(&bytes)
+        .map_err(|e| iceberg_error(uri, "metadata file", &metadata_file, e))?;
+    Ok((metadata_file, bytes, meta))
+}
+
+/// The table's name: its folder's, or, for a metadata file's URI, the last segment of the
+/// table location it names.
+fn table_name(loc: &Location, meta: &TableMetadata) -> String {
+    if !is_metadata_file_url(&loc.url) {
+        return loc.name();
+    }
+    meta.location
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty())
+        .map_or_else(|| loc.name(), str::to_string)
+}
+
+/// What the current snapshot's manifests hold, as they are read.
+#[derive(Default)]
+struct ManifestScan {
+    /// Data file sizes by partition values, in the order partitions are first met.
+    groups: IndexMap<Vec<Option<String>>, Vec<u64>>,
+    deletes: DeleteFiles,
+    delete_partitions: std::collections::HashSet<Vec<Option<String>>>,
+    data_manifests: u64,
+    delete_manifests: u64,
+    /// The manifest list's and the manifests' bytes.
+    manifest_bytes: u64,
+}
+
+impl ManifestScan {
+    /// Counts one manifest's files under their partitions.
+    fn add(
+        &mut self,
+        m: &ManifestRef,
+        n: u64,
+        files: Vec<ManifestFile>,
+        spec: &SpecView,
+        columns: usize,
+    ) {
+        self.manifest_bytes += n;
+        if m.deletes {
+            self.delete_manifests += 1;
+        } else {
+            self.data_manifests += 1;
+        }
+        for f in files {
+            let values = spec.values(&f.partition, columns);
+            let d = &mut self.deletes;
+            match f.content {
+                FileContent::Data => self.groups.entry(values).or_default().push(f.size),
+                FileContent::PositionDeletes => {
+                    d.position_files += 1;
+                    d.position_bytes += f.size;
+                    d.position_records += f.records;
+                    self.delete_partitions.insert(values);
+                }
+                FileContent::EqualityDeletes => {
+                    d.equality_files += 1;
+                    d.equality_bytes += f.size;
+                    d.equality_records += f.records;
+                    self.delete_partitions.insert(values);
+                }
+            }
+        }
+    }
+}
+
+/// Reads the manifests of a snapshot.
+struct SnapshotReader<'a> {
+    loc: &'a Location,
+    opts: &'a OpenOptions,
+    uri: &'a str,
+    meta: &'a TableMetadata,
+    columns: &'a [String],
+    progress: &'a (dyn Fn(LoadProgress) + Send + Sync),
+}
+
+impl SnapshotReader<'_> {
+    /// Reads the snapshot's manifest list, then its manifests concurrently, into `scan`.
+    async fn read(
+        &self,
+        snap: &Snapshot,
+        stores: &mut Stores<'_>,
+        scan: &mut ManifestScan,
+    ) -> Result<()> {
+        let uri = self.uri;
+        let Some(list_uri) = snap.manifest_list.clone() else {
+            return Err(EngineError::Unsupported {
+                uri: uri.to_string(),
+                detail: "the current snapshot lists its manifests inline (an early Iceberg v1 writer); lakehealth reads manifest lists only".into(),
+            });
+        };
+        self.inside("manifest list", &list_uri)?;
+        let (list_bytes, n) = stores.read(uri, "manifest list", &list_uri).await?;
+        scan.manifest_bytes += n;
+        let list = read_manifest_list(&list_bytes)
+            .map_err(|e| iceberg_error(uri, "manifest list", &list_uri, e))?;
+        let total = list.len();
+        (self.progress)(LoadProgress::ReadingManifests { done: 0, total });
+        // Resolve every store first: reads then run concurrently, in manifest order.
+        let mut reads = Vec::with_capacity(total);
+        for m in &list {
+            self.inside("manifest", &m.path)?;
+            reads.push((m.clone(), stores.resolve(&m.path)?));
+        }
+        // Futures built eagerly: a closure kept inside the stream makes the spawned load
+        // future fail the compiler's `Send` proof (higher-ranked lifetimes of `dyn ObjectStore`).
+        let reads: Vec<_> = reads
+            .into_iter()
+            .map(|(m, (store, path))| fetch_manifest(uri.to_string(), m, store, path))
+            .collect();
+        let mut fetched =
+            futures::stream::iter(reads).buffered(self.opts.replay.io_concurrency.max(1));
+        let types = self.meta.field_types();
+        let specs: HashMap<i32, SpecView> = self
+            .meta
+            .specs()
+            .iter()
+            .map(|s| (s.spec_id, SpecView::new(s, self.columns, &types)))
+            .collect();
+        let mut done = 0;
+        while let Some(r) = fetched.next().await {
+            let (m, n, files) = r?;
+            done += 1;
+            (self.progress)(LoadProgress::ReadingManifests { done, total });
+            let Some(spec) = specs.get(&m.spec_id) else {
+                return Err(iceberg_error(
+                    uri,
+                    "manifest",
+                    &m.path,
+                    format!("partition spec {} is not in the table metadata", m.spec_id),
+                ));
+            };
+            scan.add(&m, n, files, spec, self.columns.len());
+        }
+        Ok(())
+    }
+
+    /// Metadata can point anywhere: only paths under the table's folder are read, unless the
+    /// user trusts the metadata's paths.
+    fn inside(&self, what: &str, target: &str) -> Result<()> {
+        let root = table_folder(self.loc);
+        if self.opts.trust_metadata_paths || is_under(&root, target) {
+            return Ok(());
+        }
+        Err(EngineError::Unsupported {
+            uri: self.uri.to_string(),
+            detail: format!(
+                "the metadata points the {what} at {target}, outside the table's folder {root}; lakehealth reads only under the table (metadata can point anywhere). If the table was copied or moved and you trust its metadata, pass --trust-metadata-paths"
+            ),
+        })
+    }
+}
+
+/// The warning about merge-on-read delete files, when there are some.
+fn delete_files_warning(deletes: &DeleteFiles) -> Option<String> {
+    (deletes.files() > 0).then(|| {
+        format!(
+            "{} delete files ({}; {}) in {} partitions: every scan merges them into the data files; Iceberg's rewrite_position_delete_files or rewrite_data_files (delete-file-threshold) removes them",
+            deletes.files(),
+            format_bytes(deletes.bytes()),
+            deletes.describe(),
+            deletes.partitions
+        )
+    })
+}
+
+/// The snapshot history as log health: versions are snapshots, the "log" is the metadata file,
+/// the manifest list and the manifests.
+fn snapshot_log_health(
+    meta: &TableMetadata,
+    commits: &[crate::engine::log::state::CommitSummary],
+    metadata_bytes: u64,
+    scan: &ManifestScan,
+) -> LogHealth {
+    let current = meta.current_snapshot();
+    let versions = snapshot_versions(&meta.snapshots);
+    let version = current
+        .and_then(|s| versions.get(&s.snapshot_id).copied())
+        .unwrap_or(0);
+    let timestamps: Vec<i64> = commits.iter().filter_map(|c| c.timestamp_ms).collect();
+    let mut operations = std::collections::BTreeMap::new();
+    for c in commits {
+        *operations.entry(c.operation.clone()).or_insert(0) += 1;
+    }
+    LogHealth {
+        version,
+        checkpoint_version: None,
+        commits_since_checkpoint: 0,
+        json_bytes_since_checkpoint: 0,
+        checkpoint_interval: 0,
+        checkpoint_overdue: false,
+        log_bytes: metadata_bytes + scan.manifest_bytes,
+        log_files: 1 + scan.data_manifests + scan.delete_manifests + u64::from(current.is_some()),
+        last_commit_ms: commits.first().and_then(|c| c.timestamp_ms),
+        window_commits: commits.len(),
+        commits_per_minute: rate_per_minute(&timestamps),
+        operations,
+        min_reader_version: None,
+        min_writer_version: None,
+        features: Vec::new(),
+        rewrite: crate::engine::stats::log_health::Rewrite::of(commits),
+    }
 }
 
 #[cfg(test)]

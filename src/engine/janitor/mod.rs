@@ -921,9 +921,19 @@ impl Janitor {
         if wait {
             self.wait_for_jobs().await;
         }
+        self.maintain(&facts, now, cancel).await;
+        self.end_cycle(stats, &counts, started)
+    }
 
+    /// Checkpoints and vacuums what the policy says is due, a line for each decision.
+    async fn maintain(
+        &mut self,
+        facts: &[maintenance::TableFacts],
+        now: i64,
+        cancel: &CancellationToken,
+    ) {
         let lines = maintenance::maintain(
-            &facts,
+            facts,
             &self.policy.maintenance,
             &mut self.last_vacuum,
             &self.open.storage_options,
@@ -934,7 +944,16 @@ impl Janitor {
         for l in lines {
             self.emit(Line::Maintenance(l));
         }
+    }
 
+    /// The cycle's record: jobs that ended since the last one, the schedules of tables still
+    /// backing off (repeated, so the history's tail always has them), the cycle line.
+    fn end_cycle(
+        &mut self,
+        mut stats: CycleStats,
+        counts: &Counts,
+        started: Instant,
+    ) -> CycleStats {
         let ended = std::mem::take(&mut self.ended);
         stats.jobs = ended.jobs;
         stats.failed_jobs = ended.failed_jobs;
@@ -949,7 +968,6 @@ impl Janitor {
             .map(|(t, _)| t.clone())
             .collect();
         for table in quiet {
-            // Repeated every cycle: the history's tail always has it for the next run.
             let schedule = self.schedules[&table].clone();
             self.emit(Line::Schedule {
                 ts: ts(end),

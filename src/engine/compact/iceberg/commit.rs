@@ -40,133 +40,195 @@ pub(super) async fn commit_bin(
 ) -> Outcome {
     let mut attempt = 0;
     loop {
-        if DeleteScope::of(state).applies(bin.spec_id, &bin.partition) {
-            return Outcome::Conflict(
-                "a delete file now applies to the bin's partition; its rows would come back".into(),
-            );
-        }
-        let snapshot_id = new_snapshot_id(state);
-        let sequence = state.last_sequence_number() + 1;
-        let metadata_dir = match state.metadata_location.rsplit_once('/') {
-            Some((d, _)) => format!("{d}/"),
-            None => {
-                return Outcome::Failed("the metadata location has no folder".into(), Vec::new());
-            }
-        };
-        let files = match build(
-            state,
-            bin,
-            &out.outputs,
-            snapshot_id,
-            sequence,
-            &metadata_dir,
-        ) {
-            Ok(f) => f,
-            Err(E::Conflict(reason)) => return Outcome::Conflict(reason),
-            Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
-        };
-        let mut ours: Vec<String> = files.manifests.iter().map(|m| m.path.clone()).collect();
-        ours.push(files.list_path.clone());
-        let mut puts: Vec<(String, Vec<u8>)> = files
-            .manifests
-            .into_iter()
-            .map(|m| (m.path, m.bytes))
-            .collect();
-        puts.push((files.list_path.clone(), files.list_bytes));
-        if let Err(e) = put_new(&mut ctx.stores, puts).await {
-            delete_outputs(&mut ctx.stores, &ours).await;
-            return Outcome::Failed(e.to_string(), Vec::new());
-        }
-        let header = SnapshotHeader {
-            snapshot_id,
-            sequence,
-            list_path: &files.list_path,
-            now_ms: now_ms(),
-            job: &ctx.job,
-        };
-        let snapshot = snapshot_json(state, bin, &out.outputs, &header);
-        if let Some(hook) = &ctx.req.before_commit {
-            hook(bin, attempt);
-        }
-        let swap = match &ctx.catalog {
-            Catalog::Sql(c) => {
-                sql_swap(c, &ctx.table, &mut ctx.stores, state, &snapshot, &mut ours).await
-            }
-            Catalog::Rest(c) => {
-                let parent = state.snapshot().map(|s| s.snapshot_id);
-                match c
-                    .commit(
-                        &ctx.table,
-                        state.table_uuid(),
-                        parent,
-                        &snapshot,
-                        snapshot_id,
-                    )
-                    .await
-                {
-                    RestCommit::Committed(l) => Swap::Won(l),
-                    RestCommit::Conflict => Swap::Lost,
-                    RestCommit::Refused(e) => Swap::NotCommitted(e),
-                    RestCommit::Unknown(e) => Swap::Unknown(e),
+        let commit = match try_commit(ctx, state, bin, out, attempt).await {
+            Attempt::Landed(c) => c,
+            Attempt::Ended(outcome) => return outcome,
+            Attempt::Lost => {
+                attempt += 1;
+                if let Some(end) = after_lost_race(ctx, state, bin, attempt, events).await {
+                    return end;
                 }
+                continue;
             }
         };
-        let new_location = match swap {
-            Swap::Won(l) => l,
-            Swap::Lost => String::new(),
-            Swap::NotCommitted(e) => {
-                delete_outputs(&mut ctx.stores, &ours).await;
-                return Outcome::Failed(e, Vec::new());
-            }
-            Swap::Unknown(e) => {
-                return Outcome::Failed(
-                    format!("{e}; the commit's outcome is unknown, its files are kept"),
-                    ours,
-                );
-            }
-        };
-        let won = !new_location.is_empty();
-        if won {
-            let commit = IceCommit {
-                partition: bin.label.clone(),
-                snapshot_id,
-                sequence_number: sequence,
-                metadata_location: new_location.clone(),
-                files_removed: bin.files.len() as u64,
-                files_added: out.outputs.len() as u64,
-                bytes_removed: bin.bytes(),
-                bytes_added: out.bytes(),
-                rows: out.fingerprint.rows,
-                retries: attempt,
-                fingerprint: out.fingerprint,
-            };
-            // The next bin builds on this commit (or on whatever the catalog has by then).
-            match TableState::load(&mut ctx.stores, &ctx.uri, &new_location).await {
-                Ok(s) => *state = s,
-                Err(e) => tracing::warn!("reloading after a commit: {e}"),
-            }
-            return Outcome::Committed(commit);
+        // The next bin builds on this commit (or on whatever the catalog has by then).
+        match TableState::load(&mut ctx.stores, &ctx.uri, &commit.metadata_location).await {
+            Ok(s) => *state = s,
+            Err(e) => tracing::warn!("reloading after a commit: {e}"),
         }
-        // Lost the race: nothing of this attempt is referenced.
-        delete_outputs(&mut ctx.stores, &ours).await;
-        attempt += 1;
-        if attempt > ctx.req.max_retries {
-            return Outcome::Conflict(format!(
-                "the table kept moving: {attempt} commit attempts lost the race"
+        return Outcome::Committed(commit);
+    }
+}
+
+/// What one commit attempt came to.
+enum Attempt {
+    Landed(IceCommit),
+    /// The table moved since the attempt was built: nothing of it is referenced (deleted).
+    Lost,
+    Ended(Outcome),
+}
+
+/// One attempt on `state`: its manifests and list written, the snapshot built, the catalog
+/// asked to swap it in.
+async fn try_commit(
+    ctx: &mut Ctx<'_>,
+    state: &TableState,
+    bin: &IceBin,
+    out: &Rewritten,
+    attempt: u32,
+) -> Attempt {
+    if DeleteScope::of(state).applies(bin.spec_id, &bin.partition) {
+        return Attempt::Ended(Outcome::Conflict(
+            "a delete file now applies to the bin's partition; its rows would come back".into(),
+        ));
+    }
+    let snapshot_id = new_snapshot_id(state);
+    let sequence = state.last_sequence_number() + 1;
+    let (list_path, mut ours) =
+        match write_manifests(ctx, state, bin, out, snapshot_id, sequence).await {
+            Ok(w) => w,
+            Err(end) => return Attempt::Ended(end),
+        };
+    let header = SnapshotHeader {
+        snapshot_id,
+        sequence,
+        list_path: &list_path,
+        now_ms: now_ms(),
+        job: &ctx.job,
+    };
+    let snapshot = snapshot_json(state, bin, &out.outputs, &header);
+    if let Some(hook) = &ctx.req.before_commit {
+        hook(bin, attempt);
+    }
+    let new_location = match swap(ctx, state, &snapshot, snapshot_id, &mut ours).await {
+        Swap::Won(l) => l,
+        Swap::Lost => {
+            delete_outputs(&mut ctx.stores, &ours).await;
+            return Attempt::Lost;
+        }
+        Swap::NotCommitted(e) => {
+            delete_outputs(&mut ctx.stores, &ours).await;
+            return Attempt::Ended(Outcome::Failed(e, Vec::new()));
+        }
+        Swap::Unknown(e) => {
+            return Attempt::Ended(Outcome::Failed(
+                format!("{e}; the commit's outcome is unknown, its files are kept"),
+                ours,
             ));
         }
-        events(&IceEvent::Retrying {
-            partition: bin.label.clone(),
-            attempt,
-        });
-        let reloaded = match ctx.catalog.current(&ctx.table).await {
-            Ok(cur) => TableState::load(&mut ctx.stores, &ctx.uri, &cur).await,
-            Err(e) => Err(E::from(e)),
-        };
-        match reloaded {
-            Ok(s) => *state = s,
-            Err(e) => return Outcome::Failed(e.to_string(), Vec::new()),
+    };
+    Attempt::Landed(IceCommit {
+        partition: bin.label.clone(),
+        snapshot_id,
+        sequence_number: sequence,
+        metadata_location: new_location,
+        files_removed: bin.files.len() as u64,
+        files_added: out.outputs.len() as u64,
+        bytes_removed: bin.bytes(),
+        bytes_added: out.bytes(),
+        rows: out.fingerprint.rows,
+        retries: attempt,
+        fingerprint: out.fingerprint,
+    })
+}
+
+/// The attempt's manifests and manifest list, written beside the table's metadata (never over
+/// an existing file). Returns the list's path and every file written.
+async fn write_manifests(
+    ctx: &mut Ctx<'_>,
+    state: &TableState,
+    bin: &IceBin,
+    out: &Rewritten,
+    snapshot_id: i64,
+    sequence: i64,
+) -> Result<(String, Vec<String>), Outcome> {
+    let Some((dir, _)) = state.metadata_location.rsplit_once('/') else {
+        return Err(Outcome::Failed(
+            "the metadata location has no folder".into(),
+            Vec::new(),
+        ));
+    };
+    let files = match build(
+        state,
+        bin,
+        &out.outputs,
+        snapshot_id,
+        sequence,
+        &format!("{dir}/"),
+    ) {
+        Ok(f) => f,
+        Err(E::Conflict(reason)) => return Err(Outcome::Conflict(reason)),
+        Err(e) => return Err(Outcome::Failed(e.to_string(), Vec::new())),
+    };
+    let mut ours: Vec<String> = files.manifests.iter().map(|m| m.path.clone()).collect();
+    ours.push(files.list_path.clone());
+    let mut puts: Vec<(String, Vec<u8>)> = files
+        .manifests
+        .into_iter()
+        .map(|m| (m.path, m.bytes))
+        .collect();
+    puts.push((files.list_path.clone(), files.list_bytes));
+    if let Err(e) = put_new(&mut ctx.stores, puts).await {
+        delete_outputs(&mut ctx.stores, &ours).await;
+        return Err(Outcome::Failed(e.to_string(), Vec::new()));
+    }
+    Ok((files.list_path, ours))
+}
+
+/// Asks the table's catalog to make `snapshot` current, on `state`'s snapshot.
+async fn swap(
+    ctx: &mut Ctx<'_>,
+    state: &TableState,
+    snapshot: &serde_json::Value,
+    snapshot_id: i64,
+    ours: &mut Vec<String>,
+) -> Swap {
+    match &ctx.catalog {
+        Catalog::Sql(c) => sql_swap(c, &ctx.table, &mut ctx.stores, state, snapshot, ours).await,
+        Catalog::Rest(c) => {
+            let parent = state.snapshot().map(|s| s.snapshot_id);
+            let uuid = state.table_uuid();
+            match c
+                .commit(&ctx.table, uuid, parent, snapshot, snapshot_id)
+                .await
+            {
+                RestCommit::Committed(l) => Swap::Won(l),
+                RestCommit::Conflict => Swap::Lost,
+                RestCommit::Refused(e) => Swap::NotCommitted(e),
+                RestCommit::Unknown(e) => Swap::Unknown(e),
+            }
         }
+    }
+}
+
+/// After a lost race: the table reloaded for the next attempt, or the bin's end (too many
+/// attempts, or the table cannot be read).
+async fn after_lost_race(
+    ctx: &mut Ctx<'_>,
+    state: &mut TableState,
+    bin: &IceBin,
+    attempt: u32,
+    events: &(dyn Fn(&IceEvent) + Send + Sync),
+) -> Option<Outcome> {
+    if attempt > ctx.req.max_retries {
+        return Some(Outcome::Conflict(format!(
+            "the table kept moving: {attempt} commit attempts lost the race"
+        )));
+    }
+    events(&IceEvent::Retrying {
+        partition: bin.label.clone(),
+        attempt,
+    });
+    let reloaded = match ctx.catalog.current(&ctx.table).await {
+        Ok(cur) => TableState::load(&mut ctx.stores, &ctx.uri, &cur).await,
+        Err(e) => Err(E::from(e)),
+    };
+    match reloaded {
+        Ok(s) => {
+            *state = s;
+            None
+        }
+        Err(e) => Some(Outcome::Failed(e.to_string(), Vec::new())),
     }
 }
 

@@ -11,7 +11,7 @@ use apache_avro::Schema;
 use apache_avro::types::Value;
 
 use super::IcebergCompactError as E;
-use super::avro_file::long;
+use super::avro_file::{AvroFile, long};
 use super::plan::IceBin;
 use super::rewrite::OutputFile;
 use super::table_state::{
@@ -175,6 +175,39 @@ pub struct SnapshotFiles {
     pub list_bytes: Vec<u8>,
 }
 
+/// The new snapshot's identity, and where its files go.
+#[derive(Clone, Copy)]
+struct NewSnapshot<'a> {
+    snapshot_id: i64,
+    sequence: i64,
+    metadata_dir: &'a str,
+}
+
+impl NewSnapshot<'_> {
+    fn manifest_path(&self, tag: &str) -> String {
+        format!("{}{}-{tag}.avro", self.metadata_dir, uuid::Uuid::new_v4())
+    }
+
+    fn list_row(
+        &self,
+        template: &Value,
+        list: &AvroFile,
+        path: &str,
+        len: usize,
+        c: &Counts,
+    ) -> Result<Value, E> {
+        list_row(
+            template,
+            &list.schema,
+            path,
+            len,
+            self.snapshot_id,
+            self.sequence,
+            c,
+        )
+    }
+}
+
 /// Builds the manifests and manifest list of the snapshot replacing `bin`'s files with
 /// `outputs` on top of `base`. Fails (a conflict) when a replaced file is not live in `base`.
 pub fn build(
@@ -185,17 +218,75 @@ pub fn build(
     sequence: i64,
     metadata_dir: &str,
 ) -> Result<SnapshotFiles, E> {
+    let snap = NewSnapshot {
+        snapshot_id,
+        sequence,
+        metadata_dir,
+    };
     let list = base
         .list
         .as_ref()
         .ok_or_else(|| E::Conflict("the table has no snapshot any more".into()))?;
+    let Touched {
+        mut rows,
+        mut manifests,
+        template,
+    } = rewrite_touched(base, list, bin, snap)?;
+    let (mi, template) = template;
+    let added = added_manifest(
+        &base.manifests[mi],
+        &template,
+        outputs,
+        snapshot_id,
+        &snap.manifest_path("m0"),
+    )?;
+    let counts = Counts {
+        added: (
+            outputs.len() as i64,
+            outputs.iter().map(|o| o.records as i64).sum(),
+        ),
+        min_sequence: Some(sequence),
+        ..Default::default()
+    };
+    let added_row = snap.list_row(
+        &list.rows[mi],
+        list,
+        &added.path,
+        added.bytes.len(),
+        &counts,
+    )?;
+    rows.insert(0, added_row);
+    manifests.insert(0, added);
+    let (list_path, list_bytes) = write_list(base, list, &rows, snap)?;
+    Ok(SnapshotFiles {
+        manifests,
+        list_path,
+        list_bytes,
+    })
+}
+
+/// The list rows and rewritten manifests of `base`, with the bin's files DELETED, and the
+/// entry (and its manifest's index) the outputs' entries are modelled on.
+struct Touched {
+    rows: Vec<Value>,
+    manifests: Vec<WrittenManifest>,
+    template: (usize, Value),
+}
+
+/// Rewrites each manifest that holds a replaced file (others are reused as they are); every
+/// replaced file must be found live, in a manifest of the bin's spec.
+fn rewrite_touched(
+    base: &TableState,
+    list: &AvroFile,
+    bin: &IceBin,
+    snap: NewSnapshot,
+) -> Result<Touched, E> {
     let replaced: HashSet<String> = bin.paths();
     let mut found: HashSet<String> = HashSet::new();
     let mut manifests = Vec::new();
     let mut rows = Vec::new();
     // The entry and manifest the outputs' entries are modelled on (the bin's first input).
     let mut template: Option<(usize, Value)> = None;
-    let name = |tag: &str| format!("{metadata_dir}{}-{tag}.avro", uuid::Uuid::new_v4());
     for (mi, (m, row)) in base.manifests.iter().zip(&list.rows).enumerate() {
         let touched = !m.deletes
             && m.file
@@ -212,82 +303,69 @@ pub fn build(
                 m.spec_id, bin.spec_id
             )));
         }
-        let (entries, counts) =
-            rewrite_entries(m, &replaced, snapshot_id, &mut found, &mut template, mi)?;
-        let path = name("m1");
+        let (entries, counts) = rewrite_entries(
+            m,
+            &replaced,
+            snap.snapshot_id,
+            &mut found,
+            &mut template,
+            mi,
+        )?;
+        let path = snap.manifest_path("m1");
         let bytes = m.file.write(&entries).map_err(|source| E::Avro {
             what: "manifest",
             file: path.clone(),
             source,
         })?;
-        rows.push(list_row(
-            row,
-            &list.schema,
-            &path,
-            bytes.len(),
-            snapshot_id,
-            sequence,
-            &counts,
-        )?);
+        rows.push(snap.list_row(row, list, &path, bytes.len(), &counts)?);
         manifests.push(WrittenManifest { path, bytes });
     }
     if let Some(missing) = replaced.iter().find(|p| !found.contains(*p)) {
         return Err(E::Conflict(format!("{missing} is no longer live")));
     }
-    let Some((mi, template)) = template else {
+    let Some(template) = template else {
         return Err(E::Conflict("the bin's files are no longer live".into()));
     };
-    let added = added_manifest(
-        &base.manifests[mi],
-        &template,
-        outputs,
-        snapshot_id,
-        &name("m0"),
-    )?;
-    let added_row = list_row(
-        &list.rows[mi],
-        &list.schema,
-        &added.path,
-        added.bytes.len(),
-        snapshot_id,
-        sequence,
-        &Counts {
-            added: (
-                outputs.len() as i64,
-                outputs.iter().map(|o| o.records as i64).sum(),
-            ),
-            min_sequence: Some(sequence),
-            ..Default::default()
-        },
-    )?;
-    rows.insert(0, added_row);
-    manifests.insert(0, added);
+    Ok(Touched {
+        rows,
+        manifests,
+        template,
+    })
+}
+
+/// The new manifest list: `rows` under the base list's header, with the new snapshot's ids.
+fn write_list(
+    base: &TableState,
+    list: &AvroFile,
+    rows: &[Value],
+    snap: NewSnapshot,
+) -> Result<(String, Vec<u8>), E> {
     let list_path = format!(
-        "{metadata_dir}snap-{snapshot_id}-1-{}.avro",
+        "{}snap-{}-1-{}.avro",
+        snap.metadata_dir,
+        snap.snapshot_id,
         uuid::Uuid::new_v4()
     );
     let mut header = list.clone();
     let parent = base.snapshot().map(|s| s.snapshot_id);
-    header
-        .meta
-        .insert("snapshot-id".into(), snapshot_id.to_string().into_bytes());
+    header.meta.insert(
+        "snapshot-id".into(),
+        snap.snapshot_id.to_string().into_bytes(),
+    );
     header.meta.insert(
         "parent-snapshot-id".into(),
         parent.map_or("null".into(), |p| p.to_string()).into_bytes(),
     );
-    header
-        .meta
-        .insert("sequence-number".into(), sequence.to_string().into_bytes());
-    let list_bytes = header.write(&rows).map_err(|source| E::Avro {
+    header.meta.insert(
+        "sequence-number".into(),
+        snap.sequence.to_string().into_bytes(),
+    );
+    let list_bytes = header.write(rows).map_err(|source| E::Avro {
         what: "manifest list",
         file: list_path.clone(),
         source,
     })?;
-    Ok(SnapshotFiles {
-        manifests,
-        list_path,
-        list_bytes,
-    })
+    Ok((list_path, list_bytes))
 }
 
 /// A touched manifest's entries: replaced files DELETED by this snapshot, other live files

@@ -129,25 +129,29 @@ pub async fn rewrite_bin(
     job: &str,
     written: &mut Vec<String>,
 ) -> Result<Rewritten, E> {
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .build();
+    let mut out = Rolling {
+        first_path: bin
+            .files
+            .first()
+            .map_or("", |f| f.path.as_str())
+            .to_string(),
+        job: job.to_string(),
+        target,
+        props: WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .build(),
+        writer: None,
+        closed: Vec::new(),
+    };
     let mut hasher = ContentHasher::default();
     let mut first: Option<(SchemaRef, FieldIds)> = None;
-    let mut writer: Option<OutputWriter> = None;
-    let mut closed: Vec<ClosedOutput> = Vec::new();
-    let first_path = bin
-        .files
-        .first()
-        .map_or("", |f| f.path.as_str())
-        .to_string();
     for f in &bin.files {
         let mut input = open(stores, &f.path, Some(f.size)).await?;
         let (schema, ids) = first.get_or_insert_with(|| (input.schema.clone(), input.ids.clone()));
         if !same_columns(schema, &input.schema) || *ids != input.ids {
             return Err(E::Unsupported(format!(
-                "{} has other columns or field ids than {first_path} (the table's schema changed between them); the bin is left alone",
-                f.path
+                "{} has other columns or field ids than {} (the table's schema changed between them); the bin is left alone",
+                f.path, out.first_path
             )));
         }
         let mut rows = 0u64;
@@ -158,35 +162,7 @@ pub async fn rewrite_bin(
             })?;
             rows += batch.num_rows() as u64;
             hasher.update(&batch).map_err(|e| E::Proof(e.to_string()))?;
-            if writer.is_none() {
-                let uri = output_uri(&first_path, closed.len(), job);
-                let (store, path) = stores.resolve(&uri)?;
-                written.push(uri.clone());
-                let w = AsyncArrowWriter::try_new(
-                    BufWriter::new(store.clone(), path.clone()),
-                    schema.clone(),
-                    Some(props.clone()),
-                )
-                .map_err(|source| E::Parquet {
-                    path: uri.clone(),
-                    source,
-                })?;
-                writer = Some(OutputWriter {
-                    uri,
-                    store,
-                    path,
-                    w,
-                });
-            }
-            if let Some(o) = writer.as_mut() {
-                o.w.write(&batch).await.map_err(|source| E::Parquet {
-                    path: o.uri.clone(),
-                    source,
-                })?;
-                if (o.w.bytes_written() + o.w.in_progress_size()) as u64 >= target {
-                    closed.push(close(writer.take()).await?);
-                }
-            }
+            out.write(stores, schema, &batch, written).await?;
         }
         if rows != f.records {
             return Err(E::Proof(format!(
@@ -195,13 +171,86 @@ pub async fn rewrite_bin(
             )));
         }
     }
-    if writer.is_some() {
-        closed.push(close(writer.take()).await?);
+    if out.writer.is_some() {
+        out.closed.push(close(out.writer.take()).await?);
     }
     let want = hasher.finish();
     let Some((_, input_ids)) = first else {
         return Err(E::Proof("the bin has no input files".into()));
     };
+    let (outputs, got) = read_back(stores, out.closed, &input_ids, types).await?;
+    if got != want {
+        return Err(E::Proof(format!(
+            "the outputs do not hold the inputs' rows ({} rows, digest {:032x}; inputs {} rows, digest {:032x})",
+            got.rows, got.digest, want.rows, want.digest
+        )));
+    }
+    Ok(Rewritten {
+        outputs,
+        fingerprint: want,
+    })
+}
+
+/// The bin's outputs as they are written: one open, rolled at the target, and those closed.
+struct Rolling {
+    first_path: String,
+    job: String,
+    target: u64,
+    props: WriterProperties,
+    writer: Option<OutputWriter>,
+    closed: Vec<ClosedOutput>,
+}
+
+impl Rolling {
+    /// Appends `batch` to the open output (opening one first), closing it at the target.
+    async fn write(
+        &mut self,
+        stores: &mut Stores<'_>,
+        schema: &SchemaRef,
+        batch: &arrow::record_batch::RecordBatch,
+        written: &mut Vec<String>,
+    ) -> Result<(), E> {
+        if self.writer.is_none() {
+            let uri = output_uri(&self.first_path, self.closed.len(), &self.job);
+            let (store, path) = stores.resolve(&uri)?;
+            written.push(uri.clone());
+            let w = AsyncArrowWriter::try_new(
+                BufWriter::new(store.clone(), path.clone()),
+                schema.clone(),
+                Some(self.props.clone()),
+            )
+            .map_err(|source| E::Parquet {
+                path: uri.clone(),
+                source,
+            })?;
+            self.writer = Some(OutputWriter {
+                uri,
+                store,
+                path,
+                w,
+            });
+        }
+        if let Some(o) = self.writer.as_mut() {
+            o.w.write(batch).await.map_err(|source| E::Parquet {
+                path: o.uri.clone(),
+                source,
+            })?;
+            if (o.w.bytes_written() + o.w.in_progress_size()) as u64 >= self.target {
+                self.closed.push(close(self.writer.take()).await?);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the closed outputs back: their entries (size, records, metrics) and the fingerprint
+/// of what they hold, which must equal the inputs'. Field ids must be the inputs'.
+async fn read_back(
+    stores: &mut Stores<'_>,
+    closed: Vec<ClosedOutput>,
+    input_ids: &FieldIds,
+    types: &HashMap<i32, String>,
+) -> Result<(Vec<OutputFile>, Fingerprint), E> {
     let mut outputs = Vec::new();
     let mut back = ContentHasher::default();
     for ClosedOutput {
@@ -220,7 +269,7 @@ pub async fn rewrite_bin(
             })?
             .size;
         let mut o = open(stores, &uri, Some(size)).await?;
-        if o.ids != input_ids {
+        if o.ids != *input_ids {
             return Err(E::Proof(format!(
                 "{uri} lost the inputs' Parquet field ids"
             )));
@@ -241,17 +290,7 @@ pub async fn rewrite_bin(
             records,
         });
     }
-    let got = back.finish();
-    if got != want {
-        return Err(E::Proof(format!(
-            "the outputs do not hold the inputs' rows ({} rows, digest {:032x}; inputs {} rows, digest {:032x})",
-            got.rows, got.digest, want.rows, want.digest
-        )));
-    }
-    Ok(Rewritten {
-        outputs,
-        fingerprint: want,
-    })
+    Ok((outputs, back.finish()))
 }
 
 struct OutputWriter {

@@ -10,6 +10,21 @@ use serde_json::Value;
 
 use crate::common::*;
 
+/// `lakehealth ARGS MORE` with its output in `logs`: NAME.out, NAME.err and NAME.log (its log
+/// file); no stdin. The janitor tests' `watch` and `stream` runs.
+fn logged(args: &[&str], more: &[&str], logs: &Path, name: &str) -> Command {
+    let file = |ext: &str| std::fs::File::create(logs.join(format!("{name}.{ext}"))).unwrap();
+    let mut c = lakehealth_cmd();
+    c.args(args)
+        .args(more)
+        .arg("--log-file")
+        .arg(logs.join(format!("{name}.log")))
+        .stdin(Stdio::null())
+        .stdout(file("out"))
+        .stderr(file("err"));
+    c
+}
+
 fn path(d: &Path) -> &str {
     d.to_str().unwrap()
 }
@@ -438,39 +453,27 @@ fn watch_beside_a_streaming_writer_keeps_small_files_bounded_and_every_row_once_
         "min_small_files = 20\ninterval = \"1s\"\ncommit_spacing = \"off\"\n",
     )
     .unwrap();
-    let file = |n: &str| std::fs::File::create(logs.path().join(n)).unwrap();
     let read = |n: &str| std::fs::read_to_string(logs.path().join(n)).unwrap();
 
-    let mut janitor = lakehealth_cmd();
-    janitor
-        .args(["watch", path(t.path()), "--json", "--policy", path(&policy)])
-        .args([
-            "--history",
-            path(&history),
-            "--log-file",
-            path(&logs.path().join("w.log")),
-        ])
-        .stdin(Stdio::null())
-        .stdout(file("w.out"))
-        .stderr(file("w.err"));
-    let mut janitor = janitor.spawn().unwrap();
-    let stream = lakehealth_cmd()
-        .args([
+    let watch = ["watch", path(t.path()), "--json", "--policy", path(&policy)];
+    let mut janitor = logged(&watch, &["--history", path(&history)], logs.path(), "w")
+        .spawn()
+        .unwrap();
+    let stream = logged(
+        &[
             "stream",
             path(t.path()),
             "--interval",
             "30ms",
             "--rows",
             "40",
-        ])
-        .args(["--batches", "150", "--query-id", "janitor-test"])
-        .arg("--log-file")
-        .arg(logs.path().join("s.log"))
-        .stdin(Stdio::null())
-        .stdout(file("s.out"))
-        .stderr(file("s.err"))
-        .status()
-        .unwrap();
+        ],
+        &["--batches", "150", "--query-id", "janitor-test"],
+        logs.path(),
+        "s",
+    )
+    .status()
+    .unwrap();
     assert!(
         stream.success(),
         "the writer never fails beside the janitor: {}",
@@ -591,20 +594,10 @@ fn sigterm_during_a_cycle_stops_the_tables_job_before_its_next_commit_and_says_w
     let history = logs.path().join("h.jsonl");
     let out = logs.path().join("w.out");
     let err = logs.path().join("w.err");
-    let mut c = lakehealth_cmd();
-    c.args([
-        "watch",
-        path(t.path()),
-        "--json",
-        "--history",
-        path(&history),
-    ])
-    .arg("--log-file")
-    .arg(logs.path().join("w.log"))
-    .stdin(Stdio::null())
-    .stdout(std::fs::File::create(&out).unwrap())
-    .stderr(std::fs::File::create(&err).unwrap());
-    let mut child = c.spawn().unwrap();
+    let watch = ["watch", path(t.path()), "--json"];
+    let mut child = logged(&watch, &["--history", path(&history)], logs.path(), "w")
+        .spawn()
+        .unwrap();
     // The decisions come before the job: once the third due line is out, the table's job (one
     // over its three due partitions) is about to run or running.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -676,35 +669,26 @@ fn cycles_go_on_deciding_while_a_job_waits_for_its_commit_slot() {
         "min_small_files = 5\ninterval = \"1s\"\ncommit_spacing = \"30s\"\n",
     )
     .unwrap();
-    let file = |n: &str| std::fs::File::create(logs.path().join(n)).unwrap();
     let read = |n: &str| std::fs::read_to_string(logs.path().join(n)).unwrap_or_default();
-    let mut janitor = lakehealth_cmd()
-        .args(["watch", path(t.path()), "--json", "--policy", path(&policy)])
-        .args(["--history", path(&history)])
-        .arg("--log-file")
-        .arg(logs.path().join("w.log"))
-        .stdin(Stdio::null())
-        .stdout(file("w.out"))
-        .stderr(file("w.err"))
+    let watch = ["watch", path(t.path()), "--json", "--policy", path(&policy)];
+    let mut janitor = logged(&watch, &["--history", path(&history)], logs.path(), "w")
         .spawn()
         .unwrap();
-    let mut stream = lakehealth_cmd()
-        .args([
+    let mut stream = logged(
+        &[
             "stream",
             path(t.path()),
             "--interval",
             "50ms",
             "--rows",
             "20",
-        ])
-        .args(["--batches", "500", "--query-id", "waiting-test"])
-        .arg("--log-file")
-        .arg(logs.path().join("s.log"))
-        .stdin(Stdio::null())
-        .stdout(file("s.out"))
-        .stderr(file("s.err"))
-        .spawn()
-        .unwrap();
+        ],
+        &["--batches", "500", "--query-id", "waiting-test"],
+        logs.path(),
+        "s",
+    )
+    .spawn()
+    .unwrap();
     // Wait (up to the writer's end) for a cycle that found the job waiting for its slot.
     let waiting = |out: &str| {
         json_lines(out).into_iter().any(|l| {

@@ -682,6 +682,11 @@ async fn tui_c_on_an_iceberg_table_previews_then_commits_through_the_catalog() {
     d.keys(&[KeyCode::Char('c')]).await;
     let e = d.app.error().map(str::to_string).unwrap_or_default();
     assert!(e.contains("--catalog URI"), "{e}");
+    // The TUI's janitor is Delta's: `a` says where an Iceberg table's janitor runs.
+    d.keys(&[KeyCode::Esc, KeyCode::Char('a')]).await;
+    let e = d.app.error().map(str::to_string).unwrap_or_default();
+    assert!(e.contains("lakehealth watch TABLE --catalog URI"), "{e}");
+    assert!(!d.app.janitor.is_on());
 
     // With one: the plan of the selected partition, then, confirmed, its commit.
     let mut d = crate::tui_driver::Driven::new(loc(&t.table).display(), (140, 40));

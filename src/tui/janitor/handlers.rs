@@ -3,6 +3,7 @@
 
 use super::state::Round;
 use crate::engine::compact::plan::CompactionPlan;
+use crate::engine::model::format::TableFormat;
 use crate::tui::action::Effect;
 use crate::tui::app::App;
 use crate::tui::jobs::JobView;
@@ -10,9 +11,18 @@ use crate::tui::jobs::JobView;
 impl App {
     /// `a`: switches the janitor on for the open table (a decision round starts at once) or off.
     pub(in crate::tui) fn toggle_janitor(&mut self) -> Vec<Effect> {
-        let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
+        let Some(t) = self.table.as_ref() else {
             return vec![];
         };
+        if t.format != TableFormat::Delta && !self.janitor.is_on() {
+            let why = match t.format {
+                TableFormat::Iceberg => "the TUI's janitor watches Delta tables; an Iceberg table's janitor runs as `lakehealth watch TABLE --catalog URI` (its jobs commit through the catalog)".to_string(),
+                f => format!("the janitor compacts Delta and Iceberg tables, not {} tables", f.label()),
+            };
+            self.modals.show_error(why);
+            return vec![];
+        }
+        let uri = t.uri.clone();
         if self.janitor.toggle(&uri) {
             self.janitor_tick()
         } else {

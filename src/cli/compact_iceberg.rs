@@ -7,10 +7,9 @@ use anyhow::{Result, bail};
 use super::args::CompactArgs;
 use super::run::Settings;
 use crate::engine::compact::iceberg::job::{
-    IceEvent, IceRequest, MAX_RETRIES, compact_iceberg, plan_text, sweep_text,
+    IceEvent, IceRequest, MAX_RETRIES, compact_iceberg, event_text,
 };
 use crate::engine::location::Location;
-use crate::engine::size::format_bytes;
 
 /// What to say when no catalog is named.
 pub fn no_catalog_text(uri: &str) -> String {
@@ -22,36 +21,6 @@ pub fn no_catalog_text(uri: &str) -> String {
          The table is found by its location, or named with --table NAMESPACE.NAME. \
          e.g. lakehealth compact {uri} --catalog sqlite:////path/to/catalog.db"
     )
-}
-
-fn event_line(e: &IceEvent) -> String {
-    match e {
-        IceEvent::Planned(p) => plan_text(p).trim_end().to_string(),
-        IceEvent::BinStarted { partition, files } => {
-            format!("rewriting {partition}: {files} files")
-        }
-        IceEvent::Committed(c) => format!(
-            "committed snapshot {} (sequence {}): {} -{} +{} files ({} -> {}), {} rows, {} retries",
-            c.snapshot_id,
-            c.sequence_number,
-            c.partition,
-            c.files_removed,
-            c.files_added,
-            format_bytes(c.bytes_removed),
-            format_bytes(c.bytes_added),
-            c.rows,
-            c.retries
-        ),
-        IceEvent::Retrying { partition, attempt } => {
-            format!("lost a commit race in {partition}: attempt {attempt}")
-        }
-        IceEvent::Conflict(c) => format!(
-            "conflict in {}: {}; bin not committed, outputs deleted",
-            c.partition, c.reason
-        ),
-        IceEvent::Failed(f) => format!("bin failed in {}: {}", f.partition, f.error),
-        IceEvent::Swept(s) => sweep_text(s),
-    }
 }
 
 pub async fn compact(
@@ -79,7 +48,7 @@ pub async fn compact(
         // Ctrl-C stops before the next bin: no bin is left half-committed.
         cancel: (!a.dry_run).then(super::compact::cancel_on_ctrl_c),
     };
-    let print = |e: &IceEvent| eprintln!("{}", crate::engine::secrets::scrub(&event_line(e)));
+    let print = |e: &IceEvent| eprintln!("{}", crate::engine::secrets::scrub(&event_text(e)));
     let summary = compact_iceberg(loc, &req, &s.open, &print).await?;
     if !a.dry_run {
         eprintln!("{}", summary.summary_line());

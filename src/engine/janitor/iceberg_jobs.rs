@@ -57,32 +57,20 @@ pub(super) async fn run(spec: JobSpec, cancel: CancellationToken, started: Insta
     JobDone::new(spec, end, started)
 }
 
-/// What the job says of an event (None: nothing worth a line).
+/// What the job says of an event (None: nothing worth a line): the plan in one line, the
+/// rest as `compact --catalog` says it.
 fn event_text(e: &IceEvent) -> Option<String> {
-    Some(match e {
-        IceEvent::Planned(p) => format!(
+    match e {
+        IceEvent::Planned(p) => Some(format!(
             "planned at snapshot {}: {} bin(s), {} files ({})",
             p.snapshot_id.map_or("none".into(), |s| s.to_string()),
             p.bins.len(),
             p.files_in(),
             format_bytes(p.bytes_in())
-        ),
-        IceEvent::Committed(c) => format!(
-            "committed snapshot {} (sequence {}) in {}: -{} +{} files ({} -> {}), {} rows",
-            c.snapshot_id,
-            c.sequence_number,
-            c.partition,
-            c.files_removed,
-            c.files_added,
-            format_bytes(c.bytes_removed),
-            format_bytes(c.bytes_added),
-            c.rows
-        ),
-        IceEvent::Conflict(c) => format!("conflict in {}: {}", c.partition, c.reason),
-        IceEvent::Failed(f) => format!("bin failed in {}: {}", f.partition, f.error),
-        IceEvent::Swept(s) => crate::engine::compact::iceberg::job::sweep_text(s),
-        IceEvent::BinStarted { .. } | IceEvent::Retrying { .. } => return None,
-    })
+        )),
+        IceEvent::BinStarted { .. } | IceEvent::Retrying { .. } => None,
+        other => Some(crate::engine::compact::iceberg::job::event_text(other)),
+    }
 }
 
 /// Every partition's result when the plan found no bin.

@@ -154,6 +154,37 @@ pub enum IceEvent {
     Swept(Sweep),
 }
 
+/// An event as one line for humans (the plan: several).
+pub fn event_text(e: &IceEvent) -> String {
+    match e {
+        IceEvent::Planned(p) => plan_text(p).trim_end().to_string(),
+        IceEvent::BinStarted { partition, files } => {
+            format!("rewriting {partition}: {files} files")
+        }
+        IceEvent::Committed(c) => format!(
+            "committed snapshot {} (sequence {}): {} -{} +{} files ({} -> {}), {} rows, {} retries",
+            c.snapshot_id,
+            c.sequence_number,
+            c.partition,
+            c.files_removed,
+            c.files_added,
+            format_bytes(c.bytes_removed),
+            format_bytes(c.bytes_added),
+            c.rows,
+            c.retries
+        ),
+        IceEvent::Retrying { partition, attempt } => {
+            format!("lost a commit race in {partition}: attempt {attempt}")
+        }
+        IceEvent::Conflict(c) => format!(
+            "conflict in {}: {}; bin not committed, outputs deleted",
+            c.partition, c.reason
+        ),
+        IceEvent::Failed(f) => format!("bin failed in {}: {}", f.partition, f.error),
+        IceEvent::Swept(s) => sweep_text(s),
+    }
+}
+
 /// What a sweep did, for humans.
 pub fn sweep_text(s: &Sweep) -> String {
     let mut t = format!(

@@ -114,6 +114,32 @@ impl Table {
         out
     }
 
+    /// pyiceberg appending 3 rows per commit from `first_id` in a loop, until `stop_appender`.
+    fn appender(&self, first_id: i64) -> std::process::Child {
+        let mut c = py_script("iceberg_table.py");
+        if let Some(uri) = &self.catalog {
+            c.args(["--catalog-uri", uri]);
+        }
+        c.args(["append", "--first-id", &first_id.to_string(), "--rows", "3"])
+            .arg("--loop-until")
+            .arg(self.dir.path().join("stop"))
+            .arg("--catalog-dir")
+            .arg(&self.catalog_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Stops the appender; the ids of its commits that succeeded.
+    fn stop_appender(&self, appender: std::process::Child) -> Vec<i64> {
+        std::fs::write(self.dir.path().join("stop"), "").unwrap();
+        let o = appender.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        serde_json::from_value(v["committed"].clone()).unwrap()
+    }
+
     fn request(&self) -> IceRequest {
         IceRequest {
             catalog: self.catalog_uri(),
@@ -440,45 +466,15 @@ fn on_a_postgresql_catalog_an_appender_racing_the_compaction_loses_and_doubles_n
 /// once (read by pyiceberg), and at least one `replace` snapshot. Returns lakehealth's output.
 fn compact_beside_an_appender(t: &Table) -> std::process::Output {
     let before = t.read();
-    let stop = t.dir.path().join("stop");
-    let mut appender = py_script("iceberg_table.py");
-    if let Some(uri) = &t.catalog {
-        appender.args(["--catalog-uri", uri]);
-    }
-    let appender = appender
-        .args([
-            "append",
-            "--first-id",
-            "200000",
-            "--rows",
-            "3",
-            "--loop-until",
-        ])
-        .arg(&stop)
-        .arg("--catalog-dir")
-        .arg(&t.catalog_dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let appender = t.appender(200000);
     let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--json"]);
-    std::fs::write(&stop, "").unwrap();
-    let appended = appender.wait_with_output().unwrap();
-    assert!(
-        appended.status.success(),
-        "{}",
-        String::from_utf8_lossy(&appended.stderr)
-    );
+    let committed = t.stop_appender(appender);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(
         !summary["commits"].as_array().unwrap().is_empty(),
         "{summary:#}"
     );
-    let committed: Vec<i64> = serde_json::from_value(
-        serde_json::from_slice::<serde_json::Value>(&appended.stdout).unwrap()["committed"].clone(),
-    )
-    .unwrap();
     assert!(!committed.is_empty());
     let after = t.read();
     let mut want = ids(&before.rows);
@@ -742,23 +738,7 @@ fn watch_compacts_an_iceberg_table_through_the_policys_catalog_beside_a_pyiceber
     )
     .unwrap();
     let history = t.dir.path().join("history.jsonl");
-    let stop = t.dir.path().join("stop");
-    let appender = py_script("iceberg_table.py")
-        .args([
-            "append",
-            "--first-id",
-            "300000",
-            "--rows",
-            "3",
-            "--loop-until",
-        ])
-        .arg(&stop)
-        .arg("--catalog-dir")
-        .arg(&t.catalog_dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let appender = t.appender(300000);
     let out = t.dir.path().join("watch.jsonl");
     let watch = lakehealth_cmd()
         .arg("watch")
@@ -794,9 +774,7 @@ fn watch_compacts_an_iceberg_table_through_the_policys_catalog_beside_a_pyiceber
     }
     terminate(&watch);
     let watched = watch.wait_with_output().unwrap();
-    std::fs::write(&stop, "").unwrap();
-    let appended = appender.wait_with_output().unwrap();
-    assert!(appended.status.success(), "{}", stderr(&appended));
+    let committed = t.stop_appender(appender);
     let err = stderr(&watched);
     assert!(watched.status.success(), "{err}");
     let lines = json_lines(&std::fs::read_to_string(&out).unwrap());
@@ -849,10 +827,6 @@ fn watch_compacts_an_iceberg_table_through_the_policys_catalog_beside_a_pyiceber
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let committed: Vec<i64> = serde_json::from_value(
-        serde_json::from_slice::<serde_json::Value>(&appended.stdout).unwrap()["committed"].clone(),
-    )
-    .unwrap();
     assert!(!committed.is_empty());
     let after = t.read();
     let mut want = ids(&before.rows);

@@ -106,35 +106,54 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Not TOML, or not the config's keys and types. The text is the parser's with credentials
+    /// redacted, so the parser's error (which quotes the input) is not kept.
     #[error("invalid config file {path}:\n{message}")]
-    Invalid { path: PathBuf, message: String },
+    Syntax { path: PathBuf, message: String },
+    #[error("invalid config file {path}:\n{source}")]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        source: ConfigValueError,
+    },
+}
+
+/// Values that parse but do not fit together.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigValueError {
+    #[error(transparent)]
+    TargetFileSize(#[from] crate::engine::size::TargetFileSizeError),
+    #[error("health.max_file_size must not be below health.small_file_size")]
+    MaxBelowSmall,
+    #[error("stream.rows must be at least 1")]
+    NoRows,
 }
 
 impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         // Before parsing: an error must not show a credential of [storage] (or anywhere).
         crate::engine::secrets::register_toml_text(text);
-        let c: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        let c: Config = toml::from_str(text).map_err(|e| ConfigError::Syntax {
             path: path.to_path_buf(),
             message: crate::engine::secrets::toml_error(&e, text),
         })?;
-        c.validate().map_err(|message| ConfigError::Invalid {
+        c.validate().map_err(|source| ConfigError::Invalid {
             path: path.to_path_buf(),
-            message,
+            source,
         })?;
         Ok(c)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ConfigValueError> {
         crate::engine::size::check_target_file_size(
             self.health.target_file_size.0,
             "health.target_file_size",
         )?;
         if self.health.max_file_size < self.small_file_size() {
-            return Err("health.max_file_size must not be below health.small_file_size".into());
+            return Err(ConfigValueError::MaxBelowSmall);
         }
         if self.stream.rows == 0 {
-            return Err("stream.rows must be at least 1".into());
+            return Err(ConfigValueError::NoRows);
         }
         Ok(())
     }

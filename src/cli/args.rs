@@ -264,7 +264,8 @@ pub struct ConvertArgs {
     pub uri: String,
     /// A partition column's Delta type, as COLUMN:TYPE (string when not given; the columns
     /// come from the key=value folders); repeatable.
-    #[arg(long = "partition-by", value_name = "COL[:TYPE]", value_parser = parse_partition_column)]
+    // Parsed by its `FromStr`: clap shows the typed error's text.
+    #[arg(long = "partition-by", value_name = "COL[:TYPE]")]
     pub partition_by: Vec<crate::engine::formats::convert::PartitionColumn>,
     /// Print the preview and change nothing.
     #[arg(long)]
@@ -286,12 +287,6 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
             "{s:?} is not a ratio from 0 to 1 (e.g. 0.05 for 5 % of a file's rows)"
         )),
     }
-}
-
-fn parse_partition_column(
-    s: &str,
-) -> Result<crate::engine::formats::convert::PartitionColumn, String> {
-    s.parse()
 }
 
 #[derive(Debug, Args)]

@@ -107,7 +107,7 @@ fn executor(e: &ExecutorArgs) -> Result<Executor> {
 fn thresholds(config: &Config, sizes: &SizeArgs) -> Result<Thresholds> {
     let mut t = config.thresholds();
     if let Some(v) = sizes.target {
-        crate::engine::size::check_target_file_size(v.0, "--target").map_err(anyhow::Error::msg)?;
+        crate::engine::size::check_target_file_size(v.0, "--target")?;
         t.target_file_size = v.0;
         if config.health.small_file_size.is_none() && sizes.small_below.is_none() {
             t.small_file_size = v.0;

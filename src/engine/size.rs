@@ -19,14 +19,34 @@ pub struct ByteSize(pub u64);
 /// files (and predicting them costs memory per output).
 pub const MIN_TARGET_FILE_SIZE: u64 = MIB;
 
-/// Refuses a target below `MIN_TARGET_FILE_SIZE`; `what` names where it was given.
-pub fn check_target_file_size(bytes: u64, what: &str) -> Result<(), String> {
-    if bytes < MIN_TARGET_FILE_SIZE {
-        return Err(format!(
-            "{what} {} is below the minimum of {}: files that small defeat compaction (the usual target is 128MiB)",
-            format_bytes(bytes),
+/// A target below `MIN_TARGET_FILE_SIZE`; `what` names where it was given (empty: the message
+/// starts with the size, for a caller that names it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetFileSizeError {
+    pub what: &'static str,
+    pub bytes: u64,
+}
+
+impl fmt::Display for TargetFileSizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.what.is_empty() {
+            write!(f, "{} ", self.what)?;
+        }
+        write!(
+            f,
+            "{} is below the minimum of {}: files that small defeat compaction (the usual target is 128MiB)",
+            format_bytes(self.bytes),
             format_bytes(MIN_TARGET_FILE_SIZE)
-        ));
+        )
+    }
+}
+
+impl std::error::Error for TargetFileSizeError {}
+
+/// Refuses a target below `MIN_TARGET_FILE_SIZE`; `what` names where it was given.
+pub fn check_target_file_size(bytes: u64, what: &'static str) -> Result<(), TargetFileSizeError> {
+    if bytes < MIN_TARGET_FILE_SIZE {
+        return Err(TargetFileSizeError { what, bytes });
     }
     Ok(())
 }
@@ -199,7 +219,9 @@ mod tests {
     #[test]
     fn targets_below_one_mib_are_refused() {
         assert!(check_target_file_size(MIB, "--target").is_ok());
-        let e = check_target_file_size(MIB - 1, "--target").unwrap_err();
+        let e = check_target_file_size(MIB - 1, "--target")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("--target 1024 KiB") && e.contains("minimum of 1 MiB"),
             "{e}"

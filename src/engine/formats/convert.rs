@@ -43,16 +43,25 @@ pub struct PartitionColumn {
 const TYPES: &str =
     "string, int, long, short, byte, double, float, boolean, date, timestamp, timestamp_ntz";
 
-impl std::str::FromStr for PartitionColumn {
-    type Err = String;
+/// A `--partition-by` value that is not COLUMN or COLUMN:TYPE of a known type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PartitionColumnError {
+    #[error("expected COLUMN or COLUMN:TYPE, got {0:?}")]
+    NoName(String),
+    #[error("unknown type {0:?}; use one of {types}", types = TYPES)]
+    UnknownType(String),
+}
 
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+impl std::str::FromStr for PartitionColumn {
+    type Err = PartitionColumnError;
+
+    fn from_str(s: &str) -> std::result::Result<Self, PartitionColumnError> {
         let (name, ty) = match s.split_once(':') {
             Some((n, t)) => (n.trim(), t.trim().to_ascii_lowercase()),
             None => (s.trim(), "string".to_string()),
         };
         if name.is_empty() {
-            return Err(format!("expected COLUMN or COLUMN:TYPE, got {s:?}"));
+            return Err(PartitionColumnError::NoName(s.to_string()));
         }
         let data_type = match ty.as_str() {
             "string" => PrimitiveType::String,
@@ -66,7 +75,7 @@ impl std::str::FromStr for PartitionColumn {
             "date" => PrimitiveType::Date,
             "timestamp" => PrimitiveType::Timestamp,
             "timestamp_ntz" => PrimitiveType::TimestampNtz,
-            other => return Err(format!("unknown type {other:?}; use one of {TYPES}")),
+            other => return Err(PartitionColumnError::UnknownType(other.to_string())),
         };
         Ok(Self {
             name: name.to_string(),

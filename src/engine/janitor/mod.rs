@@ -797,17 +797,26 @@ impl Janitor {
     }
 
     /// The policy's `partitions` predicate for `t`, its date macros expanded for `now`.
-    fn eligible_for(&self, t: &Loaded, now: i64) -> Option<std::result::Result<Predicate, String>> {
+    fn eligible_for(
+        &self,
+        t: &Loaded,
+        now: i64,
+    ) -> Option<std::result::Result<Predicate, policy::PartitionsError>> {
         let f = self.policy.partitions.as_ref()?;
         let today = chrono::DateTime::from_timestamp_millis(now)
             .unwrap_or_default()
             .date_naive();
         Some(
             f.expand(today)
+                .map_err(policy::PartitionsProblem::Macro)
                 .and_then(|text| {
-                    Predicate::parse(&text, &t.report.partition_columns).map_err(|e| e.reason)
+                    Predicate::parse(&text, &t.report.partition_columns)
+                        .map_err(policy::PartitionsProblem::Predicate)
                 })
-                .map_err(|e| format!("{e} (policy line {})", f.line)),
+                .map_err(|problem| policy::PartitionsError {
+                    line: f.line,
+                    problem,
+                }),
         )
     }
 

@@ -99,9 +99,28 @@ pub struct PartitionFilter {
 
 impl PartitionFilter {
     /// The predicate with its date macros as literal dates of `today`.
-    pub fn expand(&self, today: NaiveDate) -> Result<String, String> {
+    pub fn expand(&self, today: NaiveDate) -> Result<String, DateMacroError> {
         expand_date_macros(&self.text, today)
     }
+}
+
+/// Why the `partitions` predicate does not apply to a table; shown in its decisions, with the
+/// policy line to fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{problem} (policy line {line})")]
+pub struct PartitionsError {
+    pub line: usize,
+    #[source]
+    pub problem: PartitionsProblem,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PartitionsProblem {
+    #[error(transparent)]
+    Macro(#[from] DateMacroError),
+    /// Only the reason: the predicate is the policy's own text, which its line points at.
+    #[error("{}", .0.reason)]
+    Predicate(#[source] crate::engine::compact::selection::PredicateError),
 }
 
 /// A policy with every value resolved.
@@ -156,14 +175,26 @@ pub enum CommitSpacing {
     Every(Duration),
 }
 
+/// A `commit_spacing` that is neither "auto", "off" nor a duration.
+#[derive(Debug, thiserror::Error)]
+#[error("is {input:?}: {source}; expected \"auto\", \"off\" or a duration")]
+pub struct CommitSpacingError {
+    pub input: String,
+    #[source]
+    pub source: humantime::DurationError,
+}
+
 impl CommitSpacing {
-    fn parse(s: &str) -> Result<Self, String> {
+    fn parse(s: &str) -> Result<Self, CommitSpacingError> {
         match s.trim() {
             "auto" => Ok(Self::Auto),
             "off" => Ok(Self::Off),
             d => humantime::parse_duration(d)
                 .map(Self::Every)
-                .map_err(|e| format!("is {d:?}: {e}; expected \"auto\", \"off\" or a duration")),
+                .map_err(|source| CommitSpacingError {
+                    input: d.to_string(),
+                    source,
+                }),
         }
     }
 }
@@ -240,8 +271,63 @@ pub enum PolicyError {
         path: String,
         source: std::io::Error,
     },
+    /// Not TOML, or not the policy's keys and types. The text is the parser's with credentials
+    /// redacted, so the parser's error (which quotes the input) is not kept.
     #[error("invalid policy file {path}:\n{message}")]
-    Invalid { path: String, message: String },
+    Syntax { path: String, message: String },
+    #[error("invalid policy file {path}:\n{source}")]
+    Invalid {
+        path: String,
+        #[source]
+        source: PolicySettingError,
+    },
+}
+
+/// A policy value that is refused: "line N: key problem".
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {key} {problem}")]
+pub struct PolicySettingError {
+    pub line: usize,
+    pub key: &'static str,
+    #[source]
+    pub problem: SettingProblem,
+}
+
+/// What is wrong with a policy value (the text after its key).
+#[derive(Debug, thiserror::Error)]
+pub enum SettingProblem {
+    #[error("must be at least {0}")]
+    AtLeast(u64),
+    #[error("must be greater than 0")]
+    Zero,
+    #[error(transparent)]
+    TargetFileSize(#[from] crate::engine::size::TargetFileSizeError),
+    #[error(transparent)]
+    CommitSpacing(#[from] CommitSpacingError),
+    #[error("is invalid: {0}")]
+    Partitions(#[source] DateMacroError),
+    #[error("\"ray\" needs ray_address")]
+    RayWithoutAddress,
+    #[error("is {0:?}; expected \"local\" or \"ray\"")]
+    UnknownExecutor(String),
+    /// Boxed: a catalog's error is several times the size of the others.
+    #[error(transparent)]
+    IcebergCatalog(Box<crate::engine::compact::iceberg::catalog::CatalogError>),
+    #[error("must be 0 (merge every small file each time) or from 2 to 1024")]
+    TierFanout,
+    #[error("must be from 0 to 1 (the share of a file's rows deleted, e.g. 0.05)")]
+    DeletedRatio,
+}
+
+/// A `partitions` date macro that cannot be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DateMacroError {
+    #[error("the date is out of range")]
+    OutOfRange,
+    #[error("after {word} expected `- Nd` (a number of days, e.g. {word} - 2d), found {found:?}")]
+    Offset { word: String, found: String },
+    #[error("{word} {sign} {days}d is out of range")]
+    OffsetOutOfRange { word: String, sign: char, days: u64 },
 }
 
 /// 1-based line of byte offset `at` in `text`.
@@ -267,15 +353,16 @@ impl Policy {
     /// Parses a policy; `base` is the report's thresholds (config file and flags), which the
     /// `default` preset uses.
     pub fn parse(text: &str, source: &str, base: Thresholds) -> Result<Policy, PolicyError> {
-        let invalid = |message: String| PolicyError::Invalid {
-            path: source.to_string(),
-            message,
-        };
         // Before parsing: an error must not show a credential (a Ray address's user info).
         crate::engine::secrets::register_toml_text(text);
-        let file: PolicyFile = toml::from_str(text)
-            .map_err(|e| invalid(crate::engine::secrets::toml_error(&e, text)))?;
-        Self::from_file(file, text, source, base).map_err(invalid)
+        let file: PolicyFile = toml::from_str(text).map_err(|e| PolicyError::Syntax {
+            path: source.to_string(),
+            message: crate::engine::secrets::toml_error(&e, text),
+        })?;
+        Self::from_file(file, text, source, base).map_err(|e| PolicyError::Invalid {
+            path: source.to_string(),
+            source: e,
+        })
     }
 
     fn from_file(
@@ -283,14 +370,14 @@ impl Policy {
         text: &str,
         source: &str,
         base: Thresholds,
-    ) -> Result<Policy, String> {
+    ) -> Result<Policy, PolicySettingError> {
         let at = At(text);
         let preset = f.preset.unwrap_or(Preset::Default);
         let (target, small) = sizes(&f, preset, base, at)?;
         let min_small_files = match &f.min_small_files {
             // One file alone is never rewritten (a bin of one is dropped): due forever.
             Some(n) if *n.get_ref() < 2 => {
-                return Err(at.err(n.span(), "min_small_files", "must be at least 2"));
+                return Err(at.err(n.span(), "min_small_files", SettingProblem::AtLeast(2)));
             }
             Some(n) => *n.get_ref(),
             None => preset.min_small_files(),
@@ -299,7 +386,7 @@ impl Policy {
         let max_failures = at.positive(&f.max_failures, "max_failures", 4)?;
         let interval = match &f.interval {
             Some(i) if i.get_ref().0.is_zero() => {
-                return Err(at.err(i.span(), "interval", "must be greater than 0"));
+                return Err(at.err(i.span(), "interval", SettingProblem::Zero));
             }
             Some(i) => i.get_ref().0,
             None => Duration::from_secs(10),
@@ -312,7 +399,7 @@ impl Policy {
         let commit_spacing = match &f.commit_spacing {
             None => CommitSpacing::Auto,
             Some(s) => CommitSpacing::parse(s.get_ref())
-                .map_err(|m| at.err(s.span(), "commit_spacing", &m))?,
+                .map_err(|e| at.err(s.span(), "commit_spacing", e.into()))?,
         };
         let checkpoint_after_commits = match &f.checkpoint_after_commits {
             Some(_) => {
@@ -476,13 +563,29 @@ impl Policy {
 struct At<'a>(&'a str);
 
 impl At<'_> {
-    fn err(self, span: std::ops::Range<usize>, key: &str, msg: &str) -> String {
-        format!("line {}: {key} {msg}", line_of(self.0, span.start))
+    fn err(
+        self,
+        span: std::ops::Range<usize>,
+        key: &'static str,
+        problem: SettingProblem,
+    ) -> PolicySettingError {
+        PolicySettingError {
+            line: line_of(self.0, span.start),
+            key,
+            problem,
+        }
     }
 
-    fn positive(self, v: &Option<Spanned<u64>>, key: &str, default: u64) -> Result<u64, String> {
+    fn positive(
+        self,
+        v: &Option<Spanned<u64>>,
+        key: &'static str,
+        default: u64,
+    ) -> Result<u64, PolicySettingError> {
         match v {
-            Some(n) if *n.get_ref() == 0 => Err(self.err(n.span(), key, "must be at least 1")),
+            Some(n) if *n.get_ref() == 0 => {
+                Err(self.err(n.span(), key, SettingProblem::AtLeast(1)))
+            }
             Some(n) => Ok(*n.get_ref()),
             None => Ok(default),
         }
@@ -495,20 +598,19 @@ fn sizes(
     preset: Preset,
     base: Thresholds,
     at: At,
-) -> Result<(Option<u64>, u64), String> {
+) -> Result<(Option<u64>, u64), PolicySettingError> {
     let target = match &f.target_file_size {
-        Some(t) if t.get_ref().0 < crate::engine::size::MIN_TARGET_FILE_SIZE => {
-            let why = crate::engine::size::check_target_file_size(t.get_ref().0, "")
-                .err()
-                .unwrap_or_default();
-            return Err(at.err(t.span(), "target_file_size", why.trim_start()));
+        Some(t) => {
+            // Unnamed: the key is already in front of it.
+            crate::engine::size::check_target_file_size(t.get_ref().0, "")
+                .map_err(|e| at.err(t.span(), "target_file_size", e.into()))?;
+            Some(t.get_ref().0)
         }
-        Some(t) => Some(t.get_ref().0),
         None => preset.target(),
     };
     let small = match (&f.small_file_size, target) {
         (Some(s), _) if s.get_ref().0 == 0 => {
-            return Err(at.err(s.span(), "small_file_size", "must be greater than 0"));
+            return Err(at.err(s.span(), "small_file_size", SettingProblem::Zero));
         }
         (Some(s), _) => s.get_ref().0,
         // The default preset without a target of its own: what the report calls small.
@@ -519,11 +621,11 @@ fn sizes(
 }
 
 /// The age rule: the preset's, with the file's count and age over it.
-fn aged(f: &PolicyFile, preset: Preset, at: At) -> Result<Option<AgedRule>, String> {
+fn aged(f: &PolicyFile, preset: Preset, at: At) -> Result<Option<AgedRule>, PolicySettingError> {
     let mut aged = preset.aged();
     if let Some(n) = &f.aged_min_small_files {
         if *n.get_ref() < 2 {
-            return Err(at.err(n.span(), "aged_min_small_files", "must be at least 2"));
+            return Err(at.err(n.span(), "aged_min_small_files", SettingProblem::AtLeast(2)));
         }
         aged = Some(AgedRule {
             min_small_files: *n.get_ref(),
@@ -539,7 +641,11 @@ fn aged(f: &PolicyFile, preset: Preset, at: At) -> Result<Option<AgedRule>, Stri
 }
 
 /// The `partitions` predicate: its macros are checked now, its columns against each table.
-fn partitions(f: &PolicyFile, text: &str, at: At) -> Result<Option<PartitionFilter>, String> {
+fn partitions(
+    f: &PolicyFile,
+    text: &str,
+    at: At,
+) -> Result<Option<PartitionFilter>, PolicySettingError> {
     let Some(p) = &f.partitions else {
         return Ok(None);
     };
@@ -548,12 +654,12 @@ fn partitions(f: &PolicyFile, text: &str, at: At) -> Result<Option<PartitionFilt
         line: line_of(text, p.span().start),
     };
     if let Err(e) = filter.expand(chrono::Utc::now().date_naive()) {
-        return Err(at.err(p.span(), "partitions", &format!("is invalid: {e}")));
+        return Err(at.err(p.span(), "partitions", SettingProblem::Partitions(e)));
     }
     Ok(Some(filter))
 }
 
-fn executor(f: &PolicyFile, at: At) -> Result<Executor, String> {
+fn executor(f: &PolicyFile, at: At) -> Result<Executor, PolicySettingError> {
     let Some(e) = &f.executor else {
         return Ok(Executor::Local);
     };
@@ -564,40 +670,42 @@ fn executor(f: &PolicyFile, at: At) -> Result<Executor, String> {
             r.worker_binary = f.worker_binary.as_ref().map(std::path::PathBuf::from);
             Ok(Executor::Ray(r))
         }
-        ("ray", _) => Err(at.err(e.span(), "executor", "\"ray\" needs ray_address")),
+        ("ray", _) => Err(at.err(e.span(), "executor", SettingProblem::RayWithoutAddress)),
         (other, _) => Err(at.err(
             e.span(),
             "executor",
-            &format!("is {other:?}; expected \"local\" or \"ray\""),
+            SettingProblem::UnknownExecutor(other.to_string()),
         )),
     }
 }
 
 /// The Iceberg catalog's URI, checked as `compact --catalog` checks it.
-fn iceberg_catalog(f: &PolicyFile, at: At) -> Result<Option<String>, String> {
+fn iceberg_catalog(f: &PolicyFile, at: At) -> Result<Option<String>, PolicySettingError> {
     let Some(c) = &f.iceberg_catalog else {
         return Ok(None);
     };
     let uri = c.get_ref().trim();
     match crate::engine::compact::iceberg::catalog::Catalog::open(uri) {
         Ok(_) => Ok(Some(uri.to_string())),
-        Err(e) => Err(at.err(c.span(), "iceberg_catalog", &e.to_string())),
+        Err(e) => Err(at.err(
+            c.span(),
+            "iceberg_catalog",
+            SettingProblem::IcebergCatalog(Box::new(e)),
+        )),
     }
 }
 
 /// Tiers of `tier_fanout` files (0: merge every small file each time).
-fn strategy(f: &PolicyFile, min_small_files: u64, at: At) -> Result<Strategy, String> {
+fn strategy(f: &PolicyFile, min_small_files: u64, at: At) -> Result<Strategy, PolicySettingError> {
     match &f.tier_fanout {
         None => Ok(Strategy::Tiered {
             fanout: DEFAULT_FANOUT,
             keep_below: min_small_files,
         }),
         Some(n) if *n.get_ref() == 0 => Ok(Strategy::BinPack),
-        Some(n) if *n.get_ref() < 2 || *n.get_ref() > 1024 => Err(at.err(
-            n.span(),
-            "tier_fanout",
-            "must be 0 (merge every small file each time) or from 2 to 1024",
-        )),
+        Some(n) if *n.get_ref() < 2 || *n.get_ref() > 1024 => {
+            Err(at.err(n.span(), "tier_fanout", SettingProblem::TierFanout))
+        }
         Some(n) => Ok(Strategy::Tiered {
             fanout: *n.get_ref() as u32,
             keep_below: min_small_files,
@@ -605,14 +713,12 @@ fn strategy(f: &PolicyFile, min_small_files: u64, at: At) -> Result<Strategy, St
     }
 }
 
-fn deleted_rows(f: &PolicyFile, at: At) -> Result<DeletedRows, String> {
+fn deleted_rows(f: &PolicyFile, at: At) -> Result<DeletedRows, PolicySettingError> {
     match &f.max_deleted_ratio {
         None => Ok(DeletedRows::default()),
-        Some(r) if !(0.0..=1.0).contains(r.get_ref()) => Err(at.err(
-            r.span(),
-            "max_deleted_ratio",
-            "must be from 0 to 1 (the share of a file's rows deleted, e.g. 0.05)",
-        )),
+        Some(r) if !(0.0..=1.0).contains(r.get_ref()) => {
+            Err(at.err(r.span(), "max_deleted_ratio", SettingProblem::DeletedRatio))
+        }
         Some(r) => Ok(DeletedRows {
             max_ratio: *r.get_ref(),
             purge: false,
@@ -622,7 +728,7 @@ fn deleted_rows(f: &PolicyFile, at: At) -> Result<DeletedRows, String> {
 
 /// Replaces `today`, `yesterday`, `today - Nd` (and `+ Nd`) outside quotes by the literal date
 /// (`'2026-11-30'`), so the `--where` parser sees plain literals. Dates are UTC.
-pub fn expand_date_macros(input: &str, today: NaiveDate) -> Result<String, String> {
+pub fn expand_date_macros(input: &str, today: NaiveDate) -> Result<String, DateMacroError> {
     let chars: Vec<char> = input.chars().collect();
     let mut out = String::with_capacity(input.len());
     let mut i = 0;
@@ -649,7 +755,7 @@ pub fn expand_date_macros(input: &str, today: NaiveDate) -> Result<String, Strin
                 "today" => today,
                 "yesterday" => today
                     .checked_sub_days(Days::new(1))
-                    .ok_or("the date is out of range")?,
+                    .ok_or(DateMacroError::OutOfRange)?,
                 _ => {
                     out.push_str(&word);
                     continue;
@@ -672,7 +778,7 @@ fn offset(
     i: usize,
     base: NaiveDate,
     word: &str,
-) -> Result<(NaiveDate, usize), String> {
+) -> Result<(NaiveDate, usize), DateMacroError> {
     let skip_ws = |mut j: usize| {
         while j < chars.len() && chars[j].is_whitespace() {
             j += 1;
@@ -701,10 +807,10 @@ fn offset(
         (Ok(n), "d" | "day" | "days") => n,
         _ => {
             let found: String = chars[j..k.max(j + 1)].iter().collect();
-            return Err(format!(
-                "after {word} expected `- Nd` (a number of days, e.g. {word} - 2d), found {:?}",
-                found.trim()
-            ));
+            return Err(DateMacroError::Offset {
+                word: word.to_string(),
+                found: found.trim().to_string(),
+            });
         }
     };
     let date = if sign < 0 {
@@ -712,11 +818,10 @@ fn offset(
     } else {
         base.checked_add_days(Days::new(n))
     }
-    .ok_or_else(|| {
-        format!(
-            "{word} {} {n}d is out of range",
-            if sign < 0 { '-' } else { '+' }
-        )
+    .ok_or_else(|| DateMacroError::OffsetOutOfRange {
+        word: word.to_string(),
+        sign: if sign < 0 { '-' } else { '+' },
+        days: n,
     })?;
     Ok((date, k))
 }
@@ -954,6 +1059,19 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_value_is_a_typed_error_with_its_line_and_key() {
+        let e = Policy::parse("\nmax_jobs = 0\n", "p.toml", base()).unwrap_err();
+        let PolicyError::Invalid { source, .. } = &e else {
+            panic!("{e}");
+        };
+        assert_eq!((source.line, source.key), (2, "max_jobs"));
+        assert!(matches!(source.problem, SettingProblem::AtLeast(1)));
+        assert!(std::error::Error::source(&e).is_some());
+        let e = Policy::parse("max_jobs = \"x\"\n", "p.toml", base()).unwrap_err();
+        assert!(matches!(e, PolicyError::Syntax { .. }), "{e}");
+    }
+
+    #[test]
     fn the_shipped_example_parses_and_says_what_it_sets() {
         let p = Policy::parse(EXAMPLE_POLICY, "assets/janitor-policy.toml", base()).unwrap();
         assert_eq!(p.preset, Preset::DatabricksAutoCompaction);
@@ -990,6 +1108,7 @@ mod tests {
         assert!(
             expand_date_macros("d >= today - 2h", d)
                 .unwrap_err()
+                .to_string()
                 .contains("today - 2d")
         );
         // The result parses with the --where parser.

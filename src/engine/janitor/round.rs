@@ -7,7 +7,7 @@ use super::activity::Activity;
 use super::decide::{Decision, DecisionKind, Eligible, Facts, decide};
 use super::history::{DecisionLine, ts};
 use super::jobs::DuePartition;
-use super::policy::Policy;
+use super::policy::{PartitionsError, Policy};
 use super::schedule::Gate;
 use crate::engine::compact::selection::Predicate;
 use crate::engine::model::partition::PartitionValues;
@@ -32,7 +32,7 @@ pub(super) struct TableRead<'a> {
     pub partitions: Vec<PartitionSizes<'a>>,
     pub activity: &'a Activity,
     /// The policy's `partitions` predicate for this table (None: every partition).
-    pub eligible_for: Option<&'a Result<Predicate, String>>,
+    pub eligible_for: Option<&'a Result<Predicate, PartitionsError>>,
     pub gate: &'a Gate,
     pub busy: Option<Busy<'a>>,
     /// Small files added since then count as recent (the age rule), when the policy has one.
@@ -88,7 +88,7 @@ fn decide_partition(policy: &Policy, r: &TableRead, p: &PartitionSizes, now: i64
         None => Eligible::Yes,
         Some(Ok(pred)) if pred.matches(&p.values.0) => Eligible::Yes,
         Some(Ok(pred)) => Eligible::Outside(pred.text.clone()),
-        Some(Err(e)) => Eligible::Invalid(e.clone()),
+        Some(Err(e)) => Eligible::Invalid(e.to_string()),
     };
     let a = r.activity;
     let facts = Facts {

@@ -55,6 +55,9 @@ pub fn plan_text(p: &CompactionPlan) -> String {
             p.deletion_vector_files, p.deleted_rows, p.files_rewritten_for_deletes
         ));
     }
+    for n in &p.notes {
+        o.push_str(&format!("  {}\n", n.text()));
+    }
     o
 }
 

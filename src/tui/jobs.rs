@@ -269,6 +269,7 @@ mod tests {
             bins: 1,
             deletion_vector_files: 0,
             deleted_rows: 0,
+            notes: Vec::new(),
             files_rewritten_for_deletes: 0,
         }
     }

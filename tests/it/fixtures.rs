@@ -229,34 +229,3 @@ async fn compaction_of_a_table_without_schema_string_says_why_and_changes_nothin
     );
     assert_eq!(commits_from(d.path(), 0).len(), 1, "no commit was written");
 }
-
-#[tokio::test]
-async fn a_table_with_writer_features_delta_rs_cannot_commit_is_refused_before_any_rewrite() {
-    use lakehealth::engine::compact::job::{CompactRequest, prepare};
-    use lakehealth::engine::compact::plan::Selection;
-    let d = tempfile::tempdir().unwrap();
-    copy_dir(&fixture("table_with_liquid_clustering"), d.path());
-    let before = leftover_files(d.path());
-    let req = CompactRequest {
-        selection: Selection::All,
-        target_file_size: Some(64 * 1024),
-        min_file_size: Some(64 * 1024),
-        parallelism: 1,
-        max_bin_bytes: None,
-        strategy: Default::default(),
-        deleted_rows: Default::default(),
-        storage_options: Default::default(),
-    };
-    let e = match prepare(&loc(d.path()), &req, kib64_thresholds(), 1.0).await {
-        Ok(_) => panic!("delta-rs cannot commit to a liquid table with row tracking"),
-        Err(e) => e.to_string(),
-    };
-    assert!(
-        e.contains("writer features delta-rs 1.1 cannot commit to")
-            && e.contains("rowTracking")
-            && e.contains("domainMetadata"),
-        "{e}"
-    );
-    assert_eq!(commits_from(d.path(), 0).len(), 1, "no commit was written");
-    assert_eq!(leftover_files(d.path()), before, "no file was written");
-}

@@ -10,6 +10,7 @@ use arrow::array::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use delta_kernel::Snapshot;
 use delta_kernel::engine::arrow_data::ArrowEngineData;
+use delta_kernel::schema::MetadataColumnSpec;
 use delta_kernel_engine::DefaultEngine;
 use object_store::local::LocalFileSystem;
 
@@ -43,6 +44,13 @@ fn lines(batch: &RecordBatch, out: &mut Vec<String>) {
 }
 
 fn read(table: &Path) -> KernelRead {
+    read_with(table, false)
+}
+
+/// `with_row_ids`: each row also carries its stable row id (`row_id`), which the kernel
+/// reconstructs itself from the materialized column or the file's `baseRowId` and the row's
+/// index (Delta's row tracking).
+fn read_with(table: &Path, with_row_ids: bool) -> KernelRead {
     let engine = Arc::new(DefaultEngine::builder(Arc::new(LocalFileSystem::new())).build());
     let url = url::Url::from_directory_path(std::fs::canonicalize(table).unwrap()).unwrap();
     let snapshot = Snapshot::builder_for(url.as_str())
@@ -54,7 +62,15 @@ fn read(table: &Path) -> KernelRead {
         .fields()
         .map(|f| f.name().to_string())
         .collect();
-    let scan = snapshot.scan_builder().build().unwrap();
+    let mut builder = snapshot.clone().scan_builder();
+    if with_row_ids {
+        let schema = snapshot
+            .schema()
+            .add_metadata_column("row_id", MetadataColumnSpec::RowId)
+            .unwrap();
+        builder = builder.with_schema(Arc::new(schema));
+    }
+    let scan = builder.build().unwrap();
     let mut rows = Vec::new();
     for data in scan.execute(engine.clone()).unwrap() {
         let data = ArrowEngineData::try_from_engine_data(data.unwrap()).unwrap();
@@ -73,6 +89,14 @@ fn read(table: &Path) -> KernelRead {
 pub fn kernel_read(table: &Path) -> KernelRead {
     let path: PathBuf = table.to_path_buf();
     std::thread::spawn(move || read(&path))
+        .join()
+        .expect("the kernel reader thread")
+}
+
+/// As `kernel_read`, each row with its stable row id (`…|row_id=N`).
+pub fn kernel_read_with_row_ids(table: &Path) -> KernelRead {
+    let path: PathBuf = table.to_path_buf();
+    std::thread::spawn(move || read_with(&path, true))
         .join()
         .expect("the kernel reader thread")
 }

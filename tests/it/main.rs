@@ -23,6 +23,7 @@ mod race;
 mod ray;
 mod replay;
 mod root_links;
+mod row_tracking;
 mod stream;
 mod tui;
 mod tui_driver;

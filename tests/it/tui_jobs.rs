@@ -300,5 +300,6 @@ fn one_bin_plan() -> lakehealth::engine::compact::plan::CompactionPlan {
         deletion_vector_files: 0,
         deleted_rows: 0,
         files_rewritten_for_deletes: 0,
+        notes: vec![],
     }
 }

@@ -125,6 +125,7 @@ async fn snapshot_a_commit_another_process_writes_appears_in_the_live_feed() {
         deletion_vector_files: 0,
         deleted_rows: 0,
         files_rewritten_for_deletes: 0,
+        notes: vec![],
     };
     for n in 1..=2 {
         t.app.jobs.push(lakehealth::tui::jobs::JobView::new(

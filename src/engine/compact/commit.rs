@@ -11,21 +11,30 @@
 //! 3. checks that every file the bin removes is still active with the deletion vector it was
 //!    read with (none if none: a DELETE that added or changed one since changed its rows; then
 //!    the bin does not commit: another commit took its files, and who did is reported);
-//! 4. commits as exactly the next version with delta-rs's retries off: the store's
-//!    put-if-absent decides a race, and a lost race goes back to step 1. No post-commit hook runs
-//!    (no checkpoint, no log cleanup): log maintenance is its own action.
+//! 4. builds the commit for exactly the next version as the table's features ask at that version
+//!    (`features`, `commit_actions`: a feature lakehealth cannot honour is refused; row ids,
+//!    commit versions and in-commit timestamps are given for that version) and writes it with
+//!    the log store's put-if-absent, as delta-rs's commit would but with no retry and no
+//!    conflict resolution of its own: a lost race goes back to step 1. No post-commit hook runs
+//!    (no checkpoint, no log cleanup): log maintenance is its own action. delta-rs 1.1's commit
+//!    refuses writer features it does not know (row tracking, domain metadata, clustering,
+//!    in-commit timestamps, type widening), which is why lakehealth writes the file itself.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use bytes::Bytes;
 use deltalake::DeltaTable;
 use deltalake::DeltaTableError;
-use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
-use deltalake::kernel::{Action, Add, DeletionVectorDescriptor, Remove};
-use deltalake::logstore::LogStore;
+use deltalake::kernel::transaction::TransactionError;
+use deltalake::kernel::{Add, DeletionVectorDescriptor, Remove};
+use deltalake::logstore::{CommitOrBytes, LogStore};
 use deltalake::protocol::DeltaOperation;
+use object_store::ObjectStoreExt;
 use serde::Serialize;
 
+use super::commit_actions::{AttemptInput, PrepareError, commit_file};
+use super::features;
 use crate::engine::log::actions::{commit_info, scan};
 use crate::engine::model::percent::decode as decoded;
 
@@ -95,6 +104,9 @@ pub struct BinActions<'a> {
     /// The version the bin was planned on: its files were active there.
     pub read_version: u64,
     pub operation: DeltaOperation,
+    /// The outputs hold their rows' stable ids and commit versions (`row_tracking`): a table
+    /// with row tracking enabled takes no other.
+    pub row_ids_materialized: bool,
 }
 
 /// The paths among `removes` that are not active in `table`'s snapshot with the deletion vector
@@ -158,29 +170,17 @@ async fn find_remover(
     (None, None, None)
 }
 
-fn is_lost_race(e: &DeltaTableError) -> bool {
-    matches!(
-        e,
-        DeltaTableError::VersionAlreadyExists(_)
-            | DeltaTableError::Transaction {
-                source: TransactionError::MaxCommitAttempts(_)
-                    | TransactionError::VersionAlreadyExists(_)
-            }
-    )
-}
-
-/// Errors raised before anything was written: the commit certainly did not land.
-fn is_before_write(e: &DeltaTableError) -> bool {
-    matches!(
-        e,
-        DeltaTableError::Transaction {
-            source: TransactionError::CommitConflict(_)
-                | TransactionError::DeltaTableAppendOnly
-                | TransactionError::UnsupportedTableFeatures(_)
-                | TransactionError::TableFeaturesRequired(_)
-                | TransactionError::SerializeLogJson { .. }
-        } | DeltaTableError::SerializeLogJson { .. }
-    )
+/// How one attempt failed.
+#[derive(Debug)]
+enum AttemptError {
+    /// Certainly not written, and trying again cannot help.
+    Refused(String),
+    /// Not written; the next attempt may succeed.
+    NotWritten(String),
+    /// Another commit took the version first.
+    LostRace(String),
+    /// The write failed in a way that may have landed it.
+    MaybeWritten(String),
 }
 
 fn backoff(attempt: u32) -> Duration {
@@ -247,13 +247,15 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
                     retries: attempt as u64,
                 };
             }
-            Err(e) if is_lost_race(&e) => last_error = e.to_string(),
-            Err(e) if is_before_write(&e) && maybe_landed.is_none() => {
-                return CommitOutcome::Failed(e.to_string());
+            Err(AttemptError::Refused(e)) if maybe_landed.is_none() => {
+                return CommitOutcome::Failed(e);
             }
-            Err(e) => {
-                last_error = e.to_string();
-                maybe_landed.get_or_insert_with(|| last_error.clone());
+            Err(
+                AttemptError::Refused(e) | AttemptError::NotWritten(e) | AttemptError::LostRace(e),
+            ) => last_error = e,
+            Err(AttemptError::MaybeWritten(e)) => {
+                maybe_landed.get_or_insert_with(|| e.clone());
+                last_error = e;
             }
         }
     }
@@ -315,32 +317,78 @@ async fn last_look(
     }
 }
 
-/// One attempt at exactly `table.version() + 1`, with no retry and no post-commit hook.
+/// One attempt at exactly `table.version() + 1`, written by the log store's put-if-absent (no
+/// retry, no post-commit hook), its actions built for the table's features at that version.
 async fn try_commit(
     table: &DeltaTable,
     bin: &BinActions<'_>,
     commit_id: &str,
-) -> Result<u64, DeltaTableError> {
-    let snapshot = table.snapshot()?;
-    let mut actions: Vec<Action> = bin.removes.iter().cloned().map(Action::Remove).collect();
-    actions.extend(bin.adds.iter().cloned().map(Action::Add));
-    let props = CommitProperties::default()
-        .with_max_retries(0)
-        .with_create_checkpoint(false)
-        .with_cleanup_expired_logs(Some(false));
+) -> Result<u64, AttemptError> {
+    let features = features::of_table(table)
+        .map_err(|e| AttemptError::NotWritten(e.to_string()))?
+        .map_err(|e| AttemptError::Refused(e.to_string()))?;
+    if features.materialize.is_some() && !bin.row_ids_materialized {
+        return Err(AttemptError::Refused(
+            "row tracking is enabled on the table and these outputs do not hold the rows' ids; nothing was committed".into(),
+        ));
+    }
+    let version = table
+        .version()
+        .map(|v| v + 1)
+        .ok_or_else(|| AttemptError::NotWritten("no version loaded".into()))?;
     let metadata: HashMap<String, serde_json::Value> = [(
         COMMIT_ID_KEY.to_string(),
         serde_json::Value::String(commit_id.to_string()),
     )]
     .into();
-    let prepared = CommitBuilder::from(props)
-        .with_actions(actions)
-        .with_app_metadata(metadata)
-        .build(Some(snapshot), table.log_store(), bin.operation.clone())
-        .into_prepared_commit_future()
-        .await?;
-    // Resolving the prepared commit writes it; the PostCommit it returns is dropped unawaited, so
-    // no hook (checkpoint, log cleanup) runs and no later error can hide a landed commit.
-    let post = prepared.await?;
-    Ok(post.version)
+    let input = AttemptInput {
+        removes: bin.removes,
+        adds: bin.adds,
+        operation: bin.operation.clone(),
+        app_metadata: metadata,
+        version,
+    };
+    let bytes = commit_file(table, &features, input)
+        .await
+        .map_err(|e| match e {
+            PrepareError::NoRowCount { .. } | PrepareError::Serialize(_) => {
+                AttemptError::Refused(e.to_string())
+            }
+            _ => AttemptError::NotWritten(e.to_string()),
+        })?;
+    write_commit(table.log_store().as_ref(), version, bytes).await?;
+    Ok(version)
+}
+
+/// Writes a commit file as exactly `version`, as delta-rs's own commit does for this log store:
+/// the bytes by a conditional put, or a temporary file copied if absent.
+async fn write_commit(log: &dyn LogStore, version: u64, bytes: Bytes) -> Result<(), AttemptError> {
+    let operation_id = uuid::Uuid::new_v4();
+    let commit = if ["LakeFSLogStore", "DefaultLogStore"].contains(&log.name().as_str()) {
+        CommitOrBytes::LogBytes(bytes)
+    } else {
+        let tmp = object_store::path::Path::from_iter([
+            "_delta_log",
+            &format!("_commit_{}.json.tmp", uuid::Uuid::new_v4()),
+        ]);
+        log.object_store(Some(operation_id))
+            .put(&tmp, bytes.into())
+            .await
+            .map_err(|e| AttemptError::NotWritten(format!("writing the commit file: {e}")))?;
+        CommitOrBytes::TmpCommit(tmp)
+    };
+    match log
+        .write_commit_entry(version, commit.clone(), operation_id)
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(TransactionError::VersionAlreadyExists(v)) => {
+            // Certainly not ours: the temporary file (if any) can go.
+            let _ = log.abort_commit_entry(version, commit, operation_id).await;
+            Err(AttemptError::LostRace(format!(
+                "version {v} already exists"
+            )))
+        }
+        Err(e) => Err(AttemptError::MaybeWritten(e.to_string())),
+    }
 }

@@ -21,8 +21,10 @@ use super::events::{
     Progress,
 };
 use super::executor::{BinResult, Executor, RunContext, Work};
+use super::features;
 use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
 use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, delete_outputs};
+use super::row_tracking::with_hidden_columns;
 use super::spacing::CommitSpacer;
 use super::table::{CompactionTable, partition_files};
 use crate::engine::model::partition::PartitionValues;
@@ -113,7 +115,8 @@ pub enum SchemaError {
     Arrow(#[from] arrow::error::ArrowError),
 }
 
-/// The table's file schema (partition columns are not in data files).
+/// The table's file schema (partition columns are not in data files), with row tracking's
+/// hidden columns when it is enabled (`row_tracking`: the outputs hold every row's ids).
 pub(super) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, SchemaError> {
     let s = table.snapshot()?;
     let cols = s.metadata().partition_columns().to_vec();
@@ -121,13 +124,25 @@ pub(super) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, SchemaError> 
         s.schema().as_ref(),
     )
     .map_err(SchemaError::Arrow)?;
-    Ok(Arc::new(Schema::new(
+    let data = Schema::new(
         full.fields()
             .iter()
             .filter(|f| !cols.contains(f.name()))
             .cloned()
             .collect::<Vec<_>>(),
-    )))
+    );
+    Ok(Arc::new(match features::hidden_columns(table)? {
+        Some(hidden) => with_hidden_columns(&data, &hidden),
+        None => data,
+    }))
+}
+
+/// The schema a job's bins are rewritten with; Err: why the job cannot run.
+fn job_schema(ct: &CompactionTable, opts: &ExecOptions) -> Result<SchemaRef, String> {
+    if ct.features.materialize.is_some() && matches!(opts.executor, Executor::Ray(_)) {
+        return Err("row tracking is enabled on the table and the Ray executor's workers do not carry the rows' ids yet: compact it with the local executor".into());
+    }
+    file_schema(&ct.table).map_err(|e| format!("reading the table schema: {e}"))
 }
 
 /// Each partition's share of a commit of `outs`, in the order the partitions first appear.
@@ -285,6 +300,7 @@ impl<'a> Run<'a> {
             adds: &adds,
             read_version: self.read_version,
             operation: self.operation(),
+            row_ids_materialized: self.ct.features.materialize.is_some(),
         };
         match commit_bin(&mut self.table, &bin).await {
             CommitOutcome::Landed { version, retries } => {
@@ -323,6 +339,7 @@ impl<'a> Run<'a> {
             adds: &out.adds,
             read_version: self.read_version,
             operation: self.operation(),
+            row_ids_materialized: self.ct.features.materialize.is_some(),
         };
         match commit_bin(&mut self.table, &bin).await {
             CommitOutcome::Landed { version, retries } => {
@@ -590,10 +607,9 @@ pub async fn execute(
         files: plan.files_in,
         bytes: plan.bytes_in,
     });
-    let schema = match file_schema(&ct.table) {
+    let schema = match job_schema(ct, opts) {
         Ok(s) => s,
-        Err(e) => {
-            let message = format!("reading the table schema: {e}");
+        Err(message) => {
             run.summary.fail(
                 Vec::new(),
                 Failure {

@@ -119,6 +119,7 @@ impl PreparedJob {
             &self.exec.plan_options,
             &self.exec.thresholds,
         );
+        self.plan.notes = self.table.features.notes();
         Ok(true)
     }
 }
@@ -206,7 +207,8 @@ pub fn prepare_table(
         .clone()
         .resolve(&values)
         .map_err(|e| EngineError::InvalidRequest(e.to_string()))?;
-    let plan = plan(table.version(), files, &selection, &o, &t);
+    let mut plan = plan(table.version(), files, &selection, &o, &t);
+    plan.notes = table.features.notes();
     let exec = ExecOptions {
         rewrite: RewriteOptions {
             target_file_size: target,

@@ -1,19 +1,22 @@
 //! Compaction: planning which small files to rewrite, executing bins, and committing each
-//! finished bin atomically through delta-rs's transaction machinery (OPTIMIZE, dataChange=false),
-//! after our own validation (`commit`) and a proof that its outputs hold exactly its inputs'
-//! rows (`rewrite`, `fingerprint`), so concurrent writers, readers and compactors never lose,
+//! finished bin atomically (OPTIMIZE, dataChange=false, written by the log store's
+//! put-if-absent as the table's features ask: `features`, `commit_actions`), after our own
+//! validation (`commit`) and a proof that its outputs hold exactly its inputs' rows
+//! (`rewrite`, `fingerprint`), so concurrent writers, readers and compactors never lose,
 //! duplicate or change a row.
 
 pub mod budget;
 pub mod cadence;
 mod column_digest;
 pub mod commit;
+pub mod commit_actions;
 pub mod conform;
 pub mod counting_store;
 pub mod deletion_vectors;
 pub mod events;
 pub mod execute;
 pub mod executor;
+pub mod features;
 pub mod fingerprint;
 pub mod iceberg;
 pub mod job;
@@ -23,6 +26,7 @@ pub mod plan;
 pub mod priority;
 pub mod read_ahead;
 pub mod rewrite;
+pub mod row_tracking;
 pub mod selection;
 pub mod spacing;
 pub mod table;

@@ -11,6 +11,7 @@
 use deltalake::kernel::DeletionVectorDescriptor;
 use serde::Serialize;
 
+use super::features::FeatureNote;
 use super::selection::Predicate;
 use super::tiers::due_groups;
 use crate::engine::model::partition::PartitionValues;
@@ -36,6 +37,17 @@ pub struct FileRef {
     /// Its tier (`tiers`): 0 for a writer's file, t + 1 for lakehealth's output of tier-t files.
     #[serde(skip)]
     pub tier: u32,
+    /// Its row tracking fields (none when the table does not track rows).
+    #[serde(skip)]
+    pub row_ids: RowIds,
+}
+
+/// A file's `baseRowId` and `defaultRowCommitVersion`: its remove carries them, and rows without
+/// a materialized id or commit version take theirs from them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowIds {
+    pub base_row_id: Option<i64>,
+    pub default_row_commit_version: Option<i64>,
 }
 
 impl FileRef {
@@ -126,6 +138,8 @@ pub struct CompactionPlan {
     pub deleted_rows: u64,
     /// Files rewritten because of their deleted rows alone (over the ratio, or purged).
     pub files_rewritten_for_deletes: u64,
+    /// How the table's features shape the compaction (set by the job from the table).
+    pub notes: Vec<FeatureNote>,
 }
 
 #[derive(Debug, Clone)]
@@ -448,6 +462,7 @@ pub fn plan(
         deletion_vector_files,
         deleted_rows,
         files_rewritten_for_deletes,
+        notes: Vec::new(),
     }
 }
 
@@ -559,6 +574,7 @@ mod tests {
                 deletion_vector: None,
                 num_records: Some(100),
                 tier: 0,
+                row_ids: Default::default(),
             })
             .collect()
     }

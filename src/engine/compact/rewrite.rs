@@ -30,10 +30,12 @@ use tokio_util::sync::CancellationToken;
 use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::deletion_vectors::{DeletionVectorError, RowFilter, deleted_rows};
 use super::events::{Failure, FailureKind};
+use super::features::{MaterializedColumns, hidden_columns};
 use super::fingerprint::{ContentHasher, Fingerprint};
 use super::pace::Pacer;
 use super::plan::{Bin, FileRef};
 use super::read_ahead::ReadAhead;
+use super::row_tracking::{FileRows, RowTrackingError};
 use super::tiers::{TIER_TAG, output_tier};
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::parquet_reader::StoreReader;
@@ -422,8 +424,9 @@ fn removes_for(files: &[FileRef], values: &PartitionValues) -> Vec<Remove> {
             tags: None,
             // The file as the log knows it: path and deletion vector.
             deletion_vector: f.deletion_vector.clone(),
-            base_row_id: None,
-            default_row_commit_version: None,
+            // Row tracking: a remove carries the ids of the add it removes.
+            base_row_id: f.row_ids.base_row_id,
+            default_row_commit_version: f.row_ids.default_row_commit_version,
         })
         .collect()
 }
@@ -441,6 +444,9 @@ struct Writing {
     /// The rows conformed so far, in the order they were written.
     input: ContentHasher,
     pace: Option<Arc<Pacer>>,
+    /// Row tracking is enabled: every row's stable id and commit version go into these hidden
+    /// columns (`row_tracking`).
+    materialize: Option<MaterializedColumns>,
 }
 
 impl Writing {
@@ -480,11 +486,29 @@ impl Writing {
             detail: e.to_string(),
         };
         let (mut stream, file_rows) = opened.map_err(read_err)?;
+        let ids_err = |e: RowTrackingError| BinFailure::Read {
+            path: f.path.clone(),
+            detail: e.to_string(),
+        };
+        let mut ids = match &self.materialize {
+            Some(cols) => Some(FileRows::new(cols.clone(), f).map_err(ids_err)?),
+            None => None,
+        };
+        // The hidden columns are not in the writer's schema: they join it.
+        let mode = match ids {
+            Some(_) => WriteMode::MergeSchema,
+            None => WriteMode::Default,
+        };
         let file_rows = file_rows.max(1) as f64;
         let mut rows_file = 0u64;
         while let Some(batch) = stream.next().await {
             let batch = batch.map_err(|e| read_err(e.into()))?;
             let n = batch.num_rows() as u64;
+            // Ids before the deletion vector drops rows: a row's index counts every row.
+            let batch = match &mut ids {
+                Some(ids) => ids.fill(batch).map_err(ids_err)?,
+                None => batch,
+            };
             let batch = filter.apply(batch).map_err(|e| read_err(e.into()))?;
             let batch: RecordBatch =
                 conform(batch, file_schema).map_err(|source| BinFailure::Conform {
@@ -495,7 +519,7 @@ impl Writing {
                 .update(&batch)
                 .map_err(|e| BinFailure::Verify(e.to_string()))?;
             self.writer
-                .write_partition(batch, &self.pv, WriteMode::Default)
+                .write_partition(batch, &self.pv, mode)
                 .await
                 .map_err(|e| BinFailure::Write(e.to_string()))?;
             rows_file += n;
@@ -625,6 +649,7 @@ fn start_writing(
         .set_max_row_group_bytes(Some(row_group as usize))
         .build();
     let writer = RecordBatchWriter::for_table(table)?.with_writer_properties(props);
+    let materialize = hidden_columns(table)?;
     Ok(Writing {
         writer,
         pv,
@@ -640,6 +665,7 @@ fn start_writing(
         },
         input: ContentHasher::default(),
         pace: opts.pace.clone(),
+        materialize,
     })
 }
 

@@ -11,7 +11,8 @@ use deltalake::table::builder::DeltaTableBuilder;
 use object_store::ObjectStore;
 
 use super::counting_store::{ByteCounters, CountingStore};
-use super::plan::FileRef;
+use super::features::{self, WriteFeatures};
+use super::plan::{FileRef, RowIds};
 use super::tiers::tier_of;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
@@ -24,6 +25,8 @@ pub struct CompactionTable {
     pub uri: String,
     /// The table's properties when it was opened.
     pub props: TableProps,
+    /// What its protocol asks of the rewrite and the commit (each commit checks again).
+    pub features: WriteFeatures,
 }
 
 fn derr(uri: &str, e: deltalake::DeltaTableError) -> EngineError {
@@ -77,12 +80,13 @@ pub async fn open_for_compaction_with(
             .map(|(k, v)| (k.as_str(), v.as_str())),
     );
     refuse_column_mapping(&uri, &props)?;
-    refuse_unknown_writer_features(&table, &uri)?;
+    let features = honoured_features(&table, &uri)?;
     Ok(CompactionTable {
         table,
         counters,
         uri,
         props,
+        features,
     })
 }
 
@@ -110,31 +114,17 @@ async fn why_not_loaded(
     }
 }
 
-/// A table whose writer features delta-rs's commit does not know is refused before anything is
-/// rewritten (its commit would refuse it after the whole rewrite), naming the features.
-fn refuse_unknown_writer_features(table: &DeltaTable, uri: &str) -> Result<()> {
-    use deltalake::kernel::transaction::{PROTOCOL, TransactionError};
-    let snapshot = table.snapshot().map_err(|e| derr(uri, e))?;
-    match PROTOCOL.can_write_to(snapshot) {
-        Ok(()) => Ok(()),
-        Err(TransactionError::UnsupportedTableFeatures(features)) => {
-            let mut names: Vec<String> = features.iter().map(|f| f.to_string()).collect();
-            names.sort();
-            Err(EngineError::Unsupported {
-                uri: uri.to_string(),
-                detail: format!(
-                    "the table uses writer features delta-rs 1.1 cannot commit to ({}); lakehealth refuses before rewriting anything and changed nothing",
-                    names.join(", ")
-                ),
-            })
-        }
-        Err(e) => Err(EngineError::Unsupported {
+/// The features the table's protocol asks a compaction to honour; one it cannot honour is
+/// refused before anything is rewritten, naming it (`features`).
+fn honoured_features(table: &DeltaTable, uri: &str) -> Result<WriteFeatures> {
+    features::of_table(table)
+        .map_err(|e| derr(uri, e))?
+        .map_err(|e| EngineError::Unsupported {
             uri: uri.to_string(),
             detail: format!(
-                "delta-rs 1.1 cannot write to this table ({e}); lakehealth changed nothing"
+                "{e}; lakehealth refuses before rewriting anything and changed nothing"
             ),
-        }),
-    }
+        })
 }
 
 /// delta-rs 1.1 cannot write column-mapped tables: refuse rather than risk it (an unknown mode
@@ -213,9 +203,10 @@ pub fn partition_files(
                 })
                 .collect(),
         );
-        // The tags are only reachable through the whole add action in delta-rs 1.1.
+        // The tags and row ids are only reachable through the whole add action in delta-rs 1.1.
         #[allow(deprecated)]
-        let tier = tier_of(f.add_action().tags.as_ref());
+        let add = f.add_action();
+        let tier = tier_of(add.tags.as_ref());
         groups.entry(values).or_default().push(FileRef {
             path: f.path().to_string(),
             store_path: f.object_store_path().to_string(),
@@ -223,6 +214,10 @@ pub fn partition_files(
             deletion_vector: f.deletion_vector_descriptor(),
             num_records: f.num_records().map(|n| n as u64),
             tier,
+            row_ids: RowIds {
+                base_row_id: add.base_row_id,
+                default_row_commit_version: add.default_row_commit_version,
+            },
         });
     }
     let mut out: Vec<(PartitionValues, Vec<FileRef>)> = groups.into_iter().collect();

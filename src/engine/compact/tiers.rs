@@ -95,6 +95,7 @@ mod tests {
             deletion_vector: None,
             num_records: None,
             tier,
+            row_ids: Default::default(),
         }
     }
 

@@ -125,6 +125,8 @@ pub struct CommitInfo {
     /// delta-rs writes its version here instead of `engineInfo` ("delta-rs.1.6.6").
     pub client_version: Option<String>,
     pub is_blind_append: Option<bool>,
+    /// When the commit is considered to have succeeded (the `inCommitTimestamp` feature).
+    pub in_commit_timestamp: Option<i64>,
     /// The id a lakehealth compaction commit carries (`compact::commit::COMMIT_ID_KEY`), to find
     /// its own commit after an ambiguous failure.
     #[serde(rename = "lakehealth.commitId")]

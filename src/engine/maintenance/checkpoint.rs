@@ -14,7 +14,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
 
-use super::open_delta;
+use super::{check_write_protocol, open_delta};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 use crate::engine::log::listing::LogListing;
@@ -89,6 +89,7 @@ pub async fn checkpoint(
     let store = loc.open_store(storage_options)?;
     let listing = list_log(&store, &uri).await?;
     let table = open_delta(loc, storage_options, "opening the table for a checkpoint").await?;
+    check_write_protocol(&table, &uri, "checkpoint", true)?;
     let version = table.version().unwrap_or_default();
     let previous = listing.usable_checkpoint(version).map(|c| c.version);
     let commits_since_previous = previous.map_or(version + 1, |p| version - p);

@@ -30,8 +30,8 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::open_delta;
 use super::vacuum::snapshot_files;
+use super::{check_write_protocol, open_delta};
 use crate::engine::compact::executor::spec::STATE_DIR;
 use crate::engine::compact::locks::held_partitions;
 use crate::engine::error::{EngineError, Result};
@@ -556,6 +556,13 @@ pub async fn delete_orphans(
         return Ok(outcome);
     }
     let uri = loc.display();
+    let table = open_delta(
+        loc,
+        storage_options,
+        "opening the table to delete orphan files",
+    )
+    .await?;
+    check_write_protocol(&table, &uri, "deleting orphan files", false)?;
     let now = scan_orphans(
         loc,
         storage_options,

@@ -35,7 +35,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::open_delta;
+use super::{check_write_protocol, open_delta};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::location::Location;
 use crate::engine::log::state::Tombstones;
@@ -317,6 +317,7 @@ pub async fn plan_vacuum(loc: &Location, req: &VacuumRequest) -> Result<VacuumPl
     crate::engine::root_links::refuse_links_leaving(loc, "vacuum")?;
     let uri = loc.display();
     let table = open_delta(loc, &req.storage_options, "opening the table for VACUUM").await?;
+    check_write_protocol(&table, &uri, "VACUUM", true)?;
     let version = table.version().unwrap_or_default();
     let table_ret = table_retention(&uri, &table)?;
     let (retention, enforce) =
@@ -420,6 +421,7 @@ pub async fn run_vacuum(
     }
     on_event(VacuumEvent::Checking);
     let table = open_delta(loc, &req.storage_options, "opening the table for VACUUM").await?;
+    check_write_protocol(&table, &uri, "VACUUM", true)?;
     let version = table.version().unwrap_or_default();
     check_plan_still_holds(&uri, &table, plan, version).await?;
     if cancel.is_cancelled() {

@@ -77,8 +77,9 @@ fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str) {
         format_bytes(p.target_file_size),
         format_bytes(p.min_file_size),
     ));
+    let notes: String = p.notes.iter().map(|n| format!(" {}.", n.text())).collect();
     let runs_on = Line::from(Span::styled(
-        format!("Bins run on: {executor}; commits happen here."),
+        format!("Bins run on: {executor}; commits happen here.{notes}"),
         style::dim(),
     ));
     let [h, t, foot] = Layout::vertical([

@@ -359,6 +359,9 @@ impl Settle<'_> {
                 predicate: None,
                 target_size: 0,
             },
+            // A worker's outputs hold the table's columns only: a table with row tracking
+            // enabled refuses them at the commit.
+            row_ids_materialized: false,
         };
         match commit_bin(self.table, &bin).await {
             CommitOutcome::Landed { version, .. } => {

@@ -111,6 +111,7 @@ impl BinSpec {
                     deletion_vector: f.deletion_vector.clone(),
                     num_records: f.num_records,
                     tier: f.tier,
+                    row_ids: Default::default(),
                 })
                 .collect(),
             bytes: self.files.iter().map(|f| f.size).sum(),
@@ -274,6 +275,7 @@ mod tests {
                 deletion_vector: None,
                 num_records: None,
                 tier: 0,
+                row_ids: Default::default(),
             }],
             bytes: 10,
             predicted_outputs: 1,

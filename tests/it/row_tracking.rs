@@ -1,0 +1,379 @@
+//! Tables whose writer features delta-rs 1.1 cannot commit to, compacted through lakehealth's
+//! own commit (`compact::features`, `compact::commit_actions`): a Databricks-written liquid table
+//! with row tracking and domain metadata keeps every row's id (read back by delta-kernel's
+//! default engine, which reconstructs row ids itself), a table with in-commit timestamps gets
+//! one on the compaction commit (rows read by Python deltalake), and a feature lakehealth cannot
+//! honour is refused by name before anything is written.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{Array, Int64Array, RecordBatch};
+use lakehealth::engine::compact::events::JobSummary;
+use lakehealth::engine::compact::features::FeatureNote;
+use lakehealth::engine::compact::job::{CompactRequest, prepare, run_isolated};
+use lakehealth::engine::compact::locks::PartitionLocks;
+use lakehealth::engine::compact::plan::Selection;
+use lakehealth::engine::location::Location;
+use lakehealth::engine::size::KIB;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::*;
+use crate::dv_tables::active_adds;
+use crate::kernel_reader::kernel_read_with_row_ids;
+
+const ROW_ID_COL: &str = "_row-id-col-4cbc7924-f662-4db1-aa59-22c23f59eb5d";
+const ROW_VERSION_COL: &str = "_row-commit-version-col-2f60dcc1-9e36-4424-95e7-799b707e4ddb";
+
+fn request(min_file_size: u64) -> CompactRequest {
+    CompactRequest {
+        selection: Selection::All,
+        target_file_size: Some(64 * KIB),
+        min_file_size: Some(min_file_size),
+        parallelism: 1,
+        max_bin_bytes: None,
+        strategy: Default::default(),
+        deleted_rows: Default::default(),
+        storage_options: HashMap::new(),
+    }
+}
+
+/// Plans and runs a compaction of every small file; returns the plan's notes and the summary.
+async fn compact(l: &Location) -> (Vec<FeatureNote>, JobSummary) {
+    let job = prepare(l, &request(64 * KIB), kib64_thresholds(), 1.0)
+        .await
+        .unwrap();
+    assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
+    let notes = job.plan.notes.clone();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let s = run_isolated(
+        job,
+        Arc::new(PartitionLocks::default()),
+        CancellationToken::new(),
+        tx,
+    )
+    .await;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    (notes, s)
+}
+
+fn liquid_table() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("table_with_liquid_clustering"), d.path());
+    d
+}
+
+/// The row id high-water mark the log's latest `delta.rowTracking` domain holds.
+fn high_water_mark(table: &Path) -> i64 {
+    let mut mark = None;
+    for c in commits_from(table, 0) {
+        for a in c {
+            if let Some(d) = a.get("domainMetadata")
+                && d["domain"] == "delta.rowTracking"
+            {
+                let conf: Value =
+                    serde_json::from_str(d["configuration"].as_str().unwrap()).unwrap();
+                mark = conf["rowIdHighWaterMark"].as_i64();
+            }
+        }
+    }
+    mark.expect("the table has a high-water mark")
+}
+
+/// The last commit's actions.
+fn last_commit(table: &Path) -> Vec<Value> {
+    commits_from(table, 0).pop().unwrap()
+}
+
+/// One Int64 column of a data file of the table, as pyarrow-independent code reads it: the
+/// Parquet file itself, with the `parquet` crate.
+fn column_of(table: &Path, file: &str, column: &str) -> Vec<Option<i64>> {
+    let f = std::fs::File::open(table.join(decoded(file))).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for b in reader {
+        let b: RecordBatch = b.unwrap();
+        let c = b
+            .column_by_name(column)
+            .unwrap_or_else(|| panic!("{file} has no column {column}"));
+        let c = c.as_any().downcast_ref::<Int64Array>().unwrap();
+        out.extend((0..c.len()).map(|i| c.is_valid(i).then(|| c.value(i))));
+    }
+    out
+}
+
+/// Commits, as the next version, one new data file of `ids` the way a row-tracking writer
+/// does: fresh row ids above the high-water mark (`baseRowId`), its commit version as
+/// `defaultRowCommitVersion`, and the mark raised. Returns the version.
+fn append_tracked_rows(table: &Path, ids: &[i64]) -> u64 {
+    let version = commits_from(table, 0).len() as u64;
+    let name = format!("part-appended-{version}.parquet");
+    let batch = RecordBatch::try_from_iter([("id", Arc::new(Int64Array::from(ids.to_vec())) as _)])
+        .unwrap();
+    let f = std::fs::File::create(table.join(&name)).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let size = std::fs::metadata(table.join(&name)).unwrap().len();
+    let base = high_water_mark(table) + 1;
+    let n = ids.len() as i64;
+    let stats = json!({"numRecords": n, "minValues": {"id": ids.iter().min()},
+        "maxValues": {"id": ids.iter().max()}, "nullCount": {"id": 0}});
+    let lines = [
+        json!({"commitInfo": {"timestamp": chrono::Utc::now().timestamp_millis(),
+            "operation": "WRITE", "engineInfo": "lakehealth-tests"}}),
+        json!({"add": {"path": name, "partitionValues": {}, "size": size,
+            "modificationTime": chrono::Utc::now().timestamp_millis(), "dataChange": true,
+            "stats": stats.to_string(), "baseRowId": base, "defaultRowCommitVersion": version}}),
+        json!({"domainMetadata": {"domain": "delta.rowTracking",
+            "configuration": json!({"rowIdHighWaterMark": base + n - 1}).to_string(),
+            "removed": false}}),
+    ];
+    write_commit(table, version, &lines);
+    version
+}
+
+fn write_commit(table: &Path, version: u64, lines: &[Value]) {
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(
+        table.join(format!("_delta_log/{version:020}.json")),
+        text.join("\n") + "\n",
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_liquid_table_with_row_tracking_is_compacted_twice_and_every_row_keeps_its_id() {
+    let d = liquid_table();
+    let l = loc(d.path());
+    let before = kernel_read_with_row_ids(d.path());
+    assert_eq!(before.rows.len(), 10);
+    assert!(
+        before.rows.contains(&"id=7|row_id=7".to_string()),
+        "{:?}",
+        before.rows
+    );
+
+    let (notes, s) = compact(&l).await;
+    assert_eq!(
+        notes,
+        [FeatureNote::NotReclustered, FeatureNote::RowIdsKept]
+    );
+    assert_eq!((s.files_removed, s.files_added), (10, 1), "{s:?}");
+    let after = kernel_read_with_row_ids(d.path());
+    assert_eq!(after.version, 1);
+    assert_eq!(
+        after.rows, before.rows,
+        "same rows, each with the same row id"
+    );
+
+    // The commit: no protocol or metadata change; the fresh ids above the old mark, the mark
+    // raised past them, commitInfo first, the ids said to be preserved.
+    let commit = last_commit(d.path());
+    assert!(commit[0].get("commitInfo").is_some(), "{commit:?}");
+    assert_eq!(
+        commit[0]["commitInfo"]["tags"]["delta.rowTracking.preserved"],
+        "true"
+    );
+    assert!(
+        commit
+            .iter()
+            .all(|a| a.get("protocol").is_none() && a.get("metaData").is_none())
+    );
+    let adds: Vec<&Value> = commit.iter().filter_map(|a| a.get("add")).collect();
+    assert_eq!(adds.len(), 1);
+    assert_eq!(adds[0]["baseRowId"], 10);
+    assert_eq!(adds[0]["defaultRowCommitVersion"], 1);
+    assert_eq!(high_water_mark(d.path()), 19);
+    let removes: Vec<&Value> = commit.iter().filter_map(|a| a.get("remove")).collect();
+    assert!(
+        removes
+            .iter()
+            .all(|r| r["baseRowId"].is_i64() && r["defaultRowCommitVersion"] == 0),
+        "removes keep their adds' ids: {removes:?}"
+    );
+    // The output holds every row's id and commit version, read from the file itself.
+    let out = adds[0]["path"].as_str().unwrap();
+    let mut ids = column_of(d.path(), out, ROW_ID_COL);
+    ids.sort();
+    assert_eq!(ids, (0..10).map(Some).collect::<Vec<_>>());
+    assert_eq!(column_of(d.path(), out, ROW_VERSION_COL), vec![Some(0); 10]);
+
+    // A writer appends 5 rows (fresh ids 20..=24); compacting again keeps the materialized ids
+    // of the first output and gives the new rows theirs.
+    let v = append_tracked_rows(d.path(), &[100, 101, 102, 103, 104]);
+    let before = kernel_read_with_row_ids(d.path());
+    assert!(
+        before.rows.contains(&"id=104|row_id=24".to_string()),
+        "{:?}",
+        before.rows
+    );
+    compact(&l).await;
+    let after = kernel_read_with_row_ids(d.path());
+    assert_eq!(after.version, v + 1);
+    assert_eq!(
+        after.rows, before.rows,
+        "same rows, each with the same row id"
+    );
+    assert_eq!(active_adds(d.path()).len(), 1);
+    let add = active_adds(d.path()).into_values().next().unwrap();
+    assert_eq!(add["baseRowId"], 25, "fresh ids above the mark 24");
+    assert_eq!(high_water_mark(d.path()), 39);
+    let mut versions = column_of(d.path(), add["path"].as_str().unwrap(), ROW_VERSION_COL);
+    versions.sort();
+    let mut want = vec![Some(0); 10];
+    want.extend(vec![Some(v as i64); 5]);
+    assert_eq!(versions, want, "each row keeps the version that wrote it");
+    assert!(leftover_files(d.path()).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_feature_lakehealth_cannot_honour_is_refused_by_name_before_any_rewrite() {
+    let d = liquid_table();
+    let mut protocol = commits_from(d.path(), 0)[0]
+        .iter()
+        .find_map(|a| a.get("protocol").cloned())
+        .unwrap();
+    for key in ["readerFeatures", "writerFeatures"] {
+        protocol[key]
+            .as_array_mut()
+            .unwrap()
+            .push(json!("variantType"));
+    }
+    write_commit(
+        d.path(),
+        1,
+        &[
+            json!({"commitInfo": {"timestamp": 1, "operation": "SET TBLPROPERTIES"}}),
+            json!({ "protocol": protocol }),
+        ],
+    );
+    let files = leftover_files(d.path());
+    let e = match prepare(&loc(d.path()), &request(64 * KIB), kib64_thresholds(), 1.0).await {
+        Ok(_) => panic!("a variant table is not compacted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("variantType (lakehealth does not rewrite variant columns yet)")
+            && e.contains("changed nothing"),
+        "{e}"
+    );
+    assert!(!e.contains("rowTracking"), "row tracking is honoured: {e}");
+    assert_eq!(commits_from(d.path(), 0).len(), 2, "no commit was written");
+    assert_eq!(leftover_files(d.path()), files, "no file was written");
+}
+
+#[test]
+fn vacuum_checks_the_write_protocol_first_and_deletes_nothing() {
+    let d = liquid_table();
+    let o = lakehealth(&["vacuum", d.path().to_str().unwrap(), "--dry-run"]);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("VACUUM")
+            && err.contains("rowTracking")
+            && err.contains("nothing was changed"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_with_in_commit_timestamps_gets_one_past_the_previous_commit_s() {
+    let (d, l, written) = seeded(6).await;
+    let version = commits_from(d.path(), 0).len() as u64;
+    let mut metadata = commits_from(d.path(), 0)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("metaData").cloned())
+        .next_back()
+        .unwrap();
+    // An enablement commit whose timestamp is ahead of this machine's clock: the next must be
+    // one millisecond past it, not "now".
+    let ahead = chrono::Utc::now().timestamp_millis() + 3_600_000;
+    let conf = metadata["configuration"].as_object_mut().unwrap();
+    conf.insert("delta.enableInCommitTimestamps".into(), json!("true"));
+    conf.insert(
+        "delta.inCommitTimestampEnablementVersion".into(),
+        json!(version.to_string()),
+    );
+    conf.insert(
+        "delta.inCommitTimestampEnablementTimestamp".into(),
+        json!(ahead.to_string()),
+    );
+    write_commit(
+        d.path(),
+        version,
+        &[
+            json!({"commitInfo": {"inCommitTimestamp": ahead, "timestamp": ahead,
+                "operation": "SET TBLPROPERTIES", "engineInfo": "lakehealth-tests"}}),
+            json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 7,
+                "writerFeatures": ["appendOnly", "invariants", "inCommitTimestamp"]}}),
+            json!({ "metaData": metadata }),
+        ],
+    );
+    let uri = d.path().to_str().unwrap();
+    let before = read_back(uri, None);
+    assert_eq!(before.rows, written);
+
+    let (notes, s) = compact(&l).await;
+    assert!(
+        notes.contains(&FeatureNote::InCommitTimestamps),
+        "{notes:?}"
+    );
+    assert!(s.files_removed > 1, "{s:?}");
+    let commit = last_commit(d.path());
+    let info = &commit[0]["commitInfo"];
+    assert_eq!(info["inCommitTimestamp"], ahead + 1, "{info}");
+    assert_eq!(info["timestamp"], ahead + 1);
+    let after = read_back(uri, None);
+    assert_eq!(
+        (after.rows, after.distinct_ids, after.reading_sum),
+        (before.rows, before.distinct_ids, before.reading_sum)
+    );
+    assert!(after.files < before.files);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_racing_compactions_of_a_row_tracking_table_commit_once_and_keep_every_id() {
+    let d = liquid_table();
+    let l = loc(d.path());
+    append_tracked_rows(d.path(), &[100, 101, 102]);
+    let before = kernel_read_with_row_ids(d.path());
+    let run = |l: Location| async move {
+        let job = prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0)
+            .await
+            .unwrap();
+        let (tx, _rx) = mpsc::unbounded_channel();
+        run_isolated(
+            job,
+            Arc::new(PartitionLocks::default()),
+            CancellationToken::new(),
+            tx,
+        )
+        .await
+    };
+    // Both plan the same 11 files before either commits; one commit takes them.
+    let (a, b) = tokio::join!(run(l.clone()), run(l.clone()));
+    let landed = a.commits.len() + b.commits.len();
+    assert!(a.errors.is_empty() && b.errors.is_empty(), "{a:?} {b:?}");
+    let after = kernel_read_with_row_ids(d.path());
+    assert_eq!(
+        after.rows, before.rows,
+        "no row lost or doubled, every id kept"
+    );
+    let ids: std::collections::BTreeSet<&str> = after
+        .rows
+        .iter()
+        .map(|r| r.rsplit("row_id=").next().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 13, "row ids stay unique");
+    assert!(landed >= 1, "{a:?} {b:?}");
+    assert_eq!(active_adds(d.path()).len(), 1, "one output holds every row");
+    assert!(leftover_files(d.path()).is_empty());
+}

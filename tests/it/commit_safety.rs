@@ -326,14 +326,7 @@ async fn compact_through(l: &Location, f: Faults) -> JobSummary {
         .unwrap();
     let job = prepare_table(table, &request(), kib64_thresholds(), 1.0).unwrap();
     assert!(job.plan.bins >= 2);
-    let (tx, _rx) = mpsc::unbounded_channel();
-    run_isolated(
-        job,
-        Arc::new(PartitionLocks::default()),
-        CancellationToken::new(),
-        tx,
-    )
-    .await
+    run_job(job).await
 }
 
 fn optimize_commits(path: &std::path::Path) -> usize {

@@ -351,3 +351,18 @@ pub fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
         }
     }
 }
+
+/// Runs a prepared compaction job on its own (fresh partition locks, never cancelled), its
+/// events dropped; returns its summary.
+pub async fn run_job(
+    job: lakehealth::engine::compact::job::PreparedJob,
+) -> lakehealth::engine::compact::events::JobSummary {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    lakehealth::engine::compact::job::run_isolated(
+        job,
+        std::sync::Arc::new(lakehealth::engine::compact::locks::PartitionLocks::default()),
+        tokio_util::sync::CancellationToken::new(),
+        tx,
+    )
+    .await
+}

@@ -360,14 +360,7 @@ async fn one_compaction_lands_every_output_in_the_target_band_and_a_rerun_plans_
     };
     let job = prepare(&l, &req, thresholds, 1.0).await.unwrap();
     assert_eq!(job.plan.partitions.len(), 5, "{:?}", job.plan);
-    let (tx, _rx) = mpsc::unbounded_channel();
-    let s = run_isolated(
-        job,
-        Arc::new(PartitionLocks::default()),
-        CancellationToken::new(),
-        tx,
-    )
-    .await;
+    let s = run_job(job).await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     assert_eq!(s.files_removed, 3 * 60 + 6 + 150);
 
@@ -498,14 +491,7 @@ async fn bins_finished_during_the_spacing_share_the_next_commit() {
     assert!(bins >= 3, "{bins}");
     let spacing = Duration::from_millis(1500);
     job.exec.commit_spacing = Some(Arc::new(CommitSpacer::new(spacing)));
-    let (tx, _rx) = mpsc::unbounded_channel();
-    let s = run_isolated(
-        job,
-        Arc::new(PartitionLocks::default()),
-        CancellationToken::new(),
-        tx,
-    )
-    .await;
+    let s = run_job(job).await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     let committed_bins: u64 = s.commits.iter().map(|c| c.bins).sum();
     assert_eq!(committed_bins, bins, "every bin committed: {:?}", s.commits);

@@ -4,12 +4,10 @@
 //! delta-kernel's default engine (`kernel_reader`), which applies deletion vectors itself.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use lakehealth::engine::compact::events::JobSummary;
 use lakehealth::engine::compact::execute::execute;
-use lakehealth::engine::compact::job::{CompactRequest, prepare, run_isolated};
-use lakehealth::engine::compact::locks::PartitionLocks;
+use lakehealth::engine::compact::job::{CompactRequest, prepare};
 use lakehealth::engine::compact::plan::{DeletedRows, Selection};
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
@@ -36,14 +34,7 @@ fn request(min_file_size: u64, deleted_rows: DeletedRows) -> CompactRequest {
 async fn compact(l: &Location, req: &CompactRequest) -> JobSummary {
     let job = prepare(l, req, kib64_thresholds(), 1.0).await.unwrap();
     assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
-    let (tx, _rx) = mpsc::unbounded_channel();
-    run_isolated(
-        job,
-        Arc::new(PartitionLocks::default()),
-        CancellationToken::new(),
-        tx,
-    )
-    .await
+    run_job(job).await
 }
 
 /// The sensor table's first `n` active files, by path.

@@ -5,12 +5,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use lakehealth::cli::report_text::table_text;
-use lakehealth::engine::compact::job::{CompactRequest, prepare, run_isolated};
-use lakehealth::engine::compact::locks::PartitionLocks;
+use lakehealth::engine::compact::job::{CompactRequest, prepare};
 use lakehealth::engine::compact::plan::Selection;
 use lakehealth::engine::demo::{DemoShape, ensure_demo_table};
 use lakehealth::engine::model::thresholds::Thresholds;
@@ -257,14 +255,7 @@ async fn compact_demo(l: &lakehealth::engine::location::Location) {
     };
     let job = prepare(l, &req, small(), 1.0).await.expect("plan");
     assert!(job.plan.bins > 1, "{:?}", job.plan);
-    let (tx, _rx) = mpsc::unbounded_channel();
-    let s = run_isolated(
-        job,
-        Arc::new(PartitionLocks::default()),
-        CancellationToken::new(),
-        tx,
-    )
-    .await;
+    let s = run_job(job).await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     assert!(s.commits.len() > 1, "{s:?}");
 }

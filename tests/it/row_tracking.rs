@@ -12,17 +12,14 @@ use std::sync::Arc;
 use arrow::array::{Array, Int64Array, RecordBatch};
 use lakehealth::engine::compact::events::JobSummary;
 use lakehealth::engine::compact::features::FeatureNote;
-use lakehealth::engine::compact::job::{CompactRequest, prepare, run_isolated};
-use lakehealth::engine::compact::locks::PartitionLocks;
+use lakehealth::engine::compact::job::{CompactRequest, prepare};
 use lakehealth::engine::compact::plan::Selection;
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::common::*;
-use crate::dv_tables::active_adds;
+use crate::dv_tables::{Storage, active_adds, descriptor};
 use crate::kernel_reader::kernel_read_with_row_ids;
 
 const ROW_ID_COL: &str = "_row-id-col-4cbc7924-f662-4db1-aa59-22c23f59eb5d";
@@ -48,14 +45,7 @@ async fn compact(l: &Location) -> (Vec<FeatureNote>, JobSummary) {
         .unwrap();
     assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
     let notes = job.plan.notes.clone();
-    let (tx, _rx) = mpsc::unbounded_channel();
-    let s = run_isolated(
-        job,
-        Arc::new(PartitionLocks::default()),
-        CancellationToken::new(),
-        tx,
-    )
-    .await;
+    let s = run_job(job).await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     (notes, s)
 }
@@ -139,6 +129,34 @@ fn append_tracked_rows(table: &Path, ids: &[i64]) -> u64 {
     version
 }
 
+/// Commits, as the next version, a deletion vector on `path` marking `rows` (indexes in the
+/// file) deleted, as a row-tracking writer does: the re-added file keeps its `baseRowId` and
+/// `defaultRowCommitVersion`, the remove carries them too.
+fn delete_tracked_rows(table: &Path, path: &str, rows: &[u64]) -> u64 {
+    let version = commits_from(table, 0).len() as u64;
+    let add = active_adds(table).remove(path).expect("the file is active");
+    let mut remove = json!({"path": path, "dataChange": true,
+        "deletionTimestamp": chrono::Utc::now().timestamp_millis(),
+        "extendedFileMetadata": true, "partitionValues": add["partitionValues"],
+        "size": add["size"], "baseRowId": add["baseRowId"],
+        "defaultRowCommitVersion": add["defaultRowCommitVersion"]});
+    if let Some(old) = add.get("deletionVector") {
+        remove["deletionVector"] = old.clone();
+    }
+    let mut new = add.clone();
+    new["deletionVector"] = descriptor(table, Storage::Inline, rows);
+    write_commit(
+        table,
+        version,
+        &[
+            json!({"commitInfo": {"timestamp": 1, "operation": "DELETE", "engineInfo": "lakehealth-tests"}}),
+            json!({ "remove": remove }),
+            json!({ "add": new }),
+        ],
+    );
+    version
+}
+
 fn write_commit(table: &Path, version: u64, lines: &[Value]) {
     let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     std::fs::write(
@@ -205,18 +223,22 @@ async fn a_liquid_table_with_row_tracking_is_compacted_twice_and_every_row_keeps
     assert_eq!(ids, (0..10).map(Some).collect::<Vec<_>>());
     assert_eq!(column_of(d.path(), out, ROW_VERSION_COL), vec![Some(0); 10]);
 
-    // A writer appends 5 rows (fresh ids 20..=24); compacting again keeps the materialized ids
-    // of the first output and gives the new rows theirs.
+    // A writer appends 5 rows (fresh ids 20..=24), then deletes two in the middle of that file
+    // with a deletion vector; compacting again keeps the materialized ids of the first output
+    // and gives the new rows theirs, counted by their index before the deletion.
     let v = append_tracked_rows(d.path(), &[100, 101, 102, 103, 104]);
+    delete_tracked_rows(d.path(), &format!("part-appended-{v}.parquet"), &[1, 3]);
     let before = kernel_read_with_row_ids(d.path());
     assert!(
         before.rows.contains(&"id=104|row_id=24".to_string()),
         "{:?}",
         before.rows
     );
-    compact(&l).await;
+    assert_eq!(before.rows.len(), 13, "the kernel applies the vector");
+    let (_, s) = compact(&l).await;
+    assert_eq!(s.deleted_rows, 2, "{s:?}");
     let after = kernel_read_with_row_ids(d.path());
-    assert_eq!(after.version, v + 1);
+    assert_eq!(after.version, v + 2);
     assert_eq!(
         after.rows, before.rows,
         "same rows, each with the same row id"
@@ -224,11 +246,11 @@ async fn a_liquid_table_with_row_tracking_is_compacted_twice_and_every_row_keeps
     assert_eq!(active_adds(d.path()).len(), 1);
     let add = active_adds(d.path()).into_values().next().unwrap();
     assert_eq!(add["baseRowId"], 25, "fresh ids above the mark 24");
-    assert_eq!(high_water_mark(d.path()), 39);
+    assert_eq!(high_water_mark(d.path()), 37, "13 rows given fresh ids");
     let mut versions = column_of(d.path(), add["path"].as_str().unwrap(), ROW_VERSION_COL);
     versions.sort();
     let mut want = vec![Some(0); 10];
-    want.extend(vec![Some(v as i64); 5]);
+    want.extend(vec![Some(v as i64); 3]);
     assert_eq!(versions, want, "each row keeps the version that wrote it");
     assert!(leftover_files(d.path()).is_empty());
 }
@@ -349,14 +371,7 @@ async fn two_racing_compactions_of_a_row_tracking_table_commit_once_and_keep_eve
         let job = prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0)
             .await
             .unwrap();
-        let (tx, _rx) = mpsc::unbounded_channel();
-        run_isolated(
-            job,
-            Arc::new(PartitionLocks::default()),
-            CancellationToken::new(),
-            tx,
-        )
-        .await
+        run_job(job).await
     };
     // Both plan the same 11 files before either commits; one commit takes them.
     let (a, b) = tokio::join!(run(l.clone()), run(l.clone()));
@@ -376,4 +391,69 @@ async fn two_racing_compactions_of_a_row_tracking_table_commit_once_and_keep_eve
     assert!(landed >= 1, "{a:?} {b:?}");
     assert_eq!(active_adds(d.path()).len(), 1, "one output holds every row");
     assert!(leftover_files(d.path()).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_tracking_write_after_the_plan_is_compacted_too_with_fresh_ids_above_its_mark() {
+    let d = liquid_table();
+    let l = loc(d.path());
+    let job = prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0)
+        .await
+        .unwrap();
+    // Lands between the plan and the commit, taking ids 10..=12 (mark 12).
+    append_tracked_rows(d.path(), &[50, 51, 52]);
+    let want = kernel_read_with_row_ids(d.path()).rows;
+    assert_eq!(want.len(), 13);
+    let s = run_job(job).await;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    // The job sees the table moved and plans again: the new file joins the bin.
+    assert_eq!((s.table_version_read, s.files_removed), (1, 11), "{s:?}");
+    let commit = last_commit(d.path());
+    let add = commit.iter().find_map(|a| a.get("add")).unwrap();
+    assert_eq!(add["baseRowId"], 13, "above the append's mark 12");
+    assert_eq!(add["defaultRowCommitVersion"], 2);
+    assert_eq!(high_water_mark(d.path()), 25);
+    assert_eq!(kernel_read_with_row_ids(d.path()).rows, want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_table_with_row_tracking_enabled_is_refused_before_any_rewrite() {
+    let (d, l, _) = seeded(3).await;
+    let version = commits_from(d.path(), 0).len() as u64;
+    let mut metadata = commits_from(d.path(), 0)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("metaData").cloned())
+        .next_back()
+        .unwrap();
+    let conf = metadata["configuration"].as_object_mut().unwrap();
+    conf.insert("delta.enableRowTracking".into(), json!("true"));
+    conf.insert(
+        "delta.rowTracking.materializedRowIdColumnName".into(),
+        json!("_rid"),
+    );
+    conf.insert(
+        "delta.rowTracking.materializedRowCommitVersionColumnName".into(),
+        json!("_rcv"),
+    );
+    write_commit(
+        d.path(),
+        version,
+        &[
+            json!({"commitInfo": {"timestamp": 1, "operation": "SET TBLPROPERTIES"}}),
+            json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 7,
+                "writerFeatures": ["appendOnly", "invariants", "domainMetadata", "rowTracking"]}}),
+            json!({ "metaData": metadata }),
+        ],
+    );
+    let e = match prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0).await {
+        Ok(_) => panic!("refused"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("row tracking is enabled on this partitioned table")
+            && e.contains("changed nothing"),
+        "{e}"
+    );
+    assert_eq!(commits_from(d.path(), 0).len() as u64, version + 1);
 }

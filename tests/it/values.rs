@@ -6,16 +6,12 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use lakehealth::engine::compact::events::JobSummary;
-use lakehealth::engine::compact::job::{CompactRequest, prepare, run_isolated};
-use lakehealth::engine::compact::locks::PartitionLocks;
+use lakehealth::engine::compact::job::{CompactRequest, prepare};
 use lakehealth::engine::compact::plan::Selection;
 use lakehealth::engine::model::thresholds::Thresholds;
 use lakehealth::engine::size::KIB;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::common::*;
 
@@ -78,14 +74,7 @@ pub async fn compact_all(path: &Path) -> JobSummary {
         .await
         .expect("plan");
     assert!(job.plan.bins > 0, "nothing to compact: {:?}", job.plan);
-    let (tx, _rx) = mpsc::unbounded_channel();
-    run_isolated(
-        job,
-        Arc::new(PartitionLocks::default()),
-        CancellationToken::new(),
-        tx,
-    )
-    .await
+    run_job(job).await
 }
 
 /// Builds `kind`, compacts it, and checks every value survived.

@@ -107,6 +107,9 @@ pub struct BinActions<'a> {
     /// The outputs hold their rows' stable ids and commit versions (`row_tracking`): a table
     /// with row tracking enabled takes no other.
     pub row_ids_materialized: bool,
+    /// The table schema (`schemaString`) the outputs were written with: a table whose schema
+    /// changed since takes them no more (a widened type, say). None: not checked.
+    pub schema: Option<&'a str>,
 }
 
 /// The paths among `removes` that are not active in `table`'s snapshot with the deletion vector
@@ -170,6 +173,30 @@ async fn find_remover(
     (None, None, None)
 }
 
+/// `removes` with the `baseRowId` and `defaultRowCommitVersion` of the active adds they
+/// remove, as the protocol asks (the adds may have been recommitted since the plan).
+fn with_live_row_ids(table: &DeltaTable, removes: &[Remove]) -> Vec<Remove> {
+    let mut out = removes.to_vec();
+    let Ok(snapshot) = table.snapshot() else {
+        return out;
+    };
+    let at: HashMap<&str, usize> = removes
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.path.as_str(), i))
+        .collect();
+    for f in snapshot.log_data() {
+        if let Some(&i) = at.get(f.path().as_ref()) {
+            // The row ids are only reachable through the whole add action in delta-rs 1.1.
+            #[allow(deprecated)]
+            let add = f.add_action();
+            out[i].base_row_id = add.base_row_id;
+            out[i].default_row_commit_version = add.default_row_commit_version;
+        }
+    }
+    out
+}
+
 /// How one attempt failed.
 #[derive(Debug)]
 enum AttemptError {
@@ -231,6 +258,22 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
             }
         };
         if !missing.is_empty() {
+            // A write reported as lost (a store's retry of a put that had landed) may be ours:
+            // the log decides, before any output could be deleted.
+            match find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await {
+                Ok(Some(version)) => {
+                    return CommitOutcome::Landed {
+                        version,
+                        retries: attempt as u64,
+                    };
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    last_error = format!("checking whether the commit landed: {e}");
+                    maybe_landed.get_or_insert_with(|| last_error.clone());
+                    continue;
+                }
+            }
             let conflict = taken_by(log.as_ref(), bin, latest, &missing).await;
             return match maybe_landed {
                 // Not ours (checked above), but a write of ours may still be in flight.
@@ -332,6 +375,21 @@ async fn try_commit(
             "row tracking is enabled on the table and these outputs do not hold the rows' ids; nothing was committed".into(),
         ));
     }
+    let snapshot = table
+        .snapshot()
+        .map_err(|e| AttemptError::NotWritten(e.to_string()))?;
+    if let Some(written) = bin.schema
+        && snapshot.metadata().schema_string().as_str() != written
+    {
+        return Err(AttemptError::Refused(
+            "the table's schema changed since the outputs were written with it; nothing was committed".into(),
+        ));
+    }
+    let removes = if features.row_ids || features.row_commit_versions {
+        with_live_row_ids(table, bin.removes)
+    } else {
+        bin.removes.to_vec()
+    };
     let version = table
         .version()
         .map(|v| v + 1)
@@ -342,7 +400,7 @@ async fn try_commit(
     )]
     .into();
     let input = AttemptInput {
-        removes: bin.removes,
+        removes: &removes,
         adds: bin.adds,
         operation: bin.operation.clone(),
         app_metadata: metadata,
@@ -356,8 +414,39 @@ async fn try_commit(
             }
             _ => AttemptError::NotWritten(e.to_string()),
         })?;
-    write_commit(table.log_store().as_ref(), version, bytes).await?;
-    Ok(version)
+    match write_commit(table.log_store().as_ref(), version, bytes).await {
+        Err(AttemptError::LostRace(why)) => {
+            own_or_lost(table.log_store().as_ref(), version, commit_id, why).await
+        }
+        Err(e) => Err(e),
+        Ok(()) => Ok(version),
+    }
+}
+
+/// `version` already exists: ours when it carries our commit id (an object store may retry a
+/// conditional put that had landed and then report the retry's refusal), else a lost race.
+async fn own_or_lost(
+    log: &dyn LogStore,
+    version: u64,
+    commit_id: &str,
+    why: String,
+) -> Result<u64, AttemptError> {
+    match log.read_commit_entry(version).await {
+        Ok(Some(bytes)) => {
+            let id = commit_info(&bytes).and_then(|ci| ci.lakehealth_commit_id);
+            if id.as_deref() == Some(commit_id) {
+                Ok(version)
+            } else {
+                Err(AttemptError::LostRace(why))
+            }
+        }
+        Ok(None) => Err(AttemptError::MaybeWritten(format!(
+            "{why}, yet version {version} cannot be found"
+        ))),
+        Err(e) => Err(AttemptError::MaybeWritten(format!(
+            "{why}; reading version {version} to see whose it is: {e}"
+        ))),
+    }
 }
 
 /// Writes a commit file as exactly `version`, as delta-rs's own commit does for this log store:

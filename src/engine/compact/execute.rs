@@ -187,6 +187,8 @@ struct Run<'a> {
     /// Counter values when the job started (the store's counters are shared by a table).
     read0: u64,
     written0: u64,
+    /// The table schema the bins are written with (`file_schema`): a commit checks it still is.
+    schema: Option<String>,
 }
 
 impl<'a> Run<'a> {
@@ -211,6 +213,11 @@ impl<'a> Run<'a> {
             started: Instant::now(),
             read0: ct.counters.read(),
             written0: ct.counters.written(),
+            schema: ct
+                .table
+                .snapshot()
+                .ok()
+                .map(|s| s.metadata().schema_string().clone()),
         }
     }
 
@@ -301,6 +308,7 @@ impl<'a> Run<'a> {
             read_version: self.read_version,
             operation: self.operation(),
             row_ids_materialized: self.ct.features.materialize.is_some(),
+            schema: self.schema.as_deref(),
         };
         match commit_bin(&mut self.table, &bin).await {
             CommitOutcome::Landed { version, retries } => {
@@ -340,6 +348,7 @@ impl<'a> Run<'a> {
             read_version: self.read_version,
             operation: self.operation(),
             row_ids_materialized: self.ct.features.materialize.is_some(),
+            schema: self.schema.as_deref(),
         };
         match commit_bin(&mut self.table, &bin).await {
             CommitOutcome::Landed { version, retries } => {

@@ -117,14 +117,27 @@ async fn why_not_loaded(
 /// The features the table's protocol asks a compaction to honour; one it cannot honour is
 /// refused before anything is rewritten, naming it (`features`).
 fn honoured_features(table: &DeltaTable, uri: &str) -> Result<WriteFeatures> {
-    features::of_table(table)
+    let refuse = |why: String| EngineError::Unsupported {
+        uri: uri.to_string(),
+        detail: format!("{why}; lakehealth refuses before rewriting anything and changed nothing"),
+    };
+    let features = features::of_table(table)
         .map_err(|e| derr(uri, e))?
-        .map_err(|e| EngineError::Unsupported {
-            uri: uri.to_string(),
-            detail: format!(
-                "{e}; lakehealth refuses before rewriting anything and changed nothing"
-            ),
-        })
+        .map_err(|e| refuse(e.to_string()))?;
+    let partitioned = !table
+        .snapshot()
+        .map_err(|e| derr(uri, e))?
+        .metadata()
+        .partition_columns()
+        .is_empty();
+    if features.materialize.is_some() && partitioned {
+        // delta-rs 1.1's writer cannot widen a partitioned table's files with the hidden
+        // columns that keep the rows' ids.
+        return Err(refuse(
+            "row tracking is enabled on this partitioned table, and lakehealth cannot yet write the hidden row-id columns into partitioned outputs".into(),
+        ));
+    }
+    Ok(features)
 }
 
 /// delta-rs 1.1 cannot write column-mapped tables: refuse rather than risk it (an unknown mode

@@ -362,6 +362,7 @@ impl Settle<'_> {
             // A worker's outputs hold the table's columns only: a table with row tracking
             // enabled refuses them at the commit.
             row_ids_materialized: false,
+            schema: None,
         };
         match commit_bin(self.table, &bin).await {
             CommitOutcome::Landed { version, .. } => {

@@ -134,6 +134,9 @@ struct Faulty {
     fail_after_commit: AtomicBool,
     /// The next commit file is not written and the call reports a failure. Once.
     fail_instead_of_commit: AtomicBool,
+    /// Commit files are written, then the call says the file already exists: what a store
+    /// that retried a conditional put which had landed reports. Once.
+    exists_after_commit: AtomicBool,
     /// Every delete under `_delta_log/` fails.
     fail_log_deletes: bool,
     /// Every data file written holds one value other than the writer gave (`tampered`).
@@ -260,6 +263,12 @@ impl ObjectStore for Faulty {
         if is_commit_file(location) && self.fail_after_commit.swap(false, Ordering::SeqCst) {
             return Err(injected("connection reset after the commit was written"));
         }
+        if is_commit_file(location) && self.exists_after_commit.swap(false, Ordering::SeqCst) {
+            return Err(object_store::Error::AlreadyExists {
+                path: location.to_string(),
+                source: "the retried put found the file its first try wrote".into(),
+            });
+        }
         Ok(r)
     }
 
@@ -307,6 +316,7 @@ impl ObjectStore for Faulty {
 struct Faults {
     fail_after_commit: bool,
     fail_instead_of_commit: bool,
+    exists_after_commit: bool,
     fail_log_deletes: bool,
     tamper_outputs: bool,
 }
@@ -317,6 +327,7 @@ async fn compact_through(l: &Location, f: Faults) -> JobSummary {
             inner,
             fail_after_commit: AtomicBool::new(f.fail_after_commit),
             fail_instead_of_commit: AtomicBool::new(f.fail_instead_of_commit),
+            exists_after_commit: AtomicBool::new(f.exists_after_commit),
             fail_log_deletes: f.fail_log_deletes,
             tamper_outputs: f.tamper_outputs,
         }) as Arc<dyn ObjectStore>
@@ -364,6 +375,32 @@ async fn a_commit_that_failed_after_it_landed_is_reported_landed_never_undone_or
     assert_eq!(optimize_commits(d.path()), s.commits.len());
     assert_exact(d.path(), rows);
     let r = read_back(d.path().to_str().unwrap(), None);
+    assert_eq!(r.files, 40 - s.files_removed + s.files_added);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_reported_as_already_existing_after_it_landed_is_found_ours_and_its_outputs_kept()
+{
+    let (d, l, rows) = seeded(40).await;
+    let s = compact_through(
+        &l,
+        Faults {
+            exists_after_commit: true,
+            ..Faults::default()
+        },
+    )
+    .await;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(
+        s.conflicts.is_empty(),
+        "our own commit is no conflict: {s:?}"
+    );
+    assert!(s.unknown_outcome_files.is_empty());
+    assert_eq!(optimize_commits(d.path()), s.commits.len());
+    // Every file the log references is there: nothing it took was deleted.
+    assert_exact(d.path(), rows);
+    let r = read_back(d.path().to_str().unwrap(), None);
+    assert_eq!(r.rows, rows);
     assert_eq!(r.files, 40 - s.files_removed + s.files_added);
 }
 

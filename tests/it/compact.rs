@@ -170,10 +170,13 @@ async fn compaction_beside_the_in_process_writer_loses_no_row() {
         after.files,
         80 + live.len() as u64 - s.files_removed + s.files_added
     );
+    // The writer keeps adding files, so compare with what the table would hold without the
+    // compaction (a slow machine lets the writer outpace it; before.files is no bound).
     assert!(
-        after.files < before.files,
-        "{} -> {}",
+        after.files < before.files + live.len() as u64,
+        "{} files, {} written beside, {} after",
         before.files,
+        live.len(),
         after.files
     );
     assert_eq!(after.optimize_commits.len(), s.commits.len());

@@ -45,8 +45,6 @@ fn report_text_of_a_root_lists_every_table() {
 #[test]
 fn bad_input_fails_with_an_actionable_message() {
     let empty = tempfile::tempdir().unwrap();
-    let mapped = tempfile::tempdir().unwrap();
-    copy_dir(&fixture("table_with_column_mapping"), mapped.path());
     let nullp = fixture("delta-0.8.0-null-partition");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
@@ -78,10 +76,6 @@ fn bad_input_fails_with_an_actionable_message() {
                 "--dry-run",
             ],
             "not valid SQL",
-        ),
-        (
-            vec!["compact", mapped.path().to_str().unwrap()],
-            "column mapping",
         ),
         (
             vec![

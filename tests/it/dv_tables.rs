@@ -99,8 +99,24 @@ pub fn files_with_dv(table: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Whether the table's latest protocol already supports deletion vectors.
+fn supports_deletion_vectors(table: &Path) -> bool {
+    let mut supported = false;
+    for c in commits_from(table, 0) {
+        for a in c {
+            if let Some(p) = a.get("protocol") {
+                supported = p["readerFeatures"]
+                    .as_array()
+                    .is_some_and(|f| f.iter().any(|f| f == "deletionVectors"));
+            }
+        }
+    }
+    supported
+}
+
 /// Commits, as the next version, deletion vectors on `files` (path, storage, deleted row
-/// indexes), upgrading the protocol to deletion vectors. Returns the version written.
+/// indexes), upgrading the protocol to deletion vectors unless it supports them. Returns the
+/// version written.
 pub fn delete_rows(table: &Path, files: &[(&str, Storage, Vec<u64>)]) -> u64 {
     let version = commits_from(table, 0).len() as u64;
     let adds = active_adds(table);
@@ -108,9 +124,13 @@ pub fn delete_rows(table: &Path, files: &[(&str, Storage, Vec<u64>)]) -> u64 {
         json!({"commitInfo": {"timestamp": chrono::Utc::now().timestamp_millis(),
             "operation": "DELETE", "operationParameters": {"predicate": "[\"test\"]"},
             "engineInfo": "lakehealth-tests"}}),
-        json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-            "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}}),
     ];
+    if !supports_deletion_vectors(table) {
+        lines.push(
+            json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+            "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}}),
+        );
+    }
     for (path, storage, rows) in files {
         let add = adds
             .get(*path)

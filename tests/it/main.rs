@@ -1,6 +1,7 @@
 //! Integration tests, one binary (each test binary links all of delta-rs, so fewer is faster).
 
 mod cli;
+mod column_mapping;
 mod commit_safety;
 mod common;
 mod compact;
@@ -16,6 +17,7 @@ mod iceberg_compact;
 mod janitor;
 mod janitor_ops;
 mod kernel_reader;
+mod kernel_writer;
 mod live;
 mod maintenance;
 mod orphans;

@@ -44,6 +44,16 @@ pub enum ConformError {
         to: String,
         row: usize,
     },
+    /// A column-mapped file whose column ids disagree with the table's: readers resolve
+    /// columns by id there, a name match would read another column.
+    #[error(
+        "column {column:?}: the file's field id {file_id:?} is not the table's {table_id:?}; the bin is refused"
+    )]
+    FieldId {
+        column: String,
+        file_id: Option<String>,
+        table_id: Option<String>,
+    },
     #[error("{0}")]
     Arrow(String),
 }
@@ -151,6 +161,35 @@ fn find_column<'a>(
     Ok(found.map(|(i, _)| batch.column(i)))
 }
 
+fn field_id(f: &Field) -> Option<&String> {
+    f.metadata().get(parquet::arrow::PARQUET_FIELD_ID_META_KEY)
+}
+
+/// A table column with a Parquet field id (a column-mapped table) takes the file's column of
+/// that name only if it has the same id, and a column of that id under another name is
+/// refused: either way a name lookup would read another column than readers resolving ids.
+fn check_field_id(batch: &RecordBatch, table: &Field) -> Result<(), ConformError> {
+    let Some(want) = field_id(table) else {
+        return Ok(());
+    };
+    let schema = batch.schema();
+    let by_name = schema.fields().iter().find(|f| f.name() == table.name());
+    let by_id = schema.fields().iter().find(|f| field_id(f) == Some(want));
+    let mismatch = match (by_name, by_id) {
+        (Some(n), _) => field_id(n).is_some_and(|id| id != want),
+        (None, Some(_)) => true,
+        (None, None) => false,
+    };
+    if !mismatch {
+        return Ok(());
+    }
+    Err(ConformError::FieldId {
+        column: table.name().clone(),
+        file_id: by_name.and_then(|f| field_id(f).cloned()),
+        table_id: Some(want.clone()),
+    })
+}
+
 /// Casts `c` to `to` and proves it lossless: the result casts back to exactly the input.
 fn cast_exact(name: &str, c: &ArrayRef, to: &DataType) -> Result<ArrayRef, ConformError> {
     let strict = CastOptions {
@@ -198,7 +237,7 @@ pub fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, Co
     let cols: Vec<ArrayRef> = schema
         .fields()
         .iter()
-        .map(|f| match find_column(&batch, f.name())? {
+        .map(|f| match check_field_id(&batch, f).and_then(|()| find_column(&batch, f.name()))? {
             Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
             Some(c) => cast_exact(f.name(), c, f.data_type()),
             None if f.is_nullable() => Ok(new_null_array(f.data_type(), n)),
@@ -213,6 +252,35 @@ pub fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, Co
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+
+    fn with_id(f: Field, id: &str) -> Field {
+        f.with_metadata(HashMap::from([(
+            parquet::arrow::PARQUET_FIELD_ID_META_KEY.to_string(),
+            id.to_string(),
+        )]))
+    }
+
+    #[test]
+    fn a_column_whose_field_id_is_not_the_tables_is_refused() {
+        let table = schema(vec![with_id(Field::new("col-a", DataType::Int64, true), "1")]);
+        let batch = |f: Field| {
+            RecordBatch::try_new(schema(vec![f]), vec![Arc::new(Int64Array::from(vec![1]))])
+                .unwrap()
+        };
+        // Same name, same id: taken.
+        let ok = batch(with_id(Field::new("col-a", DataType::Int64, true), "1"));
+        assert_eq!(conform(ok, &table).unwrap().column(0).null_count(), 0);
+        // Same name, another id.
+        let other = batch(with_id(Field::new("col-a", DataType::Int64, true), "2"));
+        assert!(matches!(conform(other, &table), Err(ConformError::FieldId { .. })));
+        // The id under another name: not silently NULL.
+        let renamed = batch(with_id(Field::new("old", DataType::Int64, true), "1"));
+        assert!(matches!(conform(renamed, &table), Err(ConformError::FieldId { .. })));
+        // A file without ids is matched by name.
+        let plain = batch(Field::new("col-a", DataType::Int64, true));
+        assert_eq!(conform(plain, &table).unwrap().column(0).null_count(), 0);
+    }
     use arrow::array::{Array, Int32Array, Int64Array, TimestampNanosecondArray};
 
     fn schema(fields: Vec<Field>) -> SchemaRef {

@@ -15,6 +15,7 @@ use object_store::ObjectStore;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::column_mapping::{LayoutError, physical_layout};
 use super::commit::{BinActions, CommitOutcome, Conflict, commit_bin};
 use super::events::{
     CommitRecord, ConflictRecord, Failure, FailureKind, JobEvent, JobSummary, PartitionTally,
@@ -113,34 +114,49 @@ pub enum SchemaError {
     /// The table's schema has a type Arrow cannot hold.
     #[error(transparent)]
     Arrow(#[from] arrow::error::ArrowError),
+    /// A column-mapped table's physical schema.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
 }
 
 /// The table's file schema (partition columns are not in data files), with row tracking's
 /// hidden columns when it is enabled (`row_tracking`: the outputs hold every row's ids).
 pub(super) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, SchemaError> {
-    let s = table.snapshot()?;
-    let cols = s.metadata().partition_columns().to_vec();
-    let full: Schema = deltalake::kernel::engine::arrow_conversion::TryIntoArrow::try_into_arrow(
-        s.schema().as_ref(),
-    )
-    .map_err(SchemaError::Arrow)?;
-    let data = Schema::new(
-        full.fields()
-            .iter()
-            .filter(|f| !cols.contains(f.name()))
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
+    let data = match physical_layout(table)? {
+        // Column-mapped: physical names and field ids.
+        Some(layout) => layout.file_schema.as_ref().clone(),
+        None => logical_file_schema(table)?,
+    };
     Ok(Arc::new(match features::hidden_columns(table)? {
         Some(hidden) => with_hidden_columns(&data, &hidden),
         None => data,
     }))
 }
 
+/// The table's schema without its partition columns.
+fn logical_file_schema(table: &DeltaTable) -> Result<Schema, SchemaError> {
+    let s = table.snapshot()?;
+    let cols = s.metadata().partition_columns().to_vec();
+    let full: Schema = deltalake::kernel::engine::arrow_conversion::TryIntoArrow::try_into_arrow(
+        s.schema().as_ref(),
+    )
+    .map_err(SchemaError::Arrow)?;
+    Ok(Schema::new(
+        full.fields()
+            .iter()
+            .filter(|f| !cols.contains(f.name()))
+            .cloned()
+            .collect::<Vec<_>>(),
+    ))
+}
+
 /// The schema a job's bins are rewritten with; Err: why the job cannot run.
 fn job_schema(ct: &CompactionTable, opts: &ExecOptions) -> Result<SchemaRef, String> {
     if ct.features.materialize.is_some() && matches!(opts.executor, Executor::Ray(_)) {
         return Err("row tracking is enabled on the table and the Ray executor's workers do not carry the rows' ids yet: compact it with the local executor".into());
+    }
+    if ct.column_mapped && matches!(opts.executor, Executor::Ray(_)) {
+        return Err("the table uses column mapping and the Ray executor has not been proven on such tables yet: compact it with the local executor".into());
     }
     file_schema(&ct.table).map_err(|e| format!("reading the table schema: {e}"))
 }

@@ -14,8 +14,8 @@
 //! row ids and commit versions on new adds and the high-water mark, and, when enabled, every
 //! row's stable id and commit version materialized), `inCommitTimestamp`, `v2Checkpoint` and
 //! `checkpointProtection` (a compaction writes no checkpoint and cleans no log),
-//! `vacuumProtocolCheck` (it constrains vacuum only). Column mapping is its own rule
-//! (`table::refuse_column_mapping`).
+//! `vacuumProtocolCheck` (it constrains vacuum only), `columnMapping` (outputs are written
+//! with physical names and field ids, `column_mapping`).
 
 use std::collections::HashMap;
 

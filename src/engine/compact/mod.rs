@@ -7,6 +7,7 @@
 
 pub mod budget;
 pub mod cadence;
+pub mod column_mapping;
 mod column_digest;
 pub mod commit;
 pub mod commit_actions;
@@ -22,12 +23,14 @@ pub mod iceberg;
 pub mod job;
 pub mod locks;
 pub mod pace;
+pub mod physical_writer;
 pub mod plan;
 pub mod priority;
 pub mod read_ahead;
 pub mod rewrite;
 pub mod row_tracking;
 pub mod selection;
+pub mod sink;
 pub mod spacing;
 pub mod table;
 pub mod tiers;

@@ -1,5 +1,6 @@
-//! Rewriting one bin: stream its input files through delta-rs's `RecordBatchWriter` (bounded
-//! memory, statistics for every output), conform each batch to the table schema without
+//! Rewriting one bin: stream its input files through a writer (`sink`: delta-rs's
+//! `RecordBatchWriter`, or for a column-mapped table the physical writer; bounded memory,
+//! statistics for every output), conform each batch to the table schema without
 //! changing a value, roll outputs by measured encoded size so they land in the target band, and
 //! prove before anything may commit that the outputs hold exactly the rows the inputs held: the
 //! outputs are read back and their content fingerprint (every column of every row, in the
@@ -16,7 +17,7 @@ use arrow::datatypes::SchemaRef;
 use delta_kernel::expressions::Scalar;
 use deltalake::DeltaTable;
 use deltalake::kernel::{Add, Remove};
-use deltalake::writer::{DeltaWriter, RecordBatchWriter, WriteMode};
+use deltalake::writer::RecordBatchWriter;
 use futures::StreamExt;
 use indexmap::IndexMap;
 use object_store::path::Path;
@@ -27,15 +28,18 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use tokio_util::sync::CancellationToken;
 
+use super::column_mapping::{LayoutError, PhysicalLayout, physical_layout};
 use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::deletion_vectors::{DeletionVectorError, RowFilter, deleted_rows};
 use super::events::{Failure, FailureKind};
 use super::features::{MaterializedColumns, hidden_columns};
 use super::fingerprint::{ContentHasher, Fingerprint};
 use super::pace::Pacer;
+use super::physical_writer::PhysicalWriter;
 use super::plan::{Bin, FileRef};
 use super::read_ahead::ReadAhead;
 use super::row_tracking::{FileRows, RowTrackingError};
+use super::sink::Sink;
 use super::tiers::{TIER_TAG, output_tier};
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::parquet_reader::StoreReader;
@@ -170,6 +174,9 @@ pub enum SetupError {
     /// A partition value that does not parse as its column's type.
     #[error(transparent)]
     Value(delta_kernel::Error),
+    /// A column-mapped table's physical layout.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
 }
 
 /// Why a file (a bin's input, or an output read back) cannot be read.
@@ -409,8 +416,30 @@ impl Roller {
     }
 }
 
-fn removes_for(files: &[FileRef], values: &PartitionValues) -> Vec<Remove> {
-    let partition_map: HashMap<String, Option<String>> = values.0.iter().cloned().collect();
+/// The partition's values as `add` and `remove` actions key them: by physical name in a
+/// column-mapped table.
+fn partition_map(
+    values: &PartitionValues,
+    layout: Option<&PhysicalLayout>,
+) -> HashMap<String, Option<String>> {
+    values
+        .0
+        .iter()
+        .map(|(col, v)| {
+            let key = layout
+                .and_then(|l| l.partition_names.get(col))
+                .unwrap_or(col);
+            (key.clone(), v.clone())
+        })
+        .collect()
+}
+
+fn removes_for(
+    files: &[FileRef],
+    values: &PartitionValues,
+    layout: Option<&PhysicalLayout>,
+) -> Vec<Remove> {
+    let partition_map = partition_map(values, layout);
     let now = chrono::Utc::now().timestamp_millis();
     files
         .iter()
@@ -434,9 +463,9 @@ fn removes_for(files: &[FileRef], values: &PartitionValues) -> Vec<Remove> {
 /// One bin being rewritten: its writer, the outputs flushed so far, and the fingerprint of
 /// the input rows conformed so far.
 struct Writing {
-    writer: RecordBatchWriter,
-    /// Typed partition values every output is written under.
-    pv: IndexMap<String, Scalar>,
+    writer: Sink,
+    /// The table's physical layout when it is column-mapped.
+    layout: Option<Arc<PhysicalLayout>>,
     adds: Vec<Add>,
     /// Shared with the caller, so outputs are known even if this task panics.
     ledger: Arc<Mutex<Vec<String>>>,
@@ -462,11 +491,7 @@ impl Writing {
     }
 
     async fn flush(&mut self) -> Result<u64, BinFailure> {
-        let flushed = self
-            .writer
-            .flush()
-            .await
-            .map_err(|e| BinFailure::Write(e.to_string()))?;
+        let flushed = self.writer.flush().await.map_err(BinFailure::Write)?;
         let bytes = flushed.iter().map(|a| a.size.max(0) as u64).sum();
         self.record(flushed);
         Ok(bytes)
@@ -494,11 +519,8 @@ impl Writing {
             Some(cols) => Some(FileRows::new(cols.clone(), f).map_err(ids_err)?),
             None => None,
         };
-        // The hidden columns are not in the writer's schema: they join it.
-        let mode = match ids {
-            Some(_) => WriteMode::MergeSchema,
-            None => WriteMode::Default,
-        };
+        // The hidden columns are not in delta-rs's writer's schema: they join it.
+        let widen = ids.is_some();
         let file_rows = file_rows.max(1) as f64;
         let mut rows_file = 0u64;
         while let Some(batch) = stream.next().await {
@@ -519,9 +541,9 @@ impl Writing {
                 .update(&batch)
                 .map_err(|e| BinFailure::Verify(e.to_string()))?;
             self.writer
-                .write_partition(batch, &self.pv, mode)
+                .write(batch, widen)
                 .await
-                .map_err(|e| BinFailure::Write(e.to_string()))?;
+                .map_err(BinFailure::Write)?;
             rows_file += n;
             counters.rows.fetch_add(n, Ordering::Relaxed);
             let consumed = self.roll.consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
@@ -590,7 +612,7 @@ pub async fn rewrite_bin(
         failure,
         outputs,
     };
-    let mut w = start_writing(&table, &values, &bin, &opts, ledger)
+    let mut w = start_writing(&table, &values, &bin, &file_schema, &opts, ledger)
         .map_err(|e| fail(BinFailure::Setup(e.to_string()), vec![]))?;
     let store = table.object_store();
     let inputs = Inputs {
@@ -623,7 +645,7 @@ pub async fn rewrite_bin(
     counters.bins_done.fetch_add(1, Ordering::Relaxed);
     Ok(BinOutput {
         partition: values.clone(),
-        removes: removes_for(&bin.files, &values),
+        removes: removes_for(&bin.files, &values, w.layout.as_deref()),
         rows: fingerprint.rows,
         deleted_rows: deleted,
         bytes_in: bin.bytes,
@@ -639,20 +661,33 @@ fn start_writing(
     table: &DeltaTable,
     values: &PartitionValues,
     bin: &Bin,
+    file_schema: &SchemaRef,
     opts: &RewriteOptions,
     ledger: Arc<Mutex<Vec<String>>>,
 ) -> Result<Writing, SetupError> {
-    let pv = scalars(table, values)?;
     let row_group = row_group_bytes(opts.target_file_size);
     let props = WriterProperties::builder()
         .set_compression(opts.compression)
         .set_max_row_group_bytes(Some(row_group as usize))
         .build();
-    let writer = RecordBatchWriter::for_table(table)?.with_writer_properties(props);
+    let layout = physical_layout(table)?.map(Arc::new);
+    let writer = match &layout {
+        None => Sink::Delta {
+            writer: RecordBatchWriter::for_table(table)?.with_writer_properties(props),
+            partition: scalars(table, values)?,
+        },
+        Some(l) => Sink::Physical(PhysicalWriter::new(
+            table.object_store(),
+            l.clone(),
+            file_schema.clone(),
+            props,
+            partition_map(values, Some(l)),
+        )),
+    };
     let materialize = hidden_columns(table)?;
     Ok(Writing {
         writer,
-        pv,
+        layout,
         adds: Vec::new(),
         ledger,
         roll: Roller {
@@ -690,7 +725,7 @@ impl Inputs<'_> {
         let mut deleted = 0;
         while let Some((f, opened)) = inputs.next().await {
             if self.cancel.is_cancelled() {
-                w.writer.reset();
+                w.writer.reset().await;
                 return Err(BinFailure::Cancelled);
             }
             let filter = row_filter(self.store, self.root, f.deletion_vector.as_ref())

@@ -10,6 +10,7 @@ use deltalake::DeltaTable;
 use deltalake::table::builder::DeltaTableBuilder;
 use object_store::ObjectStore;
 
+use super::column_mapping::partition_physical_names;
 use super::counting_store::{ByteCounters, CountingStore};
 use super::features::{self, WriteFeatures};
 use super::plan::{FileRef, RowIds};
@@ -27,6 +28,8 @@ pub struct CompactionTable {
     pub props: TableProps,
     /// What its protocol asks of the rewrite and the commit (each commit checks again).
     pub features: WriteFeatures,
+    /// It uses column mapping: outputs are written with physical names (`column_mapping`).
+    pub column_mapped: bool,
 }
 
 fn derr(uri: &str, e: deltalake::DeltaTableError) -> EngineError {
@@ -79,7 +82,7 @@ pub async fn open_for_compaction_with(
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str())),
     );
-    refuse_column_mapping(&uri, &props)?;
+    let column_mapped = column_mapping_mode(&uri, &props)? != ColumnMappingMode::None;
     let features = honoured_features(&table, &uri)?;
     Ok(CompactionTable {
         table,
@@ -87,6 +90,7 @@ pub async fn open_for_compaction_with(
         uri,
         props,
         features,
+        column_mapped,
     })
 }
 
@@ -140,28 +144,16 @@ fn honoured_features(table: &DeltaTable, uri: &str) -> Result<WriteFeatures> {
     Ok(features)
 }
 
-/// delta-rs 1.1 cannot write column-mapped tables: refuse rather than risk it (an unknown mode
-/// too, since it may be one).
-fn refuse_column_mapping(uri: &str, props: &TableProps) -> Result<()> {
-    match props.column_mapping_mode() {
-        Ok(ColumnMappingMode::None) => Ok(()),
-        Ok(mode) => Err(EngineError::Unsupported {
-            uri: uri.to_string(),
-            detail: format!(
-                "the table uses column mapping (mode {}); compacting such tables is not supported by delta-rs 1.1, so lakehealth refuses rather than risk it",
-                if mode == ColumnMappingMode::Id {
-                    "id"
-                } else {
-                    "name"
-                }
-            ),
-        }),
-        Err(source) => Err(EngineError::InvalidProperty {
+/// The table's column mapping mode (`name` and `id` are rewritten physically,
+/// `column_mapping`); an unknown mode is refused, since files might be laid out by it.
+fn column_mapping_mode(uri: &str, props: &TableProps) -> Result<ColumnMappingMode> {
+    props
+        .column_mapping_mode()
+        .map_err(|source| EngineError::InvalidProperty {
             uri: uri.to_string(),
             source,
             remedy: "compact it with another engine",
-        }),
-    }
+        })
 }
 
 impl CompactionTable {
@@ -205,13 +197,23 @@ pub fn partition_files(
 ) -> Result<Vec<(PartitionValues, Vec<FileRef>)>> {
     let snapshot = table.snapshot().map_err(|e| derr(uri, e))?;
     let cols = snapshot.metadata().partition_columns().to_vec();
+    // The log keys partition values by physical name in a column-mapped table; the plan by the
+    // logical one.
+    let mode = snapshot.table_configuration().column_mapping_mode();
+    let physical = partition_physical_names(&snapshot.schema(), &cols, mode).map_err(|e| {
+        EngineError::Unsupported {
+            uri: uri.to_string(),
+            detail: e.to_string(),
+        }
+    })?;
     let mut groups: HashMap<PartitionValues, Vec<FileRef>> = HashMap::new();
     for f in snapshot.log_data() {
         let map = f.partition_values_map();
         let values = PartitionValues(
             cols.iter()
                 .map(|c| {
-                    let v = map.get(c).cloned().flatten().filter(|v| !v.is_empty());
+                    let key = physical.get(c).unwrap_or(c);
+                    let v = map.get(key).cloned().flatten().filter(|v| !v.is_empty());
                     (c.clone(), v)
                 })
                 .collect(),

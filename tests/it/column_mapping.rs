@@ -1,0 +1,313 @@
+//! Column-mapped tables (`delta.columnMapping.mode` `name` and `id`) are compacted as physical
+//! files (`compact::column_mapping`, `compact::physical_writer`): a Databricks-written table and
+//! tables written by delta-kernel-rs, with deletion vectors, a renamed column, nested columns,
+//! racing compactions and a writer appending meanwhile. Every check reads with delta-kernel-rs's
+//! default engine (which resolves physical names and field ids itself) and the output files
+//! with the `parquet` crate: the same rows and values, physical names and field ids in the
+//! files, statistics and partition values keyed by physical names, protocol and metadata
+//! untouched.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use lakehealth::engine::compact::events::JobSummary;
+use lakehealth::engine::compact::job::{CompactRequest, prepare};
+use lakehealth::engine::compact::plan::Selection;
+use lakehealth::engine::location::Location;
+use lakehealth::engine::size::KIB;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use serde_json::Value;
+
+use crate::common::*;
+use crate::dv_tables::{Storage, active_adds, delete_rows, files_with_dv};
+use crate::kernel_reader::kernel_read;
+use crate::kernel_writer::{create_mapped_table, kernel_append, kernel_append_batch};
+
+fn request() -> CompactRequest {
+    CompactRequest {
+        selection: Selection::All,
+        target_file_size: Some(64 * KIB),
+        min_file_size: Some(64 * KIB),
+        parallelism: 1,
+        max_bin_bytes: None,
+        strategy: Default::default(),
+        deleted_rows: Default::default(),
+        storage_options: HashMap::new(),
+    }
+}
+
+async fn compact(l: &Location) -> JobSummary {
+    let job = prepare(l, &request(), kib64_thresholds(), 1.0).await.unwrap();
+    assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
+    let s = run_job(job).await;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    s
+}
+
+/// The last commit's actions.
+fn last_commit(table: &Path) -> Vec<Value> {
+    commits_from(table, 0).pop().unwrap()
+}
+
+fn added(commit: &[Value]) -> Vec<Value> {
+    commit.iter().filter_map(|a| a.get("add").cloned()).collect()
+}
+
+/// The top-level columns of a data file: (name, Parquet field id), as the file itself says.
+fn file_columns(table: &Path, path: &str) -> Vec<(String, Option<i32>)> {
+    let f = std::fs::File::open(table.join(decoded(path))).unwrap();
+    let r = SerializedFileReader::new(f).unwrap();
+    let root = r.metadata().file_metadata().schema_descr().root_schema().clone();
+    root.get_fields()
+        .iter()
+        .map(|t| {
+            let info = t.get_basic_info();
+            (t.name().to_string(), info.has_id().then(|| info.id()))
+        })
+        .collect()
+}
+
+/// The table's columns' physical names and ids, by logical name, from its `metaData`.
+fn physical_columns(table: &Path) -> HashMap<String, (String, i64)> {
+    let mut schema = None;
+    for c in commits_from(table, 0) {
+        for a in c {
+            if let Some(m) = a.get("metaData") {
+                schema = Some(m["schemaString"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    let schema: Value = serde_json::from_str(&schema.unwrap()).unwrap();
+    schema["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let m = &f["metadata"];
+            (
+                f["name"].as_str().unwrap().to_string(),
+                (
+                    m["delta.columnMapping.physicalName"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                    m["delta.columnMapping.id"].as_i64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn stats(add: &Value) -> Value {
+    serde_json::from_str(add["stats"].as_str().unwrap()).unwrap()
+}
+
+fn names(values: &[&str]) -> RecordBatch {
+    RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new(
+            "Super Name",
+            DataType::Utf8,
+            true,
+        )])),
+        vec![Arc::new(StringArray::from(values.to_vec()))],
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_databricks_name_mapped_table_is_compacted_into_physical_files_and_reads_the_same() {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("table_with_column_mapping"), d.path());
+    for (i, batch) in [["Ann", "Bo"], ["Cy", "Di"], ["Ed", "Flo"]].iter().enumerate() {
+        let mut values = batch.to_vec();
+        values.push(if i == 0 { "Gus" } else { "Hal" });
+        kernel_append_batch(d.path(), names(&values), ("Company Very Short", "BMS"));
+    }
+    let before = kernel_read(d.path());
+    assert_eq!(before.rows.len(), 5 + 9);
+    let cols = physical_columns(d.path());
+    let (company, company_id) = cols["Company Very Short"].clone();
+    let (name, name_id) = cols["Super Name"].clone();
+
+    let s = compact(&loc(d.path())).await;
+    assert_eq!((s.files_removed, s.files_added), (4, 1), "{s:?}");
+    let after = kernel_read(d.path());
+    assert_eq!(after.rows, before.rows, "same rows and values");
+    assert_eq!(after.columns, before.columns);
+
+    let commit = last_commit(d.path());
+    assert!(
+        commit
+            .iter()
+            .all(|a| a.get("protocol").is_none() && a.get("metaData").is_none()),
+        "{commit:?}"
+    );
+    let adds = added(&commit);
+    assert_eq!(adds.len(), 1);
+    let out = &adds[0];
+    // Keyed by physical names, as PROTOCOL.md's column mapping asks.
+    assert_eq!(out["partitionValues"][&company], "BMS", "{out}");
+    let st = stats(out);
+    assert_eq!(st["numRecords"], 13);
+    assert_eq!(st["minValues"][&name], "Ann", "{st}");
+    assert_eq!(st["maxValues"][&name], "Stephanie Mcgrath", "{st}");
+    assert_eq!(st["nullCount"][&name], 0);
+    assert!(st["minValues"].get("Super Name").is_none());
+    let path = out["path"].as_str().unwrap();
+    assert_eq!(
+        file_columns(d.path(), path),
+        vec![(name.clone(), Some(name_id as i32))],
+        "physical name and field id; no partition column in the file"
+    );
+    assert!(company_id > 0);
+    // Every removed file is one of BMS's four; BME's single file stays.
+    for a in commit.iter().filter_map(|a| a.get("remove")) {
+        assert_eq!(a["partitionValues"][&company], "BMS", "{a}");
+    }
+    assert_eq!(active_adds(d.path()).len(), 2);
+}
+
+/// Renames a column as Spark's `ALTER TABLE RENAME COLUMN` does on a column-mapped table: a
+/// new `metaData` whose schema names the column anew, its physical name and id unchanged.
+fn rename_column(table: &Path, from: &str, to: &str) {
+    let version = commits_from(table, 0).len() as u64;
+    let mut metadata = None;
+    for c in commits_from(table, 0) {
+        for a in c {
+            if let Some(m) = a.get("metaData") {
+                metadata = Some(m.clone());
+            }
+        }
+    }
+    let mut metadata = metadata.unwrap();
+    let mut schema: Value =
+        serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
+    for f in schema["fields"].as_array_mut().unwrap() {
+        if f["name"] == from {
+            f["name"] = Value::from(to);
+        }
+    }
+    metadata["schemaString"] = Value::from(schema.to_string());
+    let lines = [
+        serde_json::json!({"commitInfo": {"timestamp": chrono::Utc::now().timestamp_millis(),
+            "operation": "RENAME COLUMN", "engineInfo": "lakehealth-tests"}}),
+        serde_json::json!({ "metaData": metadata }),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(table.join(format!("_delta_log/{version:020}.json")), text).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_mapped_table_with_a_renamed_column_and_deletion_vectors_keeps_every_value() {
+    let d = tempfile::tempdir().unwrap();
+    create_mapped_table(d.path(), "id");
+    for i in 0..6 {
+        kernel_append(d.path(), &[i * 10, i * 10 + 1, i * 10 + 2], "2026-12-01");
+    }
+    kernel_append(d.path(), &[100, 101], "2026-12-02");
+    let first = active_adds(d.path())
+        .into_iter()
+        .find(|(_, a)| a["partitionValues"].to_string().contains("2026-12-01"))
+        .unwrap()
+        .0;
+    delete_rows(d.path(), &[(first.as_str(), Storage::Inline, vec![1])]);
+    rename_column(d.path(), "name", "full name");
+    let before = kernel_read(d.path());
+    assert_eq!(before.rows.len(), 6 * 3 + 2 - 1);
+    assert!(before.columns.contains(&"full name".to_string()));
+    let cols = physical_columns(d.path());
+
+    let s = compact(&loc(d.path())).await;
+    // The second day's single file stays as it is.
+    assert_eq!((s.files_removed, s.files_added), (6, 1), "{s:?}");
+    let after = kernel_read(d.path());
+    assert_eq!(after.rows, before.rows, "same rows and values");
+    assert!(files_with_dv(d.path()).is_empty(), "the deleted row is gone");
+
+    for out in added(&last_commit(d.path())) {
+        let path = out["path"].as_str().unwrap();
+        let expected: Vec<(String, Option<i32>)> = ["id", "full name", "nested"]
+            .iter()
+            .map(|c| (cols[*c].0.clone(), Some(cols[*c].1 as i32)))
+            .collect();
+        assert_eq!(file_columns(d.path(), path), expected, "{path}");
+        let st = stats(&out);
+        let id = &cols["id"].0;
+        assert!(st["minValues"][id].is_i64(), "{st}");
+        assert!(
+            st["minValues"][&cols["nested"].0].is_object(),
+            "nested statistics by physical names: {st}"
+        );
+        assert!(out["partitionValues"][&cols["day"].0].is_string(), "{out}");
+    }
+}
+
+/// The `id` of each row kernel read, sorted (rows print as `id=N|…`).
+fn ids(rows: &[String]) -> Vec<i64> {
+    let mut out: Vec<i64> = rows
+        .iter()
+        .map(|r| {
+            let v = r.strip_prefix("id=").unwrap();
+            v.split('|').next().unwrap().parse().unwrap()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_compactions_beside_a_kernel_writer_on_a_mapped_table_with_deletion_vectors_keep_every_row_once()
+ {
+    let d = tempfile::tempdir().unwrap();
+    create_mapped_table(d.path(), "name");
+    for i in 0..8 {
+        kernel_append(d.path(), &[i * 10, i * 10 + 1, i * 10 + 2], "2026-12-01");
+    }
+    let files: Vec<String> = active_adds(d.path()).into_keys().take(2).collect();
+    delete_rows(
+        d.path(),
+        &[
+            (files[0].as_str(), Storage::Inline, vec![0]),
+            (files[1].as_str(), Storage::Relative, vec![1, 2]),
+        ],
+    );
+    let before = ids(&kernel_read(d.path()).rows);
+    assert_eq!(before.len(), 8 * 3 - 3);
+
+    // A writer appends to the same partition throughout.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (table, stop) = (d.path().to_path_buf(), stop.clone());
+        std::thread::spawn(move || {
+            let mut written = Vec::new();
+            let mut next = 1000;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                kernel_append(&table, &[next, next + 1], "2026-12-01");
+                written.extend([next, next + 1]);
+                next += 2;
+            }
+            written
+        })
+    };
+    let l = loc(d.path());
+    let a = prepare(&l, &request(), kib64_thresholds(), 1.0).await.unwrap();
+    let b = prepare(&l, &request(), kib64_thresholds(), 1.0).await.unwrap();
+    assert!(a.plan.bins > 0 && b.plan.bins > 0);
+    let (sa, sb) = tokio::join!(run_job(a), run_job(b));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    assert!(!written.is_empty(), "the writer appended during the race");
+    assert!(
+        !sa.commits.is_empty() || !sb.commits.is_empty(),
+        "one compaction committed: {sa:?} {sb:?}"
+    );
+
+    let mut expected = before.clone();
+    expected.extend(written);
+    expected.sort();
+    let after = ids(&kernel_read(d.path()).rows);
+    assert_eq!(after, expected, "every row exactly once, no deleted row back");
+}

@@ -683,7 +683,8 @@ fn cycles_go_on_deciding_while_a_job_waits_for_its_commit_slot() {
             "--rows",
             "20",
         ],
-        &["--batches", "500", "--query-id", "waiting-test"],
+        // Long enough for a loaded machine; stopped once the test saw what it waits for.
+        &["--batches", "3000", "--query-id", "waiting-test"],
         logs.path(),
         "s",
     )
@@ -706,6 +707,10 @@ fn cycles_go_on_deciding_while_a_job_waits_for_its_commit_slot() {
     std::thread::sleep(std::time::Duration::from_millis(2500));
     terminate(&janitor);
     let status = janitor.wait().unwrap();
+    // The writer stops on SIGINT after its batch in flight (Ctrl-C).
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &stream.id().to_string()])
+        .status();
     assert!(stream.wait().unwrap().success(), "{}", read("s.err"));
     let (out, err) = (read("w.out"), read("w.err"));
     assert!(status.success(), "{err}");

@@ -11,8 +11,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
 use lakehealth::engine::compact::events::JobSummary;
 use lakehealth::engine::compact::job::{CompactRequest, prepare};
 use lakehealth::engine::compact::plan::Selection;
@@ -24,7 +22,7 @@ use serde_json::Value;
 use crate::common::*;
 use crate::dv_tables::{Storage, active_adds, delete_rows, files_with_dv};
 use crate::kernel_reader::kernel_read;
-use crate::kernel_writer::{create_mapped_table, kernel_append, kernel_append_batch};
+use crate::kernel_writer::{create_mapped_table, kernel_append};
 
 fn request() -> CompactRequest {
     CompactRequest {
@@ -40,7 +38,9 @@ fn request() -> CompactRequest {
 }
 
 async fn compact(l: &Location) -> JobSummary {
-    let job = prepare(l, &request(), kib64_thresholds(), 1.0).await.unwrap();
+    let job = prepare(l, &request(), kib64_thresholds(), 1.0)
+        .await
+        .unwrap();
     assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
     let s = run_job(job).await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
@@ -53,14 +53,22 @@ fn last_commit(table: &Path) -> Vec<Value> {
 }
 
 fn added(commit: &[Value]) -> Vec<Value> {
-    commit.iter().filter_map(|a| a.get("add").cloned()).collect()
+    commit
+        .iter()
+        .filter_map(|a| a.get("add").cloned())
+        .collect()
 }
 
 /// The top-level columns of a data file: (name, Parquet field id), as the file itself says.
 fn file_columns(table: &Path, path: &str) -> Vec<(String, Option<i32>)> {
     let f = std::fs::File::open(table.join(decoded(path))).unwrap();
     let r = SerializedFileReader::new(f).unwrap();
-    let root = r.metadata().file_metadata().schema_descr().root_schema().clone();
+    let root = r
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .root_schema()
+        .clone();
     root.get_fields()
         .iter()
         .map(|t| {
@@ -105,29 +113,37 @@ fn stats(add: &Value) -> Value {
     serde_json::from_str(add["stats"].as_str().unwrap()).unwrap()
 }
 
-fn names(values: &[&str]) -> RecordBatch {
-    RecordBatch::try_new(
-        Arc::new(Schema::new(vec![Field::new(
-            "Super Name",
-            DataType::Utf8,
-            true,
-        )])),
-        vec![Arc::new(StringArray::from(values.to_vec()))],
-    )
-    .unwrap()
+/// Appends byte copies of the table's Databricks-written file `path` under new names (each an
+/// `add` like the original's): more files of the same partition, none written by lakehealth or
+/// the kernel (which refuses to write this legacy-protocol table).
+fn append_copies(table: &Path, path: &str, copies: usize) {
+    let version = commits_from(table, 0).len() as u64;
+    let add = active_adds(table).remove(path).unwrap();
+    let mut lines = vec![serde_json::json!({"commitInfo": {
+        "timestamp": chrono::Utc::now().timestamp_millis(), "operation": "WRITE",
+        "engineInfo": "lakehealth-tests"}})];
+    for i in 0..copies {
+        let name = path.replace("part-00000", &format!("part-0000{}", i + 1));
+        std::fs::copy(table.join(path), table.join(&name)).unwrap();
+        let mut copy = add.clone();
+        copy["path"] = Value::from(name);
+        lines.push(serde_json::json!({ "add": copy }));
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(table.join(format!("_delta_log/{version:020}.json")), text).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_databricks_name_mapped_table_is_compacted_into_physical_files_and_reads_the_same() {
     let d = tempfile::tempdir().unwrap();
     copy_dir(&fixture("table_with_column_mapping"), d.path());
-    for (i, batch) in [["Ann", "Bo"], ["Cy", "Di"], ["Ed", "Flo"]].iter().enumerate() {
-        let mut values = batch.to_vec();
-        values.push(if i == 0 { "Gus" } else { "Hal" });
-        kernel_append_batch(d.path(), names(&values), ("Company Very Short", "BMS"));
-    }
+    append_copies(
+        d.path(),
+        "BH/part-00000-4d6e745c-8e04-48d9-aa60-438228358f1a.c000.zstd.parquet",
+        3,
+    );
     let before = kernel_read(d.path());
-    assert_eq!(before.rows.len(), 5 + 9);
+    assert_eq!(before.rows.len(), 4 * 4 + 1);
     let cols = physical_columns(d.path());
     let (company, company_id) = cols["Company Very Short"].clone();
     let (name, name_id) = cols["Super Name"].clone();
@@ -151,8 +167,8 @@ async fn a_databricks_name_mapped_table_is_compacted_into_physical_files_and_rea
     // Keyed by physical names, as PROTOCOL.md's column mapping asks.
     assert_eq!(out["partitionValues"][&company], "BMS", "{out}");
     let st = stats(out);
-    assert_eq!(st["numRecords"], 13);
-    assert_eq!(st["minValues"][&name], "Ann", "{st}");
+    assert_eq!(st["numRecords"], 16);
+    assert_eq!(st["minValues"][&name], "Anthony Johnson", "{st}");
     assert_eq!(st["maxValues"][&name], "Stephanie Mcgrath", "{st}");
     assert_eq!(st["nullCount"][&name], 0);
     assert!(st["minValues"].get("Super Name").is_none());
@@ -168,6 +184,7 @@ async fn a_databricks_name_mapped_table_is_compacted_into_physical_files_and_rea
         assert_eq!(a["partitionValues"][&company], "BMS", "{a}");
     }
     assert_eq!(active_adds(d.path()).len(), 2);
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
 }
 
 /// Renames a column as Spark's `ALTER TABLE RENAME COLUMN` does on a column-mapped table: a
@@ -225,7 +242,11 @@ async fn an_id_mapped_table_with_a_renamed_column_and_deletion_vectors_keeps_eve
     assert_eq!((s.files_removed, s.files_added), (6, 1), "{s:?}");
     let after = kernel_read(d.path());
     assert_eq!(after.rows, before.rows, "same rows and values");
-    assert!(files_with_dv(d.path()).is_empty(), "the deleted row is gone");
+    assert!(
+        files_with_dv(d.path()).is_empty(),
+        "the deleted row is gone"
+    );
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
 
     for out in added(&last_commit(d.path())) {
         let path = out["path"].as_str().unwrap();
@@ -293,8 +314,12 @@ async fn racing_compactions_beside_a_kernel_writer_on_a_mapped_table_with_deleti
         })
     };
     let l = loc(d.path());
-    let a = prepare(&l, &request(), kib64_thresholds(), 1.0).await.unwrap();
-    let b = prepare(&l, &request(), kib64_thresholds(), 1.0).await.unwrap();
+    let a = prepare(&l, &request(), kib64_thresholds(), 1.0)
+        .await
+        .unwrap();
+    let b = prepare(&l, &request(), kib64_thresholds(), 1.0)
+        .await
+        .unwrap();
     assert!(a.plan.bins > 0 && b.plan.bins > 0);
     let (sa, sb) = tokio::join!(run_job(a), run_job(b));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -309,5 +334,30 @@ async fn racing_compactions_beside_a_kernel_writer_on_a_mapped_table_with_deleti
     expected.extend(written);
     expected.sort();
     let after = ids(&kernel_read(d.path()).rows);
-    assert_eq!(after, expected, "every row exactly once, no deleted row back");
+    assert_eq!(
+        after, expected,
+        "every row exactly once, no deleted row back"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ray_executor_refuses_a_mapped_table_before_anything_is_written() {
+    use lakehealth::engine::compact::executor::{Executor, RayOptions};
+    let d = tempfile::tempdir().unwrap();
+    create_mapped_table(d.path(), "name");
+    for i in 0..4 {
+        kernel_append(d.path(), &[i], "2026-12-01");
+    }
+    let versions = commits_from(d.path(), 0).len();
+    let mut job = prepare(&loc(d.path()), &request(), kib64_thresholds(), 1.0)
+        .await
+        .unwrap();
+    // Refused before the cluster is asked anything: no cluster listens here.
+    job.exec.executor = Executor::Ray(RayOptions::new("http://127.0.0.1:9"));
+    let s = run_job(job).await;
+    assert!(s.commits.is_empty());
+    let why = format!("{:?}", s.errors);
+    assert!(why.contains("column mapping"), "{why}");
+    assert_eq!(commits_from(d.path(), 0).len(), versions);
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
 }

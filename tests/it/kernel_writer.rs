@@ -5,7 +5,7 @@
 //! engine blocks on its own runtime).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{Int32Array, Int64Array, RecordBatch, StringArray, StructArray};
@@ -49,7 +49,7 @@ pub fn create_mapped_table(table: &Path, mode: &str) {
     let (table, mode) = (table.to_path_buf(), mode.to_string());
     std::thread::spawn(move || {
         let engine = Arc::new(DefaultEngine::builder(Arc::new(LocalFileSystem::new())).build());
-        create_table(url(&table).as_str(), schema(), "lakehealth-tests")
+        let created = create_table(url(&table).as_str(), schema(), "lakehealth-tests")
             .with_table_properties([
                 ("delta.columnMapping.mode", mode.as_str()),
                 ("delta.enableDeletionVectors", "true"),
@@ -61,6 +61,7 @@ pub fn create_mapped_table(table: &Path, mode: &str) {
             .unwrap()
             .commit(engine.as_ref())
             .unwrap();
+        assert!(created.is_committed());
     })
     .join()
     .expect("the kernel writer thread");
@@ -75,7 +76,9 @@ fn batch(ids: &[i64]) -> RecordBatch {
     let nested = StructArray::new(
         nested_fields.clone(),
         vec![
-            Arc::new(Int32Array::from_iter(ids.iter().map(|i| Some(*i as i32 * 7)))),
+            Arc::new(Int32Array::from_iter(
+                ids.iter().map(|i| Some(*i as i32 * 7)),
+            )),
             Arc::new(StringArray::from_iter(
                 ids.iter().map(|i| (i % 5 != 0).then(|| format!("y{i}"))),
             )),
@@ -107,7 +110,7 @@ pub fn kernel_append(table: &Path, ids: &[i64], day: &str) -> u64 {
 /// One append of `rows` (the table's columns but the partition column) into the partition
 /// `(column, value)`, as one new file, committed by the kernel (retried on a newer snapshot
 /// when another writer took the version). Returns the version.
-pub fn kernel_append_batch(table: &Path, rows: RecordBatch, partition: (&str, &str)) -> u64 {
+fn kernel_append_batch(table: &Path, rows: RecordBatch, partition: (&str, &str)) -> u64 {
     let table = table.to_path_buf();
     let (col, value) = (partition.0.to_string(), partition.1.to_string());
     std::thread::spawn(move || append_on_this_thread(&table, &rows, (&col, &value)))
@@ -115,7 +118,7 @@ pub fn kernel_append_batch(table: &Path, rows: RecordBatch, partition: (&str, &s
         .expect("the kernel writer thread")
 }
 
-fn append_on_this_thread(table: &PathBuf, rows: &RecordBatch, partition: (&str, &str)) -> u64 {
+fn append_on_this_thread(table: &Path, rows: &RecordBatch, partition: (&str, &str)) -> u64 {
     let engine = Arc::new(DefaultEngine::builder(Arc::new(LocalFileSystem::new())).build());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

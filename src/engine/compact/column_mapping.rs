@@ -61,7 +61,7 @@ pub fn physical_name(field: &StructField, mode: ColumnMappingMode) -> &str {
 
 /// The layout of `table`'s loaded snapshot when it is column-mapped; None when it is not.
 pub fn physical_layout(table: &DeltaTable) -> Result<Option<PhysicalLayout>, LayoutError> {
-    let config = table.snapshot()?.table_configuration();
+    let config = table.snapshot()?.snapshot().table_configuration();
     let mode = config.column_mapping_mode();
     if mode == ColumnMappingMode::None {
         return Ok(None);
@@ -79,7 +79,7 @@ pub fn physical_layout(table: &DeltaTable) -> Result<Option<PhysicalLayout>, Lay
             .filter(|f| !partitions.contains(&&f.name().to_string()))
             .cloned(),
     )?;
-    let arrow: Schema = kernel_schema.as_ref().try_into_arrow()?;
+    let arrow: Schema = (&kernel_schema).try_into_arrow()?;
     let stats = config.build_expected_stats_schemas(None, None)?;
     Ok(Some(PhysicalLayout {
         mode,
@@ -210,7 +210,8 @@ mod tests {
         };
         let inner = Field::new("col-i", DataType::Int64, true).with_metadata(noisy("3"));
         let s = Schema::new(vec![
-            Field::new("col-s", DataType::Struct(vec![inner].into()), true).with_metadata(noisy("2")),
+            Field::new("col-s", DataType::Struct(vec![inner].into()), true)
+                .with_metadata(noisy("2")),
             Field::new("plain", DataType::Utf8, true)
                 .with_metadata(HashMap::from([("comment".into(), "x".into())])),
         ]);

@@ -237,14 +237,16 @@ pub fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, Co
     let cols: Vec<ArrayRef> = schema
         .fields()
         .iter()
-        .map(|f| match check_field_id(&batch, f).and_then(|()| find_column(&batch, f.name()))? {
-            Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
-            Some(c) => cast_exact(f.name(), c, f.data_type()),
-            None if f.is_nullable() => Ok(new_null_array(f.data_type(), n)),
-            None => Err(ConformError::MissingColumn {
-                column: f.name().clone(),
-            }),
-        })
+        .map(
+            |f| match check_field_id(&batch, f).and_then(|()| find_column(&batch, f.name()))? {
+                Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
+                Some(c) => cast_exact(f.name(), c, f.data_type()),
+                None if f.is_nullable() => Ok(new_null_array(f.data_type(), n)),
+                None => Err(ConformError::MissingColumn {
+                    column: f.name().clone(),
+                }),
+            },
+        )
         .collect::<Result<_, _>>()?;
     RecordBatch::try_new(schema.clone(), cols).map_err(|e| ConformError::Arrow(e.to_string()))
 }
@@ -263,7 +265,10 @@ mod tests {
 
     #[test]
     fn a_column_whose_field_id_is_not_the_tables_is_refused() {
-        let table = schema(vec![with_id(Field::new("col-a", DataType::Int64, true), "1")]);
+        let table = schema(vec![with_id(
+            Field::new("col-a", DataType::Int64, true),
+            "1",
+        )]);
         let batch = |f: Field| {
             RecordBatch::try_new(schema(vec![f]), vec![Arc::new(Int64Array::from(vec![1]))])
                 .unwrap()
@@ -273,10 +278,16 @@ mod tests {
         assert_eq!(conform(ok, &table).unwrap().column(0).null_count(), 0);
         // Same name, another id.
         let other = batch(with_id(Field::new("col-a", DataType::Int64, true), "2"));
-        assert!(matches!(conform(other, &table), Err(ConformError::FieldId { .. })));
+        assert!(matches!(
+            conform(other, &table),
+            Err(ConformError::FieldId { .. })
+        ));
         // The id under another name: not silently NULL.
         let renamed = batch(with_id(Field::new("old", DataType::Int64, true), "1"));
-        assert!(matches!(conform(renamed, &table), Err(ConformError::FieldId { .. })));
+        assert!(matches!(
+            conform(renamed, &table),
+            Err(ConformError::FieldId { .. })
+        ));
         // A file without ids is matched by name.
         let plain = batch(Field::new("col-a", DataType::Int64, true));
         assert_eq!(conform(plain, &table).unwrap().column(0).null_count(), 0);

@@ -7,8 +7,8 @@
 
 pub mod budget;
 pub mod cadence;
-pub mod column_mapping;
 mod column_digest;
+pub mod column_mapping;
 pub mod commit;
 pub mod commit_actions;
 pub mod conform;

@@ -11,9 +11,9 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use delta_kernel::engine::arrow_expression::evaluate_expression::to_json;
 use delta_kernel_engine::stats::FileStatsAccumulator;
 use deltalake::kernel::Add;
-use object_store::{ObjectStore, ObjectStoreExt};
 use object_store::buffered::BufWriter;
 use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::AsyncArrowWriter;
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::file::properties::WriterProperties;
@@ -95,15 +95,11 @@ impl PhysicalWriter {
             .with_properties(self.props.clone())
             // Files of a Delta table hold no Arrow schema: readers take the log's.
             .with_skip_arrow_metadata(true);
-        let writer = AsyncArrowWriter::try_new_with_options(
-            sink,
-            self.schema.clone(),
-            options,
-        )
-        .map_err(|source| PhysicalWriteError::Parquet {
-            path: path.clone(),
-            source,
-        })?;
+        let writer = AsyncArrowWriter::try_new_with_options(sink, self.schema.clone(), options)
+            .map_err(|source| PhysicalWriteError::Parquet {
+                path: path.clone(),
+                source,
+            })?;
         let stats =
             FileStatsAccumulator::new(&self.layout.stats_columns, &self.layout.kernel_schema);
         Ok(OpenFile {
@@ -164,10 +160,13 @@ impl PhysicalWriter {
                 path: f.path.clone(),
                 source,
             })?;
-        let stats = f.stats.finish().map_err(|source| PhysicalWriteError::Stats {
-            path: f.path.clone(),
-            source,
-        })?;
+        let stats = f
+            .stats
+            .finish()
+            .map_err(|source| PhysicalWriteError::Stats {
+                path: f.path.clone(),
+                source,
+            })?;
         let stats = match stats {
             Some(s) => Some(stats_json(&s).map_err(|source| PhysicalWriteError::Json {
                 path: f.path.clone(),
@@ -229,7 +228,7 @@ fn codec_name(c: parquet::basic::Compression) -> &'static str {
 /// The file's statistics as the `add` carries them: delta-kernel's JSON encoding of its
 /// collected statistics (timestamps to the millisecond, as Delta writes them).
 fn stats_json(stats: &arrow::array::StructArray) -> Result<String, arrow::error::ArrowError> {
-    let json = to_json(stats as &dyn Array)?;
+    let json = to_json(stats as &dyn arrow::array::Datum)?;
     let strings = json.as_string_opt::<i32>().ok_or_else(|| {
         arrow::error::ArrowError::InvalidArgumentError("statistics JSON is not a string".into())
     })?;

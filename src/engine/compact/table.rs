@@ -199,7 +199,10 @@ pub fn partition_files(
     let cols = snapshot.metadata().partition_columns().to_vec();
     // The log keys partition values by physical name in a column-mapped table; the plan by the
     // logical one.
-    let mode = snapshot.table_configuration().column_mapping_mode();
+    let mode = snapshot
+        .snapshot()
+        .table_configuration()
+        .column_mapping_mode();
     let physical = partition_physical_names(&snapshot.schema(), &cols, mode).map_err(|e| {
         EngineError::Unsupported {
             uri: uri.to_string(),

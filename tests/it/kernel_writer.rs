@@ -46,14 +46,28 @@ fn schema() -> Arc<StructType> {
 /// Creates a column-mapped table (`mode` `name` or `id`) partitioned by `day`, deletion
 /// vectors enabled.
 pub fn create_mapped_table(table: &Path, mode: &str) {
-    let (table, mode) = (table.to_path_buf(), mode.to_string());
+    create_partitioned_table(
+        table,
+        &[
+            ("delta.columnMapping.mode", mode),
+            ("delta.enableDeletionVectors", "true"),
+        ],
+    );
+}
+
+/// Creates a table partitioned by `day` with these table properties (the kernel adds the
+/// features they need to the protocol, e.g. `rowTracking` and its materialized columns' names
+/// for `delta.enableRowTracking`).
+pub fn create_partitioned_table(table: &Path, properties: &[(&str, &str)]) {
+    let table = table.to_path_buf();
+    let properties: Vec<(String, String)> = properties
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     std::thread::spawn(move || {
         let engine = Arc::new(DefaultEngine::builder(Arc::new(LocalFileSystem::new())).build());
         let created = create_table(url(&table).as_str(), schema(), "lakehealth-tests")
-            .with_table_properties([
-                ("delta.columnMapping.mode", mode.as_str()),
-                ("delta.enableDeletionVectors", "true"),
-            ])
+            .with_table_properties(properties)
             .with_data_layout(DataLayout::Partitioned {
                 columns: vec![ColumnName::new(["day"])],
             })

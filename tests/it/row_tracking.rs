@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::common::*;
 use crate::dv_tables::{Storage, active_adds, descriptor};
 use crate::kernel_reader::kernel_read_with_row_ids;
+use crate::kernel_writer::{create_partitioned_table, kernel_append};
 
 const ROW_ID_COL: &str = "_row-id-col-4cbc7924-f662-4db1-aa59-22c23f59eb5d";
 const ROW_VERSION_COL: &str = "_row-commit-version-col-2f60dcc1-9e36-4424-95e7-799b707e4ddb";
@@ -416,44 +417,58 @@ async fn a_row_tracking_write_after_the_plan_is_compacted_too_with_fresh_ids_abo
     assert_eq!(kernel_read_with_row_ids(d.path()).rows, want);
 }
 
+/// A partitioned table with row tracking enabled, written by delta-kernel-rs (which gives each
+/// file its `baseRowId`), without and with column mapping: delta-rs's writer cannot add the
+/// hidden columns to partitioned files, so the physical writer writes them; every row keeps its
+/// id (kernel reads them), a deletion vector mid-file included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_partitioned_table_with_row_tracking_enabled_is_refused_before_any_rewrite() {
-    let (d, l, _) = seeded(3).await;
-    let version = commits_from(d.path(), 0).len() as u64;
-    let mut metadata = commits_from(d.path(), 0)
-        .into_iter()
-        .flatten()
-        .filter_map(|a| a.get("metaData").cloned())
-        .next_back()
-        .unwrap();
-    let conf = metadata["configuration"].as_object_mut().unwrap();
-    conf.insert("delta.enableRowTracking".into(), json!("true"));
-    conf.insert(
-        "delta.rowTracking.materializedRowIdColumnName".into(),
-        json!("_rid"),
-    );
-    conf.insert(
-        "delta.rowTracking.materializedRowCommitVersionColumnName".into(),
-        json!("_rcv"),
-    );
-    write_commit(
-        d.path(),
-        version,
-        &[
-            json!({"commitInfo": {"timestamp": 1, "operation": "SET TBLPROPERTIES"}}),
-            json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 7,
-                "writerFeatures": ["appendOnly", "invariants", "domainMetadata", "rowTracking"]}}),
-            json!({ "metaData": metadata }),
-        ],
-    );
-    let e = match prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0).await {
-        Ok(_) => panic!("refused"),
-        Err(e) => e.to_string(),
-    };
-    assert!(
-        e.contains("row tracking is enabled on this partitioned table")
-            && e.contains("changed nothing"),
-        "{e}"
-    );
-    assert_eq!(commits_from(d.path(), 0).len() as u64, version + 1);
+async fn a_partitioned_row_tracking_table_keeps_every_row_id_with_and_without_column_mapping() {
+    for mapping in [None, Some("name")] {
+        let d = tempfile::tempdir().unwrap();
+        let mut properties = vec![
+            ("delta.enableRowTracking", "true"),
+            ("delta.enableDeletionVectors", "true"),
+        ];
+        if let Some(mode) = mapping {
+            properties.push(("delta.columnMapping.mode", mode));
+        }
+        create_partitioned_table(d.path(), &properties);
+        for i in 0..4 {
+            kernel_append(d.path(), &[i * 10, i * 10 + 1, i * 10 + 2], "2026-12-01");
+        }
+        kernel_append(d.path(), &[100], "2026-12-02");
+        let in_first_day = active_adds(d.path())
+            .into_iter()
+            .find(|(_, a)| a["partitionValues"].to_string().contains("2026-12-01"))
+            .unwrap();
+        assert!(in_first_day.1["baseRowId"].is_i64(), "{}", in_first_day.1);
+        delete_tracked_rows(d.path(), &in_first_day.0, &[1]);
+        let before = kernel_read_with_row_ids(d.path());
+        assert_eq!(before.rows.len(), 4 * 3 + 1 - 1, "{mapping:?}");
+
+        let (notes, s) = compact(&loc(d.path())).await;
+        assert!(notes.contains(&FeatureNote::RowIdsKept), "{notes:?}");
+        assert_eq!(
+            (s.files_removed, s.files_added),
+            (4, 1),
+            "{mapping:?}: {s:?}"
+        );
+        let after = kernel_read_with_row_ids(d.path());
+        assert_eq!(
+            after.rows, before.rows,
+            "{mapping:?}: same rows, each with the same row id"
+        );
+        let commit = last_commit(d.path());
+        let out = commit.iter().find_map(|a| a.get("add")).expect("an output");
+        assert!(out["baseRowId"].is_i64(), "{out}");
+        assert_eq!(
+            out["partitionValues"]
+                .as_object()
+                .unwrap()
+                .values()
+                .collect::<Vec<_>>(),
+            vec!["2026-12-01"],
+            "{out}"
+        );
+    }
 }

@@ -61,11 +61,22 @@ pub fn physical_name(field: &StructField, mode: ColumnMappingMode) -> &str {
 
 /// The layout of `table`'s loaded snapshot when it is column-mapped; None when it is not.
 pub fn physical_layout(table: &DeltaTable) -> Result<Option<PhysicalLayout>, LayoutError> {
-    let config = table.snapshot()?.snapshot().table_configuration();
-    let mode = config.column_mapping_mode();
+    let mode = table
+        .snapshot()?
+        .snapshot()
+        .table_configuration()
+        .column_mapping_mode();
     if mode == ColumnMappingMode::None {
         return Ok(None);
     }
+    layout(table).map(Some)
+}
+
+/// The layout of `table`'s loaded snapshot, column-mapped or not (then physical names are the
+/// logical ones and files carry no field ids).
+pub fn layout(table: &DeltaTable) -> Result<PhysicalLayout, LayoutError> {
+    let config = table.snapshot()?.snapshot().table_configuration();
+    let mode = config.column_mapping_mode();
     let partition_names = partition_physical_names(
         &config.logical_schema(),
         config.logical_partition_columns(),
@@ -81,13 +92,13 @@ pub fn physical_layout(table: &DeltaTable) -> Result<Option<PhysicalLayout>, Lay
     )?;
     let arrow: Schema = (&kernel_schema).try_into_arrow()?;
     let stats = config.build_expected_stats_schemas(None, None)?;
-    Ok(Some(PhysicalLayout {
+    Ok(PhysicalLayout {
         mode,
         file_schema: Arc::new(only_field_ids(&arrow)),
         kernel_schema,
         stats_columns: stats_columns(&stats.physical),
         partition_names,
-    }))
+    })
 }
 
 /// Partition columns' physical names by logical name.

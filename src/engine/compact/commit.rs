@@ -235,21 +235,6 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
             continue;
         }
         let latest = table.version().unwrap_or_default();
-        if maybe_landed.is_some() {
-            match find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await {
-                Ok(Some(version)) => {
-                    return CommitOutcome::Landed {
-                        version,
-                        retries: attempt as u64,
-                    };
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    last_error = format!("checking whether the commit landed: {e}");
-                    continue;
-                }
-            }
-        }
         let missing = match missing_files(table, bin.removes) {
             Ok(m) => m,
             Err(e) => {
@@ -257,9 +242,10 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
                 continue;
             }
         };
-        if !missing.is_empty() {
-            // A write reported as lost (a store's retry of a put that had landed) may be ours:
-            // the log decides, before any output could be deleted.
+        // A write of ours that may have landed, or files another commit took (a store's retry
+        // of a put that had landed reports ours as lost): the log decides, before any output
+        // could be deleted.
+        if maybe_landed.is_some() || !missing.is_empty() {
             match find_own_commit(log.as_ref(), bin.read_version, latest, &commit_id).await {
                 Ok(Some(version)) => {
                     return CommitOutcome::Landed {
@@ -274,6 +260,8 @@ pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitO
                     continue;
                 }
             }
+        }
+        if !missing.is_empty() {
             let conflict = taken_by(log.as_ref(), bin, latest, &missing).await;
             return match maybe_landed {
                 // Not ours (checked above), but a write of ours may still be in flight.

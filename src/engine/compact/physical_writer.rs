@@ -1,7 +1,8 @@
-//! The outputs of a column-mapped table's bin (`column_mapping`): Parquet files of physical
-//! columns with their field ids, streamed to the table's object store, each with the
-//! statistics delta-kernel's collector gives for the table's statistics columns and its `add`
-//! keyed by physical names. (delta-rs 1.1's writer refuses column-mapped tables.) Files go
+//! The outputs delta-rs 1.1's writer cannot write: a column-mapped table's (`column_mapping`;
+//! its writer refuses them) and a partitioned table's with row tracking's hidden columns (it
+//! cannot widen partitioned files). Parquet files of physical columns with their field ids,
+//! streamed to the table's object store, each with the statistics delta-kernel's collector
+//! gives for the table's statistics columns and its `add` keyed by physical names. Files go
 //! under a random two-character folder, as Spark names a column-mapped table's files.
 
 use std::collections::HashMap;

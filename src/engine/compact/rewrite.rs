@@ -28,7 +28,7 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use tokio_util::sync::CancellationToken;
 
-use super::column_mapping::{LayoutError, PhysicalLayout, physical_layout};
+use super::column_mapping::{LayoutError, PhysicalLayout, layout, physical_layout};
 use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::deletion_vectors::{DeletionVectorError, RowFilter, deleted_rows};
 use super::events::{Failure, FailureKind};
@@ -464,7 +464,7 @@ fn removes_for(
 /// the input rows conformed so far.
 struct Writing {
     writer: Sink,
-    /// The table's physical layout when it is column-mapped.
+    /// The table's physical layout when the physical writer writes the outputs.
     layout: Option<Arc<PhysicalLayout>>,
     adds: Vec<Add>,
     /// Shared with the caller, so outputs are known even if this task panics.
@@ -670,7 +670,15 @@ fn start_writing(
         .set_compression(opts.compression)
         .set_max_row_group_bytes(Some(row_group as usize))
         .build();
-    let layout = physical_layout(table)?.map(Arc::new);
+    let materialize = hidden_columns(table)?;
+    let layout = match physical_layout(table)? {
+        Some(mapped) => Some(mapped),
+        // delta-rs 1.1's writer cannot add the hidden row-tracking columns to a partitioned
+        // table's files: the physical writer writes them.
+        None if materialize.is_some() && !values.0.is_empty() => Some(layout(table)?),
+        None => None,
+    }
+    .map(Arc::new);
     let writer = match &layout {
         None => Sink::Delta {
             writer: RecordBatchWriter::for_table(table)?.with_writer_properties(props),
@@ -684,7 +692,6 @@ fn start_writing(
             partition_map(values, Some(l)),
         )),
     };
-    let materialize = hidden_columns(table)?;
     Ok(Writing {
         writer,
         layout,

@@ -125,23 +125,9 @@ fn honoured_features(table: &DeltaTable, uri: &str) -> Result<WriteFeatures> {
         uri: uri.to_string(),
         detail: format!("{why}; lakehealth refuses before rewriting anything and changed nothing"),
     };
-    let features = features::of_table(table)
+    features::of_table(table)
         .map_err(|e| derr(uri, e))?
-        .map_err(|e| refuse(e.to_string()))?;
-    let partitioned = !table
-        .snapshot()
-        .map_err(|e| derr(uri, e))?
-        .metadata()
-        .partition_columns()
-        .is_empty();
-    if features.materialize.is_some() && partitioned {
-        // delta-rs 1.1's writer cannot widen a partitioned table's files with the hidden
-        // columns that keep the rows' ids.
-        return Err(refuse(
-            "row tracking is enabled on this partitioned table, and lakehealth cannot yet write the hidden row-id columns into partitioned outputs".into(),
-        ));
-    }
-    Ok(features)
+        .map_err(|e| refuse(e.to_string()))
 }
 
 /// The table's column mapping mode (`name` and `id` are rewritten physically,

@@ -12,8 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lakehealth::engine::compact::events::JobSummary;
-use lakehealth::engine::compact::job::{CompactRequest, prepare};
-use lakehealth::engine::compact::plan::Selection;
+use lakehealth::engine::compact::job::prepare;
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
 use parquet::file::reader::{FileReader, SerializedFileReader};
@@ -24,21 +23,8 @@ use crate::dv_tables::{Storage, active_adds, delete_rows, files_with_dv};
 use crate::kernel_reader::kernel_read;
 use crate::kernel_writer::{create_mapped_table, kernel_append};
 
-fn request() -> CompactRequest {
-    CompactRequest {
-        selection: Selection::All,
-        target_file_size: Some(64 * KIB),
-        min_file_size: Some(64 * KIB),
-        parallelism: 1,
-        max_bin_bytes: None,
-        strategy: Default::default(),
-        deleted_rows: Default::default(),
-        storage_options: HashMap::new(),
-    }
-}
-
 async fn compact(l: &Location) -> JobSummary {
-    let job = prepare(l, &request(), kib64_thresholds(), 1.0)
+    let job = prepare(l, &every_small_file(64 * KIB), kib64_thresholds(), 1.0)
         .await
         .unwrap();
     assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
@@ -314,10 +300,10 @@ async fn racing_compactions_beside_a_kernel_writer_on_a_mapped_table_with_deleti
         })
     };
     let l = loc(d.path());
-    let a = prepare(&l, &request(), kib64_thresholds(), 1.0)
+    let a = prepare(&l, &every_small_file(64 * KIB), kib64_thresholds(), 1.0)
         .await
         .unwrap();
-    let b = prepare(&l, &request(), kib64_thresholds(), 1.0)
+    let b = prepare(&l, &every_small_file(64 * KIB), kib64_thresholds(), 1.0)
         .await
         .unwrap();
     assert!(a.plan.bins > 0 && b.plan.bins > 0);
@@ -349,9 +335,14 @@ async fn the_ray_executor_refuses_a_mapped_table_before_anything_is_written() {
         kernel_append(d.path(), &[i], "2026-12-01");
     }
     let versions = commits_from(d.path(), 0).len();
-    let mut job = prepare(&loc(d.path()), &request(), kib64_thresholds(), 1.0)
-        .await
-        .unwrap();
+    let mut job = prepare(
+        &loc(d.path()),
+        &every_small_file(64 * KIB),
+        kib64_thresholds(),
+        1.0,
+    )
+    .await
+    .unwrap();
     // Refused before the cluster is asked anything: no cluster listens here.
     job.exec.executor = Executor::Ray(RayOptions::new("http://127.0.0.1:9"));
     let s = run_job(job).await;

@@ -366,3 +366,18 @@ pub async fn run_job(
     )
     .await
 }
+
+/// A compaction request for every file below `min_file_size` in every partition, into files of
+/// 64 KiB, one bin at a time.
+pub fn every_small_file(min_file_size: u64) -> lakehealth::engine::compact::job::CompactRequest {
+    lakehealth::engine::compact::job::CompactRequest {
+        selection: lakehealth::engine::compact::plan::Selection::All,
+        target_file_size: Some(64 * lakehealth::engine::size::KIB),
+        min_file_size: Some(min_file_size),
+        parallelism: 1,
+        max_bin_bytes: None,
+        strategy: Default::default(),
+        deleted_rows: Default::default(),
+        storage_options: HashMap::new(),
+    }
+}

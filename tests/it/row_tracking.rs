@@ -5,15 +5,13 @@
 //! one on the compaction commit (rows read by Python deltalake), and a feature lakehealth cannot
 //! honour is refused by name before anything is written.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{Array, Int64Array, RecordBatch};
 use lakehealth::engine::compact::events::JobSummary;
 use lakehealth::engine::compact::features::FeatureNote;
-use lakehealth::engine::compact::job::{CompactRequest, prepare};
-use lakehealth::engine::compact::plan::Selection;
+use lakehealth::engine::compact::job::prepare;
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
 use serde_json::{Value, json};
@@ -26,22 +24,9 @@ use crate::kernel_writer::{create_partitioned_table, kernel_append};
 const ROW_ID_COL: &str = "_row-id-col-4cbc7924-f662-4db1-aa59-22c23f59eb5d";
 const ROW_VERSION_COL: &str = "_row-commit-version-col-2f60dcc1-9e36-4424-95e7-799b707e4ddb";
 
-fn request(min_file_size: u64) -> CompactRequest {
-    CompactRequest {
-        selection: Selection::All,
-        target_file_size: Some(64 * KIB),
-        min_file_size: Some(min_file_size),
-        parallelism: 1,
-        max_bin_bytes: None,
-        strategy: Default::default(),
-        deleted_rows: Default::default(),
-        storage_options: HashMap::new(),
-    }
-}
-
 /// Plans and runs a compaction of every small file; returns the plan's notes and the summary.
 async fn compact(l: &Location) -> (Vec<FeatureNote>, JobSummary) {
-    let job = prepare(l, &request(64 * KIB), kib64_thresholds(), 1.0)
+    let job = prepare(l, &every_small_file(64 * KIB), kib64_thresholds(), 1.0)
         .await
         .unwrap();
     assert!(job.plan.bins > 0, "nothing planned: {:?}", job.plan);
@@ -278,7 +263,14 @@ async fn a_table_feature_lakehealth_cannot_honour_is_refused_by_name_before_any_
         ],
     );
     let files = leftover_files(d.path());
-    let e = match prepare(&loc(d.path()), &request(64 * KIB), kib64_thresholds(), 1.0).await {
+    let e = match prepare(
+        &loc(d.path()),
+        &every_small_file(64 * KIB),
+        kib64_thresholds(),
+        1.0,
+    )
+    .await
+    {
         Ok(_) => panic!("a variant table is not compacted"),
         Err(e) => e.to_string(),
     };
@@ -369,7 +361,7 @@ async fn two_racing_compactions_of_a_row_tracking_table_commit_once_and_keep_eve
     append_tracked_rows(d.path(), &[100, 101, 102]);
     let before = kernel_read_with_row_ids(d.path());
     let run = |l: Location| async move {
-        let job = prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0)
+        let job = prepare(&l, &every_small_file(64 * KIB), kib64_thresholds(), 1.0)
             .await
             .unwrap();
         run_job(job).await
@@ -398,7 +390,7 @@ async fn two_racing_compactions_of_a_row_tracking_table_commit_once_and_keep_eve
 async fn a_row_tracking_write_after_the_plan_is_compacted_too_with_fresh_ids_above_its_mark() {
     let d = liquid_table();
     let l = loc(d.path());
-    let job = prepare(&l, &request(64 * KIB), kib64_thresholds(), 1.0)
+    let job = prepare(&l, &every_small_file(64 * KIB), kib64_thresholds(), 1.0)
         .await
         .unwrap();
     // Lands between the plan and the commit, taking ids 10..=12 (mark 12).

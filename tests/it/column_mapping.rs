@@ -15,13 +15,14 @@ use lakehealth::engine::compact::events::JobSummary;
 use lakehealth::engine::compact::job::prepare;
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
+use object_store::ObjectStoreExt;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use serde_json::Value;
 
 use crate::common::*;
 use crate::dv_tables::{Storage, active_adds, delete_rows, files_with_dv};
 use crate::kernel_reader::kernel_read;
-use crate::kernel_writer::{create_mapped_table, kernel_append};
+use crate::kernel_writer::{create_mapped_table, create_partitioned_table, kernel_append};
 
 async fn compact(l: &Location) -> JobSummary {
     let job = prepare(l, &every_small_file(64 * KIB), kib64_thresholds(), 1.0)
@@ -351,4 +352,127 @@ async fn the_ray_executor_refuses_a_mapped_table_before_anything_is_written() {
     assert!(why.contains("column mapping"), "{why}");
     assert_eq!(commits_from(d.path(), 0).len(), versions);
     assert_eq!(leftover_files(d.path()), Vec::<String>::new());
+}
+
+/// Copies every file under `dir` to `store` (keys relative to `dir`).
+async fn upload(dir: &Path, store: &Arc<dyn object_store::ObjectStore>) {
+    let mut files = Vec::new();
+    walk_all(dir, dir, &mut files);
+    for rel in files {
+        let bytes = std::fs::read(dir.join(&rel)).unwrap();
+        store
+            .put(&object_store::path::Path::from(rel.as_str()), bytes.into())
+            .await
+            .unwrap();
+    }
+}
+
+/// Copies every object of `store` into `dir`.
+async fn download(store: &Arc<dyn object_store::ObjectStore>, dir: &Path) {
+    use futures::TryStreamExt;
+    let objects: Vec<_> = store.list(None).try_collect().await.unwrap();
+    for o in objects {
+        let bytes = store.get(&o.location).await.unwrap().bytes().await.unwrap();
+        let to = dir.join(o.location.as_ref());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, bytes).unwrap();
+    }
+}
+
+/// Every file below `dir`, `_delta_log` included, relative to `root`.
+fn walk_all(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            walk_all(root, &p, out);
+        } else {
+            out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+        }
+    }
+}
+
+/// On S3 (moto) the outputs are multipart uploads through the object store and their size is
+/// the store's: an id-mapped table with a deletion vector, written by the kernel locally and
+/// uploaded, compacted on S3, downloaded and read by the kernel.
+#[test]
+fn an_id_mapped_table_on_s3_is_compacted_and_reads_the_same() {
+    let moto = Moto::start();
+    moto.create_bucket("lake");
+    let local = tempfile::tempdir().unwrap();
+    create_mapped_table(local.path(), "id");
+    for i in 0..5 {
+        kernel_append(local.path(), &[i * 10, i * 10 + 1], "2026-12-01");
+    }
+    let first = active_adds(local.path()).into_keys().next().unwrap();
+    delete_rows(local.path(), &[(first.as_str(), Storage::Inline, vec![0])]);
+    let before = kernel_read(local.path());
+
+    let rt = runtime();
+    let l = Location::parse("s3://lake/mapped").unwrap();
+    let options = moto.storage_options();
+    let store = l.open_store(&options).unwrap();
+    rt.block_on(upload(local.path(), &store));
+    let mut request = every_small_file(64 * KIB);
+    request.storage_options = options.clone();
+    let s = rt.block_on(async {
+        let job = prepare(&l, &request, kib64_thresholds(), 1.0)
+            .await
+            .unwrap();
+        run_job(job).await
+    });
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!((s.files_removed, s.files_added), (5, 1), "{s:?}");
+
+    let back = tempfile::tempdir().unwrap();
+    rt.block_on(download(&store, back.path()));
+    let after = kernel_read(back.path());
+    assert_eq!(after.rows, before.rows, "same rows and values");
+    assert!(files_with_dv(back.path()).is_empty());
+    let out = added(&last_commit(back.path())).pop().unwrap();
+    let path = out["path"].as_str().unwrap();
+    assert_eq!(
+        out["size"].as_u64().unwrap(),
+        std::fs::metadata(back.path().join(path)).unwrap().len(),
+        "the add's size is the object's"
+    );
+}
+
+/// A bin whose every row a deletion vector removed is compacted into nothing: its files'
+/// removes and no empty output (as REORG PURGE leaves no file), whichever writer writes it
+/// (delta-rs's without column mapping, the physical writer with it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_whose_rows_are_all_deleted_leave_no_empty_output() {
+    for mapping in ["none", "name"] {
+        let d = tempfile::tempdir().unwrap();
+        create_partitioned_table(
+            d.path(),
+            &[
+                ("delta.columnMapping.mode", mapping),
+                ("delta.enableDeletionVectors", "true"),
+            ],
+        );
+        for i in 0..3 {
+            kernel_append(d.path(), &[i * 10, i * 10 + 1], "2026-12-01");
+        }
+        kernel_append(d.path(), &[100], "2026-12-02");
+        let files: Vec<String> = active_adds(d.path())
+            .into_iter()
+            .filter(|(_, a)| a["partitionValues"].to_string().contains("2026-12-01"))
+            .map(|(p, _)| p)
+            .collect();
+        let all: Vec<(&str, Storage, Vec<u64>)> = files
+            .iter()
+            .map(|f| (f.as_str(), Storage::Inline, vec![0, 1]))
+            .collect();
+        delete_rows(d.path(), &all);
+        let before = kernel_read(d.path());
+        assert_eq!(before.rows.len(), 1);
+
+        let s = compact(&loc(d.path())).await;
+        assert_eq!((s.files_removed, s.files_added), (3, 0), "{mapping}: {s:?}");
+        assert_eq!(kernel_read(d.path()).rows, before.rows);
+        assert!(added(&last_commit(d.path())).is_empty());
+        assert_eq!(active_adds(d.path()).len(), 1);
+        assert_eq!(leftover_files(d.path()), Vec::<String>::new(), "{mapping}");
+    }
 }

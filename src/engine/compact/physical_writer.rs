@@ -112,6 +112,10 @@ impl PhysicalWriter {
 
     /// Writes a batch of the layout's file schema into the open file (opening one first).
     pub async fn write(&mut self, batch: &RecordBatch) -> Result<(), PhysicalWriteError> {
+        // A batch whose rows a deletion vector all removed opens no file: no empty outputs.
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
         if self.open.is_none() {
             self.open = Some(self.open_file()?);
         }

@@ -174,9 +174,9 @@ async fn a_databricks_name_mapped_table_is_compacted_into_physical_files_and_rea
     assert_eq!(leftover_files(d.path()), Vec::<String>::new());
 }
 
-/// Renames a column as Spark's `ALTER TABLE RENAME COLUMN` does on a column-mapped table: a
-/// new `metaData` whose schema names the column anew, its physical name and id unchanged.
-fn rename_column(table: &Path, from: &str, to: &str) {
+/// Commits a schema change as Spark's `ALTER TABLE` does on a column-mapped table: a new
+/// `metaData` whose schema (and configuration) `edit` changed; data files untouched.
+fn alter_table(table: &Path, operation: &str, edit: impl FnOnce(&mut Value, &mut Value)) {
     let version = commits_from(table, 0).len() as u64;
     let mut metadata = None;
     for c in commits_from(table, 0) {
@@ -189,19 +189,72 @@ fn rename_column(table: &Path, from: &str, to: &str) {
     let mut metadata = metadata.unwrap();
     let mut schema: Value =
         serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
-    for f in schema["fields"].as_array_mut().unwrap() {
-        if f["name"] == from {
-            f["name"] = Value::from(to);
-        }
-    }
+    edit(&mut schema, &mut metadata["configuration"]);
     metadata["schemaString"] = Value::from(schema.to_string());
     let lines = [
         serde_json::json!({"commitInfo": {"timestamp": chrono::Utc::now().timestamp_millis(),
-            "operation": "RENAME COLUMN", "engineInfo": "lakehealth-tests"}}),
+            "operation": operation, "engineInfo": "lakehealth-tests"}}),
         serde_json::json!({ "metaData": metadata }),
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(table.join(format!("_delta_log/{version:020}.json")), text).unwrap();
+}
+
+/// Renames a column (`RENAME COLUMN`): its physical name and id unchanged.
+fn rename_column(table: &Path, from: &str, to: &str) {
+    alter_table(table, "RENAME COLUMN", |schema, _| {
+        for f in schema["fields"].as_array_mut().unwrap() {
+            if f["name"] == from {
+                f["name"] = Value::from(to);
+            }
+        }
+    });
+}
+
+/// Drops `nested.y` and adds `nested.z` (`DROP COLUMN` then `ADD COLUMN`): a new field with a
+/// fresh physical name and id, the struct keeping two fields.
+fn replace_nested_field(table: &Path) {
+    alter_table(table, "ADD COLUMNS", |schema, config| {
+        let next = config["delta.columnMapping.maxColumnId"]
+            .as_str()
+            .and_then(|m| m.parse::<i64>().ok())
+            .unwrap_or(100)
+            + 1;
+        for f in schema["fields"].as_array_mut().unwrap() {
+            if f["name"] == "nested" {
+                let children = f["type"]["fields"].as_array_mut().unwrap();
+                children.retain(|c| c["name"] != "y");
+                children.push(serde_json::json!({"name": "z", "type": "string",
+                    "nullable": true, "metadata": {"delta.columnMapping.id": next,
+                    "delta.columnMapping.physicalName": format!("col-{}", uuid::Uuid::new_v4())}}));
+            }
+        }
+        config["delta.columnMapping.maxColumnId"] = Value::from(next.to_string());
+    });
+}
+
+/// Old files hold `nested.y`; the table now has `nested.z` in its place: readers see NULL in
+/// `z` for those rows, and so do they after the compaction (no value moved by position).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_field_dropped_and_another_added_keeps_old_values_out_of_the_new_one() {
+    for mode in ["name", "id"] {
+        let d = tempfile::tempdir().unwrap();
+        create_mapped_table(d.path(), mode);
+        for i in 0..3 {
+            kernel_append(d.path(), &[i * 10 + 1, i * 10 + 2], "2026-12-01");
+        }
+        replace_nested_field(d.path());
+        let before = kernel_read(d.path());
+        // The old files' y values ("y1", ...) are not z's.
+        assert!(
+            before.rows.iter().all(|r| !r.contains("z: y")),
+            "{:?}",
+            before.rows
+        );
+        let s = compact(&loc(d.path())).await;
+        assert_eq!((s.files_removed, s.files_added), (3, 1), "{mode}: {s:?}");
+        assert_eq!(kernel_read(d.path()).rows, before.rows, "{mode}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,13 +4,18 @@
 //! `9999-12-31`), column names in another case (Spark resolves names case-insensitively; an
 //! exact-name lookup made the column all NULL), and casts that do not fit (a lenient cast turns
 //! them into NULL). Here INT96 is read at the table's resolution, names match exactly or else by
-//! a unique case-insensitive match, and every cast must cast back to the very same values.
+//! a unique case-insensitive match, at every depth (struct children by name and, in a
+//! column-mapped table, by field id: never by position), and every cast must cast back to the
+//! very same values.
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, RecordBatch, new_null_array};
+use arrow::array::{
+    Array, ArrayRef, AsArray, LargeListArray, ListArray, MapArray, RecordBatch, StructArray,
+    new_null_array,
+};
 use arrow::compute::{CastOptions, cast_with_options};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
 use arrow::row::{RowConverter, SortField};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::basic::Type as PhysicalType;
@@ -135,59 +140,156 @@ pub fn int96_safe_metadata(
     .map_err(|e| ConformError::Arrow(e.to_string()))
 }
 
-/// The batch's column for table column `name`: the exact name, else the one column equal to it
-/// ignoring case.
-fn find_column<'a>(
-    batch: &'a RecordBatch,
-    name: &str,
-) -> Result<Option<&'a ArrayRef>, ConformError> {
-    if let Some(c) = batch.column_by_name(name) {
-        return Ok(Some(c));
-    }
-    let schema = batch.schema();
-    let mut found: Option<(usize, &str)> = None;
-    for (i, f) in schema.fields().iter().enumerate() {
-        if f.name().eq_ignore_ascii_case(name) {
-            if let Some((_, a)) = found {
-                return Err(ConformError::AmbiguousColumn {
-                    column: name.into(),
-                    a: a.to_string(),
-                    b: f.name().clone(),
-                });
-            }
-            found = Some((i, schema.fields()[i].name()));
-        }
-    }
-    Ok(found.map(|(i, _)| batch.column(i)))
-}
-
 fn field_id(f: &Field) -> Option<&String> {
     f.metadata().get(parquet::arrow::PARQUET_FIELD_ID_META_KEY)
 }
 
-/// A table column with a Parquet field id (a column-mapped table) takes the file's column of
-/// that name only if it has the same id, and a column of that id under another name is
-/// refused: either way a name lookup would read another column than readers resolving ids.
-fn check_field_id(batch: &RecordBatch, table: &Field) -> Result<(), ConformError> {
-    let Some(want) = field_id(table) else {
-        return Ok(());
-    };
-    let schema = batch.schema();
-    let by_name = schema.fields().iter().find(|f| f.name() == table.name());
-    let by_id = schema.fields().iter().find(|f| field_id(f) == Some(want));
-    let mismatch = match (by_name, by_id) {
-        (Some(n), _) => field_id(n).is_some_and(|id| id != want),
-        (None, Some(_)) => true,
-        (None, None) => false,
-    };
-    if !mismatch {
-        return Ok(());
+/// The column among a file's `fields` (with their `columns`) that stands for the table's field
+/// `want` (at `path`): the exact name, else the one name equal ignoring case. Where the table
+/// gives the field a Parquet field id (a column-mapped table), readers resolve columns by id,
+/// so the column found must carry that id (a file without ids is matched by name), and a
+/// column carrying it under another name is refused: a name lookup would read another column.
+fn find_field<'a>(
+    fields: &Fields,
+    columns: &'a [ArrayRef],
+    want: &Field,
+    path: &str,
+) -> Result<Option<&'a ArrayRef>, ConformError> {
+    let name = want.name();
+    let mut found = fields.iter().position(|f| f.name() == name);
+    if found.is_none() {
+        for (i, f) in fields.iter().enumerate() {
+            if f.name().eq_ignore_ascii_case(name) {
+                if let Some(j) = found {
+                    return Err(ConformError::AmbiguousColumn {
+                        column: path.into(),
+                        a: fields[j].name().clone(),
+                        b: f.name().clone(),
+                    });
+                }
+                found = Some(i);
+            }
+        }
     }
-    Err(ConformError::FieldId {
-        column: table.name().clone(),
-        file_id: by_name.and_then(|f| field_id(f).cloned()),
-        table_id: Some(want.clone()),
-    })
+    if let Some(wanted) = field_id(want) {
+        let by_id = fields.iter().position(|f| field_id(f) == Some(wanted));
+        let agrees = match found {
+            Some(i) => match field_id(&fields[i]) {
+                Some(id) => id == wanted,
+                None => by_id.is_none(),
+            },
+            None => by_id.is_none(),
+        };
+        if !agrees {
+            return Err(ConformError::FieldId {
+                column: path.into(),
+                file_id: found.and_then(|i| field_id(&fields[i]).cloned()),
+                table_id: Some(wanted.clone()),
+            });
+        }
+    }
+    Ok(found.map(|i| &columns[i]))
+}
+
+/// `c` as the table's type `to` without changing a value. Struct children are matched by
+/// name and field id at every depth, a missing nullable child reads as NULL and a child the
+/// table no longer has is left out (Arrow's cast would match children by position when names
+/// differ: after a nested column was dropped and another added, old values would land in the
+/// new one). List elements and map entries keep their positions; leaves are cast exactly.
+fn conform_array(path: &str, c: &ArrayRef, to: &DataType) -> Result<ArrayRef, ConformError> {
+    if c.data_type() == to {
+        return Ok(c.clone());
+    }
+    let arrow = |e: arrow::error::ArrowError| ConformError::Arrow(format!("{path}: {e}"));
+    let out: ArrayRef = match (c.data_type(), to) {
+        (DataType::Struct(_), DataType::Struct(to_fields)) => {
+            Arc::new(conform_struct(path, c.as_struct(), to_fields)?)
+        }
+        (DataType::List(_), DataType::List(to_item)) => {
+            let l = c.as_list::<i32>();
+            let values = conform_array(&format!("{path}[]"), l.values(), to_item.data_type())?;
+            Arc::new(
+                ListArray::try_new(
+                    to_item.clone(),
+                    l.offsets().clone(),
+                    values,
+                    l.nulls().cloned(),
+                )
+                .map_err(arrow)?,
+            )
+        }
+        (DataType::LargeList(_), DataType::LargeList(to_item)) => {
+            let l = c.as_list::<i64>();
+            let values = conform_array(&format!("{path}[]"), l.values(), to_item.data_type())?;
+            Arc::new(
+                LargeListArray::try_new(
+                    to_item.clone(),
+                    l.offsets().clone(),
+                    values,
+                    l.nulls().cloned(),
+                )
+                .map_err(arrow)?,
+            )
+        }
+        (DataType::Map(_, _), DataType::Map(to_entries, sorted)) => {
+            match conform_map(path, c.as_map(), to_entries, *sorted)? {
+                Some(m) => Arc::new(m),
+                None => return cast_exact(path, c, to),
+            }
+        }
+        _ => return cast_exact(path, c, to),
+    };
+    Ok(out)
+}
+
+/// A struct's children by name and field id (`find_field`), each conformed in turn.
+fn conform_struct(
+    path: &str,
+    s: &StructArray,
+    to_fields: &Fields,
+) -> Result<StructArray, ConformError> {
+    let children = to_fields
+        .iter()
+        .map(|f| {
+            let child = format!("{path}.{}", f.name());
+            match find_field(s.fields(), s.columns(), f, &child)? {
+                Some(a) => conform_array(&child, a, f.data_type()),
+                None if f.is_nullable() => Ok(new_null_array(f.data_type(), s.len())),
+                None => Err(ConformError::MissingColumn { column: child }),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    StructArray::try_new(to_fields.clone(), children, s.nulls().cloned())
+        .map_err(|e| ConformError::Arrow(format!("{path}: {e}")))
+}
+
+/// A map's keys and values by position (their names vary between writers); None when either
+/// side is not a two-field entry struct (then it is cast as a whole).
+fn conform_map(
+    path: &str,
+    m: &MapArray,
+    to_entries: &FieldRef,
+    sorted: bool,
+) -> Result<Option<MapArray>, ConformError> {
+    let DataType::Struct(to_kv) = to_entries.data_type() else {
+        return Ok(None);
+    };
+    if to_kv.len() != 2 || m.entries().num_columns() != 2 {
+        return Ok(None);
+    }
+    let arrow = |e: arrow::error::ArrowError| ConformError::Arrow(format!("{path}: {e}"));
+    let keys = conform_array(&format!("{path}.key"), m.keys(), to_kv[0].data_type())?;
+    let values = conform_array(&format!("{path}.value"), m.values(), to_kv[1].data_type())?;
+    let entries = StructArray::try_new(to_kv.clone(), vec![keys, values], None).map_err(arrow)?;
+    MapArray::try_new(
+        to_entries.clone(),
+        m.offsets().clone(),
+        entries,
+        m.nulls().cloned(),
+        sorted,
+    )
+    .map(Some)
+    .map_err(arrow)
 }
 
 /// Casts `c` to `to` and proves it lossless: the result casts back to exactly the input.
@@ -234,13 +336,13 @@ pub fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, Co
         return Ok(batch);
     }
     let n = batch.num_rows();
+    let file = batch.schema();
     let cols: Vec<ArrayRef> = schema
         .fields()
         .iter()
         .map(
-            |f| match check_field_id(&batch, f).and_then(|()| find_column(&batch, f.name()))? {
-                Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
-                Some(c) => cast_exact(f.name(), c, f.data_type()),
+            |f| match find_field(file.fields(), batch.columns(), f, f.name())? {
+                Some(c) => conform_array(f.name(), c, f.data_type()),
                 None if f.is_nullable() => Ok(new_null_array(f.data_type(), n)),
                 None => Err(ConformError::MissingColumn {
                     column: f.name().clone(),
@@ -261,6 +363,72 @@ mod tests {
             parquet::arrow::PARQUET_FIELD_ID_META_KEY.to_string(),
             id.to_string(),
         )]))
+    }
+
+    fn structs(fields: Vec<Field>, columns: Vec<ArrayRef>) -> ArrayRef {
+        Arc::new(StructArray::new(fields.into(), columns, None))
+    }
+
+    #[test]
+    fn a_struct_child_is_matched_by_name_never_by_position() {
+        // The file's s{x, y}; the table dropped s.y and added s.z (same count, other name).
+        let file = structs(
+            vec![
+                Field::new("x", DataType::Int64, true),
+                Field::new("y", DataType::Int64, true),
+            ],
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2])),
+                Arc::new(Int64Array::from(vec![10, 20])),
+            ],
+        );
+        let to = DataType::Struct(
+            vec![
+                Field::new("x", DataType::Int64, true),
+                Field::new("z", DataType::Int64, true),
+            ]
+            .into(),
+        );
+        let out = conform_array("s", &file, &to).unwrap();
+        let out = out.as_struct();
+        assert_eq!(
+            out.column(0).as_ref(),
+            &Int64Array::from(vec![1, 2]) as &dyn Array
+        );
+        assert_eq!(
+            out.column(1).null_count(),
+            2,
+            "s.z reads NULL, not s.y's values"
+        );
+    }
+
+    #[test]
+    fn a_struct_in_a_list_is_matched_by_name_and_field_id() {
+        let item = |fields: Vec<Field>, cols: Vec<ArrayRef>| {
+            let s = structs(fields.clone(), cols);
+            let f = Arc::new(Field::new("element", s.data_type().clone(), true));
+            let l: ArrayRef = Arc::new(ListArray::new(
+                f,
+                arrow::buffer::OffsetBuffer::from_lengths([2]),
+                s,
+                None,
+            ));
+            l
+        };
+        let file = item(
+            vec![with_id(Field::new("a", DataType::Int64, true), "7")],
+            vec![Arc::new(Int64Array::from(vec![1, 2]))],
+        );
+        let to_struct = |id: &str| {
+            DataType::Struct(vec![with_id(Field::new("a", DataType::Int64, true), id)].into())
+        };
+        let to = |id: &str| DataType::List(Arc::new(Field::new("element", to_struct(id), true)));
+        let out = conform_array("l", &file, &to("7")).unwrap();
+        assert_eq!(out.data_type(), &to("7"));
+        assert!(matches!(
+            conform_array("l", &file, &to("8")),
+            Err(ConformError::FieldId { .. })
+        ));
     }
 
     #[test]
@@ -291,6 +459,22 @@ mod tests {
         // A file without ids is matched by name.
         let plain = batch(Field::new("col-a", DataType::Int64, true));
         assert_eq!(conform(plain, &table).unwrap().column(0).null_count(), 0);
+        // The name without an id while another column holds the id: refused.
+        let two = RecordBatch::try_new(
+            schema(vec![
+                Field::new("col-a", DataType::Int64, true),
+                with_id(Field::new("old", DataType::Int64, true), "1"),
+            ]),
+            vec![
+                Arc::new(Int64Array::from(vec![1])),
+                Arc::new(Int64Array::from(vec![2])),
+            ],
+        )
+        .unwrap();
+        assert!(matches!(
+            conform(two, &table),
+            Err(ConformError::FieldId { .. })
+        ));
     }
     use arrow::array::{Array, Int32Array, Int64Array, TimestampNanosecondArray};
 

@@ -6,7 +6,7 @@
 //! under a random two-character folder, as Spark names a column-mapped table's files.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, AsArray, RecordBatch};
 use delta_kernel::engine::arrow_expression::evaluate_expression::to_json;
@@ -66,6 +66,9 @@ pub struct PhysicalWriter {
     props: WriterProperties,
     /// The partition's values keyed by physical names, as every `add` carries them.
     partition_values: HashMap<String, Option<String>>,
+    /// Every file is listed here before a byte of it is written, so a failure or a panic at
+    /// any point (a close that landed the object, say) leaves no output unknown.
+    ledger: Arc<Mutex<Vec<String>>>,
     open: Option<OpenFile>,
 }
 
@@ -76,6 +79,7 @@ impl PhysicalWriter {
         schema: arrow::datatypes::SchemaRef,
         props: WriterProperties,
         partition_values: HashMap<String, Option<String>>,
+        ledger: Arc<Mutex<Vec<String>>>,
     ) -> Self {
         Self {
             store,
@@ -83,6 +87,7 @@ impl PhysicalWriter {
             schema,
             props,
             partition_values,
+            ledger,
             open: None,
         }
     }
@@ -91,6 +96,9 @@ impl PhysicalWriter {
         // One codec for every column (`RewriteOptions::compression`).
         let codec = self.props.compression(&ColumnPath::from("any"));
         let path = output_path(codec);
+        if let Ok(mut l) = self.ledger.lock() {
+            l.push(path.clone());
+        }
         let sink = BufWriter::new(self.store.clone(), Path::from(path.as_str()));
         let options = ArrowWriterOptions::new()
             .with_properties(self.props.clone())

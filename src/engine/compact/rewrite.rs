@@ -479,8 +479,24 @@ struct Writing {
 }
 
 impl Writing {
+    /// Every output written so far: the flushed ones and any file the writer opened (one
+    /// whose close failed may have landed), each once.
     fn outputs(&self) -> Vec<String> {
-        self.adds.iter().map(|a| a.path.clone()).collect()
+        let mut out: Vec<String> = match self.ledger.lock() {
+            Ok(l) => l.clone(),
+            Err(_) => Vec::new(),
+        };
+        out.extend(self.adds.iter().map(|a| a.path.clone()));
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|p| seen.insert(p.clone()));
+        out
+    }
+
+    /// Abandons the bin: what is being written is aborted (no upload left open on the
+    /// store); returns every output to delete.
+    async fn abandon(&mut self) -> Vec<String> {
+        self.writer.reset().await;
+        self.outputs()
     }
 
     fn record(&mut self, flushed: Vec<Add>) {
@@ -624,10 +640,10 @@ pub async fn rewrite_bin(
     };
     let deleted = match inputs.copy(&mut w, &bin).await {
         Ok(deleted) => deleted,
-        Err(e) => return Err(fail(e, w.outputs())),
+        Err(e) => return Err(fail(e, w.abandon().await)),
     };
     if let Err(e) = w.flush().await {
-        return Err(fail(e, w.outputs()));
+        return Err(fail(e, w.abandon().await));
     }
     // Outputs carry their tier, so the janitor's next plans merge them only with their peers.
     let tier = output_tier(&bin.files).to_string();
@@ -690,6 +706,7 @@ fn start_writing(
             file_schema.clone(),
             props,
             partition_map(values, Some(l)),
+            ledger.clone(),
         )),
     };
     Ok(Writing {

@@ -127,6 +127,8 @@ pub enum ConfigValueError {
     MaxBelowSmall,
     #[error("stream.rows must be at least 1")]
     NoRows,
+    #[error("{key} must be above zero (e.g. \"1s\"): it is the pause between repeated actions")]
+    ZeroInterval { key: &'static str },
 }
 
 impl Config {
@@ -154,6 +156,14 @@ impl Config {
         }
         if self.stream.rows == 0 {
             return Err(ConfigValueError::NoRows);
+        }
+        for (key, d) in [
+            ("stream.interval", self.stream.interval),
+            ("ui.refresh_interval", self.ui.refresh_interval),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigValueError::ZeroInterval { key });
+            }
         }
         Ok(())
     }

@@ -44,6 +44,8 @@ fn main() -> ExitCode {
     };
     match rt.block_on(lakehealth::cli::run::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        // `lakehealth report ROOT | head`: the reader has what it wanted.
+        Err(e) if lakehealth::cli::out::is_closed(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let text = lakehealth::cli::error_text(&e);
             let text = secrets::scrub(&text);

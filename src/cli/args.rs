@@ -16,6 +16,30 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (e.g. 1s, 500ms, 2m)"))
 }
 
+/// A duration between repeated actions: zero would repeat without pause.
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err("must be above zero (e.g. 1s, 500ms)".into());
+    }
+    Ok(d)
+}
+
+/// Bins at once: at least one, at most `MAX_PARALLELISM` (one thread each).
+fn parse_parallelism(s: &str) -> Result<usize, String> {
+    use crate::engine::compact::budget::MAX_PARALLELISM;
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number of bins at once, 1 to {MAX_PARALLELISM}"))?;
+    if !(1..=MAX_PARALLELISM).contains(&n) {
+        return Err(format!(
+            "{n} bins at once is out of range: 1 to {MAX_PARALLELISM} (each bin is rewritten on its own thread)"
+        ));
+    }
+    Ok(n)
+}
+
 /// `KEY=VALUE`. The error does not quote the argument: a mistyped `KEY:SECRET` is a
 /// credential (clap quotes the argument itself, scrubbed: `engine::secrets::register_args`).
 fn parse_kv(s: &str) -> Result<(String, String), String> {
@@ -111,7 +135,7 @@ pub struct DiscoveryArgs {
 pub struct PollArgs {
     /// How often the TUI reads the open table's log for new commits (default: 1s for local
     /// tables, 5s for object stores).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
     pub poll: Option<Duration>,
 }
 
@@ -221,7 +245,7 @@ pub struct CompactArgs {
     pub min_file_size: Option<ByteSize>,
     /// Bins rewritten at once (each uses about one core). Default: every core when no writer
     /// committed in the last minute, else 1 at a bounded read rate (ingestion first).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_parallelism)]
     pub parallelism: Option<usize>,
     /// Print the plan and change nothing.
     #[arg(long)]
@@ -367,7 +391,7 @@ pub struct DemoArgs {
 pub struct StreamArgs {
     pub uri: String,
     /// Time between micro-batches.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_interval)]
     pub interval: Option<Duration>,
     /// Rows per micro-batch.
     #[arg(long)]

@@ -186,9 +186,7 @@ fn summary_line(s: &JobSummary) -> String {
 fn print_json(summary: &JobSummary, plan: &CompactionPlan) -> Result<()> {
     let mut v = serde_json::to_value(summary)?;
     v["plan"] = serde_json::to_value(plan)?;
-    let text = serde_json::to_string_pretty(&v)?;
-    println!("{}", crate::engine::secrets::scrub(&text));
-    Ok(())
+    super::out::json(&v)
 }
 
 /// Cancels on Ctrl-C: no further commits, uncommitted output removed.
@@ -319,7 +317,7 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
     let plan = job.plan.clone();
     if a.dry_run {
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&plan)?);
+            super::out::json(&plan)?;
         }
         return Ok(());
     }

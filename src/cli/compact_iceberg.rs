@@ -57,8 +57,7 @@ pub async fn compact(
         eprintln!("cancelled: stopped before the next bin; the snapshots committed above stay");
     }
     if a.json {
-        let text = serde_json::to_string_pretty(&summary)?;
-        println!("{}", crate::engine::secrets::scrub(&text));
+        super::out::json(&summary)?;
     }
     if !summary.failures.is_empty() {
         bail!(

@@ -31,14 +31,14 @@ pub async fn convert_cmd(a: ConvertArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
     let plan = plan_convert(&loc, &s.open, &a.partition_by, &stderr_progress()).await?;
     if a.json && a.dry_run {
-        println!("{}", serde_json::to_string_pretty(&plan)?);
+        super::out::json(&plan)?;
         return Ok(());
     }
     let text = plan.text();
     if a.json {
         eprint!("{text}");
     } else {
-        print!("{text}");
+        super::out::print(&text)?;
     }
     if a.dry_run {
         eprintln!("dry run: nothing was changed");
@@ -60,16 +60,16 @@ pub async fn convert_cmd(a: ConvertArgs, s: &Settings) -> Result<()> {
     }
     let outcome = convert(&loc, &plan, &s.open).await?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        super::out::json(&outcome)?;
     } else {
-        println!(
+        super::out::line(&format!(
             "converted: {} is a Delta table at version {} with {} files ({}). Next: restart the writer with the Delta sink, then `lakehealth compact {}`",
             outcome.uri,
             outcome.version,
             outcome.files,
             format_bytes(outcome.bytes),
             outcome.uri
-        );
+        ))?;
     }
     Ok(())
 }

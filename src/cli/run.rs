@@ -10,6 +10,7 @@ use super::args::{
     Cli, Command, Common, DemoArgs, DiscoveryArgs, ExecutorArg, ExecutorArgs, ReportArgs, SizeArgs,
     StorageArgs, StreamArgs,
 };
+use super::out;
 use super::report_text::{root_text, table_text};
 use crate::config::{Config, DEFAULT_CONFIG};
 use crate::engine::compact::executor::{Executor, RayOptions};
@@ -19,7 +20,6 @@ use crate::engine::log::replay::ReplayOptions;
 use crate::engine::maintenance::orphans::attach_orphans_to;
 use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::{OpenOptions, Opened, open};
-use crate::engine::secrets::scrub;
 use crate::engine::stream::writer::{StreamOptions, run_stream};
 
 /// Config file merged with flags.
@@ -119,10 +119,48 @@ fn thresholds(config: &Config, sizes: &SizeArgs) -> Result<Thresholds> {
     if let Some(v) = sizes.max_file_size {
         t.max_file_size = v.0;
     }
-    if t.max_file_size < t.small_file_size {
-        anyhow::bail!("--max-file-size must not be below the small-file threshold");
-    }
+    check_band(&t, sizes)?;
     Ok(t)
+}
+
+/// Where each bound of the size band came from, for a message that blames the right one.
+fn source(flag: &'static str, given: bool) -> &'static str {
+    if given {
+        flag
+    } else {
+        "the config file or default"
+    }
+}
+
+/// The band's bounds fit together: small threshold and target at most the largest healthy size.
+fn check_band(t: &Thresholds, sizes: &SizeArgs) -> Result<()> {
+    use crate::engine::size::format_bytes;
+    let max_from = source("--max-file-size", sizes.max_file_size.is_some());
+    if sizes.target.is_some() && t.target_file_size > t.max_file_size {
+        anyhow::bail!(
+            "--target {} is above the largest healthy file size, {} (from {max_from}): give \
+             --max-file-size {} or more as well, or a smaller --target",
+            format_bytes(t.target_file_size),
+            format_bytes(t.max_file_size),
+            format_bytes(t.target_file_size),
+        );
+    }
+    if t.max_file_size < t.small_file_size {
+        let small_from = if sizes.small_below.is_some() {
+            "--small-below"
+        } else if sizes.target.is_some() {
+            "--target"
+        } else {
+            "the config file or default"
+        };
+        anyhow::bail!(
+            "the largest healthy file size, {} (from {max_from}), is below the small-file \
+             threshold, {} (from {small_from})",
+            format_bytes(t.max_file_size),
+            format_bytes(t.small_file_size),
+        );
+    }
+    Ok(())
 }
 
 pub fn settings(flags: &Flags) -> Result<Settings> {
@@ -173,18 +211,17 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Vacuum(a)) => super::vacuum::run(a, &s).await,
         Some(Command::Worker(a)) => super::worker::worker(a, &s).await,
         Some(Command::Config) => {
-            match Config::default_path() {
-                Some(p) => println!(
+            let head = match Config::default_path() {
+                Some(p) => format!(
                     "# config file: {} (override with --config or $LAKEHEALTH_CONFIG)",
                     p.display()
                 ),
-                None => {
-                    println!("# no platform config directory; use --config or $LAKEHEALTH_CONFIG")
-                }
-            }
-            println!("# log file: {}", crate::logging::log_path().display());
-            print!("{DEFAULT_CONFIG}");
-            Ok(())
+                None => "# no platform config directory; use --config or $LAKEHEALTH_CONFIG".into(),
+            };
+            super::out::print(&format!(
+                "{head}\n# log file: {}\n{DEFAULT_CONFIG}",
+                crate::logging::log_path().display()
+            ))
         }
         None => match cli.uri {
             Some(uri) => {
@@ -207,7 +244,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             None => {
                 use clap::CommandFactory;
                 Cli::command().print_help()?;
-                println!();
+                out::line("")?;
                 anyhow::bail!("give a table or root to open, or a command (try `lakehealth demo`)")
             }
         },
@@ -219,10 +256,10 @@ async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
     let mut opened = open(&loc, &s.open, &super::convert::stderr_progress()).await?;
     attach_orphans_to(&mut opened, &s.open.storage_options).await;
     match (&opened, a.json) {
-        (Opened::Table(t), true) => println!("{}", scrub(&serde_json::to_string_pretty(t)?)),
-        (Opened::Root(r), true) => println!("{}", scrub(&serde_json::to_string_pretty(r)?)),
-        (Opened::Table(t), false) => print!("{}", scrub(&table_text(t))),
-        (Opened::Root(r), false) => print!("{}", scrub(&root_text(r))),
+        (Opened::Table(t), true) => out::json(t)?,
+        (Opened::Root(r), true) => out::json(r)?,
+        (Opened::Table(t), false) => out::print(&table_text(t))?,
+        (Opened::Root(r), false) => out::print(&root_text(r))?,
     }
     // The tables that read are printed above; one that did not fails the command (scripts
     // and CI must not take a partial report for a healthy lake).
@@ -265,11 +302,16 @@ async fn stream(a: StreamArgs, s: &Settings) -> Result<()> {
         }
     });
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let reader_gone = cancel.clone();
     let printer = tokio::spawn(async move {
         // One JSON line per committed batch on stdout: tests and scripts read them.
         while let Some(ev) = rx.recv().await {
-            if let Ok(line) = serde_json::to_string(&ev) {
-                println!("{line}");
+            if let Ok(line) = serde_json::to_string(&ev)
+                && out::line(&line).is_err()
+            {
+                // Nobody reads the batches any more (`| head`): stop after this one.
+                reader_gone.cancel();
+                break;
             }
         }
     });
@@ -286,8 +328,7 @@ async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Re
         .await
         .context("the demo table could not be prepared")?;
     if a.no_tui {
-        println!("{}", loc.display());
-        return Ok(());
+        return out::line(&loc.display().to_string());
     }
     let cancel = CancellationToken::new();
     let writer = if a.no_stream {

@@ -227,9 +227,9 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
                 "dry_run": true, "plan": plan, "outcome": null,
                 "orphans": orphans_json(serde_json::Value::Null),
             });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            super::out::json(&v)?;
         } else {
-            print!("{text}");
+            super::out::print(&text)?;
         }
         return orphans
             .map(|_| ())
@@ -252,13 +252,13 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
             "dry_run": false, "plan": plan, "outcome": outcome,
             "orphans": orphans_json(serde_json::to_value(&deleted)?),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        super::out::json(&v)?;
     } else {
         // "Nothing to delete" would read wrong above the orphans it did delete.
         if outcome.files_deleted > 0 || deleted.files_deleted == 0 {
-            print!("{}", outcome_text(&outcome));
+            super::out::print(&outcome_text(&outcome))?;
         }
-        print!("{}", orphan_outcome_text(&deleted));
+        super::out::print(&orphan_outcome_text(&deleted))?;
     }
     if let Err(e) = &orphans {
         anyhow::bail!("orphan files could not be checked: {e}");

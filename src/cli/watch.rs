@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use tokio_util::sync::CancellationToken;
 
 use super::args::WatchArgs;
+use super::out;
 use super::run::Settings;
 use crate::engine::janitor::Janitor;
 use crate::engine::janitor::decide::DecisionKind;
@@ -88,22 +89,29 @@ fn human(line: &Line, once: bool) -> Option<(bool, String)> {
     }
 }
 
-fn print(line: &Line, json: bool, once: bool) {
+/// Prints one line of the janitor's; false when standard output is closed (nobody reads on).
+fn print(line: &Line, json: bool, once: bool) -> bool {
     if json {
-        match serde_json::to_string(line) {
-            Ok(s) => println!("{}", scrub(&s)),
-            Err(e) => eprintln!("warning: a JSON line could not be written: {e}"),
-        }
+        let shown = match serde_json::to_string(line) {
+            Ok(s) => out::line(&s).is_ok(),
+            Err(e) => {
+                eprintln!("warning: a JSON line could not be written: {e}");
+                true
+            }
+        };
         // What stopped matters to whoever pressed Ctrl-C, JSON or not.
         if let Line::Stopped { reason, .. } = line {
             eprintln!("stopped: {}", scrub(reason));
         }
-        return;
+        return shown;
     }
     match human(line, once) {
-        Some((false, s)) => println!("{}", scrub(&s)),
-        Some((true, s)) => eprintln!("{}", scrub(&s)),
-        None => {}
+        Some((false, s)) => out::line(&s).is_ok(),
+        Some((true, s)) => {
+            eprintln!("{}", scrub(&s));
+            true
+        }
+        None => true,
     }
 }
 
@@ -147,7 +155,15 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
     }
     eprintln!("history: {}", path.display());
     let (json, once) = (a.json, a.once);
-    let sink = Box::new(move |line: &Line| print(line, json, once));
+    let cancel = CancellationToken::new();
+    let reader_gone = cancel.clone();
+    let sink = Box::new(move |line: &Line| {
+        if !print(line, json, once) {
+            // `watch ... | head`: as on Ctrl-C, no new job starts and a running one stops
+            // before its next commit.
+            reader_gone.cancel();
+        }
+    });
     let interval = policy.interval;
     let mut janitor = Janitor::new(targets, policy, s.open.clone(), history, sink, a.resume);
     if a.no_throttle {
@@ -155,7 +171,6 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
         janitor = janitor.unthrottled();
     }
 
-    let cancel = CancellationToken::new();
     if let Some(addr) = a.metrics_addr {
         let listener = metrics::bind(addr)
             .await

@@ -5,6 +5,7 @@ pub mod compact;
 pub mod demo;
 pub mod discover;
 pub mod error;
+pub mod failpoint;
 pub mod formats;
 pub mod forward_store;
 pub mod janitor;

@@ -77,21 +77,53 @@ pub async fn guarded<'a, T>(fut: impl Future<Output = T> + Send + 'a) -> Result<
     .map_err(|p| Panicked(message(p)))
 }
 
-/// Wraps the current panic hook: panics inside `guarded` are logged, not printed.
+/// Wraps the current panic hook: panics inside `guarded` are logged, not printed, and so is the
+/// one panic a dependency raises and catches by design (`caught_by_its_raiser`).
 pub fn install_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if is_guarded() {
             tracing::error!("caught while reading untrusted input: {info}");
+        } else if caught_by_its_raiser(&payload_text(info), info.location().map(|l| l.file())) {
+            tracing::warn!("a write failed and its upload could not be aborted: {info}");
         } else {
             previous(info);
         }
     }));
 }
 
+fn payload_text(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let p = info.payload();
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// object_store's `BufWriter::abort` panics "Already shut down" once a failed `shutdown` began,
+/// and delta-rs's writer calls it after a failed finish (a full or read-only disk) inside
+/// `catch_unwind`, by design: the write fails with its own error. A hook runs before any
+/// `catch_unwind`, so without this the user would see a panic's text above a clean error.
+fn caught_by_its_raiser(message: &str, file: Option<&str>) -> bool {
+    message == "Already shut down"
+        && file.is_some_and(|f| f.contains("object_store") && f.ends_with("buffered.rs"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_object_stores_abort_after_shutdown_panic_is_taken_for_caught() {
+        let f = "/root/.cargo/registry/src/x/object_store-0.13.2/src/buffered.rs";
+        assert!(caught_by_its_raiser("Already shut down", Some(f)));
+        assert!(!caught_by_its_raiser(
+            "Already shut down",
+            Some("src/engine/x.rs")
+        ));
+        assert!(!caught_by_its_raiser("index out of bounds", Some(f)));
+        assert!(!caught_by_its_raiser("Already shut down", None));
+    }
 
     #[tokio::test]
     async fn a_panic_inside_becomes_an_error_and_the_guard_is_released() {

@@ -141,6 +141,8 @@ struct Faulty {
     fail_log_deletes: bool,
     /// Every data file written holds one value other than the writer gave (`tampered`).
     tamper_outputs: bool,
+    /// Every commit file fails to be written, as on a full disk (ENOSPC), and nothing lands.
+    full_disk_commits: bool,
 }
 
 fn is_data_file(p: &Path) -> bool {
@@ -249,6 +251,12 @@ impl ObjectStore for Faulty {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
+        if is_commit_file(location) && self.full_disk_commits {
+            return Err(object_store::Error::Generic {
+                store: "LocalFileSystem",
+                source: Box::new(std::io::Error::from_raw_os_error(28)),
+            });
+        }
         if is_commit_file(location) && self.fail_instead_of_commit.swap(false, Ordering::SeqCst) {
             return Err(injected("connection reset before the commit was written"));
         }
@@ -319,6 +327,7 @@ struct Faults {
     exists_after_commit: bool,
     fail_log_deletes: bool,
     tamper_outputs: bool,
+    full_disk_commits: bool,
 }
 
 async fn compact_through(l: &Location, f: Faults) -> JobSummary {
@@ -330,6 +339,7 @@ async fn compact_through(l: &Location, f: Faults) -> JobSummary {
             exists_after_commit: AtomicBool::new(f.exists_after_commit),
             fail_log_deletes: f.fail_log_deletes,
             tamper_outputs: f.tamper_outputs,
+            full_disk_commits: f.full_disk_commits,
         }) as Arc<dyn ObjectStore>
     });
     let table = open_for_compaction_with(l, &HashMap::new(), Some(wrap.as_ref()))
@@ -507,4 +517,34 @@ fn urlish(p: &str) -> String {
     percent_encoding::percent_decode_str(p)
         .decode_utf8_lossy()
         .into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_a_full_disk_refused_is_read_back_and_reported_failed_not_unknown() {
+    let (d, l, rows) = seeded(40).await;
+    let s = compact_through(
+        &l,
+        Faults {
+            full_disk_commits: true,
+            ..Faults::default()
+        },
+    )
+    .await;
+    assert!(s.commits.is_empty(), "{:?}", s.commits);
+    // The version was read back after each failed write: certainly not written, so the
+    // outcome is known and the outputs are removed rather than kept for an unknown outcome.
+    assert!(s.unknown_outcome_files.is_empty(), "{s:?}");
+    assert!(!s.errors.is_empty());
+    for e in &s.errors {
+        assert!(e.contains("No space left on device"), "{e}");
+        assert!(e.contains("not written"), "{e}");
+        assert!(!e.contains("unknown"), "{e}");
+    }
+    assert_eq!(
+        leftover_files(d.path()),
+        Vec::<String>::new(),
+        "no output left"
+    );
+    assert_eq!(optimize_commits(d.path()), 0);
+    assert_exact(d.path(), rows);
 }

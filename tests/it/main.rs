@@ -1,10 +1,12 @@
 //! Integration tests, one binary (each test binary links all of delta-rs, so fewer is faster).
 
+mod clear_errors;
 mod cli;
 mod column_mapping;
 mod commit_safety;
 mod common;
 mod compact;
+mod crash_consistency;
 mod deletion_vectors;
 mod dv_tables;
 mod errors;
@@ -20,6 +22,7 @@ mod kernel_reader;
 mod kernel_writer;
 mod live;
 mod maintenance;
+mod no_panic;
 mod orphans;
 mod race;
 mod ray;

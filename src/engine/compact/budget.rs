@@ -4,6 +4,16 @@
 
 use serde::Serialize;
 
+/// The most bins a job rewrites at once. Each runs on its own worker thread with its own
+/// buffers; past a few hundred the machine runs out of threads or memory long before the store
+/// runs out of bandwidth (`--parallelism 100000` used to abort the process).
+pub const MAX_PARALLELISM: usize = 256;
+
+/// `n` bins at once, within 1..=MAX_PARALLELISM.
+pub fn bounded_parallelism(n: usize) -> usize {
+    n.clamp(1, MAX_PARALLELISM)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Budget {
     /// Bins rewritten at once (one core each).
@@ -25,11 +35,24 @@ impl Budget {
     /// Every core, unbounded.
     pub fn full(cores: usize) -> Self {
         Budget {
-            parallelism: cores.max(1),
+            parallelism: bounded_parallelism(cores),
             read_bytes_per_second: None,
             background: false,
             commit_spacing_ms: None,
             writer_rhythm_ms: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parallelism_is_kept_within_one_and_the_maximum() {
+        assert_eq!(bounded_parallelism(0), 1);
+        assert_eq!(bounded_parallelism(8), 8);
+        assert_eq!(bounded_parallelism(100_000), MAX_PARALLELISM);
+        assert_eq!(Budget::full(usize::MAX).parallelism, MAX_PARALLELISM);
     }
 }

@@ -35,6 +35,7 @@ use serde::Serialize;
 
 use super::commit_actions::{AttemptInput, PrepareError, commit_file};
 use super::features;
+use crate::engine::failpoint::{self, Failpoint};
 use crate::engine::log::actions::{commit_info, scan};
 use crate::engine::model::percent::decode as decoded;
 
@@ -219,6 +220,7 @@ fn backoff(attempt: u32) -> Duration {
 
 /// Validates and commits one bin; see the module docs. `table` is brought up to date.
 pub async fn commit_bin(table: &mut DeltaTable, bin: &BinActions<'_>) -> CommitOutcome {
+    failpoint::hit(Failpoint::OutputsWritten);
     let commit_id = uuid::Uuid::new_v4().to_string();
     let log = table.log_store();
     // Set once an attempt failed after it may have written the commit, and never cleared: a
@@ -402,12 +404,53 @@ async fn try_commit(
             }
             _ => AttemptError::NotWritten(e.to_string()),
         })?;
-    match write_commit(table.log_store().as_ref(), version, bytes).await {
+    let log = table.log_store();
+    match write_commit(log.as_ref(), version, bytes).await {
         Err(AttemptError::LostRace(why)) => {
-            own_or_lost(table.log_store().as_ref(), version, commit_id, why).await
+            own_or_lost(log.as_ref(), version, commit_id, why).await
+        }
+        Err(AttemptError::MaybeWritten(why)) => {
+            read_back_after_error(log.as_ref(), version, commit_id, why).await
         }
         Err(e) => Err(e),
-        Ok(()) => Ok(version),
+        Ok(()) => {
+            failpoint::hit(Failpoint::LogEntryWritten);
+            Ok(version)
+        }
+    }
+}
+
+/// The write of `version` failed (a full disk, a timeout): the version is read back at once, so
+/// the outcome is known wherever it can be. Ours: landed. Another's: a lost race. Absent on a
+/// local file system: not written (a failed local write has nothing in flight, so a full or
+/// read-only disk is a plain failure and the outputs can go). Absent on an object store, or
+/// unreadable: unknown, since a request the client gave up on can still land.
+async fn read_back_after_error(
+    log: &dyn LogStore,
+    version: u64,
+    commit_id: &str,
+    why: String,
+) -> Result<u64, AttemptError> {
+    match log.read_commit_entry(version).await {
+        Ok(Some(bytes)) => {
+            let id = commit_info(&bytes).and_then(|ci| ci.lakehealth_commit_id);
+            if id.as_deref() == Some(commit_id) {
+                Ok(version)
+            } else {
+                Err(AttemptError::LostRace(format!(
+                    "{why}; version {version} was then found written by another commit"
+                )))
+            }
+        }
+        Ok(None) if log.config().location().scheme() == "file" => Err(AttemptError::NotWritten(
+            format!("{why}; version {version} is not in the log (read back: not written)"),
+        )),
+        Ok(None) => Err(AttemptError::MaybeWritten(format!(
+            "{why}; version {version} is not in the log yet, but the request may still land"
+        ))),
+        Err(e) => Err(AttemptError::MaybeWritten(format!(
+            "{why}; reading version {version} back to check: {e}"
+        ))),
     }
 }
 

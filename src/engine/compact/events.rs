@@ -254,6 +254,8 @@ pub struct JobSummary {
     /// The last pace and why, when the job followed a writer's cadence.
     pub pace: Option<super::cadence::PaceNote>,
     pub seconds: f64,
+    /// What killed jobs had left on the table, settled before this job ran (`job_ledger`).
+    pub swept: Box<super::job_ledger::Sweep>,
 }
 
 impl JobSummary {

@@ -86,7 +86,7 @@ pub struct PreparedJob {
 impl PreparedJob {
     /// Applies a throttle's budget (`janitor::throttle`): bins at once, and the read rate.
     pub fn set_budget(&mut self, b: super::budget::Budget) {
-        self.exec.parallelism = b.parallelism.max(1);
+        self.exec.parallelism = super::budget::bounded_parallelism(b.parallelism);
         self.exec.background = b.background;
         self.exec.commit_spacing = b
             .commit_spacing_ms
@@ -216,7 +216,7 @@ pub fn prepare_table(
             compression_ratio: ratio,
             pace: None,
         },
-        parallelism: req.parallelism.max(1),
+        parallelism: super::budget::bounded_parallelism(req.parallelism),
         predicate: selection.describe(),
         plan_options: o,
         thresholds: t,
@@ -285,7 +285,23 @@ async fn run_locked(
             return ended_early(&events, s);
         }
     }
-    execute(&job.table, &job.plan, &job.exec, cancel, events).await
+    let swept = super::job_ledger::sweep(&job.table.table, crate::engine::open::now_ms()).await;
+    if !swept.deleted.is_empty() || !swept.refused.is_empty() {
+        tracing::info!(
+            "{}: swept {} uncommitted output(s) of {} killed job(s); refused {} ledger entr(ies)",
+            job.table.uri,
+            swept.deleted.len(),
+            swept.dead_jobs.len(),
+            swept.refused.len()
+        );
+    }
+    let mut summary = execute(&job.table, &job.plan, &job.exec, cancel, events).await;
+    // Every output committed or deleted: nothing for a later sweep to settle.
+    if summary.unknown_outcome_files.is_empty() && summary.orphaned_files.is_empty() {
+        super::job_ledger::remove(&job.table.ledger).await;
+    }
+    summary.swept = Box::new(swept);
+    summary
 }
 
 /// Executes on a dedicated runtime with one worker thread per unit of parallelism: compaction

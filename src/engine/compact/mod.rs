@@ -21,6 +21,8 @@ pub mod features;
 pub mod fingerprint;
 pub mod iceberg;
 pub mod job;
+pub mod job_ledger;
+mod liveness;
 pub mod locks;
 pub mod pace;
 pub mod physical_writer;

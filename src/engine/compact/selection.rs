@@ -140,22 +140,29 @@ enum Refused {
 }
 
 /// Resolves names to the table's partition columns (an exact match first, then ignoring
-/// case, as Spark resolves columns).
-struct Columns<'a>(&'a [String]);
+/// case, as Spark resolves columns); `Any` takes every name for a column, to check a
+/// predicate's shape before its tables are known.
+enum Columns<'a> {
+    Of(&'a [String]),
+    Any,
+}
 
 impl Columns<'_> {
     fn resolve(&self, name: &str) -> Result<String, Refused> {
-        self.0
-            .iter()
+        let cols = match self {
+            Columns::Of(cols) => *cols,
+            Columns::Any => return Ok(name.to_string()),
+        };
+        cols.iter()
             .find(|p| p.as_str() == name)
-            .or_else(|| self.0.iter().find(|p| p.eq_ignore_ascii_case(name)))
+            .or_else(|| cols.iter().find(|p| p.eq_ignore_ascii_case(name)))
             .cloned()
             .ok_or_else(|| Refused::NotAPartitionColumn {
                 name: name.to_string(),
-                columns: if self.0.is_empty() {
+                columns: if cols.is_empty() {
                     "none, the table is unpartitioned".to_string()
                 } else {
-                    self.0.join(", ")
+                    cols.join(", ")
                 },
             })
     }
@@ -341,11 +348,23 @@ impl Predicate {
             reason: reason.to_string(),
         };
         let expr = parse_sql(input).map_err(err)?;
-        let filter = translate(&expr, &Columns(partition_columns)).map_err(err)?;
+        let filter = translate(&expr, &Columns::Of(partition_columns)).map_err(err)?;
         Ok(Predicate {
             filter,
             text: expr.to_string(),
         })
+    }
+
+    /// Checks everything but the column names (unknown until a table is open): a subquery, a
+    /// function or an unsupported operator is refused here, when a policy loads.
+    pub fn check_shape(input: &str) -> Result<(), PredicateError> {
+        let err = |reason: Refused| PredicateError {
+            input: input.to_string(),
+            reason: reason.to_string(),
+        };
+        let expr = parse_sql(input).map_err(err)?;
+        translate(&expr, &Columns::Any).map_err(err)?;
+        Ok(())
     }
 
     /// Whether a partition (column → value, None for null) matches. A comparison involving a

@@ -12,6 +12,7 @@ use object_store::ObjectStore;
 
 use super::column_mapping::partition_physical_names;
 use super::counting_store::{ByteCounters, CountingStore};
+use super::executor::ledger::LedgerStore;
 use super::features::{self, WriteFeatures};
 use super::plan::{FileRef, RowIds};
 use super::tiers::tier_of;
@@ -30,6 +31,8 @@ pub struct CompactionTable {
     pub features: WriteFeatures,
     /// It uses column mapping: outputs are written with physical names (`column_mapping`).
     pub column_mapped: bool,
+    /// This job's durable list of the outputs it writes (`job_ledger`).
+    pub ledger: Arc<LedgerStore>,
 }
 
 fn derr(uri: &str, e: deltalake::DeltaTableError) -> EngineError {
@@ -63,6 +66,12 @@ pub async fn open_for_compaction_with(
     if let Some(wrap) = wrap {
         store = wrap(store);
     }
+    let root = object_store::path::Path::from_url_path(loc.url.path()).map_err(|e| {
+        EngineError::from_store(&uri, "the table path", object_store::Error::from(e))
+    })?;
+    // Outermost: every output is listed durably before any layer below creates it.
+    let ledger = super::job_ledger::ledger_store(store, root);
+    let store: Arc<dyn ObjectStore> = ledger.clone();
     let loaded = DeltaTableBuilder::from_url(loc.url.clone())
         .map_err(|e| derr(&uri, e))?
         .with_storage_backend(store, loc.url.clone())
@@ -91,6 +100,7 @@ pub async fn open_for_compaction_with(
         props,
         features,
         column_mapped,
+        ledger,
     })
 }
 

@@ -473,18 +473,31 @@ pub async fn convert(
     let prefix = Path::from_url_path(loc.url.path()).map_err(|e| {
         EngineError::from_store(&uri, "the table path", object_store::Error::from(e))
     })?;
+    let root = base.root_object_store(None);
     let only: Arc<dyn ObjectStore> = Arc::new(OnlyTheseFiles {
-        inner: base.root_object_store(None),
-        prefix,
+        inner: root.clone(),
+        prefix: prefix.clone(),
         keep: plan.keep.clone(),
     });
     let log_store = deltalake::logstore::logstore_with(only, &loc.url, config)
         .map_err(|e| derr("opening the storage", e))?;
-    let table = ConvertToDeltaBuilder::new()
+    let converted = ConvertToDeltaBuilder::new()
         .with_log_store(log_store)
         .with_partition_schema(plan.fields.clone())
-        .await
-        .map_err(|e| derr("converting to Delta", e))?;
+        .await;
+    let table = match converted {
+        Ok(t) => t,
+        Err(e) => {
+            // delta-rs's error does not say which file; find it (only on this path: a footer
+            // read per file would double the cost of every conversion that works).
+            if let Some(bad) = first_unreadable_footer(&root, &prefix, &plan.keep).await {
+                return Err(EngineError::InvalidRequest(format!(
+                    "{uri}: {bad}; nothing was converted (fix or remove that file, then convert again)"
+                )));
+            }
+            return Err(derr("converting to Delta", e));
+        }
+    };
     let version = table.version().unwrap_or_default();
     // Checked from the log just written, by lakehealth's own reader.
     let written =
@@ -502,6 +515,32 @@ pub async fn convert(
         files: written.stats.files,
         bytes: written.stats.bytes,
     })
+}
+
+/// The first file of `keep` (in name order) whose Parquet footer cannot be read, with the reason.
+async fn first_unreadable_footer(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &Path,
+    keep: &HashSet<String>,
+) -> Option<String> {
+    use parquet::arrow::async_reader::AsyncFileReader;
+    let mut names: Vec<&String> = keep.iter().collect();
+    names.sort();
+    for rel in names {
+        // `rel` is made of a listed path's encoded parts.
+        let full = match prefix.as_ref() {
+            "" => rel.clone(),
+            p => format!("{p}/{rel}"),
+        };
+        let Ok(path) = Path::parse(&full) else {
+            continue;
+        };
+        let mut reader = crate::engine::parquet_reader::StoreReader::new(store.clone(), path, None);
+        if let Err(e) = reader.get_metadata(None).await {
+            return Some(format!("{rel} is not a readable Parquet file ({e})"));
+        }
+    }
+    None
 }
 
 /// Looks at the folder again: a writer still running (a streaming query's next batch, a job

@@ -306,6 +306,9 @@ pub enum SettingProblem {
     CommitSpacing(#[from] CommitSpacingError),
     #[error("is invalid: {0}")]
     Partitions(#[source] DateMacroError),
+    /// Only the reason: the predicate is the policy's own text, which its line points at.
+    #[error("is invalid: {}", .0.reason)]
+    PartitionsPredicate(#[source] crate::engine::compact::selection::PredicateError),
     #[error("\"ray\" needs ray_address")]
     RayWithoutAddress,
     #[error("is {0:?}; expected \"local\" or \"ray\"")]
@@ -653,9 +656,18 @@ fn partitions(
         text: p.get_ref().clone(),
         line: line_of(text, p.span().start),
     };
-    if let Err(e) = filter.expand(chrono::Utc::now().date_naive()) {
-        return Err(at.err(p.span(), "partitions", SettingProblem::Partitions(e)));
-    }
+    let expanded = filter
+        .expand(chrono::Utc::now().date_naive())
+        .map_err(|e| at.err(p.span(), "partitions", SettingProblem::Partitions(e)))?;
+    // Columns are checked against each table; everything else is checked now, so a subquery
+    // or a function is refused when the policy loads rather than at the first cycle.
+    crate::engine::compact::selection::Predicate::check_shape(&expanded).map_err(|e| {
+        at.err(
+            p.span(),
+            "partitions",
+            SettingProblem::PartitionsPredicate(e),
+        )
+    })?;
     Ok(Some(filter))
 }
 
@@ -1022,6 +1034,24 @@ mod tests {
         assert_eq!(p.aged.unwrap().age, Duration::from_secs(1800));
         let p = parse("aged_min_small_files = 3\n").unwrap();
         assert_eq!(p.aged.unwrap().min_small_files, 3);
+    }
+
+    #[test]
+    fn a_partitions_predicate_with_a_subquery_or_a_function_is_refused_at_load() {
+        for (bad, why) in [
+            ("d = (SELECT 1)", "not supported"),
+            ("d = upper('x')", "expected a literal"),
+            ("lower(d) = 'x'", "partition column"),
+            ("d LIKE 'x%'", "not supported"),
+            ("d = today - 1d OR EXISTS (SELECT 1)", "not supported"),
+        ] {
+            let e = parse(&format!("\npartitions = \"{bad}\"\n")).unwrap_err();
+            assert!(e.contains("line 2: partitions is invalid"), "{bad}: {e}");
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        let ok =
+            parse("partitions = \"ingestion_date >= today - 2d AND region IN ('eu', 'us')\"\n");
+        assert!(ok.is_ok(), "{ok:?}");
     }
 
     #[test]

@@ -165,6 +165,12 @@ pub async fn run_stream(
     events: mpsc::UnboundedSender<BatchCommitted>,
 ) -> Result<u64> {
     let uri = loc.display();
+    if opts.interval.is_zero() {
+        // tokio's interval panics on zero; a stream without pause is no stream anyway.
+        return Err(EngineError::InvalidRequest(
+            "the stream's interval between micro-batches must be above zero".into(),
+        ));
+    }
     let (mut table, mut batch_id) = resume(loc, opts).await?;
     tracing::info!(query = %opts.query_id, batch_id, "stream resuming");
     let mut committed = 0u64;

@@ -53,6 +53,15 @@ impl LedgerStore {
         self.entries.lock().await.clone()
     }
 
+    /// Deletes the ledger object (its job settled every output); one never written is gone.
+    pub async fn remove(&self) -> Result<()> {
+        let _listed = self.entries.lock().await;
+        match self.inner.delete(&self.key).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Lists `location` (as a table-relative path) unless it is lakehealth's own state or the
     /// log.
     async fn record(&self, location: &Path) -> Result<()> {
@@ -77,6 +86,7 @@ impl LedgerStore {
             entries.pop();
             return Err(e);
         }
+        crate::engine::failpoint::hit(crate::engine::failpoint::Failpoint::LedgerWritten);
         Ok(())
     }
 }

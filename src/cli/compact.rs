@@ -323,9 +323,16 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
     }
     if plan.bins == 0 {
         eprintln!("nothing to compact");
+        // What killed jobs left is settled all the same.
+        let swept = crate::engine::compact::job_ledger::sweep(
+            &job.table.table,
+            crate::engine::open::now_ms(),
+        )
+        .await;
         if a.json {
             let summary = JobSummary {
                 table_version_read: plan.table_version,
+                swept: Box::new(swept),
                 ..Default::default()
             };
             print_json(&summary, &plan)?;

@@ -59,3 +59,41 @@ fn convert_names_the_file_whose_parquet_footer_is_corrupt_and_writes_no_log() {
         "no log may be written"
     );
 }
+
+#[test]
+fn compacting_a_table_whose_named_checkpoint_is_missing_says_so_not_the_kernels_words() {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("simple_table_with_checkpoint"), d.path());
+    std::fs::remove_file(
+        d.path()
+            .join("_delta_log/00000000000000000010.checkpoint.parquet"),
+    )
+    .unwrap();
+    let before = files_under(d.path()).len();
+    let o = lakehealth(&["compact", d.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("_last_checkpoint names version 10, but that checkpoint is missing"),
+        "{err}"
+    );
+    assert!(err.contains("lakehealth changed nothing"), "{err}");
+    assert!(err.contains("delete _delta_log/_last_checkpoint"), "{err}");
+    assert_eq!(
+        files_under(d.path()).len(),
+        before,
+        "nothing may be written"
+    );
+    // Without the commits before it the log cannot be replayed at all: lakehealth's reader
+    // names the gap.
+    for v in 0..6 {
+        std::fs::remove_file(d.path().join(format!("_delta_log/{v:020}.json"))).unwrap();
+    }
+    let o = lakehealth(&["compact", d.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the log is incomplete: commit 0 is gone"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -90,16 +90,17 @@ fn parallelism_out_of_range_is_refused_before_anything_runs() {
     );
 }
 
-#[tokio::test]
-async fn the_engine_bounds_a_huge_parallelism_and_compacts_exactly() {
+#[test]
+fn the_engine_bounds_a_huge_parallelism_and_compacts_exactly() {
     let d = tempfile::tempdir().unwrap();
     sensor_table_with(d.path(), &[("2026-11-30", 6)]);
-    let table = lakehealth::engine::compact::table::open_for_compaction(
-        &loc(d.path()),
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    let rt = runtime();
+    let table = rt
+        .block_on(lakehealth::engine::compact::table::open_for_compaction(
+            &loc(d.path()),
+            &Default::default(),
+        ))
+        .unwrap();
     let mut req = every_small_file(lakehealth::engine::size::MIB);
     req.parallelism = 100_000;
     let job = lakehealth::engine::compact::job::prepare_table(table, &req, kib64_thresholds(), 1.0)
@@ -108,7 +109,7 @@ async fn the_engine_bounds_a_huge_parallelism_and_compacts_exactly() {
         job.exec.parallelism,
         lakehealth::engine::compact::budget::MAX_PARALLELISM
     );
-    let summary = run_job(job).await;
+    let summary = rt.block_on(run_job(job));
     assert!(summary.failures.is_empty(), "{:?}", summary.failures);
     assert_exact(d.path(), 6 * 50);
 }

@@ -116,15 +116,34 @@ async fn why_not_loaded(
         return derr(uri, e);
     };
     let state = crate::engine::log::replay::replay(&store, uri, Default::default(), &|_| {}).await;
-    match state.map(|s| s.metadata.missing_required()) {
-        Ok(missing) if !missing.is_empty() => EngineError::Unsupported {
+    let state = match state {
+        Ok(s) => s,
+        // lakehealth's own reader says what is wrong with the log in words (a gap, a corrupt
+        // commit or checkpoint, named) where the kernel's error does not.
+        Err(ours) => return ours,
+    };
+    if let Some(w) = state
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("_last_checkpoint names version"))
+    {
+        return EngineError::Unsupported {
             uri: uri.to_string(),
             detail: format!(
-                "the table's metaData has no {}: lakehealth writes compacted files with the table's schema and statistics, so it cannot compact this table (Spark can: it takes the schema from the data files). lakehealth changed nothing",
-                missing.join(" and no ")
+                "{w}. delta-rs, through which lakehealth commits, refuses such a log (it said: {e}). lakehealth changed nothing: restore the checkpoint, or delete _delta_log/_last_checkpoint so that writers replay the JSON commits (`report` still reads the table)"
             ),
-        },
-        _ => derr(uri, e),
+        };
+    }
+    let missing = state.metadata.missing_required();
+    if missing.is_empty() {
+        return derr(uri, e);
+    }
+    EngineError::Unsupported {
+        uri: uri.to_string(),
+        detail: format!(
+            "the table's metaData has no {}: lakehealth writes compacted files with the table's schema and statistics, so it cannot compact this table (Spark can: it takes the schema from the data files). lakehealth changed nothing",
+            missing.join(" and no ")
+        ),
     }
 }
 

@@ -58,9 +58,14 @@ pub fn is_output_of(name: &str, job: &str) -> bool {
         && tail.is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
-/// `root` as a folder URL ending in `/`.
+/// `root` (a URL, or an absolute local path) as a folder URL ending in `/`.
 pub fn folder_url(root: &str) -> String {
-    format!("{}/", root.trim_end_matches('/'))
+    let trimmed = root.trim_end_matches('/');
+    let local = trimmed
+        .starts_with('/')
+        .then(|| Url::from_directory_path(trimmed).ok())
+        .flatten();
+    local.map_or_else(|| format!("{trimmed}/"), |u| u.to_string())
 }
 
 /// Parses a path as metadata writes it: an absolute local path or a URI.
@@ -121,6 +126,7 @@ pub fn folders_between(root: &str, path: &str) -> Option<Vec<String>> {
     let rel = p.path().strip_prefix(r.path())?;
     let segments: Vec<&str> = rel.split('/').collect();
     let (_, folders) = segments.split_last()?;
+    // The segments are the URL's (percent-encoded): joined to the root's URL, not its path.
     let base = root.trim_end_matches('/');
     Some(
         (1..=folders.len())
@@ -308,12 +314,13 @@ mod tests {
         assert!(k.is_some());
         for other in [
             "/wh/a/d=x y/f.parquet",
-            "/wh/a/d=x%20y/f.parquet",
             "file:/wh/a/d=x%20y/f.parquet",
             "file:///wh//a/d=x y/f.parquet",
         ] {
             assert_eq!(path_key(other), k, "{other}");
         }
+        // A local path is taken literally: its `%20` is in the file's name.
+        assert_ne!(path_key("/wh/a/d=x%20y/f.parquet"), k);
         assert_ne!(path_key("s3://b/wh/a/d=x y/f.parquet"), k);
         assert_ne!(path_key("/wh/a/d=x y/g.parquet"), k);
     }

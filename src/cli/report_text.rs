@@ -290,6 +290,10 @@ pub fn orphans_text(t: &TableReport, o: &mut String) {
             "unreferenced files behind symbolic links (never deleted)".to_string(),
             &s.behind_symlinks,
         ),
+        (
+            "files of another table inside this one's folder (never deleted)".to_string(),
+            &s.in_other_tables,
+        ),
     ] {
         if g.files > 0 {
             let _ = writeln!(o, "{what}: {} files, {}", g.files, format_bytes(g.bytes));

@@ -145,6 +145,10 @@ pub fn orphan_plan_text(p: &OrphanPlan, dry_run: bool) -> String {
             "unreferenced files behind symbolic links, never deleted",
             &s.behind_symlinks,
         ),
+        (
+            "files of another table inside this one's folder, never deleted",
+            &s.in_other_tables,
+        ),
     ] {
         if g.files > 0 {
             o.push_str(&format!(

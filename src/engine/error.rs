@@ -153,6 +153,11 @@ pub enum EngineError {
     #[error("{uri}: {detail}")]
     Unsupported { uri: String, detail: String },
 
+    /// A local table's folder holds a symbolic link that leads out of it: lakehealth never
+    /// reads, writes or deletes through it.
+    #[error(transparent)]
+    LinkLeavesTable(Box<crate::engine::root_links::LinkLeaves>),
+
     /// Reading the table hit a bug (a panic, caught): the table is reported as unreadable.
     #[error(
         "{uri}: lakehealth hit a bug while reading this table ({detail}); nothing was changed. Other tables are unaffected; please report this with the table's metadata"
@@ -390,7 +395,9 @@ impl EngineError {
             EngineError::Encode { .. } => ErrorKind::Encode,
             EngineError::InvalidProperty { .. } => ErrorKind::InvalidProperty,
             EngineError::IcebergMetadata { .. } => ErrorKind::IcebergMetadata,
-            EngineError::Unsupported { .. } => ErrorKind::Unsupported,
+            EngineError::Unsupported { .. } | EngineError::LinkLeavesTable(_) => {
+                ErrorKind::Unsupported
+            }
             EngineError::InvalidRequest(_) => ErrorKind::InvalidRequest,
             EngineError::Panicked { .. } => ErrorKind::Panicked,
             EngineError::Catalog { .. } => ErrorKind::Catalog,

@@ -49,6 +49,11 @@ impl Table {
     fn in_catalog(appends: u32, catalog: Option<String>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("events");
+        Self::at(dir, table, appends, catalog)
+    }
+
+    /// A table at `table` (anywhere, e.g. inside another table's folder), its catalog in `dir`.
+    fn at(dir: TempDir, table: PathBuf, appends: u32, catalog: Option<String>) -> Self {
         let catalog_dir = dir.path().join("catalog");
         let mut c = py_script("make_iceberg.py");
         c.arg(&table)
@@ -543,6 +548,15 @@ fn a_sigkilled_compaction_leaves_the_table_as_of_its_last_committed_bin_and_a_re
         Path::new(&some_input).with_file_name(format!("00009-lakehealth-{job}-deadbeef.parquet")),
     );
     std::fs::copy(t.table.join(&some_input), &planted).unwrap();
+    // A job lists each output in its record before creating it: so was this one.
+    let record_file = t.table.join(&records[0]);
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record_file).unwrap()).unwrap();
+    record["outputs"]
+        .as_array_mut()
+        .unwrap()
+        .push(planted.to_str().unwrap().into());
+    std::fs::write(&record_file, record.to_string()).unwrap();
     // Its committed outputs, as it said ("... -12 +1 files ..."); a bin it was writing when
     // killed may have left more files on disk, which are not committed.
     let committed_first: usize = seen
@@ -914,4 +928,242 @@ async fn a_cancel_during_a_bins_commit_lands_that_bin_and_starts_no_other() {
         .filter(|f| f.contains("-lakehealth-") && f.ends_with(".parquet"))
         .count();
     assert_eq!(ours as u64, s.commits[0].files_added);
+}
+
+/// Plants a job record in `t`'s `_lakehealth/iceberg-jobs/<file>.json`: a job `job` that died
+/// long ago on another host, naming `folders` (as records of older versions did) and `outputs`.
+fn plant_record(t: &Table, file: &str, job: &str, folders: &[String], outputs: &[String]) {
+    let dir = t.table.join("_lakehealth/iceberg-jobs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = serde_json::json!({
+        "job": job, "host": "elsewhere", "pid": 1, "started_ms": 0,
+        "folders": folders, "outputs": outputs,
+    });
+    std::fs::write(dir.join(format!("{file}.json")), record.to_string()).unwrap();
+}
+
+/// Compacts `t` with lakehealth: the job's id and its outputs (absolute paths).
+fn compacted_by_lakehealth(t: &Table) -> (String, Vec<PathBuf>) {
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let outputs: Vec<PathBuf> = t
+        .files()
+        .into_iter()
+        .filter(|f| f.contains("-lakehealth-") && f.ends_with(".parquet"))
+        .map(|f| t.table.join(f))
+        .collect();
+    assert!(!outputs.is_empty(), "{:?}", t.files());
+    let name = outputs[0]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let job = name
+        .split("-lakehealth-")
+        .nth(1)
+        .and_then(|r| r.split('-').next())
+        .unwrap()
+        .to_string();
+    (job, outputs)
+}
+
+fn folders_of(files: &[PathBuf]) -> Vec<String> {
+    let mut f: Vec<String> = files
+        .iter()
+        .map(|p| p.parent().unwrap().to_str().unwrap().to_string())
+        .collect();
+    f.sort();
+    f.dedup();
+    f
+}
+
+/// Table B compacted by lakehealth (its live files are its job's outputs); records planted in
+/// table A name B's folders and files every way a record can: by folder (old records), by
+/// exact name, through `..`, and under a record whose job id is not its file's. A's compaction
+/// sweeps them all as dead jobs' and deletes none: B reads every row, its files are all there.
+#[test]
+fn a_job_record_in_one_table_never_deletes_another_tables_files() {
+    let b = Table::new(12);
+    let (job, b_outputs) = compacted_by_lakehealth(&b);
+    let b_before = b.read();
+    let a = Table::new(12);
+    let a_before = a.read();
+    let tmp = a.dir.path().parent().unwrap();
+    let uri = |p: &Path| format!("file://{}", p.display());
+    let dotted: Vec<String> = b_outputs
+        .iter()
+        .map(|p| {
+            a.table
+                .join("../..")
+                .join(p.strip_prefix(tmp).unwrap())
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut named: Vec<String> = b_outputs.iter().map(|p| uri(p)).collect();
+    named.extend(dotted.iter().cloned());
+    let mut folders = folders_of(&b_outputs);
+    folders.extend(folders_of(&b_outputs).iter().map(|f| format!("file://{f}")));
+    // B's job id, as the attack found it: the record is B's job in A's folder.
+    plant_record(&a, &job, &job, &folders, &named);
+    // A record whose job id is another file's (and one whose id is a path).
+    plant_record(
+        &a,
+        "0000000000000000000000000000beef",
+        &job,
+        &folders,
+        &named,
+    );
+    plant_record(&a, "up", "../up", &folders, &named);
+
+    let o = a.lakehealth(&["--catalog", &a.catalog_uri(), "--json"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for p in &b_outputs {
+        assert!(p.exists(), "{} was deleted: {err}", p.display());
+    }
+    assert_eq!(b.read().rows, b_before.rows, "{err}");
+    assert_eq!(a.read().rows, a_before.rows);
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sweep = &summary["sweep"];
+    assert_eq!(sweep["deleted"], serde_json::json!([]), "{sweep:#}");
+    let refused: Vec<&str> = sweep["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("outside the table's folder")),
+        "{refused:#?}"
+    );
+    assert_eq!(
+        refused.iter().filter(|r| r.contains("job id")).count(),
+        2,
+        "{refused:#?}"
+    );
+    assert!(err.contains("refused"), "{err}");
+    // Refused records stay for someone to look at.
+    assert!(
+        a.table
+            .join(format!("_lakehealth/iceberg-jobs/{job}.json"))
+            .exists()
+    );
+}
+
+/// Table B lives inside table A's folder and was compacted by lakehealth; a record in A with
+/// B's job id names B's folders and files, all inside A's folder and unreferenced by A. B's
+/// own metadata says they are live: A's sweep refuses them, B reads every row.
+#[test]
+fn a_job_record_never_deletes_the_files_of_a_table_nested_in_its_folder() {
+    let a = Table::new(6);
+    let a_before = a.read();
+    let b = Table::at(
+        tempfile::tempdir().unwrap(),
+        a.table.join("data").join("nested"),
+        6,
+        None,
+    );
+    let (job, b_outputs) = compacted_by_lakehealth(&b);
+    let b_before = b.read();
+    let named: Vec<String> = b_outputs
+        .iter()
+        .map(|p| p.to_str().unwrap().to_string())
+        .collect();
+    plant_record(&a, &job, &job, &folders_of(&b_outputs), &named);
+
+    let o = a.lakehealth(&["--catalog", &a.catalog_uri(), "--json"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for p in &b_outputs {
+        assert!(p.exists(), "{} was deleted: {err}", p.display());
+    }
+    assert_eq!(b.read().rows, b_before.rows);
+    assert_eq!(a.read().rows, a_before.rows);
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let refused = summary["sweep"]["refused"].to_string();
+    assert!(refused.contains("another table"), "{refused}");
+}
+
+/// Every file below `dir` with its bytes (links not followed).
+fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let bytes = std::fs::read(dir.join(&f)).unwrap();
+            (f, bytes)
+        })
+        .collect()
+}
+
+/// An Iceberg table whose partition folder, then whose manifests, are links to files outside
+/// its folder: compacting it (which would write outputs beside the linked inputs and sweep
+/// there) and reading it are refused with the link named; nothing outside changes.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_iceberg_table_linked_out_of_its_folder_is_neither_compacted_nor_read() {
+    use lakehealth::engine::error::EngineError;
+    use lakehealth::engine::formats::iceberg::load_iceberg;
+    use lakehealth::engine::location::Location;
+    use lakehealth::engine::open::OpenOptions;
+
+    let t = Table::new(6);
+    let before = t.read();
+    let outside = tempfile::tempdir().unwrap();
+    let part = std::fs::read_dir(t.table.join("data"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_type().unwrap().is_dir())
+        .unwrap()
+        .file_name();
+    let moved = outside.path().join(&part);
+    std::fs::rename(t.table.join("data").join(&part), &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, t.table.join("data").join(&part)).unwrap();
+    let outside_before = contents(outside.path());
+
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri()]);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "compacted through a link: {err}");
+    assert!(
+        err.contains("symbolic link")
+            && err.contains("outside the table's folder")
+            && err.contains(part.to_str().unwrap()),
+        "{err}"
+    );
+    assert_eq!(contents(outside.path()), outside_before);
+    assert!(!t.files().iter().any(|f| f.contains("-lakehealth-")));
+    assert_eq!(t.read().rows, before.rows);
+
+    // The partition back in place; the manifests (and manifest list) now live outside.
+    std::fs::remove_file(t.table.join("data").join(&part)).unwrap();
+    std::fs::rename(&moved, t.table.join("data").join(&part)).unwrap();
+    let meta = t.table.join("metadata");
+    for e in std::fs::read_dir(&meta).unwrap().filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        if name.to_str().unwrap().ends_with(".avro") {
+            std::fs::rename(e.path(), outside.path().join(&name)).unwrap();
+            std::os::unix::fs::symlink(outside.path().join(&name), meta.join(&name)).unwrap();
+        }
+    }
+    let loc = Location::parse(t.table.to_str().unwrap()).unwrap();
+    let Err(e) = load_iceberg(&loc, &OpenOptions::default(), &|_| {}).await else {
+        panic!("read through a link");
+    };
+    assert!(
+        matches!(&e, EngineError::LinkLeavesTable(l) if l.link.starts_with("metadata/")),
+        "{e}"
+    );
+    let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--dry-run"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("symbolic link"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -317,3 +317,60 @@ async fn young_ledgered_hidden_and_symlinked_files_are_never_deleted_nor_any_whi
     let back = read_back(uri, None);
     assert_eq!((back.rows, back.distinct_ids), (rows, rows));
 }
+
+/// Copies the folder `from` to `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Another Delta table inside this one's folder: none of its files is referenced by this
+/// table's log, all are old, and still none is an orphan of this table: its own log says they
+/// are live. Neither `report` offers them nor `vacuum` deletes them, and it reads every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vacuum_never_deletes_the_files_of_another_table_nested_in_the_folder() {
+    let (outer, _, outer_rows) = seeded(6).await;
+    let (inner, _, inner_rows) = seeded(6).await;
+    let dir = outer.path();
+    let nested = dir.join("nested_table");
+    copy_dir(inner.path(), &nested);
+    let mut inner_files = Vec::new();
+    walk(&nested, &nested, &mut inner_files);
+    inner_files.retain(|f| f.ends_with(".parquet"));
+    assert!(!inner_files.is_empty());
+    for f in &inner_files {
+        age(&nested.join(f), 30 * DAY);
+    }
+    let uri = dir.to_str().unwrap();
+
+    let r = ok_json(&["report", uri, "--json"]);
+    let o = &r["orphans"];
+    assert_eq!(o["files"], 0, "{o}");
+    assert_eq!(
+        o["in_other_tables"]["files"],
+        inner_files.len() as u64,
+        "{o}"
+    );
+
+    let v = ok_json(&["vacuum", uri, "--json"]);
+    assert_eq!(
+        v["orphans"]["outcome"]["files_deleted"], 0,
+        "{}",
+        v["orphans"]
+    );
+    for f in &inner_files {
+        assert!(nested.join(f).exists(), "{f} was deleted");
+    }
+    let back = read_back(nested.to_str().unwrap(), None);
+    assert_eq!((back.rows, back.distinct_ids), (inner_rows, inner_rows));
+    let back = read_back(uri, None);
+    assert_eq!((back.rows, back.distinct_ids), (outer_rows, outer_rows));
+}

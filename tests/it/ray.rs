@@ -421,6 +421,46 @@ async fn a_retried_worker_returns_its_finished_result_and_a_killed_one_leaves_a_
     assert_eq!(leftover_files(d.path()).len(), adds.len());
 }
 
+/// A worker retried on a bin deletes what its earlier attempt's ledger lists; a ledger is a
+/// plain file beside the table, so a planted one naming the bin's own input (an active file),
+/// the log and a path out of the root must not make it delete any of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_ledger_never_makes_a_retried_worker_delete_an_active_file_or_the_log() {
+    let (d, l, rows) = seeded(20).await;
+    let job = prepared(&l, 48 * KIB, Executor::Local).await;
+    let bins = bins_of(&job);
+    let spec = BinSpec::new(
+        &job.table.uri,
+        "replanted",
+        1,
+        job.plan.table_version,
+        &bins[0].0,
+        &bins[0].1,
+        &job.exec.rewrite,
+    );
+    let jobs = d.path().join("_lakehealth/jobs/replanted");
+    std::fs::create_dir_all(&jobs).unwrap();
+    let input = d.path().join(&spec.files[0].store_path);
+    assert!(input.exists());
+    let planted = vec![
+        spec.files[0].path.clone(),
+        "_delta_log/00000000000000000000.json".to_string(),
+        "../outside.parquet".to_string(),
+    ];
+    std::fs::write(
+        jobs.join("bin-1.outputs.json"),
+        serde_json::to_vec(&planted).unwrap(),
+    )
+    .unwrap();
+    let log_before = everything(&d.path().join("_delta_log"));
+    let tmp = tempfile::tempdir().unwrap();
+    let r = worker(&spec, tmp.path());
+    assert_eq!(r["status"], "done", "{r}");
+    assert!(input.exists(), "the bin's active input was deleted");
+    assert_eq!(everything(&d.path().join("_delta_log")), log_before);
+    assert_exact(d.path(), rows);
+}
+
 /// The outputs a bin's ledger lists, as paths on disk (none when it has no ledger).
 fn ledger_of(table: &Path, job: &str, bin: u64) -> Vec<String> {
     let f = table.join(format!("_lakehealth/jobs/{job}/bin-{bin}.outputs.json"));

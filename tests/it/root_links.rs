@@ -67,3 +67,54 @@ async fn compact_vacuum_and_convert_refuse_a_partition_folder_linked_out_of_the_
     assert!(!table.join("_delta_log").exists());
     assert_eq!(contents(outside.path()), before);
 }
+
+/// Remove actions whose paths leave the table (`../`, an absolute path, a `file://` URI) name
+/// files outside it, removed long ago: `vacuum` (0h retention allowed) deletes none of them,
+/// whatever the log says, and the table still reads every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vacuum_never_deletes_a_file_outside_the_table_a_remove_action_names() {
+    let (d, _l, rows) = seeded(6).await;
+    let table = d.path();
+    let outside = tempfile::tempdir().unwrap();
+    for f in ["up.parquet", "abs.parquet", "uri.parquet"] {
+        std::fs::write(outside.path().join(f), b"not the table's").unwrap();
+    }
+    let before = contents(outside.path());
+    let up = format!(
+        "../{}/up.parquet",
+        outside.path().file_name().unwrap().to_str().unwrap()
+    );
+    assert_eq!(
+        table.parent(),
+        outside.path().parent(),
+        "both in the temp folder"
+    );
+    let abs = outside.path().join("abs.parquet").display().to_string();
+    let uri = format!("file://{}", outside.path().join("uri.parquet").display());
+    let next = commits_from(table, 0).len();
+    let remove = |p: &str| {
+        serde_json::json!({"remove": {"path": p, "deletionTimestamp": 1000, "dataChange": true,
+            "size": 15}})
+        .to_string()
+    };
+    let info = serde_json::json!({"commitInfo": {"timestamp": 2000, "operation": "DELETE"}});
+    let commit = [info.to_string(), remove(&up), remove(&abs), remove(&uri)].join("\n");
+    std::fs::write(
+        table.join(format!("_delta_log/{next:020}.json")),
+        commit + "\n",
+    )
+    .unwrap();
+    let t = table.to_str().unwrap();
+
+    let o = lakehealth(&[
+        "vacuum",
+        t,
+        "--retention",
+        "0h",
+        "--allow-short-retention",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(contents(outside.path()), before, "outside the table: {err}");
+    assert_eq!(read_back(t, None).rows, rows);
+}

@@ -15,7 +15,10 @@
 //! - files younger than `MIN_ORPHAN_AGE` (or the vacuum's retention, if longer): a writer in
 //!   another process may be about to commit them;
 //! - on a local file system, files reached through a symbolic link (a linked folder can lead
-//!   out of the table root, or to another folder's live files).
+//!   out of the table root, or to another folder's live files);
+//! - files of another table inside this one's folder (a folder holding its own `_delta_log/`
+//!   or Iceberg `metadata/*.metadata.json`): that table's log, not this one's, says whether
+//!   they are live.
 //!
 //! The folders are listed before the log is read: a file committed meanwhile is then seen as
 //! referenced, never as an orphan.
@@ -88,6 +91,8 @@ pub struct OrphanScan {
     pub in_flight: FileGroup,
     /// Reached through a symbolic link (local tables): never offered.
     pub behind_symlinks: FileGroup,
+    /// Inside another table nested in this one's folder: never offered.
+    pub in_other_tables: FileGroup,
     /// Job files that could not be read: which outputs their jobs own is unknown, so nothing
     /// is deleted while any is left.
     pub unreadable_job_files: Vec<String>,
@@ -140,6 +145,7 @@ fn plural(n: u64, what: &str) -> String {
 enum Class {
     Referenced,
     Owned(String),
+    OtherTable,
     InFlight,
     BehindSymlink,
     Recent,
@@ -155,6 +161,8 @@ struct Known {
     partition_columns: Vec<String>,
     /// Partitions a compaction of this process is rewriting.
     held: Vec<PartitionValues>,
+    /// Folders below the root that are tables of their own (`nested_roots`).
+    nested: Vec<String>,
     now_ms: i64,
     min_age_ms: u64,
 }
@@ -231,6 +239,12 @@ impl Known {
         if Self::contains(&self.referenced, rel) {
             return Class::Referenced;
         }
+        if self.nested.iter().any(|t| {
+            rel.strip_prefix(t.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+        }) {
+            return Class::OtherTable;
+        }
         if let Some(job) = self.owner(rel) {
             return Class::Owned(job.clone());
         }
@@ -269,9 +283,33 @@ fn local_root(loc: &Location) -> Option<std::path::PathBuf> {
         .flatten()
 }
 
+/// Folders below the root that are tables of their own, from a listing: those holding a
+/// `_delta_log/` or an Iceberg `metadata/*.metadata.json`.
+fn nested_roots(listed: &[ObjectMeta]) -> Vec<String> {
+    let mut roots = std::collections::BTreeSet::new();
+    for m in listed {
+        let parts: Vec<&str> = m.location.as_ref().split('/').collect();
+        for (i, p) in parts.iter().enumerate().skip(1) {
+            let delta = *p == "_delta_log";
+            let iceberg = *p == "metadata"
+                && i + 2 == parts.len()
+                && parts[i + 1].ends_with(".metadata.json");
+            if delta || iceberg {
+                roots.insert(parts[..i].join("/"));
+                break;
+            }
+        }
+    }
+    roots.into_iter().collect()
+}
+
 /// Every Parquet file below the table root outside `_delta_log/`, `_lakehealth/` and other
-/// hidden top-level folders (but `_col=value` folders are kept: they may be partitions).
-async fn list_data_files(store: &Arc<dyn ObjectStore>, uri: &str) -> Result<Vec<ObjectMeta>> {
+/// hidden top-level folders (but `_col=value` folders are kept: they may be partitions), and
+/// the folders that are tables of their own (`nested_roots`).
+async fn list_data_files(
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+) -> Result<(Vec<ObjectMeta>, Vec<String>)> {
     let what = "listing the table's folders for orphan files";
     let top = store
         .list_with_delimiter(None)
@@ -292,8 +330,9 @@ async fn list_data_files(store: &Arc<dyn ObjectStore>, uri: &str) -> Result<Vec<
             out.push(m);
         }
     }
+    let nested = nested_roots(&out);
     out.retain(|m| m.location.filename().is_some_and(is_data_file));
-    Ok(out)
+    Ok((out, nested))
 }
 
 /// The outputs every job folder under `_lakehealth/jobs/` lists (ledgers and results), by job;
@@ -374,7 +413,7 @@ pub async fn scan_orphans(
     let uri = loc.display();
     let store = loc.open_store(storage_options)?;
     // Listing first, the log last: a file committed meanwhile counts as referenced.
-    let listed = list_data_files(&store, &uri).await?;
+    let (listed, nested) = list_data_files(&store, &uri).await?;
     let (owned, unreadable_job_files) = job_outputs(&store, &uri).await?;
     let held = held_partitions(&uri);
     let table = open_delta(loc, storage_options, "reading the log for orphan files").await?;
@@ -396,6 +435,7 @@ pub async fn scan_orphans(
         owned,
         partition_columns,
         held,
+        nested,
         now_ms,
         min_age_ms: min_age.as_millis().min(u64::MAX as u128) as u64,
     };
@@ -421,6 +461,7 @@ pub async fn scan_orphans(
                 scan.job_owned.add(&rel, m.size);
                 jobs.insert(job);
             }
+            Class::OtherTable => scan.in_other_tables.add(&rel, m.size),
             Class::InFlight => scan.in_flight.add(&rel, m.size),
             Class::BehindSymlink => scan.behind_symlinks.add(&rel, m.size),
             Class::Recent => scan.recent.add(&rel, m.size),
@@ -619,6 +660,7 @@ mod tests {
             owned: [("d=1/ledgered.parquet".to_string(), "job-1".to_string())].into(),
             partition_columns: vec!["d".into()],
             held,
+            nested: vec!["d=1/nested".into()],
             now_ms: 100 * HOUR,
             min_age_ms: HOUR as u64,
         }
@@ -643,6 +685,31 @@ mod tests {
         assert_eq!(c("d=1/killed.parquet", old), Class::Orphan);
         let linked = k.classify("d=1/killed.parquet", old, &|_| true);
         assert_eq!(linked, Class::BehindSymlink);
+        assert_eq!(c("d=1/nested/part-0.parquet", old), Class::OtherTable);
+        assert_eq!(c("d=1/nested-not/part-0.parquet", old), Class::Orphan);
+    }
+
+    #[test]
+    fn folders_holding_a_delta_log_or_iceberg_metadata_are_tables_of_their_own() {
+        let meta = |p: &str| ObjectMeta {
+            location: Path::from(p),
+            last_modified: chrono::DateTime::default(),
+            size: 1,
+            e_tag: None,
+            version: None,
+        };
+        let listed: Vec<ObjectMeta> = [
+            "d=1/part-0.parquet",
+            "d=1/inner/_delta_log/00000000000000000000.json",
+            "d=1/inner/part-0.parquet",
+            "ice/metadata/00001-x.metadata.json",
+            "ice/data/x.parquet",
+            "d=2/metadata/notes.txt",
+        ]
+        .iter()
+        .map(|p| meta(p))
+        .collect();
+        assert_eq!(nested_roots(&listed), vec!["d=1/inner", "ice"]);
     }
 
     #[test]

@@ -31,7 +31,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
 
 use super::spec::{BinReport, BinSpec, Outcome, STATE_DIR};
-use super::trust::{check_result, deletable_output};
+use super::trust::{check_result, deletable_output, spec_at_its_key};
 use super::worker::{delete_outputs, read_json};
 use crate::engine::compact::commit::{BinActions, CommitOutcome, commit_bin};
 use crate::engine::compact::execute::{SchemaError, file_schema};
@@ -71,7 +71,7 @@ pub struct PickupSummary {
 }
 
 /// The table's active paths, as the log writes them and percent-decoded.
-fn active_paths(table: &DeltaTable, uri: &str) -> Result<HashSet<String>> {
+pub(super) fn active_paths(table: &DeltaTable, uri: &str) -> Result<HashSet<String>> {
     let snapshot = table
         .snapshot()
         .map_err(|e| EngineError::from_delta(uri, "reading the snapshot", e))?;
@@ -82,7 +82,7 @@ fn active_paths(table: &DeltaTable, uri: &str) -> Result<HashSet<String>> {
         .collect())
 }
 
-fn is_active(active: &HashSet<String>, path: &str) -> bool {
+pub(super) fn is_active(active: &HashSet<String>, path: &str) -> bool {
     active.contains(path) || active.contains(&decoded(path))
 }
 
@@ -175,12 +175,18 @@ impl Settle<'_> {
             .map_err(|e| EngineError::from_delta(self.uri, "reading the latest version", e))
     }
 
-    async fn spec(&self, key: &Path) -> Option<KnownSpec> {
+    async fn spec(&mut self, key: &Path) -> Option<KnownSpec> {
         let meta = self.store.head(key).await.ok()?;
         let spec = read_json::<BinSpec>(self.store, self.uri, key)
             .await
             .ok()
             .flatten()?;
+        if let Err(e) = spec_at_its_key(&spec, key.as_ref()) {
+            // Treated as no spec: nothing of its bin is committed or deleted.
+            tracing::warn!("pickup: {}: {e}", self.uri);
+            self.summary.refused_paths.push(e.to_string());
+            return None;
+        }
         Some(KnownSpec {
             spec,
             written: meta.last_modified,

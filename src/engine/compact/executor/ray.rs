@@ -24,7 +24,7 @@ use tokio::task::JoinSet;
 use super::package::{Entry, content_hash, package_name, zip};
 use super::ray_api::{JobInfo, RayClient, RayError};
 use super::spec::{BinReport, BinSpec, job_prefix, ledger_key, result_key};
-use super::trust::{check_result, deletable_output};
+use super::trust::{self, check_result};
 use super::worker::read_json;
 use super::{BinResult, RayOptions, RunContext, Work};
 use crate::engine::compact::rewrite::{BinError, BinFailure};
@@ -509,11 +509,11 @@ impl Batch {
 /// Of paths a worker's files name, those that can be outputs of `spec`'s bin (`trust`): the
 /// coordinator deletes a failed bin's outputs, never the log or a file of another partition.
 fn only_outputs(spec: &BinSpec, paths: Vec<String>) -> Vec<String> {
-    let columns: Vec<String> = spec.partition.iter().map(|(k, _)| k.clone()).collect();
-    paths
-        .into_iter()
-        .filter(|p| deletable_output(&columns, &spec.partition, p).is_ok())
-        .collect()
+    let (ok, refused) = trust::only_outputs(spec, paths);
+    for r in refused {
+        tracing::warn!("ray: not deleted: {r}");
+    }
+    ok
 }
 
 fn only_outputs_of(spec: &BinSpec, r: BinResult) -> BinResult {

@@ -38,6 +38,10 @@ pub enum Untrusted {
     NotParquet { path: String },
     #[error("{path} is not in the folder of partition {partition}")]
     OtherFolder { path: String, partition: String },
+    #[error(
+        "{key} holds a spec of job {job:?}, bin {bin}: not its own folder and file (or not a plain job id); it is ignored"
+    )]
+    MisplacedSpec { key: String, job: String, bin: u64 },
 }
 
 fn label(job: &str, bin: u64, version: u64, partition: &[(String, Option<String>)]) -> String {
@@ -199,6 +203,42 @@ pub fn deletable_output(
     Ok(())
 }
 
+/// A spec found at `key` is one its job wrote there: its job id is a plain token (never a
+/// path), its folder and output prefix are that job's, its file that bin's. Else a spec could
+/// speak for another job.
+pub fn spec_at_its_key(spec: &BinSpec, key: &str) -> Result<(), Untrusted> {
+    let job = &spec.job_id;
+    let plain = !job.is_empty()
+        && job
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let prefix = super::spec::job_prefix(job);
+    let own = plain && spec.output_prefix == prefix && spec.spec_key().as_ref() == key;
+    if own {
+        return Ok(());
+    }
+    Err(Untrusted::MisplacedSpec {
+        key: key.to_string(),
+        job: job.clone(),
+        bin: spec.bin_id,
+    })
+}
+
+/// Of `paths` a worker's files name, those that can be outputs of `spec`'s bin
+/// (`deletable_output`), and why each other one cannot.
+pub fn only_outputs(spec: &BinSpec, paths: Vec<String>) -> (Vec<String>, Vec<Untrusted>) {
+    let columns: Vec<String> = spec.partition.iter().map(|(k, _)| k.clone()).collect();
+    let mut ok = Vec::new();
+    let mut refused = Vec::new();
+    for p in paths {
+        match deletable_output(&columns, &spec.partition, &p) {
+            Ok(()) => ok.push(p),
+            Err(e) => refused.push(e),
+        }
+    }
+    (ok, refused)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -291,6 +331,34 @@ mod tests {
     const A: &str = "d=2026-11-01/a.parquet";
     const B: &str = "d=2026-11-01/b.parquet";
     const OUT: &str = "d=2026-11-01/part-00001-x-c000.snappy.parquet";
+
+    #[test]
+    fn a_spec_speaks_only_for_the_job_and_bin_of_its_own_folder_and_file() {
+        let s = spec();
+        assert_eq!(
+            spec_at_its_key(&s, "_lakehealth/jobs/j/bin-1.spec.json"),
+            Ok(())
+        );
+        for key in [
+            "_lakehealth/jobs/k/bin-1.spec.json",
+            "_lakehealth/jobs/j/bin-2.spec.json",
+        ] {
+            assert!(
+                matches!(
+                    spec_at_its_key(&s, key),
+                    Err(Untrusted::MisplacedSpec { .. })
+                ),
+                "{key}"
+            );
+        }
+        let mut other_prefix = spec();
+        other_prefix.output_prefix = "_lakehealth/jobs/k".into();
+        assert!(spec_at_its_key(&other_prefix, "_lakehealth/jobs/j/bin-1.spec.json").is_err());
+        let mut dotted = spec();
+        dotted.job_id = "..".into();
+        dotted.output_prefix = "_lakehealth/jobs/..".into();
+        assert!(spec_at_its_key(&dotted, "_lakehealth/jobs/../bin-1.spec.json").is_err());
+    }
 
     #[test]
     fn a_result_that_removes_exactly_its_spec_inputs_is_trusted() {

@@ -179,7 +179,8 @@ pub async fn run_spec(
     keep_spec(&store, &uri, spec).await?;
     // An earlier attempt of this bin was stopped midway: its outputs are never committed.
     if let Some(old) = read_json::<Vec<String>>(&store, &uri, &spec.ledger_key()).await? {
-        ledger.keep(delete_outputs(&store, &old).await).await;
+        let stale = earlier_outputs(spec, &ct, old)?;
+        ledger.keep(delete_outputs(&store, &stale).await).await;
     }
     let counters = Arc::new(Counters::default());
     let r = rewrite(spec, &ct, cancel.clone(), counters.clone()).await?;
@@ -216,6 +217,24 @@ pub async fn run_spec(
     }
     write_json(&store, &uri, &spec.result_key(), &report).await?;
     Ok(report)
+}
+
+/// Of what the ledger of an earlier attempt lists, what may go: a ledger is a file anyone can
+/// write, so only paths that can be this bin's outputs (`trust`) and are not in the table.
+fn earlier_outputs(
+    spec: &BinSpec,
+    ct: &CompactionTable,
+    listed: Vec<String>,
+) -> Result<Vec<String>> {
+    let active = super::pickup::active_paths(&ct.table, &ct.uri)?;
+    let (ok, refused) = super::trust::only_outputs(spec, listed);
+    for r in refused {
+        tracing::warn!("worker: {}: not deleted: {r}", ct.uri);
+    }
+    Ok(ok
+        .into_iter()
+        .filter(|p| !super::pickup::is_active(&active, p))
+        .collect())
 }
 
 /// Where the bin's ledger store is kept once the table's store is wrapped.

@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 use super::IcebergCompactError as E;
 use super::catalog::{Catalog, TableId};
 use super::commit::{Outcome, commit_bin};
-use super::ledger::{self, Ledger, Sweep};
+use super::ledger::{self, Record, Sweep};
 use super::plan::{IceBin, IcePlan, plan};
-use super::rewrite::{delete_outputs, output_folder, rewrite_bin};
+use super::rewrite::{delete_outputs, rewrite_bin};
 use super::table_state::{TableState, file_path};
 use crate::engine::compact::fingerprint::Fingerprint;
 use crate::engine::formats::iceberg::{
@@ -207,6 +207,13 @@ pub fn sweep_text(s: &Sweep) -> String {
             s.left.join(", ")
         ));
     }
+    if !s.refused.is_empty() {
+        t.push_str(&format!(
+            "; refused {} (never deleted; the records are kept for you to look at): {}",
+            s.refused.len(),
+            s.refused.join("; ")
+        ));
+    }
     t
 }
 
@@ -271,6 +278,8 @@ pub async fn compact_iceberg(
     opts: &OpenOptions,
     events: &(dyn Fn(&IceEvent) + Send + Sync),
 ) -> Result<IceSummary, E> {
+    // Outputs go beside the inputs and leftovers are deleted: never through a link out.
+    crate::engine::root_links::refuse_links_leaving(folder, "compact")?;
     let catalog = Catalog::open(&req.catalog)?;
     let (table, metadata_location) = catalog
         .find(folder.url.as_str(), req.table.as_deref())
@@ -303,15 +312,8 @@ pub async fn compact_iceberg(
     if req.dry_run || p.bins.is_empty() {
         return Ok(summary);
     }
-    let folders: std::collections::BTreeSet<String> = p
-        .bins
-        .iter()
-        .filter_map(|b| b.files.first())
-        .map(|f| output_folder(&f.path).to_string())
-        .collect();
-    let record = Ledger::new(ctx.job.clone(), folders.into_iter().collect(), now_ms());
-    ledger::write(&mut ctx.stores, &root, &record).await?;
-    run_bins(&mut ctx, &mut state, &p, &mut summary, events).await;
+    let mut record = Record::start(&mut ctx.stores, &root, ctx.job.clone(), now_ms()).await?;
+    run_bins(&mut ctx, &mut record, &mut state, &p, &mut summary, events).await;
     // Files kept because a commit's outcome is unknown stay on record: a later job's sweep
     // tells whether they were committed (this job's snapshots say) once this process is gone.
     if summary.failures.iter().all(|f| f.files_kept.is_empty()) {
@@ -332,7 +334,7 @@ async fn sweep_leftovers(
     let dry_run = ctx.req.dry_run;
     match ledger::sweep(&mut ctx.stores, state, root, &ctx.job, dry_run, now_ms()).await {
         Ok(s) => {
-            if !s.dead_jobs.is_empty() {
+            if !s.dead_jobs.is_empty() || !s.refused.is_empty() {
                 events(&IceEvent::Swept(s.clone()));
             }
             s
@@ -347,6 +349,7 @@ async fn sweep_leftovers(
 /// Rewrites, proves and commits each bin in turn (the cancel stops before the next one).
 async fn run_bins(
     ctx: &mut Ctx<'_>,
+    record: &mut Record,
     state: &mut TableState,
     p: &IcePlan,
     summary: &mut IceSummary,
@@ -368,7 +371,7 @@ async fn run_bins(
             bin,
             p.target_file_size,
             &state.meta.field_types(),
-            &ctx.job,
+            record,
             &mut written,
         )
         .await

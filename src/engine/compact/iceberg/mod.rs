@@ -7,6 +7,7 @@
 pub mod avro_file;
 pub mod catalog;
 mod commit;
+pub mod confine;
 pub mod data_file_stats;
 pub mod job;
 pub mod ledger;

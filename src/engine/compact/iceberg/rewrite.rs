@@ -22,6 +22,7 @@ use parquet::schema::types::Type;
 
 use super::IcebergCompactError as E;
 use super::data_file_stats::{Metrics, metrics};
+use super::ledger::Record;
 use super::plan::IceBin;
 use crate::engine::compact::fingerprint::{ContentHasher, Fingerprint};
 use crate::engine::formats::iceberg::Stores;
@@ -119,14 +120,15 @@ fn same_columns(a: &SchemaRef, b: &SchemaRef) -> bool {
     a.fields().len() == b.fields().len() && a.fields().iter().zip(b.fields()).all(|(x, y)| x == y)
 }
 
-/// Rewrites `bin`. `types`: the table's Iceberg types by field id (for bounds). On error the
-/// outputs written so far are in `written` for the caller to delete.
+/// Rewrites `bin`. `types`: the table's Iceberg types by field id (for bounds). Each output is
+/// listed in the job's `record` before it is created. On error the outputs written so far are
+/// in `written` for the caller to delete.
 pub async fn rewrite_bin(
     stores: &mut Stores<'_>,
     bin: &IceBin,
     target: u64,
     types: &HashMap<i32, String>,
-    job: &str,
+    record: &mut Record,
     written: &mut Vec<String>,
 ) -> Result<Rewritten, E> {
     let mut out = Rolling {
@@ -135,7 +137,7 @@ pub async fn rewrite_bin(
             .first()
             .map_or("", |f| f.path.as_str())
             .to_string(),
-        job: job.to_string(),
+        job: record.job().to_string(),
         target,
         props: WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
@@ -162,7 +164,7 @@ pub async fn rewrite_bin(
             })?;
             rows += batch.num_rows() as u64;
             hasher.update(&batch).map_err(|e| E::Proof(e.to_string()))?;
-            out.write(stores, schema, &batch, written).await?;
+            out.write(stores, record, schema, &batch, written).await?;
         }
         if rows != f.records {
             return Err(E::Proof(format!(
@@ -206,6 +208,7 @@ impl Rolling {
     async fn write(
         &mut self,
         stores: &mut Stores<'_>,
+        record: &mut Record,
         schema: &SchemaRef,
         batch: &arrow::record_batch::RecordBatch,
         written: &mut Vec<String>,
@@ -213,6 +216,7 @@ impl Rolling {
         if self.writer.is_none() {
             let uri = output_uri(&self.first_path, self.closed.len(), &self.job);
             let (store, path) = stores.resolve(&uri)?;
+            record.list(stores, &uri).await?;
             written.push(uri.clone());
             let w = AsyncArrowWriter::try_new(
                 BufWriter::new(store.clone(), path.clone()),

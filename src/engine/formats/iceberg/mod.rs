@@ -277,6 +277,30 @@ pub fn is_under(root: &str, target: &str) -> bool {
     t.scheme() == r.scheme() && t.authority() == r.authority() && t.path().starts_with(r.path())
 }
 
+/// A local path of `target` (an absolute path or a `file://` URI); None for object stores.
+pub fn local_path(target: &str) -> Option<std::path::PathBuf> {
+    if target.starts_with('/') {
+        return Some(std::path::PathBuf::from(target));
+    }
+    let url = Url::parse(target).ok()?;
+    (url.scheme() == "file")
+        .then(|| url.to_file_path().ok())
+        .flatten()
+}
+
+/// Refuses to `action` the table at `uri` through `target`, a path inside the local folder
+/// `root` (a URL ending in `/`) that a symbolic link leads out of. Object stores have no links;
+/// a path outside the folder is the callers' to judge (`is_under`).
+pub fn refuse_link_out_of(root: &str, target: &str, uri: &str, action: &str) -> Result<()> {
+    if !is_under(root, target) {
+        return Ok(());
+    }
+    let (Some(root_path), Some(file)) = (local_path(root), local_path(target)) else {
+        return Ok(());
+    };
+    crate::engine::root_links::refuse_link_out(uri, &root_path, &file, action)
+}
+
 /// `v12.metadata.json`, `v12.gz.metadata.json` (Hadoop tables) and `00012-<uuid>.metadata.json`
 /// (catalogs) are version 12.
 fn metadata_version(file_name: &str) -> Option<u64> {
@@ -627,6 +651,7 @@ async fn read_metadata(
     } else {
         current_metadata_file(stores, uri, loc.url.as_str()).await?
     };
+    refuse_link_out_of(&table_folder(loc), &metadata_file, uri, "read")?;
     let (bytes, _) = stores.read(uri, "metadata file", &metadata_file).await?;
     let meta = TableMetadata::parse(&bytes)
         .map_err(|e| iceberg_error(uri, "metadata file", &metadata_file, e))?;
@@ -773,7 +798,11 @@ impl SnapshotReader<'_> {
     /// user trusts the metadata's paths.
     fn inside(&self, what: &str, target: &str) -> Result<()> {
         let root = table_folder(self.loc);
-        if self.opts.trust_metadata_paths || is_under(&root, target) {
+        if is_under(&root, target) {
+            // Inside by name: a link must not lead it out.
+            return refuse_link_out_of(&root, target, self.uri, "read");
+        }
+        if self.opts.trust_metadata_paths {
             return Ok(());
         }
         Err(EngineError::Unsupported {

@@ -121,7 +121,13 @@ async fn a_hostile_ledger_entry_outside_the_table_is_refused_and_never_deleted()
     let log_file = "_delta_log/00000000000000000000.json";
     let dir = d.path().join("_lakehealth/local-jobs");
     std::fs::create_dir_all(&dir).unwrap();
+    // A table nested in this one's folder, with a file of its own.
+    let nested = d.path().join("nested");
+    std::fs::create_dir_all(nested.join("_delta_log")).unwrap();
+    std::fs::write(nested.join("_delta_log/00000000000000000000.json"), b"{}").unwrap();
+    std::fs::write(nested.join("part-0.parquet"), b"the nested table's data").unwrap();
     let entries = serde_json::json!([
+        "nested/part-0.parquet",
         victim.to_str().unwrap(),
         format!(
             "../{}/victim.parquet",
@@ -140,7 +146,11 @@ async fn a_hostile_ledger_entry_outside_the_table_is_refused_and_never_deleted()
         .unwrap();
 
     let s = next_run(d.path());
-    assert_eq!(s["swept"]["refused"].as_array().unwrap().len(), 3, "{s}");
+    assert_eq!(s["swept"]["refused"].as_array().unwrap().len(), 4, "{s}");
+    assert!(
+        nested.join("part-0.parquet").exists(),
+        "a nested table's file was deleted"
+    );
     assert!(s["swept"]["deleted"].as_array().unwrap().is_empty(), "{s}");
     assert!(victim.exists(), "a file outside the table was deleted");
     assert!(d.path().join(log_file).exists(), "the log was touched");

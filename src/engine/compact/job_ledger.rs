@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use deltalake::DeltaTable;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
@@ -194,10 +194,11 @@ async fn settle(
     };
     out.dead_jobs.push(owner.job.clone());
     let left_before = out.left.len();
+    let mut tables = NestedTables::default();
     for entry in entries {
-        if !deletable_entry(&entry) {
+        if !deletable_entry(&entry) || tables.inside_another(store, &entry).await {
             tracing::warn!(
-                "job ledger {key} names {entry:?}, not an output inside the table: refused"
+                "job ledger {key} names {entry:?}, not an output of this table: refused"
             );
             out.refused.push(format!("{entry} (in {key})"));
             continue;
@@ -218,6 +219,47 @@ async fn settle(
     {
         out.left.push(format!("{key}: {e}"));
     }
+}
+
+/// Which folders below the table are tables of their own (a Delta `_delta_log/` or an Iceberg
+/// `metadata/` inside them), asked once per folder: a ledger may not reach into them.
+#[derive(Default)]
+struct NestedTables {
+    known: std::collections::HashMap<String, bool>,
+}
+
+impl NestedTables {
+    async fn inside_another(&mut self, store: &Arc<dyn ObjectStore>, entry: &str) -> bool {
+        let parts: Vec<&str> = entry.split('/').collect();
+        for depth in 1..parts.len() {
+            let folder = parts[..depth].join("/");
+            let is_table = match self.known.get(&folder) {
+                Some(&known) => known,
+                None => {
+                    let t = holds_a_table(store, &folder).await;
+                    self.known.insert(folder, t);
+                    t
+                }
+            };
+            if is_table {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Whether `folder` is a table's root; unreadable counts as one (nothing is deleted then).
+async fn holds_a_table(store: &Arc<dyn ObjectStore>, folder: &str) -> bool {
+    for marker in ["_delta_log", "metadata"] {
+        let prefix = object_key(&format!("{folder}/{marker}"));
+        match store.list(Some(&prefix)).next().await {
+            Some(Ok(_)) => return true,
+            Some(Err(object_store::Error::NotFound { .. })) | None => {}
+            Some(Err(_)) => return true,
+        }
+    }
+    false
 }
 
 async fn read_entries(

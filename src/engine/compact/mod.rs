@@ -22,7 +22,7 @@ pub mod fingerprint;
 pub mod iceberg;
 pub mod job;
 pub mod job_ledger;
-mod liveness;
+pub(crate) mod liveness;
 pub mod locks;
 pub mod pace;
 pub mod physical_writer;

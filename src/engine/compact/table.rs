@@ -58,20 +58,20 @@ pub async fn open_for_compaction_with(
     let config = deltalake::logstore::StorageConfig::parse_options(storage_options.clone())
         .map_err(|e| derr(&uri, e))?;
     let base = deltalake::logstore::logstore_for(&loc.url, config).map_err(|e| derr(&uri, e))?;
+    let root = object_store::path::Path::from_url_path(loc.url.path()).map_err(|e| {
+        EngineError::from_store(&uri, "the table path", object_store::Error::from(e))
+    })?;
+    // Innermost: every output is listed durably just before the store creates it, and the
+    // ledger's own writes are bookkeeping, not bytes the job wrote.
+    let ledger = super::job_ledger::ledger_store(base.root_object_store(None), root);
     let counters = Arc::new(ByteCounters::default());
     let mut store: Arc<dyn ObjectStore> = Arc::new(CountingStore::new(
-        base.root_object_store(None),
+        ledger.clone() as Arc<dyn ObjectStore>,
         counters.clone(),
     ));
     if let Some(wrap) = wrap {
         store = wrap(store);
     }
-    let root = object_store::path::Path::from_url_path(loc.url.path()).map_err(|e| {
-        EngineError::from_store(&uri, "the table path", object_store::Error::from(e))
-    })?;
-    // Outermost: every output is listed durably before any layer below creates it.
-    let ledger = super::job_ledger::ledger_store(store, root);
-    let store: Arc<dyn ObjectStore> = ledger.clone();
     let loaded = DeltaTableBuilder::from_url(loc.url.clone())
         .map_err(|e| derr(&uri, e))?
         .with_storage_backend(store, loc.url.clone())

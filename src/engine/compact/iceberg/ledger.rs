@@ -25,6 +25,7 @@ use super::IcebergCompactError as E;
 use super::avro_file::long;
 use super::confine::{self, NestedTables, Refused, is_output_of, safe_job_id};
 use super::table_state::{TableState, file_path, status};
+use crate::engine::compact::liveness::{host, process_alive};
 use crate::engine::formats::iceberg::{Stores, is_under};
 
 /// The summary key of a job's snapshots.
@@ -113,22 +114,6 @@ impl Record {
             return Err(e);
         }
         Ok(())
-    }
-}
-
-/// This machine's name (Linux); empty when unknown (then only age makes a record dead).
-fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
-}
-
-/// A lakehealth process with this id runs here (a reused id of another program is not).
-fn process_alive(pid: u32) -> bool {
-    match std::fs::read(format!("/proc/{pid}/cmdline")) {
-        Ok(cmd) => String::from_utf8_lossy(&cmd).contains("lakehealth"),
-        // Without /proc nothing can be told: alive, so that nothing is deleted.
-        Err(_) => !std::path::Path::new("/proc/self").exists(),
     }
 }
 

@@ -174,16 +174,18 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Worker(a)) => super::worker::worker(a, &s).await,
         Some(Command::Config) => {
             match Config::default_path() {
-                Some(p) => println!(
+                Some(p) => crate::outln!(
                     "# config file: {} (override with --config or $LAKEHEALTH_CONFIG)",
                     p.display()
                 ),
                 None => {
-                    println!("# no platform config directory; use --config or $LAKEHEALTH_CONFIG")
+                    crate::outln!(
+                        "# no platform config directory; use --config or $LAKEHEALTH_CONFIG"
+                    )
                 }
             }
-            println!("# log file: {}", crate::logging::log_path().display());
-            print!("{DEFAULT_CONFIG}");
+            crate::outln!("# log file: {}", crate::logging::log_path().display());
+            crate::out!("{DEFAULT_CONFIG}");
             Ok(())
         }
         None => match cli.uri {
@@ -207,7 +209,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             None => {
                 use clap::CommandFactory;
                 Cli::command().print_help()?;
-                println!();
+                crate::outln!();
                 anyhow::bail!("give a table or root to open, or a command (try `lakehealth demo`)")
             }
         },
@@ -219,10 +221,10 @@ async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
     let mut opened = open(&loc, &s.open, &super::convert::stderr_progress()).await?;
     attach_orphans_to(&mut opened, &s.open.storage_options).await;
     match (&opened, a.json) {
-        (Opened::Table(t), true) => println!("{}", scrub(&serde_json::to_string_pretty(t)?)),
-        (Opened::Root(r), true) => println!("{}", scrub(&serde_json::to_string_pretty(r)?)),
-        (Opened::Table(t), false) => print!("{}", scrub(&table_text(t))),
-        (Opened::Root(r), false) => print!("{}", scrub(&root_text(r))),
+        (Opened::Table(t), true) => crate::outln!("{}", scrub(&serde_json::to_string_pretty(t)?)),
+        (Opened::Root(r), true) => crate::outln!("{}", scrub(&serde_json::to_string_pretty(r)?)),
+        (Opened::Table(t), false) => crate::out!("{}", scrub(&table_text(t))),
+        (Opened::Root(r), false) => crate::out!("{}", scrub(&root_text(r))),
     }
     // The tables that read are printed above; one that did not fails the command (scripts
     // and CI must not take a partial report for a healthy lake).
@@ -269,24 +271,24 @@ async fn stream(a: StreamArgs, s: &Settings) -> Result<()> {
         // One JSON line per committed batch on stdout: tests and scripts read them.
         while let Some(ev) = rx.recv().await {
             if let Ok(line) = serde_json::to_string(&ev) {
-                println!("{line}");
+                crate::outln!("{line}");
             }
         }
     });
     let n = run_stream(&loc, &opts, cancel, tx).await?;
     let _ = printer.await;
-    eprintln!("committed {n} batches");
+    crate::errln!("committed {n} batches");
     Ok(())
 }
 
 async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Result<()> {
     let dir = a.dir.clone().unwrap_or_else(default_demo_dir);
-    eprintln!("preparing demo table in {} ...", dir.display());
+    crate::errln!("preparing demo table in {} ...", dir.display());
     let loc = ensure_demo_table(&dir, DemoShape::default(), a.reset)
         .await
         .context("the demo table could not be prepared")?;
     if a.no_tui {
-        println!("{}", loc.display());
+        crate::outln!("{}", loc.display());
         return Ok(());
     }
     let cancel = CancellationToken::new();

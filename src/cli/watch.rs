@@ -91,18 +91,18 @@ fn human(line: &Line, once: bool) -> Option<(bool, String)> {
 fn print(line: &Line, json: bool, once: bool) {
     if json {
         match serde_json::to_string(line) {
-            Ok(s) => println!("{}", scrub(&s)),
-            Err(e) => eprintln!("warning: a JSON line could not be written: {e}"),
+            Ok(s) => crate::outln!("{}", scrub(&s)),
+            Err(e) => crate::errln!("warning: a JSON line could not be written: {e}"),
         }
         // What stopped matters to whoever pressed Ctrl-C, JSON or not.
         if let Line::Stopped { reason, .. } = line {
-            eprintln!("stopped: {}", scrub(reason));
+            crate::errln!("stopped: {}", scrub(reason));
         }
         return;
     }
     match human(line, once) {
-        Some((false, s)) => println!("{}", scrub(&s)),
-        Some((true, s)) => eprintln!("{}", scrub(&s)),
+        Some((false, s)) => crate::outln!("{}", scrub(&s)),
+        Some((true, s)) => crate::errln!("{}", scrub(&s)),
         None => {}
     }
 }
@@ -139,19 +139,19 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
     let path = a.history.clone().unwrap_or_else(history::default_path);
     let history = History::open(&path)
         .with_context(|| format!("cannot open the history file {}", path.display()))?;
-    eprintln!("policy: {}", policy.summary());
+    crate::errln!("policy: {}", policy.summary());
     if a.policy.is_none() {
-        eprintln!(
+        crate::errln!(
             "  (no --policy given: the built-in default; a commented example is assets/janitor-policy.toml)"
         );
     }
-    eprintln!("history: {}", path.display());
+    crate::errln!("history: {}", path.display());
     let (json, once) = (a.json, a.once);
     let sink = Box::new(move |line: &Line| print(line, json, once));
     let interval = policy.interval;
     let mut janitor = Janitor::new(targets, policy, s.open.clone(), history, sink, a.resume);
     if a.no_throttle {
-        eprintln!("throttle: off (every job uses every core, whatever the writers do)");
+        crate::errln!("throttle: off (every job uses every core, whatever the writers do)");
         janitor = janitor.unthrottled();
     }
 
@@ -161,7 +161,7 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
             .await
             .with_context(|| format!("cannot serve metrics on {addr}"))?;
         let bound = listener.local_addr().unwrap_or(addr);
-        eprintln!("metrics: http://{bound}/metrics, liveness: http://{bound}/healthz");
+        crate::errln!("metrics: http://{bound}/metrics, liveness: http://{bound}/healthz");
         let m = Arc::new(Metrics::new(interval, now_ms()));
         janitor = janitor.with_metrics(m.clone());
         tokio::spawn(metrics::serve(listener, m, cancel.clone()));
@@ -169,14 +169,14 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
     let c2 = cancel.clone();
     tokio::spawn(async move {
         let sig = stop_signal().await;
-        eprintln!(
+        crate::errln!(
             "{sig}: stopping; no new job starts, a running job stops before its next commit \
              (again to exit at once)"
         );
         c2.cancel();
         let sig = stop_signal().await;
         // Safe even mid-job: every commit is validated and a landed one is never undone.
-        eprintln!("{sig} again: exiting now");
+        crate::errln!("{sig} again: exiting now");
         std::process::exit(130);
     });
     let stats = janitor.run(once, cancel).await;

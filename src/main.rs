@@ -42,11 +42,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(lakehealth::cli::run::run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = rt.block_on(lakehealth::cli::run::run(cli));
+    use lakehealth::cli::print::{StdoutLost, stdout_lost};
+    match (result, stdout_lost()) {
         // `lakehealth report ROOT | head`: the reader has what it wanted.
-        Err(e) if lakehealth::cli::out::is_closed(&e) => ExitCode::SUCCESS,
-        Err(e) => {
+        (_, Some(StdoutLost::Closed)) => ExitCode::SUCCESS,
+        (_, Some(StdoutLost::Failed(why))) => {
+            tracing::error!("cannot write to standard output: {why}");
+            eprintln!("error: cannot write to standard output ({why}): the output is incomplete");
+            ExitCode::FAILURE
+        }
+        (Ok(()), None) => ExitCode::SUCCESS,
+        (Err(e), None) => {
             let text = lakehealth::cli::error_text(&e);
             let text = secrets::scrub(&text);
             tracing::error!("{text}");

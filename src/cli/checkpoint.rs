@@ -28,9 +28,9 @@ pub async fn run(a: CheckpointArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
     let outcome = checkpoint(&loc, &s.open.storage_options).await?;
     if a.json {
-        super::out::json(&outcome)?;
+        crate::outln!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {
-        super::out::print(&checkpoint_text(&outcome))?;
+        crate::out!("{}", checkpoint_text(&outcome));
     }
     Ok(())
 }

@@ -89,7 +89,7 @@ impl ProgressPrinter {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<JobEvent>) {
         while let Some(ev) = rx.recv().await {
             if let Some(line) = self.line(&ev, Instant::now()) {
-                eprintln!("{}", crate::engine::secrets::scrub(&line));
+                crate::errln!("{}", crate::engine::secrets::scrub(&line));
             }
         }
     }
@@ -186,7 +186,9 @@ fn summary_line(s: &JobSummary) -> String {
 fn print_json(summary: &JobSummary, plan: &CompactionPlan) -> Result<()> {
     let mut v = serde_json::to_value(summary)?;
     v["plan"] = serde_json::to_value(plan)?;
-    super::out::json(&v)
+    let text = serde_json::to_string_pretty(&v)?;
+    crate::outln!("{}", crate::engine::secrets::scrub(&text));
+    Ok(())
 }
 
 /// Cancels on Ctrl-C: no further commits, uncommitted output removed.
@@ -195,7 +197,7 @@ pub(super) fn cancel_on_ctrl_c() -> CancellationToken {
     let c2 = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("cancelling: no further commits; uncommitted output is removed");
+            crate::errln!("cancelling: no further commits; uncommitted output is removed");
             c2.cancel();
         }
     });
@@ -243,11 +245,11 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
             PickupMode::Apply
         };
         let p = pickup(&mut job.table.table, &job.table.uri, mode).await?;
-        eprintln!("{}", pickup_line(&p));
+        crate::errln!("{}", pickup_line(&p));
         job.replan_if_stale().await?;
     }
-    eprint!("{}", plan_text(&job.plan));
-    eprintln!("executor: {}", job.exec.executor.describe());
+    crate::err!("{}", plan_text(&job.plan));
+    crate::errln!("executor: {}", job.exec.executor.describe());
     if a.parallelism.is_none() {
         // Ingestion first: the same rule as the janitor's.
         let writers = throttle::measure(
@@ -257,7 +259,7 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
             throttle::WINDOW_MS,
         );
         let t = throttle::choose(&writers, throttle::cores(), throttle::ACTIVE_READ_RATE);
-        eprintln!("parallelism: {}", t.reason);
+        crate::errln!("parallelism: {}", t.reason);
         job.set_budget(t.budget);
     }
     Ok(job)
@@ -317,12 +319,12 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
     let plan = job.plan.clone();
     if a.dry_run {
         if a.json {
-            super::out::json(&plan)?;
+            crate::outln!("{}", serde_json::to_string_pretty(&plan)?);
         }
         return Ok(());
     }
     if plan.bins == 0 {
-        eprintln!("nothing to compact");
+        crate::errln!("nothing to compact");
         // What killed jobs left is settled all the same.
         let swept = crate::engine::compact::job_ledger::sweep(
             &job.table.table,
@@ -344,7 +346,7 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
     let locks = Arc::new(PartitionLocks::default());
     let summary = run_isolated(job, locks, cancel_on_ctrl_c(), tx).await;
     let _ = printer.await;
-    eprintln!("{}", summary_line(&summary));
+    crate::errln!("{}", summary_line(&summary));
     if a.json {
         print_json(&summary, &plan)?;
     }

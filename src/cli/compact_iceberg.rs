@@ -48,16 +48,17 @@ pub async fn compact(
         // Ctrl-C stops before the next bin: no bin is left half-committed.
         cancel: (!a.dry_run).then(super::compact::cancel_on_ctrl_c),
     };
-    let print = |e: &IceEvent| eprintln!("{}", crate::engine::secrets::scrub(&event_text(e)));
+    let print = |e: &IceEvent| crate::errln!("{}", crate::engine::secrets::scrub(&event_text(e)));
     let summary = compact_iceberg(loc, &req, &s.open, &print).await?;
     if !a.dry_run {
-        eprintln!("{}", summary.summary_line());
+        crate::errln!("{}", summary.summary_line());
     }
     if summary.cancelled {
-        eprintln!("cancelled: stopped before the next bin; the snapshots committed above stay");
+        crate::errln!("cancelled: stopped before the next bin; the snapshots committed above stay");
     }
     if a.json {
-        super::out::json(&summary)?;
+        let text = serde_json::to_string_pretty(&summary)?;
+        crate::outln!("{}", crate::engine::secrets::scrub(&text));
     }
     if !summary.failures.is_empty() {
         bail!(

@@ -22,7 +22,7 @@ pub fn stderr_progress() -> impl Fn(LoadProgress) + Send + Sync {
             && l.elapsed().as_secs_f64() >= 1.0
         {
             *l = Instant::now();
-            eprintln!("{}", p.describe());
+            crate::errln!("{}", p.describe());
         }
     }
 }
@@ -31,17 +31,17 @@ pub async fn convert_cmd(a: ConvertArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
     let plan = plan_convert(&loc, &s.open, &a.partition_by, &stderr_progress()).await?;
     if a.json && a.dry_run {
-        super::out::json(&plan)?;
+        crate::outln!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(());
     }
     let text = plan.text();
     if a.json {
-        eprint!("{text}");
+        crate::err!("{text}");
     } else {
-        super::out::print(&text)?;
+        crate::out!("{text}");
     }
     if a.dry_run {
-        eprintln!("dry run: nothing was changed");
+        crate::errln!("dry run: nothing was changed");
         return Ok(());
     }
     if !a.yes {
@@ -50,7 +50,7 @@ pub async fn convert_cmd(a: ConvertArgs, s: &Settings) -> Result<()> {
                 "not converting without a confirmation: run it in a terminal, or pass --yes once the steps above are done"
             );
         }
-        eprint!("Has the writer been stopped, and convert now? Type yes: ");
+        crate::err!("Has the writer been stopped, and convert now? Type yes: ");
         std::io::stderr().flush()?;
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
@@ -60,16 +60,16 @@ pub async fn convert_cmd(a: ConvertArgs, s: &Settings) -> Result<()> {
     }
     let outcome = convert(&loc, &plan, &s.open).await?;
     if a.json {
-        super::out::json(&outcome)?;
+        crate::outln!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {
-        super::out::line(&format!(
+        crate::outln!(
             "converted: {} is a Delta table at version {} with {} files ({}). Next: restart the writer with the Delta sink, then `lakehealth compact {}`",
             outcome.uri,
             outcome.version,
             outcome.files,
             format_bytes(outcome.bytes),
             outcome.uri
-        ))?;
+        );
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ pub mod checkpoint;
 pub mod compact;
 pub mod compact_iceberg;
 pub mod convert;
-pub mod out;
+pub mod print;
 pub mod report_text;
 pub mod run;
 pub mod vacuum;

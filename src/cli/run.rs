@@ -10,7 +10,6 @@ use super::args::{
     Cli, Command, Common, DemoArgs, DiscoveryArgs, ExecutorArg, ExecutorArgs, ReportArgs, SizeArgs,
     StorageArgs, StreamArgs,
 };
-use super::out;
 use super::report_text::{root_text, table_text};
 use crate::config::{Config, DEFAULT_CONFIG};
 use crate::engine::compact::executor::{Executor, RayOptions};
@@ -20,6 +19,7 @@ use crate::engine::log::replay::ReplayOptions;
 use crate::engine::maintenance::orphans::attach_orphans_to;
 use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::{OpenOptions, Opened, open};
+use crate::engine::secrets::scrub;
 use crate::engine::stream::writer::{StreamOptions, run_stream};
 
 /// Config file merged with flags.
@@ -123,7 +123,7 @@ fn thresholds(config: &Config, sizes: &SizeArgs) -> Result<Thresholds> {
     Ok(t)
 }
 
-/// Where each bound of the size band came from, for a message that blames the right one.
+/// Where a bound of the size band came from, for a message that blames the right one.
 fn source(flag: &'static str, given: bool) -> &'static str {
     if given {
         flag
@@ -211,17 +211,20 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Vacuum(a)) => super::vacuum::run(a, &s).await,
         Some(Command::Worker(a)) => super::worker::worker(a, &s).await,
         Some(Command::Config) => {
-            let head = match Config::default_path() {
-                Some(p) => format!(
+            match Config::default_path() {
+                Some(p) => crate::outln!(
                     "# config file: {} (override with --config or $LAKEHEALTH_CONFIG)",
                     p.display()
                 ),
-                None => "# no platform config directory; use --config or $LAKEHEALTH_CONFIG".into(),
-            };
-            super::out::print(&format!(
-                "{head}\n# log file: {}\n{DEFAULT_CONFIG}",
-                crate::logging::log_path().display()
-            ))
+                None => {
+                    crate::outln!(
+                        "# no platform config directory; use --config or $LAKEHEALTH_CONFIG"
+                    )
+                }
+            }
+            crate::outln!("# log file: {}", crate::logging::log_path().display());
+            crate::out!("{DEFAULT_CONFIG}");
+            Ok(())
         }
         None => match cli.uri {
             Some(uri) => {
@@ -244,7 +247,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             None => {
                 use clap::CommandFactory;
                 Cli::command().print_help()?;
-                out::line("")?;
+                crate::outln!();
                 anyhow::bail!("give a table or root to open, or a command (try `lakehealth demo`)")
             }
         },
@@ -256,10 +259,10 @@ async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
     let mut opened = open(&loc, &s.open, &super::convert::stderr_progress()).await?;
     attach_orphans_to(&mut opened, &s.open.storage_options).await;
     match (&opened, a.json) {
-        (Opened::Table(t), true) => out::json(t)?,
-        (Opened::Root(r), true) => out::json(r)?,
-        (Opened::Table(t), false) => out::print(&table_text(t))?,
-        (Opened::Root(r), false) => out::print(&root_text(r))?,
+        (Opened::Table(t), true) => crate::outln!("{}", scrub(&serde_json::to_string_pretty(t)?)),
+        (Opened::Root(r), true) => crate::outln!("{}", scrub(&serde_json::to_string_pretty(r)?)),
+        (Opened::Table(t), false) => crate::out!("{}", scrub(&table_text(t))),
+        (Opened::Root(r), false) => crate::out!("{}", scrub(&root_text(r))),
     }
     // The tables that read are printed above; one that did not fails the command (scripts
     // and CI must not take a partial report for a healthy lake).
@@ -306,9 +309,10 @@ async fn stream(a: StreamArgs, s: &Settings) -> Result<()> {
     let printer = tokio::spawn(async move {
         // One JSON line per committed batch on stdout: tests and scripts read them.
         while let Some(ev) = rx.recv().await {
-            if let Ok(line) = serde_json::to_string(&ev)
-                && out::line(&line).is_err()
-            {
+            if let Ok(line) = serde_json::to_string(&ev) {
+                crate::outln!("{line}");
+            }
+            if super::print::stdout_lost().is_some() {
                 // Nobody reads the batches any more (`| head`): stop after this one.
                 reader_gone.cancel();
                 break;
@@ -317,18 +321,19 @@ async fn stream(a: StreamArgs, s: &Settings) -> Result<()> {
     });
     let n = run_stream(&loc, &opts, cancel, tx).await?;
     let _ = printer.await;
-    eprintln!("committed {n} batches");
+    crate::errln!("committed {n} batches");
     Ok(())
 }
 
 async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Result<()> {
     let dir = a.dir.clone().unwrap_or_else(default_demo_dir);
-    eprintln!("preparing demo table in {} ...", dir.display());
+    crate::errln!("preparing demo table in {} ...", dir.display());
     let loc = ensure_demo_table(&dir, DemoShape::default(), a.reset)
         .await
         .context("the demo table could not be prepared")?;
     if a.no_tui {
-        return out::line(&loc.display().to_string());
+        crate::outln!("{}", loc.display());
+        return Ok(());
     }
     let cancel = CancellationToken::new();
     let writer = if a.no_stream {

@@ -145,10 +145,6 @@ pub fn orphan_plan_text(p: &OrphanPlan, dry_run: bool) -> String {
             "unreferenced files behind symbolic links, never deleted",
             &s.behind_symlinks,
         ),
-        (
-            "files of another table inside this one's folder, never deleted",
-            &s.in_other_tables,
-        ),
     ] {
         if g.files > 0 {
             o.push_str(&format!(
@@ -231,19 +227,19 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
                 "dry_run": true, "plan": plan, "outcome": null,
                 "orphans": orphans_json(serde_json::Value::Null),
             });
-            super::out::json(&v)?;
+            crate::outln!("{}", serde_json::to_string_pretty(&v)?);
         } else {
-            super::out::print(&text)?;
+            crate::out!("{text}");
         }
         return orphans
             .map(|_| ())
             .map_err(|e| anyhow::anyhow!("orphan files could not be checked: {e}"));
     }
-    eprint!("{text}");
+    crate::err!("{text}");
     let cancel = CancellationToken::new();
     let outcome = run_vacuum(&loc, &req, &plan, &cancel, &|ev| {
         if let VacuumEvent::Deleting { files, bytes } = ev {
-            eprintln!("deleting {files} files ({})", format_bytes(bytes));
+            crate::errln!("deleting {files} files ({})", format_bytes(bytes));
         }
     })
     .await?;
@@ -256,13 +252,13 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
             "dry_run": false, "plan": plan, "outcome": outcome,
             "orphans": orphans_json(serde_json::to_value(&deleted)?),
         });
-        super::out::json(&v)?;
+        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         // "Nothing to delete" would read wrong above the orphans it did delete.
         if outcome.files_deleted > 0 || deleted.files_deleted == 0 {
-            super::out::print(&outcome_text(&outcome))?;
+            crate::out!("{}", outcome_text(&outcome));
         }
-        super::out::print(&orphan_outcome_text(&deleted))?;
+        crate::out!("{}", orphan_outcome_text(&deleted));
     }
     if let Err(e) = &orphans {
         anyhow::bail!("orphan files could not be checked: {e}");

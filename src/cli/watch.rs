@@ -8,7 +8,6 @@ use anyhow::{Context, Result, bail};
 use tokio_util::sync::CancellationToken;
 
 use super::args::WatchArgs;
-use super::out;
 use super::run::Settings;
 use crate::engine::janitor::Janitor;
 use crate::engine::janitor::decide::DecisionKind;
@@ -89,29 +88,22 @@ fn human(line: &Line, once: bool) -> Option<(bool, String)> {
     }
 }
 
-/// Prints one line of the janitor's; false when standard output is closed (nobody reads on).
-fn print(line: &Line, json: bool, once: bool) -> bool {
+fn print(line: &Line, json: bool, once: bool) {
     if json {
-        let shown = match serde_json::to_string(line) {
-            Ok(s) => out::line(&s).is_ok(),
-            Err(e) => {
-                eprintln!("warning: a JSON line could not be written: {e}");
-                true
-            }
-        };
+        match serde_json::to_string(line) {
+            Ok(s) => crate::outln!("{}", scrub(&s)),
+            Err(e) => crate::errln!("warning: a JSON line could not be written: {e}"),
+        }
         // What stopped matters to whoever pressed Ctrl-C, JSON or not.
         if let Line::Stopped { reason, .. } = line {
-            eprintln!("stopped: {}", scrub(reason));
+            crate::errln!("stopped: {}", scrub(reason));
         }
-        return shown;
+        return;
     }
     match human(line, once) {
-        Some((false, s)) => out::line(&s).is_ok(),
-        Some((true, s)) => {
-            eprintln!("{}", scrub(&s));
-            true
-        }
-        None => true,
+        Some((false, s)) => crate::outln!("{}", scrub(&s)),
+        Some((true, s)) => crate::errln!("{}", scrub(&s)),
+        None => {}
     }
 }
 
@@ -147,18 +139,19 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
     let path = a.history.clone().unwrap_or_else(history::default_path);
     let history = History::open(&path)
         .with_context(|| format!("cannot open the history file {}", path.display()))?;
-    eprintln!("policy: {}", policy.summary());
+    crate::errln!("policy: {}", policy.summary());
     if a.policy.is_none() {
-        eprintln!(
+        crate::errln!(
             "  (no --policy given: the built-in default; a commented example is assets/janitor-policy.toml)"
         );
     }
-    eprintln!("history: {}", path.display());
+    crate::errln!("history: {}", path.display());
     let (json, once) = (a.json, a.once);
     let cancel = CancellationToken::new();
     let reader_gone = cancel.clone();
     let sink = Box::new(move |line: &Line| {
-        if !print(line, json, once) {
+        print(line, json, once);
+        if super::print::stdout_lost().is_some() {
             // `watch ... | head`: as on Ctrl-C, no new job starts and a running one stops
             // before its next commit.
             reader_gone.cancel();
@@ -167,7 +160,7 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
     let interval = policy.interval;
     let mut janitor = Janitor::new(targets, policy, s.open.clone(), history, sink, a.resume);
     if a.no_throttle {
-        eprintln!("throttle: off (every job uses every core, whatever the writers do)");
+        crate::errln!("throttle: off (every job uses every core, whatever the writers do)");
         janitor = janitor.unthrottled();
     }
 
@@ -176,7 +169,7 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
             .await
             .with_context(|| format!("cannot serve metrics on {addr}"))?;
         let bound = listener.local_addr().unwrap_or(addr);
-        eprintln!("metrics: http://{bound}/metrics, liveness: http://{bound}/healthz");
+        crate::errln!("metrics: http://{bound}/metrics, liveness: http://{bound}/healthz");
         let m = Arc::new(Metrics::new(interval, now_ms()));
         janitor = janitor.with_metrics(m.clone());
         tokio::spawn(metrics::serve(listener, m, cancel.clone()));
@@ -184,14 +177,14 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
     let c2 = cancel.clone();
     tokio::spawn(async move {
         let sig = stop_signal().await;
-        eprintln!(
+        crate::errln!(
             "{sig}: stopping; no new job starts, a running job stops before its next commit \
              (again to exit at once)"
         );
         c2.cancel();
         let sig = stop_signal().await;
         // Safe even mid-job: every commit is validated and a landed one is never undone.
-        eprintln!("{sig} again: exiting now");
+        crate::errln!("{sig} again: exiting now");
         std::process::exit(130);
     });
     let stats = janitor.run(once, cancel).await;

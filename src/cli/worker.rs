@@ -42,7 +42,7 @@ pub async fn worker(a: WorkerArgs, s: &Settings) -> Result<()> {
             "bin": report.bin_id, "status": "failed", "kind": kind, "error": error,
         }),
     };
-    super::out::line(&line.to_string())?;
+    crate::outln!("{line}");
     if let Outcome::Failed { error, .. } = &report.outcome {
         bail!("bin {} failed: {error}", report.bin_id);
     }

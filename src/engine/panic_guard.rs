@@ -84,10 +84,20 @@ pub fn install_hook() {
     std::panic::set_hook(Box::new(move |info| {
         if is_guarded() {
             tracing::error!("caught while reading untrusted input: {info}");
-        } else if caught_by_its_raiser(&payload_text(info), info.location().map(|l| l.file())) {
+            return;
+        }
+        if caught_by_its_raiser(&payload_text(info), info.location().map(|l| l.file())) {
             tracing::warn!("a write failed and its upload could not be aborted: {info}");
-        } else {
+            return;
+        }
+        // A panic's message may quote a credential (a library's state): printed scrubbed then.
+        let text = info.to_string();
+        let shown = crate::engine::secrets::scrub(&text);
+        if shown == text {
             previous(info);
+        } else {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr().lock(), "{shown}");
         }
     }));
 }

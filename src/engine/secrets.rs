@@ -6,15 +6,27 @@
 //! replaced by `***` in whatever text leaves the process (`scrub`), since a library's error
 //! message may quote one. Secrets are registered before anything that could quote them is
 //! parsed: the command line (`register_args`), config and policy files
-//! (`register_toml_text`); their parse errors never quote a line (`toml_error`).
+//! (`register_toml_text`), addresses (`register_address`: user info and `password=` values
+//! also where the address is no well-formed URL, and such an address whole), the headers of
+//! `$RAY_JOB_HEADERS`; their parse errors never quote a line (`toml_error`). A secret is
+//! scrubbed in every form it takes in output (`forms`): as is, JSON-escaped, percent-encoded.
+
+mod address;
+mod forms;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use crate::engine::model::percent::decode;
+pub use address::{address_secrets, is_well_formed, mask_address};
 
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+/// A registered secret and the texts that stand for it in output.
+struct Secret {
+    raw: String,
+    forms: Vec<String>,
+}
+
+static SECRETS: RwLock<Vec<Secret>> = RwLock::new(Vec::new());
 
 /// Secrets at least this long are replaced wherever they occur; shorter ones only as whole
 /// tokens (not inside a word), so a short password does not garble every word containing it.
@@ -67,36 +79,87 @@ pub fn register_options(options: &HashMap<String, String>) {
         .collect();
     register(found);
     if let Ok(ray) = std::env::var("RAY_ADDRESS") {
-        register_url_user_info(&ray);
+        register_address(&ray);
+    }
+    if let Ok(headers) = std::env::var(RAY_HEADERS_ENV) {
+        register_headers(&headers);
     }
 }
+
+/// The environment variable Ray's CLI (and lakehealth) reads extra HTTP headers from.
+pub const RAY_HEADERS_ENV: &str = "RAY_JOB_HEADERS";
 
 pub fn register(values: impl IntoIterator<Item = String>) {
     if let Ok(mut s) = SECRETS.write() {
         for v in values {
-            if !is_plain_value(&v) && !s.contains(&v) {
-                s.push(v);
+            if !is_plain_value(&v) && !s.iter().any(|k| k.raw == v) {
+                let forms = forms::forms(&v);
+                s.push(Secret { raw: v, forms });
             }
         }
         // Longest first: a secret containing another is replaced whole.
-        s.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        s.sort_by_key(|v| std::cmp::Reverse(v.raw.len()));
     }
 }
 
-/// Registers the password of a URL (`http://user:pw@head:8265`, `s3://key:secret@bucket`)
-/// and, when there is one, its user name. A user name alone (Azure's
-/// `abfss://container@account`) is no credential.
+/// Registers the credentials of an address, well-formed URL or not
+/// (`address::address_secrets`): a password and its user name
+/// (`http://user:pw@head:8265`, `u:pw@head:8265`, `postgres:/u:pw@h/db`), a `password=`
+/// value (`host=h password=pw`). A user name alone (Azure's `abfss://container@account`) is
+/// no credential.
 pub fn register_url_user_info(text: &str) {
-    let Ok(u) = url::Url::parse(text.trim()) else {
-        return;
-    };
-    let Some(pw) = u.password() else {
-        return;
-    };
-    register([pw.to_string(), decode(pw)]);
-    if !u.username().is_empty() {
-        register([u.username().to_string(), decode(u.username())]);
+    register(address_secrets(text));
+}
+
+/// Registers what an address given as one (a Ray address, a catalog URI) holds that may be
+/// secret and, when it is no well-formed URL, the address itself: what could not be parsed
+/// cannot be shown safely in part.
+pub fn register_address(text: &str) {
+    register_url_user_info(text);
+    let t = text.trim();
+    if !is_well_formed(t) && t.contains(['@', '=']) {
+        register([t.to_string()]);
     }
+}
+
+/// Schemes of an `Authorization` value whose second word is the credential.
+const AUTH_SCHEMES: [&str; 4] = ["bearer", "basic", "token", "digest"];
+
+/// Registers the values of HTTP headers given as `$RAY_JOB_HEADERS` (a JSON object of names
+/// to values): each value, and the credential of `Bearer TOKEN`. Text that is no such object
+/// is registered whole, with each word following an authorization scheme.
+pub fn register_headers(raw: &str) {
+    let mut found = vec![raw.trim().to_string()];
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(raw) {
+        for v in map.values().filter_map(|v| v.as_str()) {
+            found.push(v.trim().to_string());
+            found.extend(value_credential(v));
+        }
+    } else {
+        found.extend(auth_credentials(raw));
+    }
+    register(found);
+}
+
+/// The credential of a header value (`Bearer abc` gives `abc`), whatever it holds.
+fn value_credential(v: &str) -> Option<String> {
+    let (scheme, rest) = v.trim().split_once(char::is_whitespace)?;
+    AUTH_SCHEMES
+        .contains(&scheme.to_ascii_lowercase().as_str())
+        .then(|| rest.trim().to_string())
+}
+
+/// The words following an authorization scheme in free text (`Bearer abc` gives `abc`).
+fn auth_credentials(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || "\"',{}:".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .filter(|w| AUTH_SCHEMES.contains(&w[0].to_ascii_lowercase().as_str()))
+        .map(|w| w[1].to_string())
+        .collect()
 }
 
 /// Registers what the command line holds that may be secret, before it is parsed (a parse
@@ -173,6 +236,7 @@ pub fn register_toml_text(text: &str) {
         // in a credential; registering the longer text would not hide the shorter anyway).
         let value = value.trim();
         let unquoted = value.trim_matches(|c| c == '"' || c == '\'');
+        register_url_user_info(unquoted);
         if is_secret_key(key) {
             register([unquoted.trim().to_string()]);
             if let Some((before_comment, _)) = unquoted.split_once(" #") {
@@ -214,16 +278,16 @@ pub fn redacted_options(
         .collect()
 }
 
-/// `text` with every registered secret (also percent-encoded, as URLs carry them) replaced by
-/// `***` (a short one only as a whole token), and every URL's user info and query removed.
+/// `text` with every registered secret in each of its forms (as is, JSON-escaped, percent-
+/// encoded: `forms`) replaced by `***` (a short one only as a whole token), and every URL's
+/// user info and query removed.
 pub fn scrub(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
     if let Ok(s) = SECRETS.read() {
-        for v in s.iter() {
-            let enc = percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
-                .to_string();
-            for needle in [v.as_str(), enc.as_str()] {
-                if let Some(r) = replace_secret(&out, needle) {
+        for secret in s.iter() {
+            let whole_words = secret.raw.chars().count() < MIN_SUBSTRING_LEN;
+            for form in &secret.forms {
+                if let Some(r) = replace_secret(&out, form, whole_words) {
                     out = Cow::Owned(r);
                 }
             }
@@ -238,35 +302,28 @@ pub fn scrub(text: &str) -> Cow<'_, str> {
     out
 }
 
-/// `text` with `secret` replaced by `***`, None when it does not occur. A secret shorter
-/// than `MIN_SUBSTRING_LEN` is replaced only where it is not part of a longer word.
-fn replace_secret(text: &str, secret: &str) -> Option<String> {
-    if secret.is_empty() || !text.contains(secret) {
-        return None;
-    }
-    if secret.chars().count() >= MIN_SUBSTRING_LEN {
-        return Some(text.replace(secret, "***"));
-    }
+/// `text` with each occurrence of `form` (`forms::occurrences`) replaced by `***`, None when
+/// there is none. With `whole_words` (a short secret), only where it is not part of a longer
+/// word.
+fn replace_secret(text: &str, form: &str, whole_words: bool) -> Option<String> {
     let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
-    let mut replaced = false;
-    for (i, _) in text.match_indices(secret) {
-        if i < last {
+    for (start, end) in forms::occurrences(text, form) {
+        if whole_words
+            && (word(text[..start].chars().next_back()) || word(text[end..].chars().next()))
+        {
             continue;
         }
-        let before = text[..i].chars().next_back();
-        let after = text[i + secret.len()..].chars().next();
-        if word(before) || word(after) {
-            continue;
-        }
-        out.push_str(&text[last..i]);
+        out.push_str(&text[last..start]);
         out.push_str("***");
-        last = i + secret.len();
-        replaced = true;
+        last = end;
+    }
+    if last == 0 {
+        return None;
     }
     out.push_str(&text[last..]);
-    replaced.then_some(out)
+    Some(out)
 }
 
 /// Schemes whose user name is no credential but part of the location: Azure's
@@ -278,8 +335,13 @@ fn user_is_location(scheme: &str) -> bool {
     )
 }
 
-/// A URL without user info (but an Azure container), query or fragment; other text unchanged.
+/// A URL without user info (but an Azure container), query or fragment; an address that is
+/// no well-formed URL without what looks like user info or a `password=` value
+/// (`mask_address`); other text unchanged.
 pub fn redact_url(s: &str) -> String {
+    if !is_well_formed(s) {
+        return mask_address(s);
+    }
     match url::Url::parse(s) {
         Ok(mut u) if u.has_host() || u.scheme() != "file" => {
             let _ = u.set_password(None);
@@ -517,5 +579,71 @@ mod tests {
         assert_eq!(scrub("value ts8"), "value ***");
         register_toml_text("ray_address = \"http://tu:tp6@head:8265\"\n");
         assert_eq!(scrub("tp6 tu"), "*** ***");
+    }
+
+    #[test]
+    fn passwords_of_addresses_that_are_not_urls_are_registered_from_the_command_line() {
+        register_args([
+            "lakehealth",
+            "--ray-address",
+            "rayu7:NoSchemePw7@head:8265",
+            "--catalog=postgres:/pgu7:OneSlashPw7@h/db",
+            "--catalog",
+            "host=h port=5432 password=LibpqPw7 dbname=d",
+        ]);
+        assert_eq!(
+            scrub("NoSchemePw7 OneSlashPw7 LibpqPw7"),
+            "*** *** ***",
+            "every password"
+        );
+    }
+
+    #[test]
+    fn a_secret_is_scrubbed_json_escaped_and_percent_encoded() {
+        let secret = "Js\"on\\Pw/7+x";
+        register([secret.to_string()]);
+        let json = serde_json::json!({ "error": format!("denied {secret}") }).to_string();
+        assert!(!json.contains(secret), "the premise: JSON escapes it");
+        assert_eq!(scrub(&json), "{\"error\":\"denied ***\"}");
+        let twice = serde_json::json!({ "line": json }).to_string();
+        assert!(!scrub(&twice).contains("Pw/7"), "{}", scrub(&twice));
+        assert_eq!(
+            scrub("u=Js%22on%5CPw%2F7%2Bx&"),
+            "u=***&",
+            "percent-encoded"
+        );
+        assert_eq!(scrub(&format!("{:?}", secret)), "\"***\"", "debug-escaped");
+    }
+
+    #[test]
+    fn addresses_that_are_not_well_formed_urls_show_without_their_credentials() {
+        assert_eq!(redact_url("u:Pw8q@host:8265"), "host:8265");
+        assert_eq!(redact_url("postgres:/u:Pw8q@h/db"), "postgres:/h/db");
+        assert_eq!(
+            redact_url("host=h password=Pw8q dbname=d"),
+            "host=h password=*** dbname=d"
+        );
+        assert_eq!(redact_url("http://head:8265"), "http://head:8265/");
+    }
+
+    #[test]
+    fn an_unparseable_address_is_registered_whole() {
+        register_address("weird@addr=9");
+        assert_eq!(scrub("at weird@addr=9 now"), "at *** now");
+        register_address("plainhost9");
+        assert_eq!(scrub("plainhost9"), "plainhost9", "no credential in it");
+    }
+
+    #[test]
+    fn ray_job_headers_values_and_bearer_tokens_are_registered() {
+        register_headers(r#"{"Authorization": "Bearer HdrTok7q", "X-Org": "org-7"}"#);
+        assert_eq!(
+            scrub("sent Bearer HdrTok7q and org-7"),
+            "sent *** and ***",
+            "each value whole"
+        );
+        assert_eq!(scrub("token HdrTok7q"), "token ***", "the token alone");
+        register_headers("Authorization: Bearer NotJsonTok7");
+        assert_eq!(scrub("token NotJsonTok7"), "token ***");
     }
 }

@@ -132,7 +132,7 @@ pub async fn run(
     term.leave()?;
     let active = loader.active_jobs();
     if active > 0 {
-        eprintln!(
+        crate::errln!(
             "waiting for {active} compaction job(s) to stop (committed work stays, uncommitted output is removed)..."
         );
         loader.wait_jobs(Duration::from_secs(30)).await;

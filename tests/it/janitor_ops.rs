@@ -340,3 +340,72 @@ fn a_secret_storage_option_appears_nowhere_watch_compact_report_on_s3() {
         }
     }
 }
+
+/// Whether the server closed `s` (an idle client's stream): EOF or a reset, without blocking.
+fn closed_by_server(s: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    let _ = s.set_nonblocking(true);
+    let mut b = [0u8; 16];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    }
+}
+
+#[test]
+fn metrics_answer_while_hundreds_of_idle_clients_connect_and_the_server_holds_no_more_than_its_cap()
+{
+    use lakehealth::engine::janitor::metrics::{Metrics, ServeLimits, bind, serve_with};
+    use tokio_util::sync::CancellationToken;
+    const IDLE: usize = 300;
+    const CAP: usize = 64;
+    let rt = runtime();
+    let cancel = CancellationToken::new();
+    let m = std::sync::Arc::new(Metrics::new(Duration::from_secs(10), 0));
+    m.table_read("s3://lake/t", 9, 8, 10, 1, 0);
+    m.cycle_ended(1_000);
+    // Idle clients are never timed out here: what keeps scrapes answered is the cap.
+    let limits = ServeLimits {
+        connections: CAP,
+        request_timeout: Duration::from_secs(3600),
+        ..ServeLimits::default()
+    };
+    let listener = rt.block_on(bind("127.0.0.1:0".parse().unwrap())).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    rt.spawn(serve_with(listener, m, cancel.clone(), limits));
+    let mut idle: Vec<std::net::TcpStream> = (0..IDLE)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let body = loop {
+        match http(port, "GET", "/metrics") {
+            Ok((200, body)) => break body,
+            other => assert!(
+                Instant::now() < deadline,
+                "no scrape answered behind {IDLE} idle clients: {other:?}"
+            ),
+        }
+    };
+    assert!(
+        body.contains("lakehealth_table_files{table=\"s3://lake/t\"} 9"),
+        "{body}"
+    );
+    // Beyond the cap, idle clients were closed (the server holds at most CAP connections).
+    let mut closed = vec![false; IDLE];
+    loop {
+        for (c, s) in closed.iter_mut().zip(idle.iter_mut()) {
+            *c = *c || closed_by_server(s);
+        }
+        let n = closed.iter().filter(|c| **c).count();
+        if n >= IDLE - CAP {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {n} of {IDLE} idle clients closed with a cap of {CAP}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cancel.cancel();
+}

@@ -29,6 +29,7 @@ mod ray;
 mod replay;
 mod root_links;
 mod row_tracking;
+mod secrets;
 mod stream;
 mod tui;
 mod tui_driver;

@@ -3,10 +3,16 @@
 //! `/metrics`), and whether its loop is alive (`/healthz`: the last cycle against the
 //! interval). Served by a minimal HTTP/1.1 responder over tokio (GET only, one response per
 //! connection): hyper is in the dependency tree only as a client.
+//!
+//! Availability: a scrape is answered from a snapshot the janitor refreshes (at each cycle's
+//! start and end and each job's end), so it never waits on a cycle; each connection is a task
+//! with a deadline to send its request and one to take the answer, so a slow client holds no
+//! worker; at most `ServeLimits::connections` are open, and a new one beyond that displaces the
+//! oldest still sending its request (an idle client), or is closed at once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -38,12 +44,23 @@ struct State {
     last_cycle_end_ms: Option<i64>,
 }
 
-/// Shared by the janitor (which records) and the server (which reads).
+/// What scrapes read: the per-table series as rendered at the last refresh, and the cycle
+/// times liveness is computed from when a scrape comes.
+#[derive(Debug, Default)]
+struct Snapshot {
+    tables_text: String,
+    cycles: u64,
+    cycle_started_ms: Option<i64>,
+    last_cycle_end_ms: Option<i64>,
+}
+
+/// Shared by the janitor (which records) and the server (which reads the snapshot only).
 #[derive(Debug)]
 pub struct Metrics {
     interval: Duration,
     started_ms: i64,
     state: Mutex<State>,
+    snapshot: RwLock<Arc<Snapshot>>,
 }
 
 /// A cycle that ended longer ago than this many intervals (plus a minute of slack for a slow
@@ -57,6 +74,7 @@ impl Metrics {
             interval,
             started_ms: now_ms,
             state: Mutex::new(State::default()),
+            snapshot: RwLock::new(Arc::new(Snapshot::default())),
         }
     }
 
@@ -64,8 +82,33 @@ impl Metrics {
         self.state.lock().ok().map(|mut s| f(&mut s))
     }
 
+    /// Renders the state into the snapshot scrapes read (the state's lock is not held while
+    /// the snapshot is swapped in).
+    fn refresh(&self) {
+        let Some(snap) = self.with(|s| Snapshot {
+            tables_text: tables_text(&s.tables),
+            cycles: s.cycles,
+            cycle_started_ms: s.cycle_started_ms,
+            last_cycle_end_ms: s.last_cycle_end_ms,
+        }) else {
+            return;
+        };
+        if let Ok(mut current) = self.snapshot.write() {
+            *current = Arc::new(snap);
+        }
+    }
+
+    /// The last snapshot (an empty one if a writer panicked while swapping it).
+    fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot
+            .read()
+            .map(|s| Arc::clone(&*s))
+            .unwrap_or_default()
+    }
+
     pub fn cycle_started(&self, now_ms: i64) {
         self.with(|s| s.cycle_started_ms = Some(now_ms));
+        self.refresh();
     }
 
     pub fn cycle_ended(&self, now_ms: i64) {
@@ -74,6 +117,7 @@ impl Metrics {
             s.cycle_started_ms = None;
             s.last_cycle_end_ms = Some(now_ms);
         });
+        self.refresh();
     }
 
     /// A table as read this cycle, with its due partitions.
@@ -110,6 +154,7 @@ impl Metrics {
             t.jobs_failed += u64::from(failed);
             t.bytes_compacted += bytes_compacted;
         });
+        self.refresh();
     }
 
     pub fn table(&self, table: &str) -> Option<TableMetrics> {
@@ -122,11 +167,8 @@ impl Metrics {
         let limit = interval_ms
             .saturating_mul(STALE_INTERVALS as i64)
             .saturating_add(STALE_SLACK_MS);
-        let Some((cycles, started, ended)) =
-            self.with(|s| (s.cycles, s.cycle_started_ms, s.last_cycle_end_ms))
-        else {
-            return (false, "the janitor's state is unreadable".into());
-        };
+        let snap = self.snapshot();
+        let (cycles, started, ended) = (snap.cycles, snap.cycle_started_ms, snap.last_cycle_end_ms);
         let ago = |t: i64| crate::engine::model::duration::whole_units_ms(now_ms.saturating_sub(t));
         let every = crate::engine::model::duration::whole_units(self.interval);
         match (started, ended) {
@@ -155,24 +197,11 @@ impl Metrics {
         }
     }
 
-    /// The Prometheus text exposition format (version 0.0.4).
+    /// The Prometheus text exposition format (version 0.0.4), from the snapshot.
     pub fn render(&self, now_ms: i64) -> String {
-        let (tables, cycles, last_end) = self
-            .with(|s| (s.tables.clone(), s.cycles, s.last_cycle_end_ms))
-            .unwrap_or_default();
-        let mut out = String::new();
-        for series in TABLE_SERIES {
-            header(&mut out, series.name, series.kind, series.help);
-            for (t, m) in &tables {
-                let _ = writeln!(
-                    out,
-                    "lakehealth_{}{{table=\"{}\"}} {}",
-                    series.name,
-                    label(t),
-                    (series.value)(m)
-                );
-            }
-        }
+        let snap = self.snapshot();
+        let (cycles, last_end) = (snap.cycles, snap.last_cycle_end_ms);
+        let mut out = snap.tables_text.clone();
         let (alive, _) = self.health(now_ms);
         let janitor = [
             (
@@ -194,12 +223,31 @@ impl Metrics {
                 u8::from(alive).to_string(),
             ),
         ];
+        // Numbers only: the table series were scrubbed when the snapshot was taken.
         for (name, kind, help, value) in janitor {
             header(&mut out, name, kind, help);
             let _ = writeln!(out, "lakehealth_{name} {value}");
         }
-        scrub(&out).into_owned()
+        out
     }
+}
+
+/// The per-table series of `tables`, scrubbed.
+fn tables_text(tables: &BTreeMap<String, TableMetrics>) -> String {
+    let mut out = String::new();
+    for series in TABLE_SERIES {
+        header(&mut out, series.name, series.kind, series.help);
+        for (t, m) in tables {
+            let _ = writeln!(
+                out,
+                "lakehealth_{}{{table=\"{}\"}} {}",
+                series.name,
+                label(t),
+                (series.value)(m)
+            );
+        }
+    }
+    scrub(&out).into_owned()
 }
 
 /// One series per table: its name (after `lakehealth_`), Prometheus type, help and value.
@@ -340,19 +388,54 @@ pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
-/// How many scrapes are served at once, and how long one may take to send its request.
+/// How many connections are open at once, and how long a client may take to send its request
+/// and to take the answer.
 #[derive(Debug, Clone, Copy)]
 pub struct ServeLimits {
     pub connections: usize,
     pub request_timeout: Duration,
+    pub write_timeout: Duration,
 }
 
 impl Default for ServeLimits {
     fn default() -> Self {
         Self {
-            connections: 32,
+            connections: 64,
             request_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(10),
         }
+    }
+}
+
+/// How long a new connection waits for the slot of the connection it displaced (which only
+/// waits to read, so it ends at once).
+const DISPLACE_WAIT: Duration = Duration::from_secs(1);
+
+/// Largest request head read.
+const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// Connections still sending their request, oldest first: the ones a new connection may
+/// displace when every slot is taken.
+#[derive(Debug, Default)]
+struct Waiting {
+    next_id: u64,
+    queue: VecDeque<(u64, CancellationToken)>,
+}
+
+impl Waiting {
+    fn push(&mut self) -> (u64, CancellationToken) {
+        self.next_id += 1;
+        let token = CancellationToken::new();
+        self.queue.push_back((self.next_id, token.clone()));
+        (self.next_id, token)
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.queue.retain(|(i, _)| *i != id);
+    }
+
+    fn pop_oldest(&mut self) -> Option<CancellationToken> {
+        self.queue.pop_front().map(|(_, t)| t)
     }
 }
 
@@ -361,9 +444,10 @@ pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, cancel: Cancell
     serve_with(listener, metrics, cancel, ServeLimits::default()).await
 }
 
-/// `serve` with explicit limits: at most `connections` are held open (the next ones wait in
-/// the kernel's backlog, not in this process), and a failed accept (no file descriptor left)
-/// pauses the loop instead of spinning on it.
+/// `serve` with explicit limits: at most `connections` are open; every connection is accepted
+/// at once (none waits in the kernel's backlog behind idle ones) and, when every slot is taken,
+/// takes the slot of the oldest one still sending its request or else is closed. A failed
+/// accept (no file descriptor left) pauses the loop instead of spinning on it.
 pub async fn serve_with(
     listener: TcpListener,
     metrics: Arc<Metrics>,
@@ -371,19 +455,13 @@ pub async fn serve_with(
     limits: ServeLimits,
 ) {
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.connections.max(1)));
+    let waiting = Arc::new(Mutex::new(Waiting::default()));
     loop {
-        let permit = tokio::select! {
-            p = slots.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => return,
-            },
-            _ = cancel.cancelled() => return,
-        };
         let conn = tokio::select! {
             c = listener.accept() => c,
             _ = cancel.cancelled() => return,
         };
-        let mut sock = match conn {
+        let sock = match conn {
             Ok((sock, _)) => sock,
             Err(e) => {
                 tracing::warn!("metrics endpoint: accept failed: {e}");
@@ -393,40 +471,103 @@ pub async fn serve_with(
                 }
             }
         };
-        let m = metrics.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            // The request head only (a GET has no body), bounded in size and time.
-            let mut buf = Vec::with_capacity(1024);
-            let mut chunk = [0u8; 1024];
-            let read = tokio::time::timeout(limits.request_timeout, async {
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
-                    match sock.read(&mut chunk).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-            })
-            .await;
-            if read.is_err() {
-                return;
-            }
-            let head = String::from_utf8_lossy(&buf);
-            let line = head.lines().next().unwrap_or("");
-            let (code, ctype, body) = respond(line, &m, crate::engine::open::now_ms());
-            let head_only = line.starts_with("HEAD ");
-            let mut resp = format!(
-                "HTTP/1.1 {code} {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                reason(code),
-                body.len()
-            );
-            if !head_only {
-                resp.push_str(&body);
-            }
+        // Every slot is answering a request: refused (closed at once, never queued).
+        let Some(permit) = slot(&slots, &waiting).await else {
+            continue;
+        };
+        let Some((id, token)) = waiting.lock().ok().map(|mut w| w.push()) else {
+            continue;
+        };
+        let conn = Connection {
+            waiting: waiting.clone(),
+            id,
+            token,
+            limits,
+        };
+        tokio::spawn(conn.serve(sock, permit, metrics.clone()));
+    }
+}
+
+/// A slot for a new connection: a free one, or the one of the oldest connection still sending
+/// its request, which is closed. None when every slot is answering a request.
+async fn slot(
+    slots: &Arc<tokio::sync::Semaphore>,
+    waiting: &Mutex<Waiting>,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    if let Ok(p) = slots.clone().try_acquire_owned() {
+        return Some(p);
+    }
+    let oldest = waiting.lock().ok()?.pop_oldest()?;
+    oldest.cancel();
+    tokio::time::timeout(DISPLACE_WAIT, slots.clone().acquire_owned())
+        .await
+        .ok()?
+        .ok()
+}
+
+/// One accepted connection: its place among those still sending their request.
+struct Connection {
+    waiting: Arc<Mutex<Waiting>>,
+    id: u64,
+    /// Cancelled when a newer connection takes its slot.
+    token: CancellationToken,
+    limits: ServeLimits,
+}
+
+impl Connection {
+    async fn serve(
+        self,
+        mut sock: tokio::net::TcpStream,
+        _permit: tokio::sync::OwnedSemaphorePermit,
+        m: Arc<Metrics>,
+    ) {
+        let head = tokio::select! {
+            h = tokio::time::timeout(self.limits.request_timeout, read_head(&mut sock)) => h.ok(),
+            _ = self.token.cancelled() => None,
+        };
+        if let Ok(mut w) = self.waiting.lock() {
+            w.remove(self.id);
+        }
+        // No request in time, or displaced: dropping the socket closes it.
+        let Some(head) = head else {
+            return;
+        };
+        let resp = response(&head, &m);
+        let _ = tokio::time::timeout(self.limits.write_timeout, async {
             let _ = sock.write_all(resp.as_bytes()).await;
             let _ = sock.shutdown().await;
-        });
+        })
+        .await;
     }
+}
+
+/// The request head (a GET has no body), bounded in size; what arrived when the client closed.
+async fn read_head(sock: &mut tokio::net::TcpStream) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_HEAD_BYTES {
+        match sock.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    buf
+}
+
+/// The whole HTTP response to a request head.
+fn response(head: &[u8], m: &Metrics) -> String {
+    let head = String::from_utf8_lossy(head);
+    let line = head.lines().next().unwrap_or("");
+    let (code, ctype, body) = respond(line, m, crate::engine::open::now_ms());
+    let mut resp = format!(
+        "HTTP/1.1 {code} {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        reason(code),
+        body.len()
+    );
+    if !line.starts_with("HEAD ") {
+        resp.push_str(&body);
+    }
+    resp
 }
 
 #[cfg(test)]
@@ -470,36 +611,81 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn idle_connections_beyond_the_limit_wait_and_are_served_once_one_closes() {
+    async fn a_new_connection_takes_the_slot_of_the_oldest_idle_one_when_all_are_taken() {
         let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let cancel = CancellationToken::new();
         let limits = ServeLimits {
             connections: 2,
-            request_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(600),
+            ..ServeLimits::default()
         };
         let m = Arc::new(Metrics::new(Duration::from_secs(10), 0));
         tokio::spawn(serve_with(listener, m, cancel.clone(), limits));
-        // Two idle clients hold both slots.
-        let idle1 = tokio::net::TcpStream::connect(addr).await.unwrap();
+        // Two idle clients hold both slots (each is accepted before the next connects: a
+        // byte-less request reaching the server is what proves it).
+        let mut idle1 = tokio::net::TcpStream::connect(addr).await.unwrap();
         let _idle2 = tokio::net::TcpStream::connect(addr).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
         let mut third = tokio::net::TcpStream::connect(addr).await.unwrap();
         third
             .write_all(b"GET /metrics HTTP/1.1\r\n\r\n")
             .await
             .unwrap();
-        let mut buf = [0u8; 64];
-        let early = tokio::time::timeout(Duration::from_millis(500), third.read(&mut buf)).await;
-        assert!(early.is_err(), "served beyond the limit");
-        drop(idle1);
-        let n = tokio::time::timeout(Duration::from_secs(30), third.read(&mut buf))
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(60), third.read_to_string(&mut answer))
             .await
-            .expect("served once a slot freed")
+            .expect("served although both slots were held by idle clients")
             .unwrap();
-        let head = String::from_utf8_lossy(&buf[..n]);
-        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let mut buf = [0u8; 16];
+        let closed = tokio::time::timeout(Duration::from_secs(60), idle1.read(&mut buf))
+            .await
+            .expect("the oldest idle client was closed");
+        assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
         cancel.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_client_that_sends_nothing_is_closed_after_the_request_timeout() {
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cancel = CancellationToken::new();
+        let limits = ServeLimits {
+            request_timeout: Duration::from_millis(100),
+            ..ServeLimits::default()
+        };
+        let m = Arc::new(Metrics::new(Duration::from_secs(10), 0));
+        tokio::spawn(serve_with(listener, m, cancel.clone(), limits));
+        let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut buf = [0u8; 16];
+        let closed = tokio::time::timeout(Duration::from_secs(60), idle.read(&mut buf))
+            .await
+            .expect("closed by the server");
+        assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+        cancel.cancel();
+    }
+
+    #[test]
+    fn a_scrape_is_answered_from_the_snapshot_while_the_janitor_holds_its_state() {
+        let m = Arc::new(Metrics::new(Duration::from_secs(10), 0));
+        m.table_read("s3://b/t", 4, 3, 50, 1, 0);
+        m.cycle_ended(1_000);
+        // The janitor in the middle of recording a cycle.
+        let held = m.state.lock().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let m2 = m.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(respond("GET /metrics HTTP/1.1", &m2, 2_000));
+        });
+        let answer = rx.recv_timeout(Duration::from_secs(60));
+        drop(held);
+        let (code, _, body) = answer.expect("a scrape waited on the janitor's state");
+        assert_eq!(code, 200);
+        assert!(
+            body.contains("lakehealth_table_files{table=\"s3://b/t\"} 4"),
+            "{body}"
+        );
+        assert!(body.contains("lakehealth_janitor_cycles_total 1"), "{body}");
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             style::dim(),
         )),
     };
-    f.render_widget(Paragraph::new(line), area);
+    // A location being loaded and a notice are engine text: they may quote a credential.
+    f.render_widget(Paragraph::new(super::scrubbed([line])), area);
 }
 
 #[cfg(test)]

@@ -58,10 +58,10 @@ pub struct RayOptions {
 }
 
 impl RayOptions {
-    /// Registers the address's user info as secrets (`engine::secrets`): errors of the Ray
-    /// API quote the address.
+    /// Registers the address's credentials as secrets, and the address itself when it is no
+    /// well-formed URL (`engine::secrets::register_address`): errors of the Ray API quote it.
     pub fn new(address: &str) -> Self {
-        crate::engine::secrets::register_url_user_info(address);
+        crate::engine::secrets::register_address(address);
         Self {
             address: address.trim_end_matches('/').to_string(),
             worker_binary: None,

@@ -11,7 +11,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 
 /// The environment variable holding extra HTTP headers (JSON object), as Ray's CLI reads it.
-pub const HEADERS_ENV: &str = "RAY_JOB_HEADERS";
+pub const HEADERS_ENV: &str = crate::engine::secrets::RAY_HEADERS_ENV;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RayError {
@@ -66,8 +66,11 @@ fn env_headers() -> Result<HeaderMap, RayError> {
     let Ok(raw) = std::env::var(HEADERS_ENV) else {
         return Ok(map);
     };
-    let obj: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&raw).map_err(|e| RayError::Headers(e.to_string()))?;
+    // Before anything could quote them (a proxy's error page echoing a header).
+    crate::engine::secrets::register_headers(&raw);
+    // serde's message would quote the value ("invalid type: string \"Bearer ...\"").
+    let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&raw)
+        .map_err(|e| RayError::Headers(format!("line {}, column {}", e.line(), e.column())))?;
     for (k, v) in obj {
         let name = HeaderName::from_bytes(k.as_bytes())
             .map_err(|_| RayError::Headers(format!("{k:?} is not a header name")))?;

@@ -110,6 +110,8 @@ pub enum Catalog {
 impl Catalog {
     /// `sqlite:///FILE`, `postgresql://…` or `http(s)://…`.
     pub fn open(uri: &str) -> Result<Self, CatalogError> {
+        // Its errors and a driver's quote it; it may hold a password in any form.
+        crate::engine::secrets::register_address(uri);
         if uri.starts_with("http://") || uri.starts_with("https://") {
             return Ok(Catalog::Rest(RestCatalog::open(uri)?));
         }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::catalog::{CatalogError, TableId, is_under_folder, one_hit};
-use crate::engine::secrets::{redact_url, register_url_user_info};
+use crate::engine::secrets::{redact_url, register_address};
 
 const ROWS: &str = "SELECT catalog_name, table_namespace, table_name, metadata_location FROM iceberg_tables WHERE metadata_location IS NOT NULL";
 const CURRENT: &str = "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3";
@@ -48,7 +48,7 @@ impl SqlCatalog {
         let Some(rest) = pg else {
             return Err(CatalogError::Scheme(redact_url(uri)));
         };
-        register_url_user_info(uri);
+        register_address(uri);
         let shown = redact_url(uri);
         // SQLAlchemy's driver suffix (pyiceberg's form) names the same server.
         let plain = format!("postgresql://{rest}");

@@ -389,6 +389,46 @@ fn fuzz_checkpoint_parquet() {
     );
 }
 
+/// Found by `fuzz_checkpoint_parquet`: a page whose bit width trips an assertion in the
+/// `parquet` crate (`BitReader::get_batch`) panicked the checkpoint reader; it is now a corrupt
+/// checkpoint, named, and the table's replay says so.
+#[test]
+fn fuzz_regression_a_checkpoint_page_with_a_bad_bit_width_is_a_corrupt_checkpoint() {
+    use lakehealth::engine::log::checkpoint::CheckpointReadError;
+    let bytes = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/fuzz/checkpoint-page-bit-width.parquet"),
+    )
+    .unwrap();
+    block_on(async {
+        let store = memory_store(&[("cp.parquet".into(), bytes.clone())], "").await;
+        let mut v = Counting::default();
+        let e = read_checkpoint_file(&store, "cp.parquet", false, &mut v, &|_| {})
+            .await
+            .unwrap_err();
+        assert!(matches!(e, CheckpointReadError::Malformed(_)), "{e:?}");
+        assert!(e.to_string().contains("malformed page"), "{e}");
+        // As a table's only checkpoint: the replay names the file as corrupt.
+        let log = vec![
+            ("00000000000000000000.checkpoint.parquet".to_string(), bytes),
+            (
+                "_last_checkpoint".to_string(),
+                br#"{"version":0,"size":1}"#.to_vec(),
+            ),
+        ];
+        let store = memory_store(&log, "_delta_log/").await;
+        let e = replay(&store, "memory:///t", opts().replay, &|_| {})
+            .await
+            .unwrap_err();
+        assert!(matches!(e, EngineError::CorruptCheckpoint { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("00000000000000000000.checkpoint.parquet"),
+            "{e}"
+        );
+    });
+}
+
 /// A Parquet footer of arbitrary Thrift bytes behind valid magic and a length that may lie.
 #[test]
 fn fuzz_checkpoint_parquet_footer() {

@@ -77,6 +77,12 @@ pub async fn guarded<'a, T>(fut: impl Future<Output = T> + Send + 'a) -> Result<
     .map_err(|p| Panicked(message(p)))
 }
 
+/// Runs `f`; a panic inside it is `Err` with its message (`guarded` for synchronous code).
+pub fn guarded_sync<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
+    let _mark = Mark::enter();
+    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|p| Panicked(message(p)))
+}
+
 /// Wraps the current panic hook: panics inside `guarded` are logged, not printed, and so is the
 /// one panic a dependency raises and catches by design (`caught_by_its_raiser`).
 pub fn install_hook() {

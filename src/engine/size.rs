@@ -10,6 +10,7 @@ pub const KIB: u64 = 1024;
 pub const MIB: u64 = 1024 * KIB;
 pub const GIB: u64 = 1024 * MIB;
 pub const TIB: u64 = 1024 * GIB;
+pub const PIB: u64 = 1024 * TIB;
 
 /// A number of bytes that parses from and prints as a human size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -99,9 +100,12 @@ impl FromStr for ByteSize {
             "gb" => 1000 * 1000 * 1000,
             "t" | "tib" => TIB,
             "tb" => 1000 * 1000 * 1000 * 1000,
+            // What `format_bytes` writes from 1 PiB up must read back (`lakehealth config`).
+            "p" | "pib" => PIB,
+            "pb" => 1000 * 1000 * 1000 * 1000 * 1000,
             _ => {
                 return Err(err(
-                    "the unit is unknown (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)",
+                    "the unit is unknown (use B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB, PB)",
                 ));
             }
         };
@@ -245,6 +249,22 @@ mod tests {
             let b: ByteSize = s.parse().unwrap();
             assert_eq!(b.to_string(), s);
         }
+    }
+
+    /// Found by fuzzing (tests/it/fuzz.rs): 1 PiB and above displayed as "... PiB", which
+    /// did not parse back (a config printed by `lakehealth config` could not be read).
+    #[test]
+    fn fuzz_regression_petabytes_read_back_as_displayed() {
+        for b in [PIB, 3 * PIB / 2, u64::MAX] {
+            let shown = ByteSize(b).to_string();
+            let again: ByteSize = shown.parse().unwrap();
+            let (a, b) = (again.0 as f64, b as f64);
+            assert!((a - b).abs() <= b * 0.01, "{shown} reads {a}, was {b}");
+        }
+        assert_eq!(
+            "2PB".parse::<ByteSize>().unwrap(),
+            ByteSize(2_000_000_000_000_000)
+        );
     }
 
     #[test]

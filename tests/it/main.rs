@@ -13,6 +13,8 @@ mod errors;
 mod findings;
 mod fixtures;
 mod formats;
+mod fuzz;
+mod fuzz_harness;
 mod harness;
 mod iceberg;
 mod iceberg_compact;

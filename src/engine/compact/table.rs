@@ -224,6 +224,25 @@ pub fn partition_files(
             detail: e.to_string(),
         }
     })?;
+    // delta-rs 1.1 unwraps a deletion vector's storage type when it converts a file action
+    // (found by fuzzing: `"storageType":"t"` panicked): the log is corrupt, an error.
+    crate::engine::panic_guard::guarded_sync(|| group_files(snapshot, &cols, &physical)).map_err(
+        |p| EngineError::Unsupported {
+            uri: uri.to_string(),
+            detail: format!(
+                "delta-rs cannot read a file action of the log (an invalid deletion vector \
+                 descriptor?): {p}"
+            ),
+        },
+    )
+}
+
+/// The active files of `snapshot` grouped and ordered by partition (see `partition_files`).
+fn group_files(
+    snapshot: &deltalake::table::state::DeltaTableState,
+    cols: &[String],
+    physical: &HashMap<String, String>,
+) -> Vec<(PartitionValues, Vec<FileRef>)> {
     let mut groups: HashMap<PartitionValues, Vec<FileRef>> = HashMap::new();
     for f in snapshot.log_data() {
         let map = f.partition_values_map();
@@ -255,5 +274,5 @@ pub fn partition_files(
     }
     let mut out: Vec<(PartitionValues, Vec<FileRef>)> = groups.into_iter().collect();
     out.sort_by(|a, b| a.0.0.cmp(&b.0.0));
-    Ok(out)
+    out
 }

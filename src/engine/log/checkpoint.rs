@@ -64,6 +64,10 @@ pub enum CheckpointReadError {
     /// reader) is not what its index said.
     #[error("the reader returned more rows than were selected")]
     ExtraRows,
+    /// The Parquet reader panicked on the file (found by fuzzing: a corrupt page's bit width
+    /// trips an assertion in the `parquet` crate); the file is corrupt, the process goes on.
+    #[error("the Parquet reader failed on a malformed page: {0}")]
+    Malformed(String),
 }
 
 type Checked<T> = Result<T, CheckpointReadError>;
@@ -102,6 +106,14 @@ fn projection(
     ProjectionMask::leaves(schema, leaves)
 }
 
+/// Runs a read of a checkpoint file, its panics (the `parquet` crate's, on a malformed file)
+/// turned into `Malformed`.
+async fn guarded<T>(read: impl std::future::Future<Output = Checked<T>> + Send) -> Checked<T> {
+    crate::engine::panic_guard::guarded(read)
+        .await
+        .map_err(|p| CheckpointReadError::Malformed(p.0))?
+}
+
 /// Reads one checkpoint (or sidecar) file into `visitor`. Paths (the bulk of a checkpoint's
 /// bytes) are read only `with_paths`.
 pub async fn read_checkpoint_file(
@@ -111,6 +123,16 @@ pub async fn read_checkpoint_file(
     visitor: &mut dyn CheckpointVisitor,
     on_rows: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(), CheckpointReadError> {
+    guarded(read_file(store, path, with_paths, visitor, on_rows)).await
+}
+
+async fn read_file(
+    store: &Arc<dyn ObjectStore>,
+    path: &str,
+    with_paths: bool,
+    visitor: &mut dyn CheckpointVisitor,
+    on_rows: &(dyn Fn(u64) + Send + Sync),
+) -> Checked<()> {
     let reader = StoreReader::new(store.clone(), Path::from(path), None);
     let builder = ParquetRecordBatchStreamBuilder::new(reader)
         .await
@@ -208,6 +230,14 @@ pub async fn read_checkpoint_keys(
     path: &str,
     rows: &[u64],
 ) -> Result<HashMap<u64, String>, CheckpointReadError> {
+    guarded(read_keys(store, path, rows)).await
+}
+
+async fn read_keys(
+    store: &Arc<dyn ObjectStore>,
+    path: &str,
+    rows: &[u64],
+) -> Checked<HashMap<u64, String>> {
     let mut rows: Vec<u64> = rows.to_vec();
     rows.sort_unstable();
     rows.dedup();

@@ -17,6 +17,8 @@ const CODEC_KEY: &str = "avro.codec";
 pub enum AvroFileError {
     #[error(transparent)]
     Avro(#[from] apache_avro::Error),
+    #[error(transparent)]
+    Container(#[from] crate::engine::formats::iceberg::manifests::ManifestError),
     #[error("not an Avro object container file: {0}")]
     Header(&'static str),
 }
@@ -35,22 +37,8 @@ fn header_schema() -> Result<Schema, AvroFileError> {
 
 impl AvroFile {
     pub fn read(bytes: &[u8]) -> Result<Self, AvroFileError> {
-        let rest = bytes
-            .strip_prefix(MAGIC.as_slice())
-            .ok_or(AvroFileError::Header("no magic bytes"))?;
-        let mut cursor = rest;
-        let header = header_schema()?;
-        let reader = apache_avro::reader::datum::GenericDatumReader::builder(&header).build()?;
-        let meta = match reader.read_value(&mut cursor)? {
-            Value::Map(m) => m
-                .into_iter()
-                .filter_map(|(k, v)| match v {
-                    Value::Bytes(b) => Some((k, b)),
-                    _ => None,
-                })
-                .collect::<HashMap<_, _>>(),
-            _ => return Err(AvroFileError::Header("no metadata map")),
-        };
+        // Checked before apache-avro reads the file (see `container_header`).
+        let meta = crate::engine::formats::iceberg::manifests::container_header(bytes)?;
         if !meta.contains_key(SCHEMA_KEY) {
             return Err(AvroFileError::Header("no avro.schema"));
         }

@@ -2,8 +2,11 @@
 //! `apache-avro` crate by field name, so format versions 1–3 read alike: v1 has no `content`
 //! fields (everything is data), v2 adds delete manifests and delete files.
 
-use apache_avro::Reader;
+use std::collections::HashMap;
+
+use apache_avro::reader::datum::GenericDatumReader;
 use apache_avro::types::Value;
+use apache_avro::{Reader, Schema};
 
 /// One row of a manifest list: a manifest file of the snapshot.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,9 +83,44 @@ pub enum ManifestError {
     Avro(#[from] apache_avro::Error),
     #[error("row {row}: {detail}")]
     Row { row: usize, detail: String },
+    #[error("not a valid Avro object container file: {0}")]
+    Header(&'static str),
+}
+
+const MAGIC: &[u8; 4] = b"Obj\x01";
+/// The header key apache-avro reads a zstandard, bzip2 or xz level from.
+const CODEC_LEVEL_KEY: &str = "avro.codec.compression_level";
+
+/// The metadata map of an Avro object container file's header (the schema text, the codec, a
+/// writer's own keys). Every reader of a manifest (list) calls it before apache-avro reads the
+/// file: apache-avro 0.22 takes the first byte of `avro.codec.compression_level` without a
+/// bounds check, so an empty one panicked (found by fuzzing).
+pub fn container_header(bytes: &[u8]) -> Result<HashMap<String, Vec<u8>>, ManifestError> {
+    let mut rest = bytes
+        .strip_prefix(MAGIC.as_slice())
+        .ok_or(ManifestError::Header("no magic bytes"))?;
+    let schema = Schema::parse_str(r#"{"type": "map", "values": "bytes"}"#)?;
+    let reader = GenericDatumReader::builder(&schema).build()?;
+    let Value::Map(map) = reader.read_value(&mut rest)? else {
+        return Err(ManifestError::Header("no metadata map"));
+    };
+    let meta: HashMap<String, Vec<u8>> = map
+        .into_iter()
+        .filter_map(|(k, v)| match v {
+            Value::Bytes(b) => Some((k, b)),
+            _ => None,
+        })
+        .collect();
+    if meta.get(CODEC_LEVEL_KEY).is_some_and(Vec::is_empty) {
+        return Err(ManifestError::Header(
+            "its avro.codec.compression_level is empty",
+        ));
+    }
+    Ok(meta)
 }
 
 fn rows(bytes: &[u8]) -> Result<Vec<Vec<(String, Value)>>, ManifestError> {
+    container_header(bytes)?;
     let reader = Reader::new(bytes)?;
     let mut out = Vec::new();
     for (i, v) in reader.enumerate() {
@@ -274,6 +312,35 @@ pub mod tests {
                 deletes: false,
             }]
         );
+    }
+
+    /// Found by fuzzing (tests/it/fuzz.rs): a zstandard manifest whose header holds an empty
+    /// `avro.codec.compression_level` panicked apache-avro's reader (an index out of bounds).
+    #[test]
+    fn fuzz_regression_an_empty_codec_level_is_an_error_not_a_panic() {
+        let schema = Schema::parse_str(
+            r#"{"type": "record", "name": "manifest_file", "fields": [
+              {"name": "manifest_path", "type": "string"}]}"#,
+        )
+        .unwrap();
+        let codec = apache_avro::Codec::Zstandard(Default::default());
+        let mut w = apache_avro::Writer::with_codec(&schema, Vec::new(), codec).unwrap();
+        w.append_value(Value::Record(vec![(
+            "manifest_path".into(),
+            Value::String("/t/metadata/m0.avro".into()),
+        )]))
+        .unwrap();
+        let mut bytes = w.into_inner().unwrap();
+        assert_eq!(read_manifest_list(&bytes).unwrap().len(), 1);
+        // The level's value: length 1 (zigzag 2) and one byte, made empty (zigzag 0).
+        let key = CODEC_LEVEL_KEY.as_bytes();
+        let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+        assert_eq!(bytes[at], 2);
+        bytes.splice(at..at + 2, [0]);
+        let e = read_manifest_list(&bytes).unwrap_err();
+        assert!(matches!(e, ManifestError::Header(_)), "{e:?}");
+        assert!(e.to_string().contains("compression_level is empty"), "{e}");
+        assert!(read_manifest(&bytes).is_err());
     }
 
     #[test]

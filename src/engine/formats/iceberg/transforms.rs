@@ -171,7 +171,8 @@ pub fn display(v: &Value, transform: &Transform, source_type: &str) -> Option<St
     }
     let n = as_i64(v);
     Some(match (transform, n) {
-        (Transform::Year, Some(y)) => (1970 + y).to_string(),
+        // Checked: a hostile manifest's year near i64::MAX would wrap (or panic in debug).
+        (Transform::Year, Some(y)) => 1970i64.checked_add(y).unwrap_or(y).to_string(),
         (Transform::Month, Some(m)) => {
             let (y, mo) = (1970 + m.div_euclid(12), m.rem_euclid(12) + 1);
             format!("{y:04}-{mo:02}")
@@ -198,6 +199,16 @@ mod tests {
         assert_eq!(
             Transform::parse("zorder"),
             Transform::Other("zorder".into())
+        );
+    }
+
+    /// A manifest's year partition value is untrusted: near i64::MAX, 1970 + y wrapped to a
+    /// negative year (and panicked in a debug build); it shows raw.
+    #[test]
+    fn a_year_past_the_largest_integer_shows_raw() {
+        assert_eq!(
+            display(&Value::Long(i64::MAX), &Transform::Year, "timestamp").as_deref(),
+            Some(i64::MAX.to_string().as_str())
         );
     }
 

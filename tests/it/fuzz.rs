@@ -152,7 +152,7 @@ fn read_commit(b: Vec<u8>) -> bool {
 fn fuzz_commit_json_lines() {
     fuzz(
         "commit_json_lines",
-        70000,
+        210000,
         prop_oneof![
             1 => bytes(512),
             4 => mutated(commit_seeds(), DELTA_TOKENS),
@@ -174,7 +174,7 @@ fn fuzz_log_file_names() {
     ];
     fuzz(
         "log_file_names",
-        30000,
+        90000,
         prop_oneof![
             text(80),
             mutated_text(&seeds, &[".", "0", "9", "-", ".parquet"])
@@ -292,7 +292,7 @@ fn replay_log(log: MutatedLog) -> bool {
 
 #[test]
 fn fuzz_log_replay() {
-    fuzz("log_replay", 36000, mutated_log(), |log| {
+    fuzz("log_replay", 108000, mutated_log(), |log| {
         within(&log, replay_log)
     });
 }
@@ -377,7 +377,7 @@ fn checkpoint_rows() -> impl Strategy<Value = Vec<u64>> {
 fn fuzz_checkpoint_parquet() {
     fuzz(
         "checkpoint_parquet",
-        36000,
+        108000,
         (
             mutated(checkpoint_seeds(), &["PAR1"]),
             any::<bool>(),
@@ -448,7 +448,7 @@ fn fuzz_checkpoint_parquet_footer() {
         });
     fuzz(
         "checkpoint_parquet_footer",
-        40000,
+        120000,
         (footer, any::<bool>(), checkpoint_rows()),
         |(b, with_paths, rows)| {
             within(&(b, with_paths, rows), |(b, p, r)| read_checkpoint(b, p, r))
@@ -578,7 +578,7 @@ fn read_dv(c: DvCase) -> bool {
 
 #[test]
 fn fuzz_deletion_vector_descriptors() {
-    fuzz("deletion_vector_descriptors", 50000, dv_case(), |c| {
+    fuzz("deletion_vector_descriptors", 150000, dv_case(), |c| {
         within(&c, read_dv)
     });
 }
@@ -600,7 +600,7 @@ fn fuzz_deleted_rows_statistics() {
         .prop_map(|(v, f)| (PartitionValues(v), f));
     fuzz(
         "deleted_rows_statistics",
-        15000,
+        45000,
         (vec(group, 0..4), prop_oneof![any::<f64>(), 0.0f64..1.0]),
         |(groups, ratio)| {
             within(&(groups, ratio), |(g, r)| {
@@ -686,7 +686,7 @@ fn read_iceberg_metadata(b: Vec<u8>) -> bool {
 fn fuzz_iceberg_metadata_json() {
     fuzz(
         "iceberg_metadata_json",
-        70000,
+        210000,
         prop_oneof![
             1 => bytes(512),
             4 => mutated(
@@ -877,7 +877,7 @@ fn read_avro(b: Vec<u8>) -> bool {
 fn fuzz_iceberg_manifest_avro() {
     fuzz(
         "iceberg_manifest_avro",
-        70000,
+        210000,
         prop_oneof![
             1 => bytes(512),
             1 => bytes(256).prop_map(|b| [b"Obj\x01".as_slice(), &b].concat()),
@@ -975,7 +975,7 @@ fn fuzz_policy_and_config_toml() {
     let config = config_example();
     fuzz(
         "policy_and_config_toml",
-        45000,
+        135000,
         prop_oneof![
             1 => text(200),
             4 => mutated_text(&[&policy, &config, "partitions = \"d >= today - 2d\"\ninterval = 10\n"], POLICY_TOKENS),
@@ -1061,7 +1061,7 @@ fn fuzz_where_predicates() {
     let tokens = vec(proptest::sample::select(SQL_TOKENS.to_vec()), 0..24).prop_map(|t| t.concat());
     fuzz(
         "where_predicates",
-        50000,
+        150000,
         prop_oneof![
             1 => text(120),
             1 => tokens,
@@ -1112,7 +1112,7 @@ fn fuzz_size_and_duration_strings() {
     ];
     fuzz(
         "size_and_duration_strings",
-        18000,
+        54000,
         prop_oneof![
             1 => text(40),
             1 => (proptest::num::f64::ANY, proptest::sample::select(vec!["B", "KiB", "MB", "GiB", "TB", "s", "ms", "d", "y"]))
@@ -1203,7 +1203,7 @@ fn fuzz_partition_values() {
     ];
     fuzz(
         "partition_values",
-        30000,
+        90000,
         (vec((text(8), proptest::option::of(value)), 0..10), text(40)),
         |(pairs, raw)| within(&(pairs, raw), |(p, r)| read_partition_values(p, r)),
     );
@@ -1351,7 +1351,7 @@ fn fuzz_whole_table_open() {
             file,
             mutations,
         });
-    fuzz("whole_table_open", 1800, case, |c| {
+    fuzz("whole_table_open", 5400, case, |c| {
         within(&c, open_mutated)?.map_err(TestCaseError::fail)
     });
 }

@@ -224,9 +224,15 @@ fn register_storage_arg(option: &str) {
 }
 
 /// Registers the secrets of a TOML file's text (config, policy) before it is parsed, line by
-/// line so that even a file that does not parse has them registered: the value of every
-/// `key = value` whose key is secret, and the user info of every URL.
+/// line so that even a file that does not parse has them registered (`toml_text_secrets`).
 pub fn register_toml_text(text: &str) {
+    register(toml_text_secrets(text));
+}
+
+/// What `register_toml_text` registers: the value of every `key = value` whose key is secret,
+/// and the user info of every URL; plain values (`true`, `0`) are never secrets.
+pub fn toml_text_secrets(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
     for line in text.lines() {
         let Some((key, value)) = line.split_once('=') else {
             continue;
@@ -236,17 +242,19 @@ pub fn register_toml_text(text: &str) {
         // in a credential; registering the longer text would not hide the shorter anyway).
         let value = value.trim();
         let unquoted = value.trim_matches(|c| c == '"' || c == '\'');
-        register_url_user_info(unquoted);
+        found.extend(address_secrets(unquoted));
         if is_secret_key(key) {
-            register([unquoted.trim().to_string()]);
+            found.push(unquoted.trim().to_string());
             if let Some((before_comment, _)) = unquoted.split_once(" #") {
-                register([before_comment.trim().trim_matches('"').to_string()]);
+                found.push(before_comment.trim().trim_matches('"').to_string());
             }
         }
         for word in value.split(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
-            register_url_user_info(word);
+            found.extend(address_secrets(word));
         }
     }
+    found.retain(|v| !is_plain_value(v));
+    found
 }
 
 /// A TOML parse error of `text` as `line L, column C: message`, without the quoted source

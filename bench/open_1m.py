@@ -1,6 +1,7 @@
 """Python deltalake doing lakehealth's job on the same table: open, get_add_actions, and a
 group-by per partition (files, bytes, small files). Prints one JSON line."""
 import json
+import os
 import resource
 import sys
 import time
@@ -12,7 +13,8 @@ from deltalake import DeltaTable
 SMALL = 128 * 1024 * 1024
 
 t0 = time.perf_counter()
-dt = DeltaTable(sys.argv[1])
+# LH_STORAGE_OPTIONS: a JSON object of storage options (bench/open_s3.sh).
+dt = DeltaTable(sys.argv[1], storage_options=json.loads(os.environ.get("LH_STORAGE_OPTIONS", "{}")) or None)
 actions = pa.table(dt.get_add_actions(flatten=True))
 actions = actions.append_column("small", pc.less(actions["size_bytes"], SMALL))
 per_part = actions.group_by("partition.part").aggregate(

@@ -1,17 +1,13 @@
-//! Benchmark: open + full statistics of a table with 1,000,000 active files.
+//! Benchmark table: a synthetic log of 1,000,000 active files (no data files) + checkpoint.
 //!
-//!   bench_open gen DIR [FILES] [PARTITIONS]   writes the synthetic log (no data files) + checkpoint
-//!   bench_open measure DIR                    loads it with lakehealth, prints one JSON line
+//!   bench_open gen DIR [FILES] [PARTITIONS]
 //!
-//! `bench/open_1m.sh` runs both and Python deltalake side by side. Peak memory is this process's
-//! VmHWM, so generation and measurement run as separate processes.
+//! `bench/open_1m.sh` then times `lakehealth report DIR --json` and Python deltalake on it.
 
 use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
 
 use lakehealth::engine::location::Location;
-use lakehealth::engine::open::{OpenOptions, load_table};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -109,43 +105,6 @@ async fn generate(dir: &Path, files: u64, parts: u64) -> Res<()> {
     Ok(())
 }
 
-fn peak_rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
-async fn measure(dir: &Path) -> Res<()> {
-    let opts = OpenOptions {
-        discovery_depth: 0,
-        ..OpenOptions::default()
-    };
-    let base = peak_rss_bytes();
-    let loc = Location::parse(&dir.to_string_lossy())?;
-    let t0 = Instant::now();
-    let r = load_table(&loc, &opts, &|_| {}).await?;
-    let secs = t0.elapsed().as_secs_f64();
-    println!(
-        "{}",
-        serde_json::json!({
-            "tool": "lakehealth",
-            "seconds": secs,
-            "peak_rss_bytes": peak_rss_bytes(),
-            "baseline_rss_bytes": base,
-            "files": r.stats.files,
-            "bytes": r.stats.bytes,
-            "partitions": r.partitions.len(),
-        })
-    );
-    Ok(())
-}
-
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -161,7 +120,6 @@ fn main() -> Res<()> {
             let parts = args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(1_000);
             rt.block_on(generate(Path::new(&args[2]), files, parts))
         }
-        Some("measure") if args.len() >= 3 => rt.block_on(measure(Path::new(&args[2]))),
-        _ => Err("usage: bench_open gen DIR [FILES] [PARTITIONS] | bench_open measure DIR".into()),
+        _ => Err("usage: bench_open gen DIR [FILES] [PARTITIONS]".into()),
     }
 }

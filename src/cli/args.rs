@@ -357,6 +357,10 @@ pub struct ReportArgs {
     /// Machine-readable output (schema in the README).
     #[arg(long)]
     pub json: bool,
+    /// Also look for orphan files (data files no version references): lists every data
+    /// folder and reads every live path, so it costs what the table holds; off by default.
+    #[arg(long)]
+    pub orphans: bool,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]

@@ -367,3 +367,78 @@ async fn tui_p_previews_a_purge_and_its_job_leaves_no_deletion_vector() {
     );
     assert_eq!(kernel_read(d.path()).rows, before.rows);
 }
+
+/// The report's deleted-rows figures, read from the log alone, against delta-rs's snapshot of
+/// the same version (what they were computed from before opening skipped it).
+async fn assert_deleted_rows_match_delta_rs(l: &Location) {
+    use lakehealth::engine::compact::plan::DEFAULT_MAX_DELETED_RATIO;
+    use lakehealth::engine::compact::table::partition_files;
+    use lakehealth::engine::stats::deleted_rows::{DeletedRows as Figures, FileRows};
+    let report = lakehealth::engine::open::load_table(l, &opts(), &|_| {})
+        .await
+        .unwrap();
+    let mut table = deltalake::DeltaTableBuilder::from_url(l.url.clone())
+        .unwrap()
+        .build()
+        .unwrap();
+    table.load_version(report.version).await.unwrap();
+    let groups: Vec<_> = partition_files(&table, &l.display())
+        .unwrap()
+        .into_iter()
+        .map(|(values, files)| {
+            let rows = files
+                .iter()
+                .map(|f| FileRows {
+                    path: f.path.clone(),
+                    deleted: f.deleted_rows(),
+                    records: f.num_records,
+                })
+                .collect();
+            (values, rows)
+        })
+        .collect();
+    let expected = Figures::compute(&groups, DEFAULT_MAX_DELETED_RATIO);
+    assert!(expected.is_some(), "the table has deletion vectors");
+    assert_eq!(report.deleted_rows, expected, "version {}", report.version);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_rows_read_from_the_log_equal_delta_rs_before_and_after_a_checkpoint_and_a_replaced_vector()
+ {
+    let (d, l, _) = seeded(6).await;
+    let f = first_files(d.path(), 4);
+    delete_rows(
+        d.path(),
+        &[
+            (&f[0], Storage::Inline, (0..20).collect()),
+            (&f[1], Storage::Relative, vec![5]),
+            (&f[2], Storage::Absolute, (100..130).collect()),
+        ],
+    );
+    assert_deleted_rows_match_delta_rs(&l).await;
+    let t = deltalake::open_table(l.url.clone()).await.unwrap();
+    deltalake::checkpoints::create_checkpoint(&t, None)
+        .await
+        .unwrap();
+    assert_deleted_rows_match_delta_rs(&l).await;
+    // After the checkpoint: a vector replaced by a larger one, a new one on another file.
+    delete_rows(
+        d.path(),
+        &[
+            (&f[0], Storage::Relative, (0..40).collect()),
+            (&f[3], Storage::Inline, vec![1, 2]),
+        ],
+    );
+    assert_deleted_rows_match_delta_rs(&l).await;
+    let report = lakehealth::engine::open::load_table(&l, &opts(), &|_| {})
+        .await
+        .unwrap();
+    let figures = report.deleted_rows.unwrap();
+    assert_eq!(
+        (figures.files_with_deletion_vectors, figures.deleted_rows),
+        (4, 40 + 1 + 30 + 2),
+        "the replaced vector counts once, with its new rows"
+    );
+    // A Spark-written table with a vector in its checkpoint-less log.
+    assert_deleted_rows_match_delta_rs(&loc(&fixture("table-with-dv-small"))).await;
+}

@@ -117,7 +117,7 @@ async fn a_killed_compactions_outputs_are_reported_offered_by_the_dry_run_and_va
     let bytes: u64 = sizes.iter().map(|(_, b)| b).sum();
 
     // Just killed: a writer could still commit such files, so they are not orphans yet.
-    let r = ok_json(&["report", uri, "--json"]);
+    let r = ok_json(&["report", uri, "--json", "--orphans"]);
     assert_eq!(r["orphans"]["files"], 0, "{}", r["orphans"]);
     assert_eq!(r["orphans"]["recent"]["files"], left.len() as u64);
     assert!(r["findings"].as_array().unwrap().is_empty());
@@ -126,7 +126,12 @@ async fn a_killed_compactions_outputs_are_reported_offered_by_the_dry_run_and_va
     for p in &left {
         age(&dir.join(p), 8 * DAY);
     }
-    let r = ok_json(&["report", uri, "--json"]);
+    // Only when asked: a plain report neither scans (it would read every live path) nor
+    // reports orphans it did not look for.
+    let plain = ok_json(&["report", uri, "--json"]);
+    assert!(plain["orphans"].is_null(), "{}", plain["orphans"]);
+    assert!(plain["findings"].as_array().unwrap().is_empty());
+    let r = ok_json(&["report", uri, "--json", "--orphans"]);
     let o = &r["orphans"];
     assert_eq!(o["files"], left.len() as u64, "{o}");
     assert_eq!(o["bytes"], bytes);
@@ -149,7 +154,7 @@ async fn a_killed_compactions_outputs_are_reported_offered_by_the_dry_run_and_va
         (&finding["files"], &finding["bytes"]),
         (&o["files"], &o["bytes"])
     );
-    let text = lakehealth(&["report", uri]);
+    let text = lakehealth(&["report", uri, "--orphans"]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains(&format!("orphans: {} files", left.len())),
@@ -254,7 +259,7 @@ async fn young_ledgered_hidden_and_symlinked_files_are_never_deleted_nor_any_whi
     age(&outside_file, 30 * DAY);
     std::os::unix::fs::symlink(outside.path(), dir.join("ingestion_date=2099-01-01")).unwrap();
 
-    let r = ok_json(&["report", uri, "--json"]);
+    let r = ok_json(&["report", uri, "--json", "--orphans"]);
     let o = &r["orphans"];
     assert_eq!(paths(&o["orphans"]), vec![orphan.clone()], "{o}");
     assert_eq!(o["recent"]["examples"], serde_json::json!([young]));
@@ -351,7 +356,7 @@ async fn vacuum_never_deletes_the_files_of_another_table_nested_in_the_folder() 
     }
     let uri = dir.to_str().unwrap();
 
-    let r = ok_json(&["report", uri, "--json"]);
+    let r = ok_json(&["report", uri, "--json", "--orphans"]);
     let o = &r["orphans"];
     assert_eq!(o["files"], 0, "{o}");
     assert_eq!(

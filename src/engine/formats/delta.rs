@@ -1,19 +1,20 @@
 //! Delta tables: statistics from the transaction log (`engine::log::replay`), and for tables
-//! with deletion vectors the rows they mark deleted (from delta-rs's snapshot, which carries
-//! each file's vector and row count).
+//! with deletion vectors the rows they mark deleted (`engine::log::file_rows`: each live file's
+//! vector cardinality and row count, read from the log only for such tables).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use deltalake::table::builder::DeltaTableBuilder;
 use object_store::ObjectStore;
 
 use crate::engine::compact::plan::DEFAULT_MAX_DELETED_RATIO;
-use crate::engine::compact::table::partition_files;
-use crate::engine::error::{EngineError, Result};
+use crate::engine::error::Result;
 use crate::engine::location::Location;
-use crate::engine::log::actions::Protocol;
+use crate::engine::log::actions::{MetaData, Protocol};
+use crate::engine::log::file_rows::live_file_rows;
 use crate::engine::log::replay::replay;
+use crate::engine::log::state::LogState;
+use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::{OpenOptions, now_ms};
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::deleted_rows::{DeletedRows, FileRows};
@@ -28,20 +29,23 @@ pub async fn load_delta(
 ) -> Result<TableReport> {
     let uri = loc.display();
     let state = replay(store, &uri, opts.replay, progress).await?;
-    let dv = uses_deletion_vectors(state.protocol.as_ref());
+    // Only a table with deletion vectors reads its files' paths, vectors and row counts.
+    let deleted = match uses_deletion_vectors(state.protocol.as_ref()) {
+        true => Some(deleted_rows(store, &uri, &state, opts.replay.io_concurrency).await),
+        false => None,
+    };
     let mut report = TableReport::build(uri, loc.name(), state, opts.thresholds, now_ms());
-    if dv {
-        match deleted_rows(loc, &opts.storage_options, report.version).await {
-            Ok(d) => {
-                report
-                    .findings
-                    .extend(d.as_ref().and_then(deleted_rows_finding));
-                report.deleted_rows = d;
-            }
-            Err(e) => report
-                .warnings
-                .push(format!("deleted rows could not be counted: {e}")),
+    match deleted {
+        Some(Ok(d)) => {
+            report
+                .findings
+                .extend(d.as_ref().and_then(deleted_rows_finding));
+            report.deleted_rows = d;
         }
+        Some(Err(e)) => report
+            .warnings
+            .push(format!("deleted rows could not be counted: {e}")),
+        None => {}
     }
     Ok(report)
 }
@@ -51,33 +55,69 @@ fn uses_deletion_vectors(p: Option<&Protocol>) -> bool {
         .is_some_and(|f| f.iter().any(|f| f == "deletionVectors"))
 }
 
-/// Deleted rows per partition at `version`, from delta-rs's snapshot of it.
+/// Deleted rows per partition at the replayed version, from the log (`log::file_rows`):
+/// partitions named by their logical columns, as the compaction plan names them.
 async fn deleted_rows(
-    loc: &Location,
-    storage_options: &HashMap<String, String>,
-    version: u64,
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+    state: &LogState,
+    io_concurrency: usize,
 ) -> Result<Option<DeletedRows>> {
-    let uri = loc.display();
-    let derr = |e| EngineError::from_delta(&uri, "counting deleted rows", e);
-    let mut table = DeltaTableBuilder::from_url(loc.url.clone())
-        .map_err(derr)?
-        .with_storage_options(storage_options.clone())
-        .build()
-        .map_err(derr)?;
-    table.load_version(version).await.map_err(derr)?;
-    let groups: Vec<_> = partition_files(&table, &uri)?
-        .into_iter()
-        .map(|(values, files)| {
-            let rows = files
-                .iter()
-                .map(|f| FileRows {
-                    path: f.path.clone(),
-                    deleted: f.deleted_rows(),
-                    records: f.num_records,
+    let files = live_file_rows(store, uri, state, io_concurrency).await?;
+    let cols = &state.metadata.partition_columns;
+    let physical = partition_keys(&state.metadata);
+    let mut groups: HashMap<PartitionValues, Vec<FileRows>> = HashMap::new();
+    for f in files {
+        let values = PartitionValues(
+            cols.iter()
+                .zip(&physical)
+                .map(|(c, key)| {
+                    let v = f
+                        .partition_values
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .and_then(|(_, v)| v.clone())
+                        // The protocol's empty string is NULL.
+                        .filter(|v| !v.is_empty());
+                    (c.clone(), v)
                 })
-                .collect();
-            (values, rows)
-        })
-        .collect();
+                .collect(),
+        );
+        groups.entry(values).or_default().push(FileRows {
+            // Decoded, as delta-rs names a file (the plan matches files over the ratio by it).
+            path: percent_encoding::percent_decode_str(&f.path)
+                .decode_utf8_lossy()
+                .into_owned(),
+            deleted: f.deleted,
+            records: f.records,
+        });
+    }
+    let mut groups: Vec<_> = groups.into_iter().collect();
+    groups.sort_by(|a, b| a.0.0.cmp(&b.0.0));
     Ok(DeletedRows::compute(&groups, DEFAULT_MAX_DELETED_RATIO))
+}
+
+/// The key each partition column has in the log's `partitionValues`: its physical name in a
+/// column-mapped table (`delta.columnMapping.physicalName`), else its name.
+fn partition_keys(md: &MetaData) -> Vec<String> {
+    let mapped = md
+        .configuration
+        .get("delta.columnMapping.mode")
+        .and_then(|m| m.as_deref())
+        .is_some_and(|m| m == "name" || m == "id");
+    let schema: Option<serde_json::Value> = mapped
+        .then(|| serde_json::from_str(&md.schema_string).ok())
+        .flatten();
+    md.partition_columns
+        .iter()
+        .map(|c| {
+            schema
+                .as_ref()
+                .and_then(|s| s["fields"].as_array())
+                .and_then(|fields| fields.iter().find(|f| f["name"] == c.as_str()))
+                .and_then(|f| f["metadata"]["delta.columnMapping.physicalName"].as_str())
+                .unwrap_or(c)
+                .to_string()
+        })
+        .collect()
 }

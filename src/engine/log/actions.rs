@@ -23,6 +23,8 @@ pub struct DeletionVector {
     pub storage_type: String,
     pub path_or_inline_dv: String,
     pub offset: Option<i32>,
+    /// Rows the vector marks deleted (required by the protocol).
+    pub cardinality: Option<i64>,
 }
 
 impl DeletionVector {
@@ -171,6 +173,17 @@ pub fn scan(bytes: &[u8]) -> impl Iterator<Item = ActionLine> + '_ {
 /// The commit's `commitInfo`, if it has one.
 pub fn commit_info(bytes: &[u8]) -> Option<CommitInfo> {
     scan(bytes).find_map(|a| a.commit_info)
+}
+
+/// `numRecords` of a file's statistics JSON (None when absent or unreadable): serde skips
+/// every other field without building it.
+pub fn num_records(stats: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Stats {
+        #[serde(rename = "numRecords")]
+        num_records: Option<u64>,
+    }
+    serde_json::from_str::<Stats>(stats).ok()?.num_records
 }
 
 /// Identity of a file in the log: its path plus its deletion vector, as the spec reconciles them.

@@ -303,6 +303,123 @@ async fn read_keys(
     Ok(out)
 }
 
+/// A live file of a checkpoint as the deleted-rows figures see it (`file_rows`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileRowsRow {
+    /// The file key (path + deletion vector).
+    pub key: String,
+    pub path: String,
+    /// As logged (physical names in a column-mapped table).
+    pub partition_values: Vec<(String, Option<String>)>,
+    /// The vector's cardinality (0 without a vector).
+    pub deleted: u64,
+    /// `numRecords` of the file's statistics.
+    pub records: Option<u64>,
+}
+
+/// The add rows of one checkpoint file with their vectors' cardinalities and row counts, for a
+/// table with deletion vectors; `sidecars` receives the sidecar files it names. Reads the
+/// paths, vectors, partition values and statistics of the adds (nothing of the removes).
+pub async fn read_checkpoint_file_rows(
+    store: &Arc<dyn ObjectStore>,
+    path: &str,
+    out: &mut Vec<FileRowsRow>,
+    sidecars: &mut Vec<String>,
+) -> Result<(), CheckpointReadError> {
+    guarded(read_file_rows(store, path, out, sidecars)).await
+}
+
+async fn read_file_rows(
+    store: &Arc<dyn ObjectStore>,
+    path: &str,
+    out: &mut Vec<FileRowsRow>,
+    sidecars: &mut Vec<String>,
+) -> Checked<()> {
+    let reader = StoreReader::new(store.clone(), Path::from(path), None);
+    let builder = ParquetRecordBatchStreamBuilder::new(reader)
+        .await
+        .map_err(CheckpointReadError::from)?;
+    let mask = projection(
+        builder.metadata().file_metadata().schema_descr(),
+        &[
+            "add.path",
+            "add.partitionValues",
+            "add.deletionVector",
+            "add.stats",
+            "sidecar.path",
+        ],
+    );
+    let mut stream = builder
+        .with_projection(mask)
+        .with_batch_size(64 * 1024)
+        .build()
+        .map_err(CheckpointReadError::from)?;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        if let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) {
+            file_rows(add, out)?;
+        }
+        if let Some(sc) = batch
+            .column_by_name("sidecar")
+            .and_then(|c| c.as_struct_opt())
+            && let Some(p) = child_str(sc, "path")?
+        {
+            sidecars.extend(
+                (0..sc.len())
+                    .filter(|&i| sc.is_valid(i) && p.is_valid(i))
+                    .map(|i| p.value(i).to_string()),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn file_rows(add: &StructArray, out: &mut Vec<FileRowsRow>) -> Checked<()> {
+    let Some(paths) = child_str(add, "path")? else {
+        return Ok(());
+    };
+    let pv = child(add, "partitionValues").and_then(|c| c.as_map_opt());
+    let entries = pv.map(map_entries).transpose()?;
+    let dvs = child(add, "deletionVector").and_then(|c| c.as_struct_opt());
+    let cardinality = dvs
+        .map(|dv| child_i64(dv, "cardinality"))
+        .transpose()?
+        .flatten();
+    let stats = child_str(add, "stats")?;
+    for i in (0..add.len()).filter(|&i| add.is_valid(i) && paths.is_valid(i)) {
+        let path = paths.value(i);
+        let partition_values = match (pv, &entries) {
+            (Some(map), Some((keys, values))) if map.is_valid(i) => {
+                let offs = map.value_offsets();
+                (offs[i] as usize..offs[i + 1] as usize)
+                    .map(|j| {
+                        let v = values.is_valid(j).then(|| values.value(j).to_string());
+                        (keys.value(j).to_string(), v)
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let has_dv = dvs.is_some_and(|dv| dv.is_valid(i));
+        let deleted = match &cardinality {
+            Some(c) if has_dv && c.is_valid(i) => c.value(i).max(0) as u64,
+            _ => 0,
+        };
+        let records = stats
+            .as_ref()
+            .filter(|s| s.is_valid(i))
+            .and_then(|s| super::actions::num_records(s.value(i)));
+        out.push(FileRowsRow {
+            key: row_key(path, dvs, i)?,
+            path: path.to_string(),
+            partition_values,
+            deleted,
+            records,
+        });
+    }
+    Ok(())
+}
+
 /// The file key of each row of an add or remove struct column (None where the row is not that
 /// action).
 fn struct_keys(s: &StructArray) -> Checked<Vec<Option<String>>> {

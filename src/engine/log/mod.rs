@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod checkpoint;
+pub mod file_rows;
 pub mod file_size;
 pub mod listing;
 pub mod partition_key;

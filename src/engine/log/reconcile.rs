@@ -22,7 +22,7 @@ use super::checkpoint::{
     read_checkpoint_keys,
 };
 use super::listing::Checkpoint;
-use super::partition_key::PartitionSizes;
+use super::partition_key::{FastMap, FastSet, PartitionSizes};
 use super::state::Tombstones;
 use super::walker::Oldest;
 use crate::engine::error::{EngineError, Result};
@@ -45,7 +45,7 @@ pub async fn reconcile_checkpoint(
     store: &Arc<dyn ObjectStore>,
     uri: &str,
     cp: &Checkpoint,
-    files: &HashMap<String, Oldest>,
+    files: &FastMap<String, Oldest>,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<CheckpointPart> {
     if let Some(plan) = SizePlan::new(files) {
@@ -106,7 +106,7 @@ trait FileIndexed: Send {
 
 /// The exact fallback: every row's key is read and checked.
 struct PathPass<'a> {
-    files: &'a HashMap<String, Oldest>,
+    files: &'a FastMap<String, Oldest>,
     part: CheckpointPart,
 }
 
@@ -143,19 +143,19 @@ impl FileIndexed for PathPass<'_> {
 struct SizePlan {
     /// Files removed after the checkpoint whose (partition, size) no added file shares: so
     /// many checkpoint files of that (partition, size) are dropped.
-    drop: HashMap<(String, u64), u32>,
+    drop: FastMap<(String, u64), u32>,
     /// (partition, size) of files added after the checkpoint: checkpoint files of it are
     /// checked by path (they may be the same file, added again).
-    check: HashSet<(String, u64)>,
+    check: FastSet<(String, u64)>,
     /// Sizes of every touched file: tombstones of these sizes are checked by path.
-    sizes: HashSet<u64>,
+    sizes: FastSet<u64>,
 }
 
 impl SizePlan {
     /// None when a remove lacks its partition or size (only paths can match it).
-    fn new(files: &HashMap<String, Oldest>) -> Option<Self> {
-        let mut check = HashSet::new();
-        let mut sizes = HashSet::new();
+    fn new(files: &FastMap<String, Oldest>) -> Option<Self> {
+        let mut check = FastSet::default();
+        let mut sizes = FastSet::default();
         let mut removed = Vec::new();
         for o in files.values() {
             match o {
@@ -173,7 +173,7 @@ impl SizePlan {
                 Oldest::Remove { .. } => return None,
             }
         }
-        let mut drop: HashMap<(String, u64), u32> = HashMap::new();
+        let mut drop: FastMap<(String, u64), u32> = FastMap::default();
         for k in removed {
             if !check.contains(&k) {
                 *drop.entry(k).or_default() += 1;
@@ -221,7 +221,7 @@ impl SizePass {
         store: &Arc<dyn ObjectStore>,
         uri: &str,
         paths: &[String],
-        files: &HashMap<String, Oldest>,
+        files: &FastMap<String, Oldest>,
     ) -> Result<Option<CheckpointPart>> {
         let mut by_file: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
         for c in &self.candidates {

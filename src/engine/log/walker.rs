@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::actions::{ActionLine, AddFile, MetaData, Protocol, RemoveFile, file_key};
 use super::file_size::{ImplausibleSizes, logged_size};
-use super::partition_key::{PartitionSizes, encode_into};
+use super::partition_key::{FastMap, PartitionSizes, encode_into};
 use super::state::{CommitOrigin, CommitSummary, RepeatedRemove, Tombstones, TxnState};
 use crate::engine::error::{EngineError, Result};
 
@@ -46,7 +46,7 @@ pub struct Walker {
     first_live: u64,
     history_commits: usize,
     /// Every key touched after the checkpoint, with its oldest action there.
-    pub files: HashMap<String, Oldest>,
+    pub files: FastMap<String, Oldest>,
     /// Live files added after the checkpoint.
     pub partitions: PartitionSizes,
     pub tombstones: Tombstones,
@@ -72,7 +72,7 @@ impl Walker {
         Self {
             first_live,
             history_commits,
-            files: HashMap::new(),
+            files: FastMap::default(),
             partitions: PartitionSizes::default(),
             tombstones: Tombstones::default(),
             txns: HashMap::new(),

@@ -386,6 +386,10 @@ fn file_rows(add: &StructArray, out: &mut Vec<FileRowsRow>) -> Checked<()> {
         .transpose()?
         .flatten();
     let stats = child_str(add, "stats")?;
+    let storage = dvs
+        .map(|dv| child_str(dv, "storageType"))
+        .transpose()?
+        .flatten();
     for i in (0..add.len()).filter(|&i| add.is_valid(i) && paths.is_valid(i)) {
         let path = paths.value(i);
         let partition_values = match (pv, &entries) {
@@ -401,6 +405,15 @@ fn file_rows(add: &StructArray, out: &mut Vec<FileRowsRow>) -> Checked<()> {
             _ => Vec::new(),
         };
         let has_dv = dvs.is_some_and(|dv| dv.is_valid(i));
+        if has_dv
+            && let Some(t) = &storage
+            && t.is_valid(i)
+            && !super::file_rows::KNOWN_STORAGE_TYPES.contains(&t.value(i))
+        {
+            return Err(CheckpointReadError::Malformed(
+                super::file_rows::unknown_storage_type("the checkpoint", path, t.value(i)),
+            ));
+        }
         let deleted = match &cardinality {
             Some(c) if has_dv && c.is_valid(i) => c.value(i).max(0) as u64,
             _ => 0,

@@ -102,6 +102,17 @@ pub async fn live_file_rows(
     Ok(out)
 }
 
+/// A deletion vector's storage types (`PROTOCOL.md`): a UUID-named file, inline, a path.
+pub const KNOWN_STORAGE_TYPES: [&str; 3] = ["u", "i", "p"];
+
+/// Why a vector of another storage type cannot be counted (no reader can apply it).
+pub fn unknown_storage_type(log_file: &str, data_file: &str, storage_type: &str) -> String {
+    format!(
+        "{log_file} gives {data_file} a deletion vector of unknown storage type {storage_type:?} \
+         (the protocol knows u, i and p): no reader can apply it; the log is corrupt"
+    )
+}
+
 /// One commit, newer than every commit applied before it: the first action on a key decides
 /// it (an add is live, a remove is not); later ones (older) are ignored.
 fn apply_commit(
@@ -122,6 +133,17 @@ fn apply_commit(
             detail: e.to_string(),
         })?;
         if let Some(a) = l.add {
+            if let Some(t) = a
+                .deletion_vector
+                .as_ref()
+                .map(|dv| dv.storage_type.as_str())
+                && !KNOWN_STORAGE_TYPES.contains(&t)
+            {
+                return Err(EngineError::Unsupported {
+                    uri: uri.into(),
+                    detail: unknown_storage_type(path, &a.path, t),
+                });
+            }
             let key = file_key(&a.path, a.deletion_vector.as_ref());
             if decided.insert(key.clone()) {
                 let deleted = a
@@ -202,5 +224,18 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("7.json") && e.contains('2'), "{e}");
+    }
+
+    #[test]
+    fn a_vector_of_an_unknown_storage_type_is_an_error_naming_the_file() {
+        let c = commit(&[serde_json::json!({"add": {"path": "a.parquet", "size": 1,
+            "deletionVector": {"storageType": "t", "pathOrInlineDv": "x", "cardinality": 1}}})]);
+        let e = apply_commit("t", "3.json", &c, &mut HashSet::new(), &mut vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("3.json") && e.contains("a.parquet") && e.contains("\"t\""),
+            "{e}"
+        );
     }
 }

@@ -1,9 +1,11 @@
 """An HTTP proxy in front of a local S3 server (moto) that adds a fixed delay to every request
 and counts requests by method: object-store latency on one machine, for bench/s3.sh.
 Usage: s3_delay_proxy.py LISTEN_PORT UPSTREAM_PORT DELAY_MS
-GET /__proxy/stats returns the counts since the last POST /__proxy/reset (not forwarded)."""
+GET /__proxy/stats returns the counts since the last POST /__proxy/reset (not forwarded).
+PROXY_LOG=1 prints each request (method, path, range) to stderr."""
 import http.client
 import json
+import os
 import sys
 import threading
 import time
@@ -41,6 +43,8 @@ class Proxy(BaseHTTPRequestHandler):
             return
         with lock:
             counts[self.command] = counts.get(self.command, 0) + 1
+        if os.environ.get("PROXY_LOG"):
+            print(self.command, self.path, self.headers.get("Range", ""), file=sys.stderr, flush=True)
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
         time.sleep(delay)
@@ -62,7 +66,9 @@ class Proxy(BaseHTTPRequestHandler):
         for k, v in r.getheaders():
             if k.lower() not in HOP and k.lower() != "content-length":
                 self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
+        # A HEAD has no body: its Content-Length is the object's size, as the upstream says.
+        length = r.getheader("Content-Length") if self.command == "HEAD" else None
+        self.send_header("Content-Length", length or str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)

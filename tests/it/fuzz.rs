@@ -360,8 +360,9 @@ fn read_checkpoint(b: Vec<u8>, with_paths: bool, rows: Vec<u64>) -> bool {
     block_on(async {
         let store = memory_store(&[("cp.parquet".into(), b)], "").await;
         let mut v = Counting::default();
-        let read = read_checkpoint_file(&store, "cp.parquet", with_paths, &mut v, &|_| {}).await;
-        let _ = read_checkpoint_keys(&store, "cp.parquet", &rows).await;
+        let read =
+            read_checkpoint_file(&store, "cp.parquet", None, with_paths, &mut v, &|_| {}).await;
+        let _ = read_checkpoint_keys(&store, "cp.parquet", None, &rows).await;
         read.is_ok()
     })
 }
@@ -403,7 +404,7 @@ fn fuzz_regression_a_checkpoint_page_with_a_bad_bit_width_is_a_corrupt_checkpoin
     block_on(async {
         let store = memory_store(&[("cp.parquet".into(), bytes.clone())], "").await;
         let mut v = Counting::default();
-        let e = read_checkpoint_file(&store, "cp.parquet", false, &mut v, &|_| {})
+        let e = read_checkpoint_file(&store, "cp.parquet", None, false, &mut v, &|_| {})
             .await
             .unwrap_err();
         assert!(matches!(e, CheckpointReadError::Malformed(_)), "{e:?}");

@@ -116,24 +116,27 @@ async fn guarded<T>(read: impl std::future::Future<Output = Checked<T>> + Send) 
 
 /// Reads one checkpoint (or sidecar) file into `visitor`. Paths (the bulk of a checkpoint's
 /// bytes) are read only `with_paths`.
+/// `size`, when the listing gave it, spares a HEAD request.
 pub async fn read_checkpoint_file(
     store: &Arc<dyn ObjectStore>,
     path: &str,
+    size: Option<u64>,
     with_paths: bool,
     visitor: &mut dyn CheckpointVisitor,
     on_rows: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(), CheckpointReadError> {
-    guarded(read_file(store, path, with_paths, visitor, on_rows)).await
+    guarded(read_file(store, path, size, with_paths, visitor, on_rows)).await
 }
 
 async fn read_file(
     store: &Arc<dyn ObjectStore>,
     path: &str,
+    size: Option<u64>,
     with_paths: bool,
     visitor: &mut dyn CheckpointVisitor,
     on_rows: &(dyn Fn(u64) + Send + Sync),
 ) -> Checked<()> {
-    let reader = StoreReader::new(store.clone(), Path::from(path), None);
+    let reader = StoreReader::new(store.clone(), Path::from(path), size);
     let builder = ParquetRecordBatchStreamBuilder::new(reader)
         .await
         .map_err(CheckpointReadError::from)?;
@@ -228,14 +231,16 @@ fn visit_batch(
 pub async fn read_checkpoint_keys(
     store: &Arc<dyn ObjectStore>,
     path: &str,
+    size: Option<u64>,
     rows: &[u64],
 ) -> Result<HashMap<u64, String>, CheckpointReadError> {
-    guarded(read_keys(store, path, rows)).await
+    guarded(read_keys(store, path, size, rows)).await
 }
 
 async fn read_keys(
     store: &Arc<dyn ObjectStore>,
     path: &str,
+    size: Option<u64>,
     rows: &[u64],
 ) -> Checked<HashMap<u64, String>> {
     let mut rows: Vec<u64> = rows.to_vec();
@@ -245,7 +250,7 @@ async fn read_keys(
     if rows.is_empty() {
         return Ok(out);
     }
-    let reader = StoreReader::new(store.clone(), Path::from(path), None);
+    let reader = StoreReader::new(store.clone(), Path::from(path), size);
     let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
     let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
         .await
@@ -323,19 +328,21 @@ pub struct FileRowsRow {
 pub async fn read_checkpoint_file_rows(
     store: &Arc<dyn ObjectStore>,
     path: &str,
+    size: Option<u64>,
     out: &mut Vec<FileRowsRow>,
     sidecars: &mut Vec<String>,
 ) -> Result<(), CheckpointReadError> {
-    guarded(read_file_rows(store, path, out, sidecars)).await
+    guarded(read_file_rows(store, path, size, out, sidecars)).await
 }
 
 async fn read_file_rows(
     store: &Arc<dyn ObjectStore>,
     path: &str,
+    size: Option<u64>,
     out: &mut Vec<FileRowsRow>,
     sidecars: &mut Vec<String>,
 ) -> Checked<()> {
-    let reader = StoreReader::new(store.clone(), Path::from(path), None);
+    let reader = StoreReader::new(store.clone(), Path::from(path), size);
     let builder = ParquetRecordBatchStreamBuilder::new(reader)
         .await
         .map_err(CheckpointReadError::from)?;

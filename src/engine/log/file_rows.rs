@@ -85,7 +85,8 @@ pub async fn live_file_rows(
         while i < files.len() {
             let mut rows = Vec::new();
             let mut sidecars = Vec::new();
-            read_checkpoint_file_rows(store, &files[i], &mut rows, &mut sidecars)
+            let size = cp.size_of(&files[i]);
+            read_checkpoint_file_rows(store, &files[i], size, &mut rows, &mut sidecars)
                 .await
                 .map_err(|e| checkpoint_error(uri, &files[i], e))?;
             out.extend(rows.into_iter().filter(|r| !decided.contains(&r.key)));

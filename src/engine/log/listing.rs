@@ -1,7 +1,7 @@
 //! Reading the `_delta_log/` listing: which commits and checkpoints exist, and which
 //! checkpoint a reader should start from.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 
@@ -13,9 +13,16 @@ pub struct Checkpoint {
     pub files: Vec<String>,
     /// Number of parts the file names promise (1 for single and v2 checkpoints).
     pub parts_expected: u32,
+    /// Listed sizes of its files (a reader needs no HEAD request for them).
+    pub sizes: HashMap<String, u64>,
 }
 
 impl Checkpoint {
+    /// The listed size of one of its files (None for a sidecar).
+    pub fn size_of(&self, file: &str) -> Option<u64> {
+        self.sizes.get(file).copied()
+    }
+
     pub fn is_complete(&self) -> bool {
         self.files.len() as u32 == self.parts_expected
     }
@@ -119,7 +126,9 @@ impl LogListing {
                     version: v,
                     files: vec![],
                     parts_expected: 1,
+                    sizes: HashMap::new(),
                 });
+                entry.sizes.insert(rel_path.to_string(), size);
                 if entry.files.is_empty() || rel_path.ends_with(".checkpoint.parquet") {
                     entry.files = vec![rel_path.to_string()];
                     entry.parts_expected = 1;
@@ -130,7 +139,9 @@ impl LogListing {
                     version: v,
                     files: vec![],
                     parts_expected: n,
+                    sizes: HashMap::new(),
                 });
+                entry.sizes.insert(rel_path.to_string(), size);
                 if entry.parts_expected == n {
                     entry.files.push(rel_path.to_string());
                     entry.files.sort();

@@ -8,9 +8,13 @@
 //!   that file (a re-add), and a tombstone with the size of any touched file may be its older
 //!   tombstone (a re-add, or a second remove): their paths are read for those rows only.
 //!
+//! - a file removed after the checkpoint by a remove without its partition (older writers) but
+//!   with its size: the paths of the checkpoint's rows of that size are read.
+//!
 //! When a removed file's (partition, size) finds no checkpoint file and no tombstone explains it
-//! (a remove spelling its partition differently, or a file the checkpoint never held), or a
-//! remove lacks its partition or size, the paths of the whole checkpoint are read instead.
+//! (a remove spelling its partition differently, or a file the checkpoint never held), a
+//! partition-less remove's path is not among the rows of its size, or a remove lacks its size,
+//! the paths of the whole checkpoint are read instead.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -51,7 +55,7 @@ pub async fn reconcile_checkpoint(
     if let Some(plan) = SizePlan::new(files) {
         let mut pass = SizePass::new(plan);
         let paths = read_all(store, uri, cp, false, &mut pass, progress).await?;
-        if let Some(part) = pass.finish(store, uri, &paths, files).await? {
+        if let Some(part) = pass.finish(store, uri, cp, &paths, files).await? {
             return Ok(part);
         }
     }
@@ -81,9 +85,17 @@ async fn read_all(
     let mut i = 0;
     while i < paths.len() {
         visitor.set_file(i);
-        read_checkpoint_file(store, &paths[i], with_paths, visitor.as_visitor(), &on_rows)
-            .await
-            .map_err(|detail| checkpoint_error(uri, &paths[i], detail))?;
+        let size = cp.size_of(&paths[i]);
+        read_checkpoint_file(
+            store,
+            &paths[i],
+            size,
+            with_paths,
+            visitor.as_visitor(),
+            &on_rows,
+        )
+        .await
+        .map_err(|detail| checkpoint_error(uri, &paths[i], detail))?;
         if i + 1 == cp.files.len() {
             // The sidecars (v2 checkpoints) were all named by the checkpoint files.
             let sidecars = std::mem::take(&mut visitor.as_visitor().meta().sidecars);
@@ -149,15 +161,22 @@ struct SizePlan {
     check: FastSet<(String, u64)>,
     /// Sizes of every touched file: tombstones of these sizes are checked by path.
     sizes: FastSet<u64>,
+    /// Sizes of files removed without their partition: checkpoint files of them are checked
+    /// by path.
+    size_only: FastSet<u64>,
+    /// The keys of those files: each must be found by path, or every path is read.
+    unplaced: FastSet<String>,
 }
 
 impl SizePlan {
-    /// None when a remove lacks its partition or size (only paths can match it).
+    /// None when a remove lacks its size (only every path can match it).
     fn new(files: &FastMap<String, Oldest>) -> Option<Self> {
         let mut check = FastSet::default();
         let mut sizes = FastSet::default();
+        let mut size_only = FastSet::default();
+        let mut unplaced = FastSet::default();
         let mut removed = Vec::new();
-        for o in files.values() {
+        for (key, o) in files {
             match o {
                 Oldest::Add { part, size } => {
                     check.insert((part.clone(), *size));
@@ -170,7 +189,15 @@ impl SizePlan {
                     removed.push((part.clone(), *size));
                     sizes.insert(*size);
                 }
-                Oldest::Remove { .. } => return None,
+                Oldest::Remove {
+                    part: None,
+                    size: Some(size),
+                } => {
+                    size_only.insert(*size);
+                    sizes.insert(*size);
+                    unplaced.insert(key.clone());
+                }
+                Oldest::Remove { size: None, .. } => return None,
             }
         }
         let mut drop: FastMap<(String, u64), u32> = FastMap::default();
@@ -179,7 +206,13 @@ impl SizePlan {
                 *drop.entry(k).or_default() += 1;
             }
         }
-        Some(Self { drop, check, sizes })
+        Some(Self {
+            drop,
+            check,
+            sizes,
+            size_only,
+            unplaced,
+        })
     }
 }
 
@@ -220,6 +253,7 @@ impl SizePass {
         mut self,
         store: &Arc<dyn ObjectStore>,
         uri: &str,
+        cp: &Checkpoint,
         paths: &[String],
         files: &FastMap<String, Oldest>,
     ) -> Result<Option<CheckpointPart>> {
@@ -230,7 +264,7 @@ impl SizePass {
         let mut keys: HashMap<(usize, u64), String> = HashMap::new();
         for (file, rows) in by_file {
             let path = &paths[file];
-            let found = read_checkpoint_keys(store, path, &rows)
+            let found = read_checkpoint_keys(store, path, cp.size_of(path), &rows)
                 .await
                 .map_err(|detail| checkpoint_error(uri, path, detail))?;
             keys.extend(found.into_iter().map(|(row, k)| ((file, row), k)));
@@ -240,11 +274,24 @@ impl SizePass {
         for c in std::mem::take(&mut self.candidates) {
             let key = keys.get(&(c.file, c.row));
             let touched = key.and_then(|k| files.get_key_value(k.as_str()));
+            if let Some((k, _)) = touched {
+                self.plan.unplaced.remove(k);
+            }
             match (c.kind, touched) {
                 (CandidateKind::Add { part, size }, None) => {
                     self.part.partitions.push(&part, size);
                 }
-                (CandidateKind::Add { .. }, Some(_)) => {}
+                (CandidateKind::Add { .. }, Some((_, o))) => {
+                    // A file of a size checked by path that `drop` counted: found by path.
+                    if let Oldest::Remove {
+                        part: Some(p),
+                        size: Some(s),
+                    } = o
+                        && let Some(n) = self.plan.drop.get_mut(&(p.clone(), *s))
+                    {
+                        *n = n.saturating_sub(1);
+                    }
+                }
                 (CandidateKind::Tombstone { ts, size }, None) => {
                     self.part.tombstones.push(ts, size);
                 }
@@ -262,6 +309,10 @@ impl SizePass {
                     }
                 }
             }
+        }
+        // A file removed without its partition that no row of its size is: paths decide.
+        if !self.plan.unplaced.is_empty() {
+            return Ok(None);
         }
         // `drop` now holds what found no checkpoint file. A file removed again was a tombstone,
         // so it needed none, and the file of its (partition, size) dropped in its place goes
@@ -281,6 +332,19 @@ impl SizePass {
 
 impl CheckpointVisitor for SizePass {
     fn add(&mut self, row: u64, _key: Option<&str>, part: &str, size: u64) {
+        if self.plan.size_only.contains(&size) {
+            // Maybe a file removed without its partition: its path decides (a file `drop`
+            // counts is then found by path too).
+            self.candidates.push(Candidate {
+                file: self.file,
+                row,
+                kind: CandidateKind::Add {
+                    part: part.to_string(),
+                    size,
+                },
+            });
+            return;
+        }
         if self.plan.sizes.contains(&size) {
             self.key.0.clear();
             self.key.0.push_str(part);

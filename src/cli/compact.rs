@@ -20,7 +20,7 @@ use crate::engine::compact::selection::Predicate;
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
 use crate::engine::open::{load_table, now_ms};
-use crate::engine::size::format_bytes;
+use crate::engine::size::{format_bytes, plural};
 
 fn labels(p: &[crate::engine::model::partition::PartitionValues]) -> String {
     p.iter().map(|v| v.label()).collect::<Vec<_>>().join(",")
@@ -28,13 +28,13 @@ fn labels(p: &[crate::engine::model::partition::PartitionValues]) -> String {
 
 pub fn plan_text(p: &CompactionPlan) -> String {
     let mut o = format!(
-        "plan at version {}: {} partitions, {} bins, {} files ({}) -> ~{} files (target {}, files >= {} untouched)\n",
+        "plan at version {}: {}, {}, {} ({}) -> ~{} (target {}, files >= {} untouched)\n",
         p.table_version,
-        p.partitions.len(),
-        p.bins,
-        p.files_in,
+        plural(p.partitions.len() as u64, "partition"),
+        plural(p.bins, "bin"),
+        plural(p.files_in, "file"),
         format_bytes(p.bytes_in),
-        p.predicted_files_out,
+        plural(p.predicted_files_out, "file"),
         format_bytes(p.target_file_size),
         format_bytes(p.min_file_size),
     );
@@ -248,7 +248,12 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
         crate::errln!("{}", pickup_line(&p));
         job.replan_if_stale().await?;
     }
-    crate::err!("{}", plan_text(&job.plan));
+    if a.dry_run && !a.json {
+        // The answer of a dry run: on stdout, so it can be piped or saved.
+        crate::out!("{}", plan_text(&job.plan));
+    } else {
+        crate::err!("{}", plan_text(&job.plan));
+    }
     crate::errln!("executor: {}", job.exec.executor.describe());
     if a.parallelism.is_none() {
         // Ingestion first: the same rule as the janitor's.

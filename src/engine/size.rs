@@ -187,6 +187,11 @@ pub fn format_count(n: u64) -> String {
     }
 }
 
+/// `n` and its noun, singular for one (`1 bin`, `2 bins`); English nouns taking an `s`.
+pub fn plural(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +269,14 @@ mod tests {
         assert_eq!(
             "2PB".parse::<ByteSize>().unwrap(),
             ByteSize(2_000_000_000_000_000)
+        );
+    }
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(
+            [plural(0, "bin"), plural(1, "bin"), plural(2, "file")],
+            ["0 bins", "1 bin", "2 files"]
         );
     }
 

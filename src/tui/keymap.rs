@@ -244,7 +244,7 @@ pub static BINDINGS: &[Binding] = &[
         &[k(KeyCode::Char(' '))],
         C::ToggleMark,
         T,
-        "mark / unmark the partition for compaction",
+        "mark / unmark the partition for compaction, then move to the next",
         Some("mark"),
     ),
     bind(

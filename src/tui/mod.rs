@@ -5,6 +5,7 @@
 pub mod action;
 pub mod app;
 pub mod clock;
+pub mod command_line;
 mod iceberg;
 pub mod janitor;
 pub mod jobs;

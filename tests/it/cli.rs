@@ -262,6 +262,22 @@ fn sizes_need_a_unit_and_a_sane_target() {
 }
 
 #[test]
+fn a_dry_run_prints_its_plan_on_stdout_so_it_can_be_piped() {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("delta-0.8.0-null-partition"), d.path());
+    let o = lakehealth(&["compact", d.path().to_str().unwrap(), "--dry-run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("plan at version "), "{out}");
+    assert!(!stderr(&o).contains("plan at version"), "{}", stderr(&o));
+    // A real run reports its plan beside its progress, on stderr.
+    let o = lakehealth(&["compact", d.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("plan at version "), "{}", stderr(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("plan at version"));
+}
+
+#[test]
 fn a_selection_that_matches_nothing_lists_what_exists_and_fails() {
     let d = tempfile::tempdir().unwrap();
     copy_dir(&fixture("delta-0.8.0-null-partition"), d.path());

@@ -160,7 +160,7 @@ async fn snapshot_plan_preview_of_eleven_small_files() {
     assert_eq!((plan.bins, plan.files_in, plan.table_version), (1, 11, 10));
     let s = text(&t, &d);
     assert!(
-        s.contains("v10: 1 bins, 11 files (4.75 KiB) → ~1 files"),
+        s.contains("v10: 1 bin, 11 files (4.75 KiB) → ~1 file."),
         "{s}"
     );
     assert!(s.contains("Enter / y start in the background"), "{s}");

@@ -22,7 +22,7 @@ use crate::engine::location::Location;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::now_ms;
-use crate::engine::size::format_bytes;
+use crate::engine::size::{format_bytes, plural};
 use crate::engine::stats::log_health::Rewrite;
 
 use super::decide::DecisionKind;
@@ -376,10 +376,6 @@ pub(super) fn classify(s: &JobSummary) -> Outcome {
     } else {
         Outcome::NothingToCompact
     }
-}
-
-fn plural(n: u64, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 fn versions(s: &JobSummary) -> String {

@@ -330,20 +330,26 @@ impl SizePass {
     }
 }
 
+impl SizePass {
+    /// A checkpoint file whose path decides whether it is still live.
+    fn check_add(&mut self, row: u64, part: &str, size: u64) {
+        self.candidates.push(Candidate {
+            file: self.file,
+            row,
+            kind: CandidateKind::Add {
+                part: part.to_string(),
+                size,
+            },
+        });
+    }
+}
+
 impl CheckpointVisitor for SizePass {
     fn add(&mut self, row: u64, _key: Option<&str>, part: &str, size: u64) {
         if self.plan.size_only.contains(&size) {
             // Maybe a file removed without its partition: its path decides (a file `drop`
             // counts is then found by path too).
-            self.candidates.push(Candidate {
-                file: self.file,
-                row,
-                kind: CandidateKind::Add {
-                    part: part.to_string(),
-                    size,
-                },
-            });
-            return;
+            return self.check_add(row, part, size);
         }
         if self.plan.sizes.contains(&size) {
             self.key.0.clear();
@@ -354,15 +360,7 @@ impl CheckpointVisitor for SizePass {
                 return;
             }
             if self.plan.check.contains(&self.key) {
-                self.candidates.push(Candidate {
-                    file: self.file,
-                    row,
-                    kind: CandidateKind::Add {
-                        part: part.to_string(),
-                        size,
-                    },
-                });
-                return;
+                return self.check_add(row, part, size);
             }
         }
         self.part.partitions.push(part, size);

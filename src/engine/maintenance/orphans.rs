@@ -45,7 +45,7 @@ use crate::engine::model::format::TableFormat;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::model::percent::decode as decoded;
 use crate::engine::open::Opened;
-use crate::engine::size::format_bytes;
+use crate::engine::size::{format_bytes, plural};
 use crate::engine::stats::findings::{Finding, FindingKind};
 use crate::engine::stats::table_report::TableReport;
 
@@ -134,10 +134,6 @@ impl OrphanScan {
             ),
         })
     }
-}
-
-fn plural(n: u64, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Where an unreferenced data file belongs.

@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap}
 use super::preview_dialog::{Body, PreviewView, failed};
 use super::style;
 use crate::engine::compact::plan::{CompactionPlan, PartitionPlan};
-use crate::engine::size::{format_bytes, format_count};
+use crate::engine::size::{format_bytes, format_count, plural};
 use crate::engine::stats::histogram::{Band, Histogram};
 use crate::tui::app::PlanDialog;
 use crate::tui::layout::centered;
@@ -25,7 +25,7 @@ fn band_files(h: &Histogram, band: Band) -> u64 {
 
 pub fn view(d: &PlanDialog) -> PreviewView<'_> {
     let height = match &d.result {
-        Some(Ok(p)) => p.partitions.len().min(12) as u16 + 9,
+        Some(Ok(p)) => p.partitions.len().min(12) as u16 + 11,
         _ => 8,
     };
     let purge = d.request.purge;
@@ -50,7 +50,15 @@ pub fn view(d: &PlanDialog) -> PreviewView<'_> {
         ),
         Some(Ok(p)) => {
             let executor = d.request.executor.as_str();
-            Body::Custom(Box::new(move |f, inner| draw_plan(f, inner, p, executor)))
+            let command = crate::tui::command_line::compaction(
+                &d.table_uri,
+                p.target_file_size,
+                p.min_file_size,
+                &d.request,
+            );
+            Body::Custom(Box::new(move |f, inner| {
+                draw_plan(f, inner, p, executor, &command)
+            }))
         }
     };
     PreviewView {
@@ -66,14 +74,19 @@ pub fn view(d: &PlanDialog) -> PreviewView<'_> {
     }
 }
 
-fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str) {
+fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str, command: &str) {
     let head = Line::from(format!(
-        "v{}: {} bins, {} files ({}) → ~{} files. Target {}; files ≥ {} are left alone. Each bin commits on its own (OPTIMIZE, dataChange=false).",
+        "v{}: {}, {} files ({}) → ~{} {}. Target {}; files ≥ {} are left alone. Each bin commits on its own (OPTIMIZE, dataChange=false).",
         p.table_version,
-        p.bins,
+        plural(p.bins, "bin"),
         format_count(p.files_in),
         format_bytes(p.bytes_in),
         format_count(p.predicted_files_out),
+        if p.predicted_files_out == 1 {
+            "file"
+        } else {
+            "files"
+        },
         format_bytes(p.target_file_size),
         format_bytes(p.min_file_size),
     ));
@@ -82,9 +95,15 @@ fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str) {
         format!("Bins run on: {executor}; commits happen here.{notes}"),
         style::dim(),
     ));
-    let [h, t, foot] = Layout::vertical([
+    // The same job headless (for cron or a janitor policy), whole: it wraps, never cut.
+    let headless = Line::from(vec![
+        Span::styled("headless: ", style::dim()),
+        Span::raw(command.to_string()),
+    ]);
+    let [h, t, cmd, foot] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Min(2),
+        Constraint::Length(2),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -92,6 +111,7 @@ fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str) {
     f.render_widget(Paragraph::new(head).wrap(Wrap { trim: true }), h);
     f.render_widget(Paragraph::new(runs_on), r);
     f.render_widget(partitions_table(p), t);
+    f.render_widget(Paragraph::new(headless).wrap(Wrap { trim: false }), cmd);
     let footer = if p.bins == 0 {
         "nothing to compact: no partition has two or more files below the minimum size · Esc close"
     } else {

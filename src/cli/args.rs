@@ -8,8 +8,28 @@ use clap::{Args, Parser, Subcommand};
 use crate::engine::size::ByteSize;
 
 fn parse_size(s: &str) -> Result<ByteSize, String> {
-    s.parse()
-        .map_err(|e: crate::engine::size::SizeParseError| e.to_string())
+    let size: ByteSize = s
+        .parse()
+        .map_err(|e: crate::engine::size::SizeParseError| e.to_string())?;
+    // `128mb` is 10^6 bytes a MB (122 MiB), which is rarely what a lowercase unit on a command
+    // line means: the two readings differ by 5 to 13 %, so the user writes which one.
+    let unit = s
+        .trim()
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if ["kb", "mb", "gb", "tb", "pb"].contains(&unit.trim()) {
+        let (num, upper) = (s.trim().trim_end_matches(unit), unit.trim().to_uppercase());
+        let binary = format!("{num}{}iB", &upper[..1]);
+        let binary_bytes = binary
+            .parse::<ByteSize>()
+            .map_or_else(|e| e.to_string(), |b| format!("{} bytes", b.0));
+        return Err(format!(
+            "{s:?} is ambiguous: {num}{upper} is {} bytes ({}), {binary} is {binary_bytes}; \
+             write one of them",
+            size.0,
+            crate::engine::size::format_bytes(size.0),
+        ));
+    }
+    Ok(size)
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -515,6 +535,25 @@ mod tests {
 
     fn err(args: &[&str]) -> String {
         parse_from(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_lowercase_decimal_size_is_refused_saying_both_readings_and_upper_case_is_decimal() {
+        let e = err(&["lakehealth", "report", "t", "--target", "128mb"]);
+        assert!(
+            e.contains("\"128mb\" is ambiguous: 128MB is 128000000 bytes")
+                && e.contains("128MiB is 134217728 bytes"),
+            "{e}"
+        );
+        let e = err(&["lakehealth", "report", "t", "--target", "1.5gb"]);
+        assert!(e.contains("1.5GiB is 1610612736 bytes"), "{e}");
+        for (arg, bytes) in [
+            ("128MB", 128_000_000),
+            ("128MiB", 128 * 1024 * 1024),
+            ("128m", 128 * 1024 * 1024),
+        ] {
+            assert_eq!(parse_size(arg).map(|b| b.0), Ok(bytes), "{arg}");
+        }
     }
 
     #[test]

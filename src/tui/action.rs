@@ -86,6 +86,9 @@ pub enum Action {
     /// A character typed into the filter.
     FilterInput(char),
     Tick,
+    /// The terminal went away or SIGTERM came: quit now, cancelling what runs (no question:
+    /// nobody can answer it).
+    Shutdown,
     Resize {
         width: u16,
         height: u16,

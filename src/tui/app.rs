@@ -116,6 +116,10 @@ pub enum Modal {
         job: u64,
         number: JobNumber,
     },
+    /// Asking whether to quit while `running` jobs run (quitting cancels them).
+    ConfirmQuit {
+        running: usize,
+    },
     /// The vacuum dry run, to confirm.
     Vacuum(VacuumDialog),
     /// The janitor's last decisions (`tui::janitor`), scrolled down by `scroll` rows.
@@ -371,6 +375,7 @@ impl App {
                 self.type_filter(ch);
                 vec![]
             }
+            Action::Shutdown => self.quit(),
             Action::Tick => {
                 self.spinner = self.spinner.wrapping_add(1);
                 let mut e = self.maybe_auto_refresh();
@@ -468,7 +473,7 @@ impl App {
 
     fn command(&mut self, c: Command) -> Vec<Effect> {
         if c == Command::Quit {
-            return self.quit();
+            return self.ask_quit();
         }
         match self.context() {
             Context::Error => self.error_command(c),
@@ -494,6 +499,27 @@ impl App {
             Context::Dialog => self.dialog_command(c),
             Context::Tables | Context::Table | Context::Global => self.screen_command(c),
         }
+    }
+
+    /// Quits at once when nothing runs; else asks first, over whatever dialog was open (a
+    /// second `q` answers yes).
+    fn ask_quit(&mut self) -> Vec<Effect> {
+        let running = self.jobs.iter().filter(|j| j.status().is_active()).count();
+        if running == 0 || matches!(self.modals.modal(), Some(Modal::ConfirmQuit { .. })) {
+            return self.quit();
+        }
+        let mut effects = Vec::new();
+        if self.modals.modal().and_then(Modal::preview).is_some() {
+            effects = self.dismiss_preview();
+            if self.modals.modal().is_some() {
+                // A preview running in place cannot be closed: quit as before.
+                effects.extend(self.quit());
+                return effects;
+            }
+        }
+        self.modals.close();
+        self.modals.open(Modal::ConfirmQuit { running });
+        effects
     }
 
     fn quit(&mut self) -> Vec<Effect> {
@@ -570,7 +596,16 @@ impl App {
                 self.modals.close();
                 self.cancel_job(job)
             }
-            (Some(Modal::ConfirmCancel { .. }) | Some(Modal::Why { .. }), Command::Dismiss) => {
+            (Some(Modal::ConfirmQuit { .. }), Command::Confirm) => {
+                self.modals.close();
+                self.quit()
+            }
+            (
+                Some(Modal::ConfirmCancel { .. })
+                | Some(Modal::ConfirmQuit { .. })
+                | Some(Modal::Why { .. }),
+                Command::Dismiss,
+            ) => {
                 self.modals.close();
                 vec![]
             }

@@ -230,7 +230,7 @@ pub static BINDINGS: &[Binding] = &[
         &[k(KeyCode::Char('q')), ctrl('c')],
         C::Quit,
         G,
-        "quit (in dialogs too; Ctrl-c while typing a filter)",
+        "quit (in dialogs too; Ctrl-c while typing a filter); asks first while a job runs",
         Some("quit"),
     ),
     bind(

@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 
 use crate::engine::location::Location;
 use crate::engine::open::OpenOptions;
-use action::{Action, Command, Pointer};
+use action::{Action, Pointer};
 use app::App;
 use keymap::Context;
 
@@ -109,11 +109,11 @@ pub async fn run(
                 Some(Ok(Event::Mouse(m))) => mouse_to_action(m),
                 Some(Ok(_)) => None,
                 // The terminal went away: nothing more can be shown.
-                Some(Err(_)) | None => Some(Action::Command(Command::Quit)),
+                Some(Err(_)) | None => Some(Action::Shutdown),
             },
             Some(a) = rx.recv() => Some(a),
             _ = tick.tick() => Some(Action::Tick),
-            _ = terminal::recv(&mut sigterm) => Some(Action::Command(Command::Quit)),
+            _ = terminal::recv(&mut sigterm) => Some(Action::Shutdown),
         };
         // Coalesce a burst of progress messages into one redraw.
         let mut batch: Vec<Action> = first.into_iter().collect();

@@ -124,6 +124,7 @@ impl Modal {
             Modal::Help { .. }
             | Modal::Filter
             | Modal::ConfirmCancel { .. }
+            | Modal::ConfirmQuit { .. }
             | Modal::Why { .. } => {
                 return None;
             }
@@ -139,6 +140,7 @@ impl Modal {
             Modal::Help { .. }
             | Modal::Filter
             | Modal::ConfirmCancel { .. }
+            | Modal::ConfirmQuit { .. }
             | Modal::Why { .. } => {
                 return None;
             }

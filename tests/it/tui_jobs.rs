@@ -303,3 +303,49 @@ fn one_bin_plan() -> lakehealth::engine::compact::plan::CompactionPlan {
         notes: vec![],
     }
 }
+
+#[tokio::test]
+async fn quitting_while_a_job_runs_asks_first_n_keeps_it_and_y_cancels_it_and_quits() {
+    let mut app = App::new("t".into(), Duration::ZERO, SIZE);
+    let plan = one_bin_plan();
+    app.jobs.push(lakehealth::tui::jobs::JobView::new(
+        9,
+        lakehealth::tui::jobs::JobNumber(1),
+        "t".into(),
+        &plan,
+    ));
+    let press = |app: &mut App, c: char| {
+        let a = key_to_action(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)).unwrap();
+        app.update(a)
+    };
+    assert!(press(&mut app, 'q').is_empty(), "nothing is cancelled yet");
+    assert!(!app.should_quit);
+    let screen = render(&app, 120, 40);
+    assert!(
+        screen.contains("Quit? 1 job is running: quitting cancels it"),
+        "{screen}"
+    );
+    assert!(press(&mut app, 'n').is_empty());
+    assert!(!app.should_quit, "n keeps the job running");
+    assert!(app.jobs[0].status().is_active());
+    press(&mut app, 'q');
+    let e = press(&mut app, 'y');
+    assert_eq!(e, vec![Effect::CancelJob { id: 9 }]);
+    assert!(app.should_quit);
+    assert_eq!(app.jobs[0].status(), JobStatus::Cancelling);
+}
+
+#[tokio::test]
+async fn a_terminal_that_went_away_quits_at_once_and_cancels_the_running_job() {
+    let mut app = App::new("t".into(), Duration::ZERO, SIZE);
+    let plan = one_bin_plan();
+    app.jobs.push(lakehealth::tui::jobs::JobView::new(
+        9,
+        lakehealth::tui::jobs::JobNumber(1),
+        "t".into(),
+        &plan,
+    ));
+    let e = app.update(lakehealth::tui::action::Action::Shutdown);
+    assert_eq!(e, vec![Effect::CancelJob { id: 9 }]);
+    assert!(app.should_quit, "nobody is there to answer a question");
+}

@@ -113,6 +113,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         Some(Modal::ConfirmCancel { number, .. }) => {
             plan_dialog::draw_confirm_cancel(f, area, *number)
         }
+        Some(Modal::ConfirmQuit { running }) => plan_dialog::draw_confirm_quit(f, area, *running),
         Some(Modal::Help { scroll }) => help::draw(f, area, *scroll),
         Some(Modal::Why { scroll }) => why::draw(f, area, &app.janitor, *scroll),
         Some(m) => {

@@ -177,6 +177,33 @@ fn partition_row(pp: &PartitionPlan) -> Row<'static> {
     ])
 }
 
+pub fn draw_confirm_quit(f: &mut Frame, area: Rect, running: usize) {
+    let b = centered(area, 60, 5);
+    f.render_widget(Clear, b);
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::from(if running == 1 {
+                "Quit? 1 job is running: quitting cancels it before its next commit;".to_string()
+            } else {
+                format!("Quit? {running} jobs are running: quitting cancels them before their next commit;")
+            }),
+            Line::from("committed bins stay, uncommitted output is removed."),
+            Line::from(Span::styled(
+                "y / Enter / q quit · n / Esc keep running",
+                style::dim(),
+            )),
+        ])
+        .wrap(Wrap { trim: true })
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(Style::default().fg(Color::Yellow))
+                .title(" Quit "),
+        ),
+        b,
+    );
+}
+
 pub fn draw_confirm_cancel(f: &mut Frame, area: Rect, job: crate::tui::jobs::JobNumber) {
     // 60 %: its lines stay whole down to 100 columns.
     let b = centered(area, 60, 5);

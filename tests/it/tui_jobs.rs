@@ -185,20 +185,27 @@ async fn a_job_whose_replan_fails_ends_failed_with_the_error_on_screen() {
     );
 }
 
-#[tokio::test]
-async fn confirming_a_cancel_sends_it_and_marks_the_job_cancelling() {
+/// An app whose job 9 (shown as #1) runs a one-bin plan.
+fn app_with_a_running_job() -> App {
     let mut app = App::new("t".into(), Duration::ZERO, SIZE);
-    let plan = one_bin_plan();
     app.jobs.push(lakehealth::tui::jobs::JobView::new(
         9,
         lakehealth::tui::jobs::JobNumber(1),
         "t".into(),
-        &plan,
+        &one_bin_plan(),
     ));
-    let press = |app: &mut App, c: char| {
-        let a = key_to_action(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)).unwrap();
-        app.update(a)
-    };
+    app
+}
+
+/// A key press, as the event loop turns it into an action.
+fn press(app: &mut App, c: char) -> Vec<Effect> {
+    let a = key_to_action(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)).unwrap();
+    app.update(a)
+}
+
+#[tokio::test]
+async fn confirming_a_cancel_sends_it_and_marks_the_job_cancelling() {
+    let mut app = app_with_a_running_job();
     press(&mut app, 'x');
     let e = press(&mut app, 'y');
     assert_eq!(e, vec![Effect::CancelJob { id: 9 }]);
@@ -239,14 +246,7 @@ async fn a_refused_bin_shows_in_the_jobs_panel_with_who_took_its_files() {
     use lakehealth::engine::compact::events::{ConflictRecord, JobEvent};
     use lakehealth::engine::model::partition::PartitionValues;
     use lakehealth::tui::action::{Action, TaskProgress};
-    let mut app = App::new("t".into(), Duration::ZERO, SIZE);
-    let plan = one_bin_plan();
-    app.jobs.push(lakehealth::tui::jobs::JobView::new(
-        9,
-        lakehealth::tui::jobs::JobNumber(1),
-        "t".into(),
-        &plan,
-    ));
+    let mut app = app_with_a_running_job();
     let conflict = ConflictRecord {
         partition: PartitionValues(vec![("d".into(), None)]),
         conflict: Conflict {
@@ -306,18 +306,7 @@ fn one_bin_plan() -> lakehealth::engine::compact::plan::CompactionPlan {
 
 #[tokio::test]
 async fn quitting_while_a_job_runs_asks_first_n_keeps_it_and_y_cancels_it_and_quits() {
-    let mut app = App::new("t".into(), Duration::ZERO, SIZE);
-    let plan = one_bin_plan();
-    app.jobs.push(lakehealth::tui::jobs::JobView::new(
-        9,
-        lakehealth::tui::jobs::JobNumber(1),
-        "t".into(),
-        &plan,
-    ));
-    let press = |app: &mut App, c: char| {
-        let a = key_to_action(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)).unwrap();
-        app.update(a)
-    };
+    let mut app = app_with_a_running_job();
     assert!(press(&mut app, 'q').is_empty(), "nothing is cancelled yet");
     assert!(!app.should_quit);
     let screen = render(&app, 120, 40);
@@ -337,14 +326,7 @@ async fn quitting_while_a_job_runs_asks_first_n_keeps_it_and_y_cancels_it_and_qu
 
 #[tokio::test]
 async fn a_terminal_that_went_away_quits_at_once_and_cancels_the_running_job() {
-    let mut app = App::new("t".into(), Duration::ZERO, SIZE);
-    let plan = one_bin_plan();
-    app.jobs.push(lakehealth::tui::jobs::JobView::new(
-        9,
-        lakehealth::tui::jobs::JobNumber(1),
-        "t".into(),
-        &plan,
-    ));
+    let mut app = app_with_a_running_job();
     let e = app.update(lakehealth::tui::action::Action::Shutdown);
     assert_eq!(e, vec![Effect::CancelJob { id: 9 }]);
     assert!(app.should_quit, "nobody is there to answer a question");

@@ -431,17 +431,11 @@ async fn read_back_after_error(
     commit_id: &str,
     why: String,
 ) -> Result<u64, AttemptError> {
-    match log.read_commit_entry(version).await {
-        Ok(Some(bytes)) => {
-            let id = commit_info(&bytes).and_then(|ci| ci.lakehealth_commit_id);
-            if id.as_deref() == Some(commit_id) {
-                Ok(version)
-            } else {
-                Err(AttemptError::LostRace(format!(
-                    "{why}; version {version} was then found written by another commit"
-                )))
-            }
-        }
+    match written_by_us(log, version, commit_id).await {
+        Ok(Some(true)) => Ok(version),
+        Ok(Some(false)) => Err(AttemptError::LostRace(format!(
+            "{why}; version {version} was then found written by another commit"
+        ))),
         Ok(None) if log.config().location().scheme() == "file" => Err(AttemptError::NotWritten(
             format!("{why}; version {version} is not in the log (read back: not written)"),
         )),
@@ -454,6 +448,20 @@ async fn read_back_after_error(
     }
 }
 
+/// Whether `version` is in the log (None: absent) and carries our commit id.
+async fn written_by_us(
+    log: &dyn LogStore,
+    version: u64,
+    commit_id: &str,
+) -> deltalake::DeltaResult<Option<bool>> {
+    Ok(log.read_commit_entry(version).await?.map(|bytes| {
+        commit_info(&bytes)
+            .and_then(|ci| ci.lakehealth_commit_id)
+            .as_deref()
+            == Some(commit_id)
+    }))
+}
+
 /// `version` already exists: ours when it carries our commit id (an object store may retry a
 /// conditional put that had landed and then report the retry's refusal), else a lost race.
 async fn own_or_lost(
@@ -462,15 +470,9 @@ async fn own_or_lost(
     commit_id: &str,
     why: String,
 ) -> Result<u64, AttemptError> {
-    match log.read_commit_entry(version).await {
-        Ok(Some(bytes)) => {
-            let id = commit_info(&bytes).and_then(|ci| ci.lakehealth_commit_id);
-            if id.as_deref() == Some(commit_id) {
-                Ok(version)
-            } else {
-                Err(AttemptError::LostRace(why))
-            }
-        }
+    match written_by_us(log, version, commit_id).await {
+        Ok(Some(true)) => Ok(version),
+        Ok(Some(false)) => Err(AttemptError::LostRace(why)),
         Ok(None) => Err(AttemptError::MaybeWritten(format!(
             "{why}, yet version {version} cannot be found"
         ))),

@@ -98,7 +98,8 @@ fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str, comm
     // The same job headless (for cron or a janitor policy), whole: it wraps, never cut.
     let headless = Line::from(vec![
         Span::styled("headless: ", style::dim()),
-        Span::raw(command.to_string()),
+        // A location typed with user info shows scrubbed, as everywhere else.
+        Span::raw(crate::engine::secrets::scrub(command).into_owned()),
     ]);
     let [h, t, cmd, foot] = Layout::vertical([
         Constraint::Length(3),

@@ -17,7 +17,7 @@ py=${PYTHON:-$CARGO_TARGET_DIR/tmp/pyenv/bin/python}
 [ -x "$py" ] || py=python3
 bin="$CARGO_TARGET_DIR/release/lakehealth"
 gen="$CARGO_TARGET_DIR/release/examples/bench_open"
-dir=${BENCH_DIR:-$CARGO_TARGET_DIR/bench-open-$files-$parts}
+dir=${BENCH_DIR:-$CARGO_TARGET_DIR/bench-open-v2-$files-$parts}
 if [ ! -f "$dir/_delta_log/_last_checkpoint" ]; then
   rm -rf "$dir"
   "$gen" gen "$dir" "$files" "$parts" >&2

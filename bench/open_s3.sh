@@ -14,7 +14,7 @@ bin="$CARGO_TARGET_DIR/release/lakehealth"
 py=${PYTHON:-$CARGO_TARGET_DIR/tmp/pyenv/bin/python}
 [ -x "$py" ] || { echo "needs the test harness's venv (run the tests once) or PYTHON=" >&2; exit 1; }
 moto="$(dirname "$py")/moto_server"
-dir=${BENCH_DIR:-$CARGO_TARGET_DIR/bench-open-$files-$parts}
+dir=${BENCH_DIR:-$CARGO_TARGET_DIR/bench-open-v2-$files-$parts}
 if [ ! -f "$dir/_delta_log/_last_checkpoint" ]; then
   rm -rf "$dir"
   "$CARGO_TARGET_DIR/release/examples/bench_open" gen "$dir" "$files" "$parts" >&2

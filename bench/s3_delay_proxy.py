@@ -2,7 +2,7 @@
 and counts requests by method: object-store latency on one machine, for bench/s3.sh.
 Usage: s3_delay_proxy.py LISTEN_PORT UPSTREAM_PORT DELAY_MS
 GET /__proxy/stats returns the counts since the last POST /__proxy/reset (not forwarded).
-PROXY_LOG=1 prints each request (method, path, range) to stderr."""
+PROXY_LOG=1 prints each request (start, duration, status, bytes, method, path, range) to stderr."""
 import http.client
 import json
 import os
@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 listen, upstream, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000
 counts, lock, local = {}, threading.Lock(), threading.local()
+t0 = time.monotonic()
 HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"}
 
 
@@ -43,8 +44,7 @@ class Proxy(BaseHTTPRequestHandler):
             return
         with lock:
             counts[self.command] = counts.get(self.command, 0) + 1
-        if os.environ.get("PROXY_LOG"):
-            print(self.command, self.path, self.headers.get("Range", ""), file=sys.stderr, flush=True)
+        started = time.monotonic()
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
         time.sleep(delay)
@@ -72,9 +72,16 @@ class Proxy(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+        if os.environ.get("PROXY_LOG"):
+            # When it started (since the proxy's start), how long it took, what it was.
+            print(f"{started - t0:8.3f}s {1000 * (time.monotonic() - started):6.0f}ms {r.status} {len(data):>10}B",
+                  self.command, self.path, self.headers.get("Range", ""), file=sys.stderr, flush=True)
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
 
 ThreadingHTTPServer.daemon_threads = True
+# A store accepts every connection a client opens; the default backlog (5) would queue a
+# concurrent reader's requests behind each other.
+ThreadingHTTPServer.request_queue_size = 256
 ThreadingHTTPServer(("127.0.0.1", listen), Proxy).serve_forever()

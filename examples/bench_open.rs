@@ -92,7 +92,8 @@ async fn generate(dir: &Path, files: u64, parts: u64) -> Res<()> {
         removed += a["add"]["size"].as_u64().unwrap_or(0);
         commit_line(
             &mut w,
-            serde_json::json!({"remove": {"path": a["add"]["path"], "size": a["add"]["size"], "deletionTimestamp": 1_700_000_200_000u64, "dataChange": false}}),
+            // As delta-rs and Spark write a remove: with its partition values and size.
+            serde_json::json!({"remove": {"path": a["add"]["path"], "size": a["add"]["size"], "partitionValues": a["add"]["partitionValues"], "extendedFileMetadata": true, "deletionTimestamp": 1_700_000_200_000u64, "dataChange": false}}),
         )?;
     }
     let mut a = add(next, parts);

@@ -28,7 +28,7 @@ use lakehealth::engine::formats::iceberg::transforms::{Transform, display};
 use lakehealth::engine::janitor::policy::{Policy, expand_date_macros};
 use lakehealth::engine::log::actions;
 use lakehealth::engine::log::checkpoint::{
-    CheckpointMeta, CheckpointVisitor, read_checkpoint_file, read_checkpoint_keys,
+    CheckpointMeta, CheckpointVisitor, OpenedFile, read_checkpoint_file, read_checkpoint_keys,
 };
 use lakehealth::engine::log::listing::classify;
 use lakehealth::engine::log::partition_key::{PartitionSizes, decode, encode_into, resolve_key};
@@ -360,9 +360,11 @@ fn read_checkpoint(b: Vec<u8>, with_paths: bool, rows: Vec<u64>) -> bool {
     block_on(async {
         let store = memory_store(&[("cp.parquet".into(), b)], "").await;
         let mut v = Counting::default();
-        let read =
-            read_checkpoint_file(&store, "cp.parquet", None, with_paths, &mut v, &|_| {}).await;
-        let _ = read_checkpoint_keys(&store, "cp.parquet", None, &rows).await;
+        let Ok(file) = OpenedFile::open(&store, "cp.parquet", None).await else {
+            return false;
+        };
+        let read = read_checkpoint_file(&file, with_paths, &mut v, &|_| {}).await;
+        let _ = read_checkpoint_keys(&file, &rows).await;
         read.is_ok()
     })
 }
@@ -404,7 +406,8 @@ fn fuzz_regression_a_checkpoint_page_with_a_bad_bit_width_is_a_corrupt_checkpoin
     block_on(async {
         let store = memory_store(&[("cp.parquet".into(), bytes.clone())], "").await;
         let mut v = Counting::default();
-        let e = read_checkpoint_file(&store, "cp.parquet", None, false, &mut v, &|_| {})
+        let file = OpenedFile::open(&store, "cp.parquet", None).await.unwrap();
+        let e = read_checkpoint_file(&file, false, &mut v, &|_| {})
             .await
             .unwrap_err();
         assert!(matches!(e, CheckpointReadError::Malformed(_)), "{e:?}");

@@ -500,9 +500,14 @@ pub async fn convert(
     };
     let version = table.version().unwrap_or_default();
     // Checked from the log just written, by lakehealth's own reader.
-    let written =
-        super::delta::load_delta(loc, &loc.open_store(&opts.storage_options)?, opts, &|_| {})
-            .await?;
+    let written = super::delta::load_delta(
+        loc,
+        &loc.open_store(&opts.storage_options)?,
+        None,
+        opts,
+        &|_| {},
+    )
+    .await?;
     if written.stats.files != plan.files || written.stats.bytes != plan.bytes {
         return Err(EngineError::InvalidRequest(format!(
             "{uri}: the conversion committed version {version} with {} files ({} bytes) where {} files ({} bytes) were previewed; check the table before writing to it",

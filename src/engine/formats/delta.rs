@@ -12,7 +12,8 @@ use crate::engine::error::Result;
 use crate::engine::location::Location;
 use crate::engine::log::actions::{MetaData, Protocol};
 use crate::engine::log::file_rows::live_file_rows;
-use crate::engine::log::replay::replay;
+use crate::engine::log::listing::LogListing;
+use crate::engine::log::replay::{replay, replay_listed};
 use crate::engine::log::state::LogState;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::{OpenOptions, now_ms};
@@ -21,14 +22,19 @@ use crate::engine::stats::deleted_rows::{DeletedRows, FileRows};
 use crate::engine::stats::findings::deleted_rows_finding;
 use crate::engine::stats::table_report::TableReport;
 
+/// `listing`: `_delta_log/` as format detection listed it, or None to list it here.
 pub async fn load_delta(
     loc: &Location,
     store: &Arc<dyn ObjectStore>,
+    listing: Option<LogListing>,
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<TableReport> {
     let uri = loc.display();
-    let state = replay(store, &uri, opts.replay, progress).await?;
+    let state = match listing {
+        Some(l) => replay_listed(store, &uri, l, opts.replay, progress).await?,
+        None => replay(store, &uri, opts.replay, progress).await?,
+    };
     // Only a table with deletion vectors reads its files' paths, vectors and row counts.
     let deleted = match uses_deletion_vectors(state.protocol.as_ref()) {
         true => Some(deleted_rows(store, &uri, &state, opts.replay.io_concurrency).await),

@@ -23,6 +23,7 @@ use super::open::OpenOptions;
 use super::progress::LoadProgress;
 use super::stats::table_report::TableReport;
 
+use crate::engine::log::replay::list_log_objects;
 use crate::engine::model::format::TableFormat;
 
 /// What one level of a folder holds: child folder names and file names.
@@ -174,10 +175,19 @@ pub async fn load_table_any(
     }
     let store = loc.open_store(&opts.storage_options)?;
     let uri = loc.display();
+    // A Delta table is known by its log: listing `_delta_log/` first spares listing the folder,
+    // and the replay starts from that listing (one request and one round trip fewer). A
+    // listing that fails is left to the folder's listing to report.
+    progress(LoadProgress::Listing);
+    if let Ok(log) = list_log_objects(&store, &uri).await
+        && log.log_objects > 0
+    {
+        return delta::load_delta(loc, &store, Some(log), opts, progress).await;
+    }
     let children = list_children(&store, &uri, None).await?;
     let format = probe_format(&store, &uri, None, &children).await?;
     match format {
-        Some(TableFormat::Delta) => delta::load_delta(loc, &store, opts, progress).await,
+        Some(TableFormat::Delta) => delta::load_delta(loc, &store, None, opts, progress).await,
         Some(TableFormat::ParquetFolder) => {
             parquet_folder::load_parquet_folder(loc, &store, opts, progress).await
         }

@@ -14,7 +14,7 @@ use futures::StreamExt;
 use object_store::ObjectStore;
 use object_store::path::Path;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::PageIndexPolicy;
@@ -114,32 +114,87 @@ async fn guarded<T>(read: impl std::future::Future<Output = Checked<T>> + Send) 
         .map_err(|p| CheckpointReadError::Malformed(p.0))?
 }
 
+/// How much of a large checkpoint's end is fetched with its footer: the columns after the adds
+/// (removes, metadata, protocol, transactions, sidecars) are small unless the table keeps many
+/// tombstones, and then need no request of their own.
+const TAIL_BYTES: u64 = 1024 * 1024;
+
+/// A checkpoint (or sidecar) file with its footer read: every pass over the file starts from
+/// it, so the footer (with its offset index) is fetched once per replay, and a small file's
+/// bytes once in all. Cloning is cheap (shared buffers).
+#[derive(Clone)]
+pub struct OpenedFile {
+    reader: StoreReader,
+    meta: ArrowReaderMetadata,
+}
+
+impl OpenedFile {
+    /// Reads the footer. `size`, when the listing gave it, spares a HEAD request.
+    pub async fn open(
+        store: &Arc<dyn ObjectStore>,
+        path: &str,
+        size: Option<u64>,
+    ) -> Result<Self, CheckpointReadError> {
+        guarded(async {
+            let mut reader =
+                StoreReader::new(store.clone(), Path::from(path), size).with_tail(TAIL_BYTES);
+            let meta = ArrowReaderMetadata::load_async(&mut reader, Default::default()).await?;
+            Ok(Self { reader, meta })
+        })
+        .await
+    }
+
+    /// The same file with its offset index, which lets a pass over a few rows fetch only their
+    /// pages. The index usually lies in the fetched tail (no request). A file whose index cannot
+    /// be read is read without it: whole column chunks, the same rows.
+    async fn with_offset_index(&self) -> Self {
+        let mut reader = self.reader.clone();
+        let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
+        match ArrowReaderMetadata::load_async(&mut reader, options).await {
+            Ok(meta) => Self { reader, meta },
+            Err(_) => self.clone(),
+        }
+    }
+
+    /// The bytes this handle keeps (a small file whole, a large one's tail).
+    pub fn kept_bytes(&self) -> u64 {
+        self.reader.held_len()
+    }
+
+    /// The handle without a small file's bytes (its footer kept).
+    pub fn without_bytes(self) -> Self {
+        Self {
+            reader: self.reader.without_held(),
+            meta: self.meta,
+        }
+    }
+
+    fn builder(&self) -> ParquetRecordBatchStreamBuilder<StoreReader> {
+        ParquetRecordBatchStreamBuilder::new_with_metadata(self.reader.clone(), self.meta.clone())
+    }
+
+    fn schema(&self) -> &parquet::schema::types::SchemaDescriptor {
+        self.meta.metadata().file_metadata().schema_descr()
+    }
+}
+
 /// Reads one checkpoint (or sidecar) file into `visitor`. Paths (the bulk of a checkpoint's
 /// bytes) are read only `with_paths`.
-/// `size`, when the listing gave it, spares a HEAD request.
 pub async fn read_checkpoint_file(
-    store: &Arc<dyn ObjectStore>,
-    path: &str,
-    size: Option<u64>,
+    file: &OpenedFile,
     with_paths: bool,
     visitor: &mut dyn CheckpointVisitor,
     on_rows: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(), CheckpointReadError> {
-    guarded(read_file(store, path, size, with_paths, visitor, on_rows)).await
+    guarded(read_file(file, with_paths, visitor, on_rows)).await
 }
 
 async fn read_file(
-    store: &Arc<dyn ObjectStore>,
-    path: &str,
-    size: Option<u64>,
+    file: &OpenedFile,
     with_paths: bool,
     visitor: &mut dyn CheckpointVisitor,
     on_rows: &(dyn Fn(u64) + Send + Sync),
 ) -> Checked<()> {
-    let reader = StoreReader::new(store.clone(), Path::from(path), size);
-    let builder = ParquetRecordBatchStreamBuilder::new(reader)
-        .await
-        .map_err(CheckpointReadError::from)?;
     let mut wanted: Vec<&str> = vec![
         "add.size",
         "add.partitionValues",
@@ -158,8 +213,9 @@ async fn read_file(
             "remove.deletionVector",
         ]);
     }
-    let mask = projection(builder.metadata().file_metadata().schema_descr(), &wanted);
-    let mut stream = builder
+    let mask = projection(file.schema(), &wanted);
+    let mut stream = file
+        .builder()
         .with_projection(mask)
         .with_batch_size(64 * 1024)
         .build()
@@ -229,20 +285,13 @@ fn visit_batch(
 /// remove, by row. Reads only the path columns of those rows: with the file's offset index,
 /// only the pages holding them are fetched.
 pub async fn read_checkpoint_keys(
-    store: &Arc<dyn ObjectStore>,
-    path: &str,
-    size: Option<u64>,
+    file: &OpenedFile,
     rows: &[u64],
 ) -> Result<HashMap<u64, String>, CheckpointReadError> {
-    guarded(read_keys(store, path, size, rows)).await
+    guarded(read_keys(file, rows)).await
 }
 
-async fn read_keys(
-    store: &Arc<dyn ObjectStore>,
-    path: &str,
-    size: Option<u64>,
-    rows: &[u64],
-) -> Checked<HashMap<u64, String>> {
+async fn read_keys(file: &OpenedFile, rows: &[u64]) -> Checked<HashMap<u64, String>> {
     let mut rows: Vec<u64> = rows.to_vec();
     rows.sort_unstable();
     rows.dedup();
@@ -250,11 +299,8 @@ async fn read_keys(
     if rows.is_empty() {
         return Ok(out);
     }
-    let reader = StoreReader::new(store.clone(), Path::from(path), size);
-    let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
-    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
-        .await
-        .map_err(CheckpointReadError::from)?;
+    let file = file.with_offset_index().await;
+    let builder = file.builder();
     let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
     let selected: Vec<u64> = rows.into_iter().filter(|&r| r < total).collect();
     // Runs of consecutive rows, so a dense selection stays a few selectors.
@@ -268,7 +314,7 @@ async fn read_keys(
     }
     let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), total as usize);
     let mask = projection(
-        builder.metadata().file_metadata().schema_descr(),
+        file.schema(),
         &[
             "add.path",
             "add.deletionVector",
@@ -326,28 +372,20 @@ pub struct FileRowsRow {
 /// table with deletion vectors; `sidecars` receives the sidecar files it names. Reads the
 /// paths, vectors, partition values and statistics of the adds (nothing of the removes).
 pub async fn read_checkpoint_file_rows(
-    store: &Arc<dyn ObjectStore>,
-    path: &str,
-    size: Option<u64>,
+    file: &OpenedFile,
     out: &mut Vec<FileRowsRow>,
     sidecars: &mut Vec<String>,
 ) -> Result<(), CheckpointReadError> {
-    guarded(read_file_rows(store, path, size, out, sidecars)).await
+    guarded(read_file_rows(file, out, sidecars)).await
 }
 
 async fn read_file_rows(
-    store: &Arc<dyn ObjectStore>,
-    path: &str,
-    size: Option<u64>,
+    file: &OpenedFile,
     out: &mut Vec<FileRowsRow>,
     sidecars: &mut Vec<String>,
 ) -> Checked<()> {
-    let reader = StoreReader::new(store.clone(), Path::from(path), size);
-    let builder = ParquetRecordBatchStreamBuilder::new(reader)
-        .await
-        .map_err(CheckpointReadError::from)?;
     let mask = projection(
-        builder.metadata().file_metadata().schema_descr(),
+        file.schema(),
         &[
             "add.path",
             "add.partitionValues",
@@ -356,7 +394,8 @@ async fn read_file_rows(
             "sidecar.path",
         ],
     );
-    let mut stream = builder
+    let mut stream = file
+        .builder()
         .with_projection(mask)
         .with_batch_size(64 * 1024)
         .build()

@@ -12,7 +12,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Deserialize;
 
 use super::actions::{DeletionVector, file_key, num_records};
-use super::checkpoint::{FileRowsRow, read_checkpoint_file_rows};
+use super::checkpoint::{FileRowsRow, OpenedFile, read_checkpoint_file_rows};
 use super::reconcile::checkpoint_error;
 use super::state::LogState;
 use crate::engine::error::{EngineError, Result};
@@ -85,8 +85,10 @@ pub async fn live_file_rows(
         while i < files.len() {
             let mut rows = Vec::new();
             let mut sidecars = Vec::new();
-            let size = cp.size_of(&files[i]);
-            read_checkpoint_file_rows(store, &files[i], size, &mut rows, &mut sidecars)
+            let file = OpenedFile::open(store, &files[i], cp.size_of(&files[i]))
+                .await
+                .map_err(|e| checkpoint_error(uri, &files[i], e))?;
+            read_checkpoint_file_rows(&file, &mut rows, &mut sidecars)
                 .await
                 .map_err(|e| checkpoint_error(uri, &files[i], e))?;
             out.extend(rows.into_iter().filter(|r| !decided.contains(&r.key)));

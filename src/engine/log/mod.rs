@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod file_rows;
 pub mod file_size;
 pub mod listing;
+pub mod opened_checkpoint;
 pub mod partition_key;
 pub mod reconcile;
 pub mod replay;

@@ -17,15 +17,13 @@
 //! the paths of the whole checkpoint are read instead.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
-
-use object_store::ObjectStore;
 
 use super::checkpoint::{
     CheckpointMeta, CheckpointReadError, CheckpointVisitor, read_checkpoint_file,
     read_checkpoint_keys,
 };
 use super::listing::Checkpoint;
+use super::opened_checkpoint::CheckpointFiles;
 use super::partition_key::{FastMap, FastSet, PartitionSizes};
 use super::state::Tombstones;
 use super::walker::Oldest;
@@ -45,8 +43,10 @@ pub struct CheckpointPart {
     pub read_all_paths: bool,
 }
 
+/// `opened`: the checkpoint's files, those already opened (`CheckpointFiles::open_ahead`) not
+/// opened again.
 pub async fn reconcile_checkpoint(
-    store: &Arc<dyn ObjectStore>,
+    opened: &mut CheckpointFiles,
     uri: &str,
     cp: &Checkpoint,
     files: &FastMap<String, Oldest>,
@@ -54,8 +54,8 @@ pub async fn reconcile_checkpoint(
 ) -> Result<CheckpointPart> {
     if let Some(plan) = SizePlan::new(files) {
         let mut pass = SizePass::new(plan);
-        let paths = read_all(store, uri, cp, false, &mut pass, progress).await?;
-        if let Some(part) = pass.finish(store, uri, cp, &paths, files).await? {
+        let paths = read_all(opened, uri, cp, false, &mut pass, progress).await?;
+        if let Some(part) = pass.finish(opened, uri, cp, &paths, files).await? {
             return Ok(part);
         }
     }
@@ -66,14 +66,14 @@ pub async fn reconcile_checkpoint(
             ..CheckpointPart::default()
         },
     };
-    read_all(store, uri, cp, true, &mut pass, progress).await?;
+    read_all(opened, uri, cp, true, &mut pass, progress).await?;
     Ok(pass.part)
 }
 
 /// Reads every file of the checkpoint and its sidecars; returns their paths, in row-number order
 /// of the visitor's `file` index.
 async fn read_all(
-    store: &Arc<dyn ObjectStore>,
+    opened: &mut CheckpointFiles,
     uri: &str,
     cp: &Checkpoint,
     with_paths: bool,
@@ -85,17 +85,13 @@ async fn read_all(
     let mut i = 0;
     while i < paths.len() {
         visitor.set_file(i);
-        let size = cp.size_of(&paths[i]);
-        read_checkpoint_file(
-            store,
-            &paths[i],
-            size,
-            with_paths,
-            visitor.as_visitor(),
-            &on_rows,
-        )
-        .await
-        .map_err(|detail| checkpoint_error(uri, &paths[i], detail))?;
+        let file = opened
+            .get(&paths[i], cp.size_of(&paths[i]))
+            .await
+            .map_err(|detail| checkpoint_error(uri, &paths[i], detail))?;
+        read_checkpoint_file(&file, with_paths, visitor.as_visitor(), &on_rows)
+            .await
+            .map_err(|detail| checkpoint_error(uri, &paths[i], detail))?;
         if i + 1 == cp.files.len() {
             // The sidecars (v2 checkpoints) were all named by the checkpoint files.
             let sidecars = std::mem::take(&mut visitor.as_visitor().meta().sidecars);
@@ -251,7 +247,7 @@ impl SizePass {
     /// Resolves the candidates by path; None when the fallback (all paths) is needed.
     async fn finish(
         mut self,
-        store: &Arc<dyn ObjectStore>,
+        opened: &mut CheckpointFiles,
         uri: &str,
         cp: &Checkpoint,
         paths: &[String],
@@ -264,7 +260,11 @@ impl SizePass {
         let mut keys: HashMap<(usize, u64), String> = HashMap::new();
         for (file, rows) in by_file {
             let path = &paths[file];
-            let found = read_checkpoint_keys(store, path, cp.size_of(path), &rows)
+            let opened_file = opened
+                .get(path, cp.size_of(path))
+                .await
+                .map_err(|detail| checkpoint_error(uri, path, detail))?;
+            let found = read_checkpoint_keys(&opened_file, &rows)
                 .await
                 .map_err(|detail| checkpoint_error(uri, path, detail))?;
             keys.extend(found.into_iter().map(|(row, k)| ((file, row), k)));

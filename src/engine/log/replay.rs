@@ -11,6 +11,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::listing::{Checkpoint, LogListing};
+use super::opened_checkpoint::CheckpointFiles;
 use super::reconcile::{CheckpointPart, reconcile_checkpoint};
 use super::state::LogState;
 use super::walker::{FetchedCommit, Walker};
@@ -44,7 +45,31 @@ impl Default for ReplayOptions {
     }
 }
 
+/// The listing of `_delta_log/` with `_last_checkpoint`'s version.
 pub async fn list_log(store: &Arc<dyn ObjectStore>, uri: &str) -> Result<LogListing> {
+    let mut listing = list_log_objects(store, uri).await?;
+    listing.last_checkpoint_hint = read_hint(store, &listing).await;
+    Ok(listing)
+}
+
+/// `_last_checkpoint`'s version, when the listing holds the file (only a warning needs it).
+async fn read_hint(store: &Arc<dyn ObjectStore>, listing: &LogListing) -> Option<u64> {
+    if !listing.has_last_checkpoint_file {
+        return None;
+    }
+    let file = store
+        .get(&Path::from("_delta_log/_last_checkpoint"))
+        .await
+        .ok()?;
+    let bytes = file.bytes().await.ok()?;
+    serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()?
+        .get("version")?
+        .as_u64()
+}
+
+/// The objects of `_delta_log/` (without reading `_last_checkpoint`).
+pub async fn list_log_objects(store: &Arc<dyn ObjectStore>, uri: &str) -> Result<LogListing> {
     let mut listing = LogListing::default();
     let prefix = Path::from("_delta_log");
     let mut stream = store.list(Some(&prefix));
@@ -54,14 +79,6 @@ pub async fn list_log(store: &Arc<dyn ObjectStore>, uri: &str) -> Result<LogList
         .map_err(|e| EngineError::from_store(uri, "_delta_log/", e))?
     {
         listing.add(meta.location.as_ref(), meta.size, Some(meta.last_modified));
-    }
-    if listing.has_last_checkpoint_file
-        && let Ok(r) = store.get(&Path::from("_delta_log/_last_checkpoint")).await
-        && let Ok(bytes) = r.bytes().await
-    {
-        listing.last_checkpoint_hint = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|v| v.get("version").and_then(|v| v.as_u64()));
     }
     Ok(listing)
 }
@@ -84,13 +101,42 @@ pub async fn replay(
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<LogState> {
     progress(LoadProgress::Listing);
-    let listing = list_log(store, uri).await?;
-    let plan = plan_replay(&listing, uri, &opts)?;
+    let listing = list_log_objects(store, uri).await?;
+    replay_listed(store, uri, listing, opts, progress).await
+}
+
+/// `replay` from a listing of `_delta_log/` already made (`list_log_objects`), as format
+/// detection makes one.
+pub async fn replay_listed(
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+    mut listing: LogListing,
+    opts: ReplayOptions,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<LogState> {
+    let mut plan = plan_replay(&listing, uri, &opts)?;
     let mut walker = Walker::new(plan.first_needed, plan.version, opts.history_commits);
-    read_commits(store, uri, &listing, &plan, &opts, &mut walker, progress).await?;
-    let cp_part = match &plan.checkpoint {
-        Some(cp) => reconcile_checkpoint(store, uri, cp, &walker.files, progress).await?,
-        None => CheckpointPart::default(),
+    // The checkpoint's footers and `_last_checkpoint` are fetched while the commits are read:
+    // on object storage, round trips fewer.
+    let open_ahead = async {
+        match &plan.checkpoint {
+            Some(cp) => Some(CheckpointFiles::open_ahead(store, cp).await),
+            None => None,
+        }
+    };
+    let (commits, opened, hint) = futures::join!(
+        read_commits(store, uri, &listing, &plan, &opts, &mut walker, progress),
+        open_ahead,
+        read_hint(store, &listing),
+    );
+    commits?;
+    listing.last_checkpoint_hint = hint;
+    plan.warnings.extend(hint_warning(&listing));
+    let cp_part = match (&plan.checkpoint, opened) {
+        (Some(cp), Some(mut opened)) => {
+            reconcile_checkpoint(&mut opened, uri, cp, &walker.files, progress).await?
+        }
+        _ => CheckpointPart::default(),
     };
     progress(LoadProgress::Computing);
     finish(uri, listing, plan, walker, cp_part)
@@ -134,27 +180,31 @@ fn plan_replay(listing: &LogListing, uri: &str, opts: &ReplayOptions) -> Result<
 }
 
 fn checkpoint_warnings(listing: &LogListing) -> Vec<String> {
-    let mut warnings = Vec::new();
-    for cp in listing.incomplete_checkpoints() {
-        warnings.push(format!(
-            "checkpoint {} is incomplete ({} of {} parts present); it is ignored",
-            cp.version,
-            cp.files.len(),
-            cp.parts_expected
-        ));
-    }
-    if let Some(hint) = listing.last_checkpoint_hint
-        && !listing
-            .checkpoints
-            .get(&hint)
-            .is_some_and(|c| c.is_complete())
-    {
-        warnings.push(format!(
+    listing
+        .incomplete_checkpoints()
+        .map(|cp| {
+            format!(
+                "checkpoint {} is incomplete ({} of {} parts present); it is ignored",
+                cp.version,
+                cp.files.len(),
+                cp.parts_expected
+            )
+        })
+        .collect()
+}
+
+fn hint_warning(listing: &LogListing) -> Option<String> {
+    let hint = listing.last_checkpoint_hint?;
+    let complete = listing
+        .checkpoints
+        .get(&hint)
+        .is_some_and(|c| c.is_complete());
+    (!complete).then(|| {
+        format!(
             "_last_checkpoint names version {hint}, but that checkpoint is missing or incomplete; \
-                 readers fall back to an older checkpoint or replay JSON commits"
-        ));
-    }
-    warnings
+             readers fall back to an older checkpoint or replay JSON commits"
+        )
+    })
 }
 
 fn gap_detail(

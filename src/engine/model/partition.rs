@@ -31,6 +31,19 @@ impl PartitionValues {
             .collect::<Vec<_>>()
             .join("/")
     }
+
+    /// `2026-11-30/null`, or `(unpartitioned)`: the values without their columns, where a
+    /// narrow panel has no room for `label` (the column names are the table's, shown elsewhere).
+    pub fn values_label(&self) -> String {
+        if self.0.is_empty() {
+            return "(unpartitioned)".into();
+        }
+        self.0
+            .iter()
+            .map(|(_, v)| v.as_deref().unwrap_or("null"))
+            .collect::<Vec<_>>()
+            .join("/")
+    }
 }
 
 #[cfg(test)]

@@ -271,5 +271,13 @@ mod tests {
         assert_eq!(got[2].len(), 10);
         assert_eq!(got[3].len(), 4);
         assert!(counters.gets() > gets, "the head was fetched");
+        // A range that starts before the tail and ends inside it is fetched whole, as it is.
+        let straddling = size - 4100..size - 4090;
+        let got = r.get_byte_ranges(vec![straddling.clone()]).await.unwrap();
+        let direct = StoreReader::new(r.store.clone(), Path::from("f.parquet"), Some(size))
+            .get_bytes(straddling)
+            .await
+            .unwrap();
+        assert_eq!(got[0], direct);
     }
 }

@@ -1178,6 +1178,10 @@ impl App {
         let ended = matches!(&event, JobEvent::Finished(_));
         let landed = j.apply(event, now);
         let uri = j.table_uri.clone();
+        if landed && let Some(c) = j.commits.last() {
+            // Their flags said "due" for files this commit just compacted.
+            self.janitor.compacted(&uri, &c.partitions);
+        }
         if ended {
             let ended_text = format!(
                 "job {} ended ({}) before it was cancelled",

@@ -65,7 +65,7 @@ pub struct JobView {
     /// What the user sees.
     pub number: JobNumber,
     pub table_uri: String,
-    pub partitions: Vec<String>,
+    pub partitions: Vec<PartitionValues>,
     /// The newest counters; the totals are the plan's until the first progress event, and follow
     /// a replan.
     pub progress: Progress,
@@ -102,7 +102,7 @@ impl JobView {
             id,
             number,
             table_uri,
-            partitions: plan.partitions.iter().map(|p| p.values.label()).collect(),
+            partitions: plan.partitions.iter().map(|p| p.values.clone()).collect(),
             progress: Progress {
                 bins_total: plan.bins,
                 files_total: plan.files_in,

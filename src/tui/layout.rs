@@ -21,6 +21,8 @@ const FEED_MIN_ROWS: u16 = 4;
 pub struct Shape {
     pub header_rows: u16,
     pub buckets: usize,
+    /// Buckets the histogram shows when empty ones are left out (`histogram::compact_rows`).
+    pub buckets_compact: usize,
     pub writers: usize,
     pub marks: bool,
     /// The janitor panel (0: off).
@@ -61,6 +63,34 @@ fn job_rows(jobs: usize, room: u16, live: bool) -> u16 {
     wanted.min(room.saturating_sub(reserve).max(JOB_COMPACT_ROWS + 2))
 }
 
+/// The histogram's and the writers' rows in a right column of `height` rows. A job's compact
+/// progress and the live panel's compact form (with the feed's minimum) come first, so they
+/// show at any size from 80×24 up: the histogram's empty buckets give way first, then the
+/// writers panel, then the histogram's rows.
+fn side_panel_rows(height: u16, s: &Shape) -> (u16, u16) {
+    // Borders and the footer line.
+    let hist_full = s.buckets as u16 + 3;
+    let hist_compact = (s.buckets_compact as u16 + 3).min(hist_full);
+    let writers = (s.writers.clamp(1, 3) + 2) as u16;
+    let jobs = if s.jobs > 0 { JOB_COMPACT_ROWS + 2 } else { 0 };
+    let bottom = if s.live {
+        LIVE_COMPACT_ROWS + FEED_MIN_ROWS
+    } else {
+        FEED_MIN_ROWS
+    };
+    let spare = height.saturating_sub(jobs + bottom);
+    if spare >= hist_full + writers {
+        (hist_full, writers)
+    } else if spare >= hist_compact + writers {
+        (spare - writers, writers)
+    } else if spare >= hist_compact {
+        (spare.min(hist_full), 0)
+    } else {
+        // Below its compact form the histogram would only be cut: the room goes to the rest.
+        (0, 0)
+    }
+}
+
 pub fn table_areas(area: Rect, s: &Shape) -> TableAreas {
     let [header, body, status] = Layout::vertical([
         Constraint::Length(s.header_rows),
@@ -76,8 +106,7 @@ pub fn table_areas(area: Rect, s: &Shape) -> TableAreas {
         Constraint::Length(if s.marks { 4 } else { 0 }),
     ])
     .areas(left);
-    let hist_rows = s.buckets as u16 + 3;
-    let writer_rows = (s.writers.clamp(1, 3) + 2) as u16;
+    let (hist_rows, writer_rows) = side_panel_rows(right.height, s);
     let room = right.height.saturating_sub(hist_rows + writer_rows);
     let [histogram, jobs_area, writers_area, commits] = Layout::default()
         .direction(Direction::Vertical)
@@ -111,6 +140,24 @@ pub fn live_rows(height: u16) -> u16 {
     } else {
         0
     }
+}
+
+/// The bottom of the right column: findings, the live panel and the commit feed, top to bottom.
+/// The live panel's rows are decided first (`live_rows` of the whole area), so findings never
+/// take its room; findings then get what they want of the rest, keeping the feed's minimum.
+pub fn bottom_areas(area: Rect, live: bool, findings_wanted: u16) -> [Rect; 3] {
+    let live_h = if live { live_rows(area.height) } else { 0 };
+    let rest = area.height - live_h;
+    let findings_h = match findings_wanted {
+        0 => 0,
+        w => w.min(rest.saturating_sub(FEED_MIN_ROWS)).max(3).min(rest),
+    };
+    Layout::vertical([
+        Constraint::Length(findings_h),
+        Constraint::Length(live_h),
+        Constraint::Min(0),
+    ])
+    .areas(area)
 }
 
 /// What the tables screen shows beyond the list (`view::tables_shape`); rows include borders.

@@ -39,6 +39,7 @@ mod tui_janitor;
 mod tui_jobs;
 mod tui_live;
 mod tui_real;
+mod tui_size_matrix;
 mod tui_sizes;
 mod tui_snapshots;
 mod values;

@@ -112,7 +112,7 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
     t.jobs_done().await;
     let job = &t.app.jobs[0];
     assert_eq!(job.status(), JobStatus::Done, "{:?}", job.errors);
-    assert_eq!(job.partitions, vec![due.label()]);
+    assert_eq!(job.partitions, vec![due.clone()]);
     let committed: Vec<_> = t
         .job_events
         .iter()

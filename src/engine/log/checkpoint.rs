@@ -120,8 +120,8 @@ async fn guarded<T>(read: impl std::future::Future<Output = Checked<T>> + Send) 
 const TAIL_BYTES: u64 = 1024 * 1024;
 
 /// A checkpoint (or sidecar) file with its footer read: every pass over the file starts from
-/// it, so the footer (with its offset index) is fetched once per replay, and a small file's
-/// bytes once in all. Cloning is cheap (shared buffers).
+/// it, so the footer is fetched once per replay, and a small file's bytes once while they fit
+/// `opened_checkpoint`'s budget. Cloning is cheap (shared buffers).
 #[derive(Clone)]
 pub struct OpenedFile {
     reader: StoreReader,
@@ -145,14 +145,18 @@ impl OpenedFile {
     }
 
     /// The same file with its offset index, which lets a pass over a few rows fetch only their
-    /// pages. The index usually lies in the fetched tail (no request). A file whose index cannot
-    /// be read is read without it: whole column chunks, the same rows.
-    async fn with_offset_index(&self) -> Self {
+    /// pages. The index usually lies in the fetched tail (no request). A file whose index is
+    /// malformed is read without it (whole column chunks, the same rows); a storage failure is
+    /// the pass's error.
+    async fn with_offset_index(&self) -> Checked<Self> {
         let mut reader = self.reader.clone();
         let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
         match ArrowReaderMetadata::load_async(&mut reader, options).await {
-            Ok(meta) => Self { reader, meta },
-            Err(_) => self.clone(),
+            Ok(meta) => Ok(Self { reader, meta }),
+            Err(e) => match CheckpointReadError::from(e) {
+                CheckpointReadError::Store(e) => Err(CheckpointReadError::Store(e)),
+                _ => Ok(self.clone()),
+            },
         }
     }
 
@@ -299,7 +303,7 @@ async fn read_keys(file: &OpenedFile, rows: &[u64]) -> Checked<HashMap<u64, Stri
     if rows.is_empty() {
         return Ok(out);
     }
-    let file = file.with_offset_index().await;
+    let file = file.with_offset_index().await?;
     let builder = file.builder();
     let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
     let selected: Vec<u64> = rows.into_iter().filter(|&r| r < total).collect();

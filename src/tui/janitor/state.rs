@@ -167,6 +167,23 @@ impl TuiJanitor {
         }
     }
 
+    /// A commit of any job compacted `partitions` of the table at `uri`: their "due" flags are
+    /// stale until the next round decides them again, so they go now.
+    pub fn compacted(&mut self, uri: &str, partitions: &[PartitionValues]) {
+        if self.table.as_deref() != Some(uri) {
+            return;
+        }
+        for p in partitions {
+            if self
+                .flags
+                .get(p)
+                .is_some_and(|(k, _)| *k == DecisionKind::Due)
+            {
+                self.flags.remove(p);
+            }
+        }
+    }
+
     /// The line the table view shows while it is on.
     pub fn status(&self) -> Option<String> {
         self.table.as_ref()?;
@@ -298,6 +315,41 @@ mod tests {
         );
         assert!(!j.toggle("t"), "off");
         assert!(j.flag(&pv("1")).is_none());
+    }
+
+    #[test]
+    fn a_commit_clears_the_due_flag_of_the_partitions_it_compacted_until_the_next_round() {
+        let mut j = janitor();
+        j.toggle("t");
+        j.cycle = Some(3);
+        let lines = vec![
+            line(
+                "1",
+                DecisionKind::Due,
+                "due: 60 small files >= 50 (default)",
+            ),
+            line(
+                "2",
+                DecisionKind::Due,
+                "due: 55 small files >= 50 (default)",
+            ),
+        ];
+        j.decided(3, Instant::now(), round(&lines, true));
+        j.compacted("another table", &[pv("1")]);
+        assert!(
+            j.flag(&pv("1")).is_some(),
+            "another table's commit changes nothing"
+        );
+        j.compacted("t", &[pv("1")]);
+        assert!(
+            j.flag(&pv("1")).is_none(),
+            "compacted: not flagged any more"
+        );
+        assert!(
+            j.flag(&pv("2")).is_some(),
+            "the other partition keeps its flag"
+        );
+        assert!(j.status().unwrap().starts_with("janitor on: 1 due"));
     }
 
     #[test]

@@ -44,14 +44,17 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Opt
         .map(|c| cells(c, now, live_from.is_some_and(|v| c.version >= v)))
         .collect();
     let cols = Columns::fit(area, &shown_commits, &texts);
+    // The engine takes what the other columns leave; a cut one ends in "…".
+    let engine_w = cols.engine_width(area);
     let rows: Vec<Row> = shown_commits
         .iter()
         .zip(&texts)
         .map(|(c, text)| {
+            let engine = c.engine.clone().unwrap_or_else(|| "-".into());
             let row = Row::new(cols.pick(
                 text,
-                c.operation.clone(),
-                c.engine.clone().unwrap_or_else(|| "-".into()),
+                fit::truncate(&c.operation, cols.operation),
+                fit::truncate(&engine, engine_w),
             ));
             if c.data_change {
                 row
@@ -62,8 +65,12 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64, live_from: Opt
         })
         .collect();
     let header_names = HEADERS.map(String::from);
-    let header =
-        Row::new(cols.pick(&header_names, "operation".into(), "engine".into())).style(style::dim());
+    let header = Row::new(cols.pick(
+        &header_names,
+        fit::truncate("operation", cols.operation),
+        fit::truncate("engine", engine_w),
+    ))
+    .style(style::dim());
     f.render_widget(
         Table::new(rows, cols.constraints()).header(header).block(
             Block::default()
@@ -116,6 +123,21 @@ impl Columns {
             widths,
             operation,
         }
+    }
+
+    /// The cells left to the engine column in `area` (after borders, columns and separators).
+    fn engine_width(&self, area: Rect) -> usize {
+        let used: usize = self
+            .order()
+            .map(|i| {
+                if i == OPERATION {
+                    self.operation + 1
+                } else {
+                    self.widths[i] + 1
+                }
+            })
+            .sum();
+        usize::from(area.width.saturating_sub(2)).saturating_sub(used)
     }
 
     /// The columns shown, in display order.

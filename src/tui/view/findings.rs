@@ -2,15 +2,19 @@
 //! by two commits: their rows are in the table twice).
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use crate::engine::stats::table_report::TableReport;
 
-/// Rows the panel needs at `width`: each finding wrapped, plus the borders.
-fn wanted_rows(t: &TableReport, width: u16) -> u16 {
+/// Rows the panel needs at `width`: each finding wrapped, plus the borders; 0 without findings
+/// (`layout::bottom_areas` places it).
+pub fn wanted_rows(t: &TableReport, width: u16) -> u16 {
+    if t.findings.is_empty() {
+        return 0;
+    }
     let inner = usize::from(width.saturating_sub(2)).max(1);
     let lines: usize = t
         .findings
@@ -18,18 +22,6 @@ fn wanted_rows(t: &TableReport, width: u16) -> u16 {
         .map(|f| (f.message.chars().count() + 2).div_ceil(inner))
         .sum();
     u16::try_from(lines).unwrap_or(u16::MAX).saturating_add(2)
-}
-
-/// Splits `area` into (findings panel, the rest); the panel is zero-high without findings and
-/// leaves the rest at least 3 rows.
-pub fn split(area: Rect, t: &TableReport) -> (Rect, Rect) {
-    if t.findings.is_empty() {
-        return (Rect::new(area.x, area.y, area.width, 0), area);
-    }
-    let rows = wanted_rows(t, area.width).min(area.height.saturating_sub(3).max(3));
-    let [panel, rest] =
-        Layout::vertical([Constraint::Length(rows), Constraint::Min(0)]).areas(area);
-    (panel, rest)
 }
 
 pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {

@@ -109,9 +109,79 @@ pub fn truncate(s: &str, n: usize) -> String {
     out
 }
 
+/// The first of `forms` (longest first: a label, then its short form) that fits `n` cells whole;
+/// else the last, cut with "…".
+pub fn first_fitting(forms: &[&str], n: usize) -> String {
+    forms
+        .iter()
+        .find(|f| width(f) <= n)
+        .map(|f| f.to_string())
+        .unwrap_or_else(|| truncate(forms.last().copied().unwrap_or(""), n))
+}
+
+/// `line` cut to `n` cells, ending in "…" where it was cut (a widget would cut it silently).
+pub fn clip(line: Line<'static>, n: usize) -> Line<'static> {
+    if line.width() <= n {
+        return line;
+    }
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for span in line.spans {
+        let w = span.width();
+        if used + w < n {
+            used += w;
+            spans.push(span);
+            continue;
+        }
+        // This span reaches the edge and more follows: keep what fits before the "…".
+        let room = n - used;
+        let mut cut = String::new();
+        let mut w_cut = 0;
+        for c in span.content.chars() {
+            let cw = width(c.encode_utf8(&mut [0; 4]));
+            if w_cut + cw + 1 > room {
+                break;
+            }
+            cut.push(c);
+            w_cut += cw;
+        }
+        if room > 0 {
+            cut.push('…');
+        }
+        spans.push(Span::styled(cut, span.style));
+        break;
+    }
+    Line::from(spans).style(line.style)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clipped_line_ends_in_an_ellipsis_at_the_width() {
+        let l = Line::from(vec![
+            Span::raw("due soonest: "),
+            Span::raw("no partition is filling"),
+        ]);
+        let c = clip(l.clone(), 20);
+        assert_eq!(c.width(), 20);
+        assert!(c.to_string().ends_with('…'), "{c}");
+        assert_eq!(
+            clip(l.clone(), 36).to_string(),
+            l.to_string(),
+            "fits: unchanged"
+        );
+        assert_eq!(clip(l, 13).to_string(), "due soonest:…");
+    }
+
+    #[test]
+    fn the_first_form_that_fits_is_taken_whole() {
+        let forms = ["ingestion_date=2026-11-30", "2026-11-30"];
+        assert_eq!(first_fitting(&forms, 30), "ingestion_date=2026-11-30");
+        assert_eq!(first_fitting(&forms, 12), "2026-11-30");
+        assert_eq!(first_fitting(&forms, 6), "2026-…");
+    }
 
     #[test]
     fn columns_are_dropped_in_order_until_the_rest_fits() {

@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use super::style;
+use super::{fit, style};
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::histogram::{Band, Bucket, Histogram};
 use crate::engine::stats::table_report::TableReport;
@@ -49,41 +49,85 @@ pub fn band_style(b: Band) -> Style {
     }
 }
 
-pub fn lines(h: &Histogram, width: u16) -> Vec<Line<'static>> {
-    let max = h.buckets.iter().map(|b| b.files).max().unwrap_or(0);
-    let label_w = 15;
-    let nums_w = 18;
-    let bar_w = (width as usize).saturating_sub(label_w + nums_w + 4).max(4);
+/// The buckets a panel of `rows` rows shows: all when they fit; else the ones holding files
+/// and the target band (empty ones say nothing a row must show).
+pub fn shown(h: &Histogram, rows: usize) -> Vec<&Bucket> {
+    if h.buckets.len() <= rows {
+        return h.buckets.iter().collect();
+    }
     h.buckets
         .iter()
-        .map(|b| {
+        .filter(|b| b.files > 0 || b.band == Band::Target)
+        .collect()
+}
+
+/// The rows `shown` needs when empty buckets are left out.
+pub fn compact_rows(h: &Histogram) -> usize {
+    shown(h, 0).len()
+}
+
+/// One row per bucket of `buckets`: label, bar, count, bytes. Numbers and units are never cut:
+/// the columns are as wide as their widest value and the bar takes what is left (none on a
+/// narrow panel).
+pub fn lines(buckets: &[&Bucket], width: u16) -> Vec<Line<'static>> {
+    let max = buckets.iter().map(|b| b.files).max().unwrap_or(0);
+    let labels: Vec<String> = buckets.iter().map(|b| bucket_label(b)).collect();
+    let counts: Vec<String> = buckets.iter().map(|b| format_count(b.files)).collect();
+    let bytes: Vec<String> = buckets.iter().map(|b| format_bytes(b.bytes)).collect();
+    let label_w = fit::column_width("", labels.iter().map(String::as_str));
+    let count_w = fit::column_width("", counts.iter().map(String::as_str));
+    let bytes_w = fit::column_width("", bytes.iter().map(String::as_str));
+    // label, space, bar, space, count, space, bytes, band mark
+    let fixed = label_w + 1 + 1 + count_w + 1 + bytes_w + 1;
+    let bar_w = usize::from(width).saturating_sub(fixed);
+    buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
             let mark = if b.band == Band::Target { "◀" } else { " " };
             Line::from(vec![
-                Span::styled(
-                    format!("{:>label_w$} ", bucket_label(b)),
-                    band_style(b.band),
-                ),
+                Span::styled(format!("{:>label_w$} ", labels[i]), band_style(b.band)),
                 Span::styled(
                     format!("{:<bar_w$}", bar(b.files, max, bar_w)),
                     band_style(b.band),
                 ),
-                Span::raw(format!(
-                    " {:>6} {:>10}",
-                    format_count(b.files),
-                    format_bytes(b.bytes)
-                )),
+                Span::raw(format!(" {:>count_w$} {:>bytes_w$}", counts[i], bytes[i])),
                 Span::styled(mark, style::target_band()),
             ])
         })
         .collect()
 }
 
+/// The histogram the panel shows: the selected partition's, or the whole table's (`t`).
+pub fn shown_histogram<'a>(app: &'a App, t: &'a TableReport) -> &'a Histogram {
+    match (app.table_histogram, app.selected_partition()) {
+        (false, Some(p)) => &p.stats.histogram,
+        _ => &t.stats.histogram,
+    }
+}
+
 pub fn draw_panel(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
-    let (what, hist, files) = match (app.table_histogram, app.selected_partition()) {
-        (false, Some(p)) => (p.values.label(), &p.stats.histogram, p.stats.files),
-        _ => ("whole table".to_string(), &t.stats.histogram, t.stats.files),
+    if area.height == 0 {
+        return;
+    }
+    let (what, short, hist, files) = match (app.table_histogram, app.selected_partition()) {
+        (false, Some(p)) => (
+            p.values.label(),
+            p.values.values_label(),
+            &p.stats.histogram,
+            p.stats.files,
+        ),
+        _ => (
+            "whole table".to_string(),
+            "table".to_string(),
+            &t.stats.histogram,
+            t.stats.files,
+        ),
     };
-    let mut body = lines(hist, area.width.saturating_sub(2));
+    // Borders and the footer line take 3 rows.
+    let buckets = shown(hist, usize::from(area.height.saturating_sub(3)));
+    let hidden = hist.buckets.len() - buckets.len();
+    let mut body = lines(&buckets, area.width.saturating_sub(2));
     let in_band: u64 = hist
         .buckets
         .iter()
@@ -105,16 +149,32 @@ pub fn draw_panel(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
             "whole table"
         }
     );
-    for extra in [" (green)".to_string(), toggle] {
+    let hidden = match hidden {
+        0 => String::new(),
+        n => format!(" · {n} empty not shown"),
+    };
+    for extra in [hidden, " (green)".to_string(), toggle] {
         if super::fit::width(&foot) + super::fit::width(&extra) <= width {
             foot.push_str(&extra);
         }
     }
     body.push(Line::from(Span::styled(foot, style::dim())));
-    let title = Line::from(vec![
-        Span::styled(" File sizes ", style::title()),
-        Span::raw(format!("{what} ")),
-    ]);
+    // The partition is named whole: its columns go first, then the panel's name.
+    let room = usize::from(area.width.saturating_sub(2));
+    let title = match [
+        (" File sizes ", &what),
+        (" File sizes ", &short),
+        (" Sizes ", &short),
+    ]
+    .into_iter()
+    .find(|(name, what)| fit::width(name) + fit::width(what) < room)
+    {
+        Some((name, what)) => Line::from(vec![
+            Span::styled(name, style::title()),
+            Span::raw(format!("{what} ")),
+        ]),
+        None => Line::from(Span::raw(fit::truncate(&format!(" {short} "), room))),
+    };
     f.render_widget(
         Paragraph::new(body).block(Block::default().borders(Borders::ALL).title(title)),
         area,

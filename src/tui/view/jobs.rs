@@ -9,8 +9,9 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline};
 
-use super::style;
+use super::{fit, style};
 use crate::engine::compact::events::CommitRecord;
+use crate::engine::model::partition::PartitionValues;
 use crate::engine::size::{format_bytes, format_count};
 use crate::tui::app::App;
 use crate::tui::jobs::{JobStatus, JobView};
@@ -47,29 +48,52 @@ pub fn summary_line(j: &JobView, now: Instant) -> String {
     )
 }
 
-/// "#3 running   day=1 (+2 more)  commits 4  1 orphaned"
-fn head_line(j: &JobView) -> Line<'static> {
-    let parts = match j.partitions.as_slice() {
-        [] => String::new(),
-        [one] => one.clone(),
-        [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
-    };
+/// "#3 running   day=1 (+2 more)  commits 4  1 orphaned" in `width` cells. The partition is
+/// never cut: its column names go first, then the status's padding, then the commit count.
+fn head_line(j: &JobView, width: usize) -> Line<'static> {
     let status = j.status();
-    Line::from(vec![
-        Span::styled(
-            format!(" {} {:<10}", j.number, status.label()),
-            status_style(status),
-        ),
-        Span::raw(format!(" {parts}  commits {}", j.commits.len())),
-        Span::styled(
-            if j.orphaned > 0 {
-                format!("  {} orphaned", j.orphaned)
-            } else {
-                String::new()
-            },
-            style::score(0),
-        ),
-    ])
+    let padded = format!(" {} {:<10}", j.number, status.label());
+    let bare = format!(" {} {}", j.number, status.label());
+    let commits = format!("  commits {}", j.commits.len());
+    let orphaned = if j.orphaned > 0 {
+        format!("  {} orphaned", j.orphaned)
+    } else {
+        String::new()
+    };
+    let (full, short) = partitions_text(&j.partitions);
+    let forms = [
+        (&padded, &full, true),
+        (&padded, &short, true),
+        (&bare, &short, true),
+        (&bare, &short, false),
+    ];
+    let fits = |(head, parts, with_commits): &(&String, &String, bool)| {
+        let tail = if *with_commits { commits.as_str() } else { "" };
+        fit::width(head) + 1 + fit::width(parts) + fit::width(tail) + fit::width(&orphaned) <= width
+    };
+    let (head, parts, with_commits) = forms.iter().find(|f| fits(f)).copied().unwrap_or(forms[3]);
+    let line = Line::from(vec![
+        Span::styled(head.clone(), status_style(status)),
+        Span::raw(format!(
+            " {parts}{}",
+            if with_commits { commits.as_str() } else { "" }
+        )),
+        Span::styled(orphaned, style::score(0)),
+    ]);
+    fit::clip(line, width)
+}
+
+/// The job's partitions: with their columns, and values only; the first, and how many more.
+fn partitions_text(p: &[PartitionValues]) -> (String, String) {
+    let (first, more) = match p {
+        [] => return (String::new(), String::new()),
+        [one] => (one, String::new()),
+        [first, rest @ ..] => (first, format!(" (+{} more)", rest.len())),
+    };
+    (
+        format!("{}{more}", first.label()),
+        format!("{}{more}", first.values_label()),
+    )
 }
 
 /// The gauge: files read of the files to read (see `JobView::ratio`), with the bytes moved.
@@ -156,16 +180,22 @@ fn draw_job(f: &mut Frame, area: Rect, j: &JobView, now: Instant) {
     } else {
         [spark, events]
     };
-    f.render_widget(Paragraph::new(head_line(j)), head);
+    let width = usize::from(area.width);
+    f.render_widget(Paragraph::new(head_line(j, width)), head);
     f.render_widget(gauge(j), gauge_area);
-    f.render_widget(Paragraph::new(format!(" {}", summary_line(j, now))), stats);
+    let summary = Line::from(format!(" {}", summary_line(j, now)));
+    f.render_widget(Paragraph::new(fit::clip(summary, width)), stats);
     f.render_widget(
         Sparkline::default()
             .data(j.throughput.iter().copied())
             .style(Style::default().fg(Color::Cyan)),
         spark,
     );
-    f.render_widget(Paragraph::new(super::scrubbed(event_lines(j))), events);
+    let events_text: Vec<Line> = super::scrubbed(event_lines(j))
+        .into_iter()
+        .map(|l| fit::clip(l, width))
+        .collect();
+    f.render_widget(Paragraph::new(events_text), events);
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
@@ -173,14 +203,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         return;
     }
     let active = app.jobs.iter().filter(|j| j.status().is_active()).count();
-    let block = Block::default().borders(Borders::ALL).title(Span::styled(
-        format!(
-            " Jobs ({active} active, {} total){} ",
-            app.jobs.len() + app.maintenance.len(),
-            if active > 0 { " · x cancel" } else { "" }
-        ),
-        style::title(),
-    ));
+    let total = app.jobs.len() + app.maintenance.len();
+    let counts = format!(" Jobs ({active} active, {total} total) ");
+    let with_key = format!(" Jobs ({active} active, {total} total) · x cancel ");
+    let forms = match active {
+        0 => vec![counts.as_str()],
+        _ => vec![with_key.as_str(), counts.as_str()],
+    };
+    let title = fit::first_fitting(&forms, usize::from(area.width.saturating_sub(2)));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(title, style::title()));
     let inner = block.inner(area);
     f.render_widget(block, area);
     let now = app.clock.now();

@@ -10,8 +10,8 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
-use super::style;
 use super::writers::truncate;
+use super::{fit, style};
 use crate::engine::janitor::forecast::{DueIn, Forecast};
 use crate::engine::model::duration::whole_units;
 use crate::engine::model::partition::PartitionValues;
@@ -23,18 +23,6 @@ use crate::tui::live::{Live, LiveStatus};
 pub const BUCKET: Duration = Duration::from_secs(10);
 /// Partitions listed as due soonest.
 const SOONEST: usize = 3;
-/// Splits the commits area into (live panel, the rest): the panel only while following, in full
-/// or compact as the rows allow (`layout::live_rows`; the jobs panel leaves it room).
-pub fn split(area: Rect, app: &App) -> (Rect, Rect) {
-    let rows = if app.live.is_some() {
-        crate::tui::layout::live_rows(area.height)
-    } else {
-        0
-    };
-    let [panel, rest] =
-        Layout::vertical([Constraint::Length(rows), Constraint::Min(0)]).areas(area);
-    (panel, rest)
-}
 
 fn status_line(live: &Live) -> Line<'static> {
     let poll = whole_units(live.poll);
@@ -76,6 +64,27 @@ fn due_text(f: &Forecast) -> String {
     format!("{rate} · {due}")
 }
 
+/// Why no partition is listed as due soonest, as true as the forecasts allow.
+fn nothing_due(live: &Live, t: &TableReport, now: i64) -> &'static str {
+    let arriving: Vec<&PartitionReport> = live
+        .arrivals
+        .arriving()
+        .filter_map(|values| find(t, values))
+        .collect();
+    if arriving.is_empty() {
+        return "none: no partition is receiving small files";
+    }
+    let measuring = arriving.iter().any(|p| {
+        live.forecast(t, p, now)
+            .is_none_or(|f| matches!(f.due, DueIn::Unknown))
+    });
+    if measuring {
+        "none yet: arrival rates are still being measured"
+    } else {
+        "none: small files arrive too slowly to make a partition due"
+    }
+}
+
 fn find<'t>(t: &'t TableReport, v: &PartitionValues) -> Option<&'t PartitionReport> {
     // The report's partitions are sorted by (label, values).
     let key = (v.label(), v);
@@ -97,8 +106,10 @@ fn soonest<'t>(
         .filter_map(|values| find(t, values))
         .filter_map(|p| {
             let f = live.forecast(t, p, now)?;
+            // Due already comes first: the list agrees with the selected partition's line.
             match f.due {
-                DueIn::In { seconds } => Some((p, seconds, f)),
+                DueIn::Now { .. } => Some((p, 0, f)),
+                DueIn::In { seconds } => Some((p, seconds.max(1), f)),
                 _ => None,
             }
         })
@@ -112,12 +123,16 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
     let Some(live) = app.live.as_ref().filter(|_| area.height > 0) else {
         return;
     };
-    let title = Line::from(vec![
-        Span::styled(" Live log ", style::title()),
-        Span::styled(format!("forecast by {} ", live.policy.rule()), style::dim()),
-    ]);
-    let block = Block::default().borders(Borders::ALL).title(title);
+    let forecast = format!("forecast by {} ", live.policy.rule());
+    let mut title = vec![Span::styled(" Live log ", style::title())];
+    if 10 + fit::width(&forecast) + 2 <= usize::from(area.width) {
+        title.push(Span::styled(forecast, style::dim()));
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Line::from(title));
     let inner = block.inner(area);
+    let width = usize::from(inner.width);
     f.render_widget(block, area);
     // Compact: one sparkline row, no replay line, the soonest partition only.
     let compact = inner.height < crate::tui::layout::LIVE_ROWS - 2;
@@ -129,28 +144,40 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &TableReport, now: i64) {
         Constraint::Min(0),
     ])
     .areas(inner);
-    f.render_widget(Paragraph::new(status_line(live)), status);
+    f.render_widget(Paragraph::new(fit::clip(status_line(live), width)), status);
     draw_commit_rate(f, spark, live, now, compact);
     let reloaded = live.last_reload.as_ref().map_or(String::new(), |r| {
         format!(" last full replay: {}", r.describe())
     });
-    f.render_widget(Paragraph::new(Span::styled(reloaded, style::dim())), reload);
-    let width = usize::from(inner.width);
+    let reloaded = Line::from(Span::styled(reloaded, style::dim()));
+    f.render_widget(Paragraph::new(fit::clip(reloaded, width)), reload);
     let sel = app.selected_partition().map(|p| {
         let text = match live.forecast(t, p, now) {
             Some(fc) => due_text(&fc),
             None => "no forecast: the policy counts small files by another threshold".into(),
         };
-        format!(" {}: {text}", p.values.label())
+        format!(" {}: {text}", partition_label(&p.values, width))
     });
     f.render_widget(
         Paragraph::new(Span::raw(truncate(&sel.unwrap_or_default(), width))),
         selected,
     );
-    f.render_widget(
-        Paragraph::new(super::scrubbed(soonest_lines(live, t, now, width))),
-        next,
-    );
+    let soonest: Vec<Line> = super::scrubbed(soonest_lines(live, t, now, width))
+        .into_iter()
+        .map(|l| fit::clip(l, width))
+        .collect();
+    f.render_widget(Paragraph::new(soonest), next);
+}
+
+/// A partition's label where a line of `width` cells leaves it room (with some of its text),
+/// else its values alone: an identifier is never cut.
+fn partition_label(p: &PartitionValues, width: usize) -> String {
+    let label = p.label();
+    if fit::width(&label) + 12 <= width {
+        label
+    } else {
+        p.values_label()
+    }
 }
 
 /// Commits per bucket as a sparkline, labelled with the bucket and the peak.
@@ -187,14 +214,18 @@ fn soonest_lines(live: &Live, t: &TableReport, now: i64, width: usize) -> Vec<Li
     let soon = soonest(live, t, now);
     if soon.is_empty() {
         return vec![Line::from(Span::styled(
-            " due soonest: no partition is filling with small files",
+            format!(" due soonest: {}", nothing_due(live, t, now)),
             style::dim(),
         ))];
     }
     let mut lines = vec![Line::from(Span::styled(" due soonest:", style::dim()))];
     for (p, _, fc) in soon {
         lines.push(Line::from(truncate(
-            &format!("   {}: {}", p.values.label(), due_text(&fc)),
+            &format!(
+                "   {}: {}",
+                partition_label(&p.values, width),
+                due_text(&fc)
+            ),
             width,
         )));
     }

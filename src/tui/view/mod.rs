@@ -34,13 +34,15 @@ pub fn table_shape(app: &App) -> layout::Shape {
         return layout::Shape::default();
     };
     let area = layout::full(app.size);
+    let shown = histogram::shown_histogram(app, t);
     // The left column's width, as `layout::table_areas` splits it.
     let left = layout::table_areas(area, &layout::Shape::default())
         .partitions
         .width;
     layout::Shape {
         header_rows: header::header_rows(t, area.width, app.clock.wall_ms()),
-        buckets: t.stats.histogram.buckets.len(),
+        buckets: shown.buckets.len(),
+        buckets_compact: histogram::compact_rows(shown),
         writers: t.streaming_writers.len(),
         marks: !app.marks.is_empty(),
         janitor_rows: janitor::rows(app, left),
@@ -92,9 +94,12 @@ pub fn draw(f: &mut Frame, app: &App) {
             histogram::draw_panel(f, a.histogram, app, t);
             jobs::draw(f, a.jobs, app);
             writers::draw(f, a.writers, t, now_ms);
-            let (found, commits) = findings::split(a.commits, t);
+            let [found, live_area, commits] = layout::bottom_areas(
+                a.commits,
+                app.live.is_some(),
+                findings::wanted_rows(t, a.commits.width),
+            );
             findings::draw(f, found, t);
-            let (live_area, commits) = live::split(commits, app);
             live::draw(f, live_area, app, t, now_ms);
             let live_from = app.live.as_ref().and_then(|l| l.live_from);
             commits::draw(f, commits, t, now_ms, live_from);

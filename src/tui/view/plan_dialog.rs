@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 
 use super::preview_dialog::{Body, PreviewView, failed};
-use super::style;
+use super::{fit, style};
 use crate::engine::compact::plan::{CompactionPlan, PartitionPlan};
 use crate::engine::size::{format_bytes, format_count, plural};
 use crate::engine::stats::histogram::{Band, Histogram};
@@ -111,7 +111,7 @@ fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str, comm
     let [h, r] = Layout::vertical([Constraint::Length(2), Constraint::Length(1)]).areas(h);
     f.render_widget(Paragraph::new(head).wrap(Wrap { trim: true }), h);
     f.render_widget(Paragraph::new(runs_on), r);
-    f.render_widget(partitions_table(p), t);
+    f.render_widget(partitions_table(p, t.width), t);
     f.render_widget(Paragraph::new(headless).wrap(Wrap { trim: false }), cmd);
     let footer = if p.bins == 0 {
         "nothing to compact: no partition has two or more files below the minimum size · Esc close"
@@ -121,36 +121,94 @@ fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str, comm
     f.render_widget(Paragraph::new(Span::styled(footer, style::dim())), foot);
 }
 
-/// Per partition: bins, files in → out, bytes to rewrite, and the predicted histogram.
-fn partitions_table(p: &CompactionPlan) -> Table<'static> {
-    let rows: Vec<Row> = p.partitions.iter().map(partition_row).collect();
-    Table::new(
-        rows,
-        [
-            Constraint::Min(18),
-            Constraint::Length(5),
-            Constraint::Length(14),
-            Constraint::Length(10),
-            Constraint::Length(19),
-            Constraint::Length(13),
-            Constraint::Length(13),
-        ],
-    )
-    .header(
-        Row::new([
-            "partition",
-            "bins",
-            "files in→out",
-            "rewrite",
-            "files before→after",
-            "small",
-            "in band ◀",
-        ])
-        .style(style::dim()),
-    )
+/// The table's columns after the partition's; `DROP` is the order they give way in.
+const HEADERS: [&str; 6] = [
+    "bins",
+    "files in→out",
+    "rewrite",
+    "files before→after",
+    "small",
+    "in band ◀",
+];
+const DROP: [usize; 4] = [5, 4, 3, 0];
+
+/// Per partition: bins, files in → out, bytes to rewrite, and the predicted histogram, in
+/// `width` cells. The partition is never cut: its column names give way first (values only),
+/// then the least useful columns.
+fn partitions_table(p: &CompactionPlan, width: u16) -> Table<'static> {
+    let avail = usize::from(width);
+    let cells: Vec<[String; 6]> = p.partitions.iter().map(cells).collect();
+    let widths: Vec<usize> = (0..HEADERS.len())
+        .map(|i| fit::column_width(HEADERS[i], cells.iter().map(|c| c[i].as_str())))
+        .collect();
+    let full: Vec<String> = p.partitions.iter().map(|pp| pp.values.label()).collect();
+    let short: Vec<String> = p
+        .partitions
+        .iter()
+        .map(|pp| pp.values.values_label())
+        .collect();
+    let full_w = fit::column_width("partition", full.iter().map(String::as_str));
+    let short_w = fit::column_width("", short.iter().map(String::as_str));
+    let columns_named: String = p.partitions.first().map_or(String::new(), |pp| {
+        pp.values
+            .0
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect::<Vec<_>>()
+            .join("/")
+    });
+    let (labels, header, label_w, shown) = match fit::columns(avail, full_w + 1, &widths, &[]) {
+        Some(shown) => (full, "partition".to_string(), full_w, shown),
+        None => {
+            let shown = fit::columns(avail, short_w + 1, &widths, &DROP).unwrap_or_else(|| {
+                let mut s = vec![true; HEADERS.len()];
+                for d in DROP {
+                    s[d] = false;
+                }
+                s
+            });
+            let header = fit::truncate(&columns_named, short_w);
+            (short, header, short_w, shown)
+        }
+    };
+    let styles = [
+        Style::default(),
+        Style::default(),
+        Style::default(),
+        Style::default(),
+        style::small_band(),
+        style::target_band(),
+    ];
+    let rows: Vec<Row> = labels
+        .into_iter()
+        .zip(&cells)
+        .map(|(label, c)| {
+            let mut row = vec![Cell::from(fit::truncate(&label, label_w))];
+            row.extend(
+                (0..HEADERS.len())
+                    .filter(|&i| shown[i])
+                    .map(|i| Cell::from(Span::styled(c[i].clone(), styles[i]))),
+            );
+            Row::new(row)
+        })
+        .collect();
+    let mut constraints = vec![Constraint::Length(label_w as u16)];
+    constraints.extend(
+        (0..HEADERS.len())
+            .filter(|&i| shown[i])
+            .map(|i| Constraint::Length(widths[i] as u16)),
+    );
+    let mut head = vec![header];
+    head.extend(
+        (0..HEADERS.len())
+            .filter(|&i| shown[i])
+            .map(|i| HEADERS[i].to_string()),
+    );
+    Table::new(rows, constraints).header(Row::new(head).style(style::dim()))
 }
 
-fn partition_row(pp: &PartitionPlan) -> Row<'static> {
+/// A partition's cells after its label, in `HEADERS` order.
+fn cells(pp: &PartitionPlan) -> [String; 6] {
     let (sb, sa) = (
         band_files(&pp.histogram_before, Band::Small),
         band_files(&pp.predicted_histogram_after, Band::Small),
@@ -159,23 +217,22 @@ fn partition_row(pp: &PartitionPlan) -> Row<'static> {
         band_files(&pp.histogram_before, Band::Target),
         band_files(&pp.predicted_histogram_after, Band::Target),
     );
-    Row::new(vec![
-        Cell::from(pp.values.label()),
-        Cell::from(pp.bins.len().to_string()),
-        Cell::from(format!(
+    [
+        pp.bins.len().to_string(),
+        format!(
             "{} → ~{}",
             format_count(pp.files_in),
             pp.predicted_files_out
-        )),
-        Cell::from(format_bytes(pp.bytes_in)),
-        Cell::from(format!(
+        ),
+        format_bytes(pp.bytes_in),
+        format!(
             "{} → ~{}",
             format_count(pp.files_before),
             pp.predicted_files_after
-        )),
-        Cell::from(Span::styled(format!("{sb} → {sa}"), style::small_band())),
-        Cell::from(Span::styled(format!("{tb} → {ta}"), style::target_band())),
-    ])
+        ),
+        format!("{sb} → {sa}"),
+        format!("{tb} → {ta}"),
+    ]
 }
 
 pub fn draw_confirm_quit(f: &mut Frame, area: Rect, running: usize) {

@@ -12,6 +12,9 @@ use crate::engine::stats::table_report::TableReport;
 
 /// `now` is the app clock's wall time, for the "ago" column.
 pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now: i64) {
+    if area.height == 0 {
+        return;
+    }
     let name_w = usize::from(area.width.saturating_sub(2))
         .saturating_sub(40)
         .clamp(8, 24);

@@ -14,6 +14,7 @@ use lakehealth::engine::location::Location;
 use lakehealth::engine::open::OpenOptions;
 use lakehealth::tui::action::{Action, Effect, TaskProgress};
 use lakehealth::tui::app::App;
+use lakehealth::tui::live::Follow;
 use lakehealth::tui::loader::Loader;
 use lakehealth::tui::{key_to_action, view};
 use ratatui::Terminal;
@@ -24,8 +25,9 @@ use tokio::sync::mpsc;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-const W: u16 = 150;
-const H: u16 = 42;
+/// The README's size, and the smallest terminal the TUI is made for.
+const WIDE: (u16, u16) = (120, 40);
+const SMALL: (u16, u16) = (80, 24);
 
 /// The app fed by the TUI's own effect runner, as the event loop feeds it.
 struct Driven {
@@ -36,12 +38,17 @@ struct Driven {
 
 impl Driven {
     fn new(uri: String) -> Self {
+        Self::following(uri, Follow::Off)
+    }
+
+    fn following(uri: String, follow: Follow) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut d = Driven {
-            app: App::new(uri, Duration::ZERO, (W, H)),
+            app: App::new(uri, Duration::ZERO, WIDE),
             loader: Loader::new(OpenOptions::default(), tx),
             rx,
         };
+        d.app.follow = follow;
         let e = d.app.start();
         d.run(e);
         d
@@ -77,6 +84,10 @@ impl Driven {
     async fn settle(&mut self) -> Res<()> {
         self.until(|a, _| a.loading.is_none() && a.plan().is_none_or(|p| p.result.is_some()))
             .await
+    }
+
+    fn resize(&mut self, (width, height): (u16, u16)) {
+        self.update(Action::Resize { width, height });
     }
 
     async fn keys(&mut self, codes: &[KeyCode]) -> Res<()> {
@@ -183,8 +194,10 @@ fn to_svg(buf: &Buffer) -> String {
     s
 }
 
+/// Renders `app` at its size.
 fn shot(app: &App, out: &Path, name: &str) -> Res<()> {
-    let mut t = Terminal::new(TestBackend::new(W, H))?;
+    let (w, h) = app.size;
+    let mut t = Terminal::new(TestBackend::new(w, h))?;
     t.draw(|f| view::draw(f, app))?;
     std::fs::write(
         out.join(format!("{name}.svg")),
@@ -212,9 +225,13 @@ async fn run(out: &Path) -> Res<()> {
     )
     .await?;
 
-    let mut d = Driven::new(demo.display());
+    // Followed, as a streaming table is watched: the live log shows beside a running job.
+    let mut d = Driven::following(demo.display(), Follow::On { poll: None });
     d.settle().await?;
     shot(&d.app, out, "table")?;
+    d.resize(SMALL);
+    shot(&d.app, out, "table-80x24")?;
+    d.resize(WIDE);
     d.keys(&[KeyCode::Char('G'), KeyCode::Char('k')]).await?;
     shot(&d.app, out, "table-healthy-partition")?;
     d.keys(&[KeyCode::Char('?')]).await?;
@@ -241,6 +258,9 @@ async fn run(out: &Path) -> Res<()> {
     .await?;
     d.settle().await?;
     shot(&d.app, out, "jobs")?;
+    d.resize(SMALL);
+    shot(&d.app, out, "jobs-80x24")?;
+    d.resize(WIDE);
     d.until(|a, _| a.jobs.iter().all(|j| !j.status().is_active()))
         .await?;
     d.loader.wait_jobs(Duration::from_secs(60)).await;

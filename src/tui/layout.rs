@@ -148,9 +148,11 @@ pub fn live_rows(height: u16) -> u16 {
 pub fn bottom_areas(area: Rect, live: bool, findings_wanted: u16) -> [Rect; 3] {
     let live_h = if live { live_rows(area.height) } else { 0 };
     let rest = area.height - live_h;
+    // Findings take what the feed's minimum leaves, and at least their border and one line.
     let findings_h = match findings_wanted {
         0 => 0,
-        w => w.min(rest.saturating_sub(FEED_MIN_ROWS)).max(3).min(rest),
+        _ if rest < FEED_MIN_ROWS + 3 => 0,
+        w => w.min(rest - FEED_MIN_ROWS).max(3),
     };
     Layout::vertical([
         Constraint::Length(findings_h),
@@ -246,6 +248,20 @@ mod tests {
             "{}",
             a.commits.height
         );
+    }
+
+    #[test]
+    fn findings_never_take_the_live_panel_or_the_feeds_minimum() {
+        let [found, live, feed] = bottom_areas(Rect::new(0, 0, 40, 20), true, 9);
+        assert_eq!(live.height, LIVE_ROWS, "decided first, from the whole area");
+        assert_eq!((found.height, feed.height), (5, FEED_MIN_ROWS));
+        // Too little room for findings beside the feed's minimum: none.
+        let [found, live, feed] = bottom_areas(Rect::new(0, 0, 40, 16), true, 9);
+        assert_eq!(found.height, 0);
+        assert_eq!(live.height + feed.height, 16);
+        assert!(feed.height >= FEED_MIN_ROWS);
+        let [found, live, _] = bottom_areas(Rect::new(0, 0, 40, 30), false, 5);
+        assert_eq!((found.height, live.height), (5, 0));
     }
 
     #[test]

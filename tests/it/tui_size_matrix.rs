@@ -82,8 +82,10 @@ fn assert_ids_whole(screen: &str, ids: &[&str], what: &str) {
                 .unwrap_or(0);
             let whole = ids.iter().any(|id| rest.starts_with(id));
             let before_is_word = start > 0 && chars[start - 1].is_alphanumeric();
+            // However short, the start of an identifier followed by "…" is a cut one.
+            let ellipsized = longest > 0 && chars.get(start + longest) == Some(&'…');
             assert!(
-                longest < 3 || whole || before_is_word,
+                whole || before_is_word || (longest < 3 && !ellipsized),
                 "{what}: an identifier is cut on row {n} at column {start}: {line:?}\n{screen}"
             );
         }

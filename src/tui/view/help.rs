@@ -67,7 +67,7 @@ pub fn draw(f: &mut Frame, area: Rect, scroll: usize) {
     // The whole width on a narrow terminal (a box one cell inside the screen's panels would
     // double their borders), 90% on a wide one.
     let pct = if area.width < 120 { 100 } else { 90 };
-    let inner = usize::from((area.width * pct / 100).saturating_sub(2));
+    let inner = (u32::from(area.width) * u32::from(pct) / 100).saturating_sub(2) as usize;
     // Blank lines between sections only when everything fits with them (plus borders, footer).
     let spaced = lines(true, inner).len() + 3 <= usize::from(area.height);
     let body = lines(spaced, inner);

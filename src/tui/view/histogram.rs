@@ -52,18 +52,31 @@ pub fn band_style(b: Band) -> Style {
 /// The buckets a panel of `rows` rows shows: all when they fit; else the ones holding files
 /// and the target band (empty ones say nothing a row must show).
 pub fn shown(h: &Histogram, rows: usize) -> Vec<&Bucket> {
-    if h.buckets.len() <= rows {
-        return h.buckets.iter().collect();
+    // Only as many empty buckets go as the rows need, the largest sizes first.
+    let mut to_drop = h.buckets.len().saturating_sub(rows);
+    let mut keep = vec![true; h.buckets.len()];
+    for (i, b) in h.buckets.iter().enumerate().rev() {
+        if to_drop == 0 {
+            break;
+        }
+        if b.files == 0 && b.band != Band::Target {
+            keep[i] = false;
+            to_drop -= 1;
+        }
     }
     h.buckets
         .iter()
-        .filter(|b| b.files > 0 || b.band == Band::Target)
+        .zip(keep)
+        .filter_map(|(b, k)| k.then_some(b))
         .collect()
 }
 
 /// The rows `shown` needs when empty buckets are left out.
 pub fn compact_rows(h: &Histogram) -> usize {
-    shown(h, 0).len()
+    h.buckets
+        .iter()
+        .filter(|b| b.files > 0 || b.band == Band::Target)
+        .count()
 }
 
 /// One row per bucket of `buckets`: label, bar, count, bytes. Numbers and units are never cut:
@@ -134,13 +147,20 @@ pub fn draw_panel(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
         .filter(|b| b.band == Band::Target)
         .map(|b| b.files)
         .sum();
-    // The count first; the colour and the `t` hint only when they fit whole.
-    let mut foot = format!(
+    // The count first (short on a narrow panel), then what is hidden; the colour and the `t`
+    // hint only when they fit whole.
+    let width = usize::from(area.width.saturating_sub(2));
+    let foot_long = format!(
         " {} of {} files in the target band ◀",
         format_count(in_band),
         format_count(files)
     );
-    let width = usize::from(area.width.saturating_sub(2));
+    let foot_short = format!(
+        " {}/{} files in band ◀",
+        format_count(in_band),
+        format_count(files)
+    );
+    let mut foot = fit::first_fitting(&[&foot_long, &foot_short], width);
     let toggle = format!(
         "   t: {}",
         if app.table_histogram {
@@ -154,7 +174,7 @@ pub fn draw_panel(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
         n => format!(" · {n} empty not shown"),
     };
     for extra in [hidden, " (green)".to_string(), toggle] {
-        if super::fit::width(&foot) + super::fit::width(&extra) <= width {
+        if fit::width(&foot) + fit::width(&extra) <= width {
             foot.push_str(&extra);
         }
     }
@@ -184,6 +204,34 @@ pub fn draw_panel(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_panel_leaves_out_only_as_many_empty_buckets_as_it_must() {
+        use crate::engine::stats::histogram::BucketEdges;
+        const MIB: u64 = 1024 * 1024;
+        let edges = BucketEdges::new(128 * MIB, 1024 * MIB);
+        // Files below 1 MiB and in 8-32 MiB; the others empty (7 buckets in all).
+        let h = edges.histogram(&[1000, 2000, 10 * MIB]);
+        assert_eq!(shown(&h, 7).len(), 7, "all fit");
+        let five = shown(&h, 5);
+        assert_eq!(five.len(), 5);
+        assert!(
+            five.iter()
+                .all(|b| b.files > 0 || b.band == Band::Target || b.max_bytes.is_some())
+        );
+        assert!(
+            !five.iter().any(|b| b.max_bytes.is_none()),
+            "the largest empty bucket goes first"
+        );
+        let least = shown(&h, 0);
+        assert_eq!(least.len(), compact_rows(&h));
+        assert!(least.iter().all(|b| b.files > 0 || b.band == Band::Target));
+        assert_eq!(
+            least.iter().map(|b| b.files).sum::<u64>(),
+            3,
+            "no file hidden"
+        );
+    }
 
     #[test]
     fn bars_scale_with_eighths() {

@@ -218,7 +218,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     f.render_widget(block, area);
     let now = app.clock.now();
     let mut y = super::vacuum_dialog::draw_jobs(f, inner, inner.y, app);
-    for j in app.jobs.iter().rev() {
+    // Running jobs first (newest first), then finished ones: a job in flight always shows.
+    let (active, ended): (Vec<&JobView>, Vec<&JobView>) =
+        app.jobs.iter().rev().partition(|j| j.status().is_active());
+    for j in active.into_iter().chain(ended) {
         let left = (inner.y + inner.height).saturating_sub(y);
         let rows = if left >= JOB_ROWS {
             JOB_ROWS

@@ -139,6 +139,17 @@ impl Driven {
         self.loader.wait_jobs(Duration::from_secs(30)).await;
     }
 
+    /// The screen as text, the temporary folder `tmp` replaced, trailing blanks trimmed.
+    pub fn text(&self, tmp: &tempfile::TempDir) -> String {
+        let root = tmp.path().to_str().unwrap();
+        self.screen()
+            .replace(root, "<tmp>")
+            .lines()
+            .map(str::trim_end)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     pub fn screen(&self) -> String {
         let (w, h) = self.app.size;
         crate::common::render(&self.app, w, h)
@@ -151,4 +162,38 @@ impl Driven {
             .filter(|e| matches!(e, JobEvent::Finished(_)))
             .count()
     }
+}
+
+/// A Delta log without data files (the screens and the plan read only the log) of a table
+/// partitioned by `ingestion_date`, committed an hour before the frozen clock: one file per
+/// (day, size), numbered within its day.
+pub fn log_only_table(dir: &std::path::Path, files: &[(&str, u64)]) {
+    use serde_json::json;
+    let log = dir.join("_delta_log");
+    std::fs::create_dir_all(&log).unwrap();
+    let schema = json!({"type": "struct", "fields": [
+        {"name": "x", "type": "long", "nullable": true, "metadata": {}},
+        {"name": "ingestion_date", "type": "string", "nullable": true, "metadata": {}},
+    ]})
+    .to_string();
+    let ts = FROZEN_WALL_MS - 3_600_000;
+    let mut actions = vec![
+        json!({"commitInfo": {"timestamp": ts, "operation": "WRITE", "engineInfo": "test"}}),
+        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+        json!({"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema, "partitionColumns": ["ingestion_date"],
+            "configuration": {}, "createdTime": ts}}),
+    ];
+    let mut numbers: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for &(day, size) in files {
+        let i = numbers.entry(day).or_default();
+        actions.push(json!({"add": {
+            "path": format!("ingestion_date={day}/part-{i:05}.parquet"),
+            "partitionValues": {"ingestion_date": day},
+            "size": size, "modificationTime": ts, "dataChange": true,
+        }}));
+        *i += 1;
+    }
+    let text: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
+    std::fs::write(log.join(format!("{:020}.json", 0)), text.join("\n") + "\n").unwrap();
 }

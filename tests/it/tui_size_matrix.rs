@@ -10,56 +10,22 @@ use crossterm::event::KeyCode;
 use lakehealth::engine::compact::locks::{PartitionLocks, key};
 use lakehealth::engine::open::OpenOptions;
 use lakehealth::tui::live::Follow;
-use serde_json::json;
-use tempfile::TempDir;
 
 use crate::common::*;
-use crate::tui_driver::{Driven, FROZEN_WALL_MS};
+use crate::tui_driver::{Driven, log_only_table};
 
 const SIZES: [(u16, u16); 4] = [(80, 24), (100, 30), (120, 40), (200, 50)];
 const DAYS: [&str; 4] = ["2026-11-27", "2026-11-28", "2026-11-29", "2026-11-30"];
 const TABLES: [&str; 3] = ["clickstream_events", "clickstream_sessions", "orders"];
 
-/// A Delta log (the screens and the plan read only the log) of a table partitioned by
-/// `ingestion_date`: each day many small files, as a stream leaves them.
+/// A table partitioned by `ingestion_date`: each day many small files, as a stream leaves them.
 fn streamed_table(dir: &Path) {
-    let log = dir.join("_delta_log");
-    std::fs::create_dir_all(&log).unwrap();
-    let schema = json!({"type": "struct", "fields": [
-        {"name": "x", "type": "long", "nullable": true, "metadata": {}},
-        {"name": "ingestion_date", "type": "string", "nullable": true, "metadata": {}},
-    ]})
-    .to_string();
-    let ts = FROZEN_WALL_MS - 3_600_000;
-    let mut actions = vec![
-        json!({"commitInfo": {"timestamp": ts, "operation": "WRITE", "engineInfo": "test"}}),
-        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
-        json!({"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}},
-            "schemaString": schema, "partitionColumns": ["ingestion_date"],
-            "configuration": {}, "createdTime": ts}}),
-    ];
-    for (d, day) in DAYS.iter().enumerate() {
-        for i in 0..(40 + 10 * d as u64) {
-            actions.push(json!({"add": {
-                "path": format!("ingestion_date={day}/part-{i:05}.parquet"),
-                "partitionValues": {"ingestion_date": day},
-                "size": 40_000 + i * 1_000, "modificationTime": ts, "dataChange": true,
-            }}));
-        }
-    }
-    let text: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
-    std::fs::write(log.join(format!("{:020}.json", 0)), text.join("\n") + "\n").unwrap();
-}
-
-/// The screen as text, the temporary folder replaced, trailing blanks trimmed.
-fn text(t: &Driven, tmp: &TempDir) -> String {
-    let root = tmp.path().to_str().unwrap();
-    t.screen()
-        .replace(root, "<tmp>")
-        .lines()
-        .map(str::trim_end)
-        .collect::<Vec<_>>()
-        .join("\n")
+    let files: Vec<(&str, u64)> = DAYS
+        .iter()
+        .enumerate()
+        .flat_map(|(d, day)| (0..(40 + 10 * d as u64)).map(move |i| (*day, 40_000 + i * 1_000)))
+        .collect();
+    log_only_table(dir, &files);
 }
 
 /// Every place the screen shows the start (3 characters or more) of one of `ids` shows one of
@@ -124,20 +90,20 @@ async fn the_table_view_help_and_preview_at_every_size_cut_no_identifier() {
             .open()
             .await;
         assert!(t.app.error().is_none(), "{:?}", t.app.error());
-        let s = text(&t, &d);
+        let s = t.text(&d);
         assert_ids_whole(&s, &DAYS, &format!("table view at {name}"));
         assert_histogram_units(&s, &format!("table view at {name}"));
         insta::assert_snapshot!(format!("size_matrix_table_{name}"), s);
 
         t.keys(&[KeyCode::Char('?')]).await;
-        let s = text(&t, &d);
+        let s = t.text(&d);
         insta::assert_snapshot!(format!("size_matrix_help_{name}"), s);
         t.keys(&[KeyCode::Esc]).await;
 
         // Two partitions marked, then the preview of their compaction.
         t.keys(&[KeyCode::Char(' '), KeyCode::Char(' '), KeyCode::Char('c')])
             .await;
-        let s = text(&t, &d);
+        let s = t.text(&d);
         assert!(s.contains("Compaction preview"), "{name}:\n{s}");
         assert_ids_whole(&s, &DAYS, &format!("preview at {name}"));
         insta::assert_snapshot!(format!("size_matrix_preview_{name}"), s);
@@ -156,7 +122,7 @@ async fn the_tables_list_at_every_size_shows_each_table_name_whole() {
             .frozen()
             .open()
             .await;
-        let s = text(&t, &d);
+        let s = t.text(&d);
         for table in TABLES {
             assert!(
                 s.lines().any(|l| l.contains(&format!("{table} "))),
@@ -192,7 +158,7 @@ async fn while_a_job_runs_its_progress_and_the_live_log_show_at_every_size() {
             .expect("the partition is free");
         t.keys(&[KeyCode::Char(' '), KeyCode::Char('c')]).await;
         t.key(KeyCode::Enter);
-        let s = text(&t, &d);
+        let s = t.text(&d);
         assert!(s.contains(" Live log "), "no live log at {name}:\n{s}");
         assert!(s.contains("#1"), "no job at {name}:\n{s}");
         assert!(s.contains("queued"), "the job's state at {name}:\n{s}");

@@ -11,11 +11,10 @@ use lakehealth::engine::open::OpenOptions;
 use lakehealth::engine::size::format_bytes;
 use lakehealth::tui::app::Screen;
 use lakehealth::tui::keymap::Context;
-use serde_json::json;
 use tempfile::TempDir;
 
 use crate::common::*;
-use crate::tui_driver::{Driven, FROZEN_WALL_MS};
+use crate::tui_driver::{Driven, log_only_table};
 
 const WIDTHS: [u16; 3] = [100, 140, 220];
 const HEIGHT: u16 = 40;
@@ -28,54 +27,21 @@ const DAYS: [&str; 6] = [
     "2026-11-30",
 ];
 
-/// A Delta log (no data files: the screens read only the log) of a table partitioned by
-/// `ingestion_date`, with a day of many small files and days of big ones (139 MiB and more), as
-/// the demo's table is after a while.
+/// A table partitioned by `ingestion_date`, with a day of many small files and days of big ones
+/// (139 MiB and more), as the demo's table is after a while.
 fn demo_like_table(dir: &Path) {
-    let log = dir.join("_delta_log");
-    std::fs::create_dir_all(&log).unwrap();
-    let schema = json!({"type": "struct", "fields": [
-        {"name": "x", "type": "long", "nullable": true, "metadata": {}},
-        {"name": "ingestion_date", "type": "string", "nullable": true, "metadata": {}},
-    ]})
-    .to_string();
-    let ts = FROZEN_WALL_MS - 3_600_000;
-    let mut actions = vec![
-        json!({"commitInfo": {"timestamp": ts, "operation": "WRITE", "engineInfo": "test"}}),
-        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
-        json!({"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}},
-            "schemaString": schema, "partitionColumns": ["ingestion_date"],
-            "configuration": {}, "createdTime": ts}}),
-    ];
+    let mut files = Vec::new();
     for (d, day) in DAYS.iter().enumerate() {
         // Day 0: 10 small files (not enough for the janitor's default policy to start a job);
         // the others: a few files of about 139 MiB.
-        let (files, size) = if d == 0 {
+        let (count, size) = if d == 0 {
             (10, 48_000)
         } else {
             (2 + d as u64, 146_000_000 + d as u64 * 1_000_000)
         };
-        for i in 0..files {
-            actions.push(json!({"add": {
-                "path": format!("ingestion_date={day}/part-{i:05}.parquet"),
-                "partitionValues": {"ingestion_date": day},
-                "size": size, "modificationTime": ts, "dataChange": true,
-            }}));
-        }
+        files.extend((0..count).map(|_| (*day, size)));
     }
-    let text: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
-    std::fs::write(log.join(format!("{:020}.json", 0)), text.join("\n") + "\n").unwrap();
-}
-
-/// The screen as text, the temporary folder replaced, trailing blanks trimmed.
-fn text(t: &Driven, tmp: &TempDir) -> String {
-    let root = tmp.path().to_str().unwrap();
-    t.screen()
-        .replace(root, "<tmp>")
-        .lines()
-        .map(str::trim_end)
-        .collect::<Vec<_>>()
-        .join("\n")
+    log_only_table(dir, &files);
 }
 
 /// The partitions panel's rows: the screen rows between its column header and its border,
@@ -102,7 +68,7 @@ async fn at_100_140_and_220_columns_no_partition_value_or_size_is_cut() {
             .await;
         assert!(t.app.error().is_none(), "{:?}", t.app.error());
         let table = t.app.table.as_ref().unwrap();
-        let s = text(&t, &d);
+        let s = t.text(&d);
         let rows = partition_rows(&s);
         assert_eq!(rows.len(), DAYS.len(), "at {width}:\n{s}");
         for p in &table.partitions {
@@ -148,7 +114,7 @@ async fn the_janitors_policy_and_reasons_wrap_instead_of_being_cut() {
         !a.janitor.why.is_empty()
     })
     .await;
-    let s = text(&t, &d);
+    let s = t.text(&d);
     let policy = t.app.janitor.policy.clone();
     // Every word of the policy summary is on screen, whole.
     let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -186,7 +152,7 @@ async fn a_table_that_cannot_be_read_is_a_row_whose_error_shows_when_selected() 
     assert_eq!(root.tables().count(), 1);
     assert_eq!(t.app.tables.len(), 2, "both are rows of the list");
     // Health 0: ranked first, so selected.
-    let s = text(&t, &d);
+    let s = t.text(&d);
     let row = s.lines().find(|l| l.contains("broken [unreadable]"));
     assert!(row.is_some(), "{s}");
     assert!(s.contains("broken could not be read"), "{s}");
@@ -207,7 +173,7 @@ async fn a_table_that_cannot_be_read_is_a_row_whose_error_shows_when_selected() 
 
     // Selecting the readable table hides the error panel; Enter on the broken one shows it.
     t.keys(&[KeyCode::Char('j')]).await;
-    assert!(!text(&t, &d).contains("could not be read"));
+    assert!(!t.text(&d).contains("could not be read"));
     t.keys(&[KeyCode::Char('k'), KeyCode::Enter]).await;
     assert_eq!(t.app.context(), Context::Error);
     assert!(t.app.error().unwrap().contains(&broken.error));

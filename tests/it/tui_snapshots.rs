@@ -37,17 +37,6 @@ async fn open(path: &Path) -> Driven {
     Driven::new(loc(path).display(), SIZE).frozen().open().await
 }
 
-/// The screen as text, the temporary folder replaced, trailing blanks trimmed.
-fn text(t: &Driven, tmp: &TempDir) -> String {
-    let root = tmp.path().to_str().unwrap();
-    t.screen()
-        .replace(root, "<tmp>")
-        .lines()
-        .map(str::trim_end)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[tokio::test]
 async fn snapshot_tables_list_ranks_tables_worst_first() {
     let d = lake(&[
@@ -58,7 +47,7 @@ async fn snapshot_tables_list_ranks_tables_worst_first() {
     ]);
     let t = open(d.path()).await;
     assert_eq!(t.app.screen, Screen::Tables);
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(
         s.contains(" 4 tables  22 files  9.39 KiB  excess files 10"),
         "{s}"
@@ -80,7 +69,7 @@ async fn snapshot_tables_list_ranks_tables_worst_first() {
 async fn snapshot_table_view_and_its_whole_table_histogram() {
     let d = lake(&[PARTITIONED]);
     let mut t = open(&d.path().join(PARTITIONED)).await;
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(s.contains("6 files"), "{s}");
     assert!(s.contains("6 partitions"), "{s}");
     assert!(s.contains("6/6  sort: excess files ▼"), "{s}");
@@ -91,7 +80,7 @@ async fn snapshot_table_view_and_its_whole_table_histogram() {
     insta::assert_snapshot!("table_view", s);
 
     t.keys(&[KeyCode::Char('t')]).await;
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(s.contains("File sizes whole table"), "{s}");
     assert!(s.contains("0 of 6 files in the target band"), "{s}");
     insta::assert_snapshot!("table_view_whole_table_histogram", s);
@@ -102,7 +91,7 @@ async fn snapshot_help_lists_every_context_of_the_keymap() {
     let d = lake(&[PARTITIONED]);
     let mut t = open(&d.path().join(PARTITIONED)).await;
     t.keys(&[KeyCode::Char('?')]).await;
-    let s = text(&t, &d);
+    let s = t.text(&d);
     for title in [
         "Everywhere",
         "Tables list",
@@ -126,7 +115,7 @@ async fn snapshot_help_lists_every_context_of_the_keymap() {
         t.key(KeyCode::Char('j'));
     }
     assert_eq!(t.app.context(), Context::Help);
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(s.contains("Mouse"), "{s}");
     assert!(s.contains("wheel"), "{s}");
 }
@@ -138,7 +127,7 @@ async fn snapshot_filter_input_narrows_the_partitions_as_typed() {
     t.keys(&[KeyCode::Char('/')]).await;
     t.type_text("2021").await;
     assert_eq!(t.app.context(), Context::Filter);
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(
         s.contains("3/6  sort: excess files ▼  filter: 2021▏"),
         "{s}"
@@ -158,7 +147,7 @@ async fn snapshot_plan_preview_of_eleven_small_files() {
         other => panic!("no plan: {other:?}"),
     };
     assert_eq!((plan.bins, plan.files_in, plan.table_version), (1, 11, 10));
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(
         s.contains("v10: 1 bin, 11 files (4.75 KiB) → ~1 file."),
         "{s}"
@@ -183,12 +172,12 @@ async fn snapshot_cancel_confirmation_over_a_job_waiting_for_its_partition() {
     t.keys(&[KeyCode::Char('c')]).await;
     t.key(KeyCode::Enter);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(s.contains("#1 queued"), "the first job is #1:\n{s}");
     t.key(KeyCode::Char('x'));
     assert_eq!(t.app.context(), Context::Dialog);
     assert_eq!(t.app.jobs[0].status(), JobStatus::Queued);
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(s.contains("Cancel job #1?"), "{s}");
     assert_eq!(t.app.jobs[0].progress.files_total, 11);
     insta::assert_snapshot!("cancel_confirmation", s);
@@ -204,7 +193,7 @@ async fn snapshot_error_over_the_splash_when_nothing_is_a_table() {
     // TMPDIR says, so the snapshot does not depend on the machine.
     let d = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
     let t = open(d.path()).await;
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(s.contains("not a Delta table"), "{s}");
     assert!(s.contains("Esc dismiss · r retry · q quit"), "{s}");
     insta::assert_snapshot!("error", s);
@@ -225,7 +214,7 @@ async fn snapshot_jobs_panel_with_a_finished_job_and_the_reloaded_table() {
     assert_eq!(job.commits[0].files_removed, 11);
     let table = t.app.table.as_ref().unwrap();
     assert_eq!((table.version, table.stats.files), (11, 1));
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(
         s.contains("#1 done"),
         "the first job is #1, whatever its task id:\n{s}"
@@ -240,7 +229,7 @@ async fn snapshot_jobs_panel_with_a_finished_job_and_the_reloaded_table() {
     // x on a finished job: no question that cannot be answered, a notice instead.
     t.keys(&[KeyCode::Char('x')]).await;
     assert_eq!(t.app.context(), Context::Table, "no dialog opens");
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(
         s.contains("no compaction job is running: only a running job can be cancelled"),
         "{s}"
@@ -255,7 +244,7 @@ async fn snapshot_jobs_panel_with_a_finished_job_and_the_reloaded_table() {
     let m = &t.app.maintenance[0];
     assert_eq!(m.number, lakehealth::tui::jobs::JobNumber(2));
     assert!(m.id > t.app.jobs[0].id + 1, "task ids skip: {}", m.id);
-    let s = text(&t, &d);
+    let s = t.text(&d);
     assert!(s.contains("#2 done"), "{s}");
     assert!(!s.contains("checkpoint checkpoint"), "{s}");
 }

@@ -93,6 +93,12 @@ pub fn truncate(s: &str, n: usize) -> String {
     if width(s) <= n {
         return s.to_string();
     }
+    cut(s, n)
+}
+
+/// The start of `s` that fits `n` cells with a "…" after it (the "…" even when `s` would fit:
+/// more follows).
+fn cut(s: &str, n: usize) -> String {
     let mut out = String::new();
     let mut used = 0;
     for c in s.chars() {
@@ -134,21 +140,7 @@ pub fn clip(line: Line<'static>, n: usize) -> Line<'static> {
             continue;
         }
         // This span reaches the edge and more follows: keep what fits before the "…".
-        let room = n - used;
-        let mut cut = String::new();
-        let mut w_cut = 0;
-        for c in span.content.chars() {
-            let cw = width(c.encode_utf8(&mut [0; 4]));
-            if w_cut + cw + 1 > room {
-                break;
-            }
-            cut.push(c);
-            w_cut += cw;
-        }
-        if room > 0 {
-            cut.push('…');
-        }
-        spans.push(Span::styled(cut, span.style));
+        spans.push(Span::styled(cut(&span.content, n - used), span.style));
         break;
     }
     Line::from(spans).style(line.style)

@@ -210,8 +210,13 @@ fn shot(app: &App, out: &Path, name: &str) -> Res<()> {
 async fn run(out: &Path) -> Res<()> {
     std::fs::create_dir_all(out)?;
     let lake = tempfile::tempdir()?;
-    let demo =
-        ensure_demo_table(&lake.path().join("streaming"), DemoShape::default(), false).await?;
+    let demo = ensure_demo_table(
+        &lake.path().join("streaming"),
+        DemoShape::default(),
+        false,
+        &|_| {},
+    )
+    .await?;
     // A second, smaller unhealthy table and a healthy one make the root view meaningful.
     ensure_demo_table(
         &lake.path().join("clickstream"),
@@ -222,6 +227,7 @@ async fn run(out: &Path) -> Res<()> {
             healthy_file_bytes: 0,
         },
         false,
+        &|_| {},
     )
     .await?;
 

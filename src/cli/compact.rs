@@ -257,15 +257,9 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
     crate::errln!("executor: {}", job.exec.executor.describe());
     if a.parallelism.is_none() {
         // Ingestion first: the same rule as the janitor's.
-        let writers = throttle::measure(
-            &report.commits,
-            &report.streaming_writers,
-            now_ms(),
-            throttle::WINDOW_MS,
-        );
-        let t = throttle::choose(&writers, throttle::cores(), throttle::ACTIVE_READ_RATE);
+        let t = throttle::for_table(&report.commits, &report.streaming_writers, now_ms());
         crate::errln!("parallelism: {}", t.reason);
-        job.set_budget(t.budget);
+        job.set_throttle(t);
     }
     Ok(job)
 }

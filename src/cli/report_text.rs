@@ -181,13 +181,21 @@ fn log_text(t: &TableReport, o: &mut String) {
         l.window_commits,
         ops.join(", ")
     );
-    if let Some(wa) = l.rewrite.write_amplification {
+    let r = &l.rewrite;
+    if r.compaction_bytes > 0 {
+        let janitor = match r.write_amplification {
+            Some(wa) => format!(
+                "the janitor wrote {} for {} the writers wrote ({wa:.2}x)",
+                format_bytes(r.janitor_bytes),
+                format_bytes(r.writer_bytes)
+            ),
+            None => format!("the janitor wrote {}", format_bytes(r.janitor_bytes)),
+        };
         let _ = writeln!(
             o,
-            "rewrites (last {} commits): compaction wrote {} for {} the writers wrote ({wa:.2}x)",
+            "rewrites (last {} commits): {janitor}; other compactions (by hand, other engines) {}",
             l.window_commits,
-            format_bytes(l.rewrite.compaction_bytes),
-            format_bytes(l.rewrite.writer_bytes),
+            format_bytes(r.other_bytes()),
         );
     }
     let _ = writeln!(

@@ -13,13 +13,14 @@ use super::args::{
 use super::report_text::{root_text, table_text};
 use crate::config::{Config, DEFAULT_CONFIG};
 use crate::engine::compact::executor::{Executor, RayOptions};
-use crate::engine::demo::{DemoShape, default_demo_dir, ensure_demo_table};
+use crate::engine::demo::{DemoProgress, DemoShape, default_demo_dir, ensure_demo_table};
 use crate::engine::location::Location;
 use crate::engine::log::replay::ReplayOptions;
 use crate::engine::maintenance::orphans::attach_orphans_to;
 use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::{OpenOptions, Opened, open};
 use crate::engine::secrets::scrub;
+use crate::engine::size::{format_bytes, format_count, plural};
 use crate::engine::stream::writer::{StreamOptions, run_stream};
 
 /// Config file merged with flags.
@@ -134,7 +135,6 @@ fn source(flag: &'static str, given: bool) -> &'static str {
 
 /// The band's bounds fit together: small threshold and target at most the largest healthy size.
 fn check_band(t: &Thresholds, sizes: &SizeArgs) -> Result<()> {
-    use crate::engine::size::format_bytes;
     let max_from = source("--max-file-size", sizes.max_file_size.is_some());
     if sizes.target.is_some() && t.target_file_size > t.max_file_size {
         anyhow::bail!(
@@ -332,7 +332,18 @@ async fn stream(a: StreamArgs, s: &Settings) -> Result<()> {
 async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Result<()> {
     let dir = a.dir.clone().unwrap_or_else(default_demo_dir);
     crate::errln!("preparing demo table in {} ...", dir.display());
-    let loc = ensure_demo_table(&dir, DemoShape::default(), a.reset)
+    // A new demo takes seconds to write: each day says so as it lands (a reused one is silent).
+    let said = |p: DemoProgress| {
+        crate::errln!(
+            "  {}: {} ({}) written, {}/{} files",
+            p.day,
+            plural(p.files as u64, "file"),
+            format_bytes(p.bytes),
+            format_count(p.written as u64),
+            format_count(p.total as u64)
+        );
+    };
+    let loc = ensure_demo_table(&dir, DemoShape::default(), a.reset, &said)
         .await
         .context("the demo table could not be prepared")?;
     if a.no_tui {

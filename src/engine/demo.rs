@@ -75,8 +75,28 @@ fn io_err(dir: &Path, what: &str, e: std::io::Error) -> EngineError {
     }
 }
 
-/// Creates the demo table in `dir` (or reuses an existing one); returns its location.
-pub async fn ensure_demo_table(dir: &Path, shape: DemoShape, reset: bool) -> Result<Location> {
+/// One day of the demo written and committed, as the build goes (it takes seconds: the user
+/// sees it move).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DemoProgress {
+    /// The partition value (`ingestion_date`).
+    pub day: String,
+    /// Its files and their bytes.
+    pub files: usize,
+    pub bytes: u64,
+    /// Files written so far, of all the demo's.
+    pub written: usize,
+    pub total: usize,
+}
+
+/// Creates the demo table in `dir` (or reuses an existing one), telling `progress` each day
+/// written; returns its location.
+pub async fn ensure_demo_table(
+    dir: &Path,
+    shape: DemoShape,
+    reset: bool,
+    progress: &(dyn Fn(DemoProgress) + Sync),
+) -> Result<Location> {
     let table_dir = dir.join(DEMO_TABLE);
     if reset && table_dir.exists() {
         std::fs::remove_dir_all(&table_dir)
@@ -93,7 +113,7 @@ pub async fn ensure_demo_table(dir: &Path, shape: DemoShape, reset: bool) -> Res
         )
     })?;
     let loc = Location::parse(&table_dir.to_string_lossy())?;
-    create_and_seed(&loc, shape).await.inspect_err(|_| {
+    create_and_seed(&loc, shape, progress).await.inspect_err(|_| {
         // A half-built demo would be reused next time: remove it.
         let _ = std::fs::remove_dir_all(&table_dir);
     })?;
@@ -343,13 +363,28 @@ async fn commit_adds(table: &mut DeltaTable, adds: &[Add], batch_id: Option<i64>
     table.update_incremental(None).await.map_err(derr)
 }
 
-async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
+async fn create_and_seed(
+    loc: &Location,
+    shape: DemoShape,
+    progress: &(dyn Fn(DemoProgress) + Sync),
+) -> Result<()> {
     let mut table = create_sensor_table(loc).await?;
     let store = table.object_store();
     let mut batch_id = 0i64;
-    for (date, files) in seed_plan(shape) {
+    let plan = seed_plan(shape);
+    let total = plan.iter().map(|(_, files)| files.len()).sum();
+    let mut written = 0;
+    for (date, files) in plan {
         let big = files.first().is_some_and(|f| f.big);
         let adds = write_files(&store, files).await?;
+        written += adds.len();
+        let day = DemoProgress {
+            day: date.clone(),
+            files: adds.len(),
+            bytes: adds.iter().map(|a| a.size.max(0) as u64).sum(),
+            written,
+            total,
+        };
         // Small files arrive as streaming commits of 200 files, like a backlog of micro-batches.
         let chunk = if big { adds.len().max(1) } else { 200 };
         for part in adds.chunks(chunk) {
@@ -360,6 +395,7 @@ async fn create_and_seed(loc: &Location, shape: DemoShape) -> Result<()> {
             commit_adds(&mut table, part, streaming).await?;
             tracing::debug!(%date, files = part.len(), "demo commit");
         }
+        progress(day);
     }
     // A fresh checkpoint, as a well-kept table would have.
     deltalake::checkpoints::create_checkpoint(&table, None)

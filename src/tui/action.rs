@@ -1,7 +1,6 @@
 //! Every state change of the TUI is one of these messages, handled in `App::update`.
 
 use crate::engine::compact::events::JobEvent;
-use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::formats::convert::{ConvertOutcome, ConvertPlan};
 use crate::engine::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
@@ -10,6 +9,7 @@ use crate::engine::open::Opened;
 use crate::engine::progress::LoadProgress;
 use crate::tui::janitor::Round;
 use crate::tui::maintenance::MaintenanceEvent;
+use crate::tui::preview::PlannedJob;
 
 /// What a key can do (keybindings map keys to these; the help screen lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,6 +54,9 @@ pub enum Command {
     Janitor,
     /// Show the janitor's last decisions and why.
     Why,
+    /// Full speed (as `--no-throttle`): in the compaction preview, start without the writers'
+    /// throttle (again: with it); on the table view, lift the pace of the running jobs.
+    FullSpeed,
 }
 
 /// What a background task reports while it runs. Loads and compaction jobs both report through
@@ -104,7 +107,7 @@ pub enum Action {
     },
     PlanReady {
         id: u64,
-        result: Result<Box<CompactionPlan>, String>,
+        result: Result<Box<PlannedJob>, String>,
     },
     /// An event of the log watcher started by `Effect::Watch { id: watch }`.
     Log {
@@ -169,8 +172,16 @@ pub enum Effect {
         /// Every file with a deletion vector is rewritten (`purge`), whatever its size.
         purge: bool,
     },
-    /// Run the plan `id` previewed; its events come back as `Action::Progress { task: id }`.
+    /// Run the plan `id` previewed; its events come back as `Action::Progress { task: id }`,
+    /// the first its pace.
     StartJob {
+        id: u64,
+        /// Without the writers' throttle: every core, unbounded (the preview's `f`).
+        full_speed: bool,
+    },
+    /// Lift the running job's pace and commit spacing (`Brakes::lift`); the new pace comes back
+    /// as its event.
+    LiftPace {
         id: u64,
     },
     /// Forget a previewed plan that will not run.

@@ -15,14 +15,13 @@ use super::list::{ListOp, Move, Sort, SortedList};
 use super::live::{Follow, Live, Shown};
 use super::maintenance::{MaintenanceEvent, MaintenanceJob, MaintenanceKind, VacuumDialog};
 use super::preview::{
-    AnyPreview, Compaction, CompactionRequest, Conversion, IcebergCompaction, OnConfirm, Preview,
-    PreviewKind,
+    AnyPreview, Compaction, CompactionRequest, Conversion, IcebergCompaction, OnConfirm,
+    PlannedJob, Preview, PreviewKind,
 };
 use super::root::{RootRow, RootView};
 use super::view;
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::executor::Executor;
-use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::formats::convert::ConvertOutcome;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::log::watch::LogEvent;
@@ -314,6 +313,11 @@ impl App {
                 why_open
             }
             Command::CancelJob => self.jobs.iter().any(|j| j.status().is_active()),
+            Command::FullSpeed => match self.modals.modal() {
+                Some(Modal::Plan(p)) => p.startable(),
+                Some(_) => false,
+                None => self.has_paced_jobs(),
+            },
             Command::Back => {
                 !self.active_filter().is_empty()
                     || (self.screen == Screen::Table && self.root.is_some())
@@ -587,6 +591,10 @@ impl App {
             return match c {
                 Command::Confirm => self.confirm_preview(),
                 Command::Dismiss => self.dismiss_preview(),
+                Command::FullSpeed => {
+                    self.toggle_full_speed();
+                    vec![]
+                }
                 _ => vec![],
             };
         }
@@ -692,6 +700,7 @@ impl App {
             Command::CancelJob => self.ask_cancel(),
             Command::Janitor => return self.toggle_janitor(),
             Command::Why => self.modals.open(Modal::Why { scroll: 0 }),
+            Command::FullSpeed => return self.lift_paces(),
             _ => {}
         }
         vec![]
@@ -1033,6 +1042,7 @@ impl App {
             partitions: partitions.clone(),
             executor: self.executor.clone(),
             purge,
+            full_speed: false,
         };
         self.modals
             .open(Modal::Plan(PlanDialog::new(id, uri.clone(), request)));
@@ -1044,7 +1054,7 @@ impl App {
         }]
     }
 
-    fn plan_ready(&mut self, id: u64, result: Result<Box<CompactionPlan>, String>) -> Vec<Effect> {
+    fn plan_ready(&mut self, id: u64, result: Result<Box<PlannedJob>, String>) -> Vec<Effect> {
         if self.janitor.owns(id) {
             return self.janitor_planned(id, result);
         }
@@ -1056,18 +1066,48 @@ impl App {
         let Some(Modal::Plan(Preview {
             id,
             table_uri,
-            result: Some(Ok(plan)),
+            request,
+            result: Some(Ok(planned)),
             ..
         })) = self.modals.close()
         else {
             return vec![];
         };
-        let job = JobView::new(id, self.job_number(), table_uri, &plan);
+        let job = JobView::new(id, self.job_number(), table_uri, &planned.plan);
         self.jobs.push(job);
         self.marks.clear();
         // The marks pane closed: more partition rows fit.
         self.on_list(ListOp::Fit);
-        vec![Effect::StartJob { id }]
+        vec![Effect::StartJob {
+            id,
+            full_speed: request.full_speed,
+        }]
+    }
+
+    /// `f` in the compaction preview: full speed, or back to the writers' throttle.
+    fn toggle_full_speed(&mut self) {
+        if let Some(Modal::Plan(p)) = &mut self.modals.modal
+            && p.startable()
+        {
+            p.request.full_speed = !p.request.full_speed;
+        }
+    }
+
+    /// Running jobs still held back by the writers' throttle (`f` lifts their pace).
+    fn paced_jobs(&self) -> impl Iterator<Item = &JobView> {
+        self.jobs.iter().filter(|j| j.status().is_active() && j.paced())
+    }
+
+    /// Whether a running job is held back by a pace `f` can lift.
+    pub fn has_paced_jobs(&self) -> bool {
+        self.paced_jobs().next().is_some()
+    }
+
+    /// `f` on the table view: lifts the pace of every running job it holds back.
+    fn lift_paces(&mut self) -> Vec<Effect> {
+        self.paced_jobs()
+            .map(|j| Effect::LiftPace { id: j.id })
+            .collect()
     }
 
     fn preview_vacuum(&mut self) -> Vec<Effect> {

@@ -26,6 +26,11 @@ pub fn compaction(
     }
     words.extend(["--target".to_string(), exact_size(target)]);
     words.extend(["--min-file-size".to_string(), exact_size(min_file_size)]);
+    if request.full_speed {
+        // `compact` throttles by the writers unless told how many bins to run at once.
+        let cores = crate::engine::janitor::throttle::cores();
+        words.extend(["--parallelism".to_string(), cores.to_string()]);
+    }
     words.join(" ")
 }
 
@@ -68,6 +73,7 @@ mod tests {
             ],
             executor: String::new(),
             purge: false,
+            full_speed: false,
         };
         assert_eq!(
             compaction("s3://b/my table/", 128 * MIB, 1_000_000, &request),
@@ -83,10 +89,26 @@ mod tests {
             partitions: vec![PartitionValues(vec![])],
             executor: String::new(),
             purge: true,
+            full_speed: false,
         };
         assert_eq!(
             compaction("/t", GIB, 3 * KIB, &request),
             "lakehealth purge /t --target 1GiB --min-file-size 3KiB"
+        );
+    }
+
+    #[test]
+    fn full_speed_chosen_in_the_preview_runs_headless_with_every_core() {
+        let request = CompactionRequest {
+            partitions: vec![PartitionValues(vec![])],
+            executor: String::new(),
+            purge: false,
+            full_speed: true,
+        };
+        let cores = crate::engine::janitor::throttle::cores();
+        assert_eq!(
+            compaction("/t", GIB, 3 * KIB, &request),
+            format!("lakehealth compact /t --target 1GiB --min-file-size 3KiB --parallelism {cores}")
         );
     }
 

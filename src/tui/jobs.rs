@@ -85,7 +85,8 @@ pub struct JobView {
     pub finished: Option<(Instant, JobSummary)>,
     /// The user confirmed a cancel.
     pub cancel_requested: bool,
-    /// The read pace and why, once it followed the writer's cadence.
+    /// The read pace and why: the one the job started at (the runner's first event), then each
+    /// change as it followed the writer's cadence or the user lifted it.
     pub pace: Option<PaceNote>,
     last_sample: Option<(Instant, u64)>,
 }
@@ -121,6 +122,13 @@ impl JobView {
             pace: None,
             last_sample: None,
         }
+    }
+
+    /// Held to a read pace (the writers' throttle or their cadence) that `f` can lift.
+    pub fn paced(&self) -> bool {
+        self.pace
+            .as_ref()
+            .is_some_and(|n| n.bytes_per_second.is_some())
     }
 
     pub fn status(&self) -> JobStatus {

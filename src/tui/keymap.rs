@@ -269,6 +269,13 @@ pub static BINDINGS: &[Binding] = &[
         Some("cancel job"),
     ),
     bind(
+        &[k(KeyCode::Char('f'))],
+        C::FullSpeed,
+        T,
+        "full speed: lift the read pace and commit spacing of the running jobs a writer holds back (as --no-throttle)",
+        Some("full speed"),
+    ),
+    bind(
         &[k(KeyCode::Char('C'))],
         C::Convert,
         T,
@@ -323,6 +330,13 @@ pub static BINDINGS: &[Binding] = &[
         D,
         "close the dialog without doing anything",
         Some("close"),
+    ),
+    bind(
+        &[k(KeyCode::Char('f'))],
+        C::FullSpeed,
+        D,
+        "compaction preview: start at full speed, whatever the writers do (again: follow them)",
+        Some("full speed"),
     ),
     bind(
         &[k(KeyCode::Char('j')), k(KeyCode::Down)],

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use super::action::{Action, Effect, TaskProgress};
 use super::janitor::JanitorRunner;
+use crate::engine::compact::budget::Throttle;
 use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{
@@ -20,11 +21,13 @@ use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::formats::convert::{ConvertPlan, convert, plan_convert};
 use crate::engine::janitor::JobEnd;
 use crate::engine::janitor::policy::Policy;
+use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
 use crate::engine::log::watch::{LogEvent, default_poll, follow};
 use crate::engine::model::partition::PartitionValues;
-use crate::engine::open::{OpenOptions, load_table, open};
+use crate::engine::open::{OpenOptions, load_table, now_ms, open};
 use crate::tui::maintenance_tasks::MaintenanceTasks;
+use crate::tui::preview::PlannedJob;
 use crate::tui::tasks::{Parked, TaskKind, Tasks};
 
 pub struct Loader {
@@ -97,7 +100,8 @@ impl Loader {
                 purge,
             } => self.plan(id, uri, partitions, purge),
             Effect::DiscardPlan { id } => self.prepared.discard(id),
-            Effect::StartJob { id } => self.start(id),
+            Effect::StartJob { id, full_speed } => self.start(id, full_speed),
+            Effect::LiftPace { id } => self.lift_pace(id),
             Effect::CancelJob { id } => self.tasks.cancel(id, TaskKind::Job),
             Effect::Watch {
                 id,
@@ -290,14 +294,25 @@ impl Loader {
                     .await
                     .map_err(|e| e.to_string())?;
                 job.exec.executor = executor;
+                // Ingestion first, as `compact` without `--parallelism` and the janitor do.
+                job.set_throttle(throttle::for_table(
+                    &report.commits,
+                    &report.streaming_writers,
+                    now_ms(),
+                ));
                 Ok::<_, String>(job)
             };
             park_plan(&prepared, id, work.await, &tx);
         });
     }
 
-    fn start(&mut self, id: u64) {
-        let job = self.prepared.take(id);
+    /// Starts the parked job `id`; its first event is the pace it starts at (the writers'
+    /// throttle, or full speed when the user chose it in the preview).
+    fn start(&mut self, id: u64, full_speed: bool) {
+        let mut job = self.prepared.take(id);
+        if full_speed && let Some(job) = job.as_mut() {
+            job.set_throttle(Throttle::full_speed_by_request(throttle::cores()));
+        }
         // A janitor job's end is recorded by the engine janitor too, whatever the path.
         let janitor = self.janitor.take(id);
         let Some(job) = job else {
@@ -314,6 +329,11 @@ impl Loader {
             return;
         };
         let cancel = self.tasks.start(id, TaskKind::Job);
+        self.tasks.set_brakes(id, job.brakes());
+        if let Some(t) = &job.throttle {
+            let progress = TaskProgress::Job(Box::new(JobEvent::Pace(t.pace_note())));
+            let _ = self.tx.send(Action::Progress { task: id, progress });
+        }
         let tx = self.tx.clone();
         let locks = self.locks.clone();
         let (etx, mut erx) = mpsc::unbounded_channel();
@@ -339,6 +359,16 @@ impl Loader {
             }
         });
         self.tasks.attach(id, handle);
+    }
+
+    /// Lifts job `id`'s pace and commit spacing (the user's `f`); its new pace comes back as
+    /// its event. A job that already ended has nothing to lift.
+    fn lift_pace(&mut self, id: u64) {
+        let Some(brakes) = self.tasks.brakes(id) else {
+            return;
+        };
+        let progress = TaskProgress::Job(Box::new(JobEvent::Pace(brakes.lift())));
+        let _ = self.tx.send(Action::Progress { task: id, progress });
     }
 
     /// Jobs still running (they stop before their next commit once cancelled).
@@ -368,9 +398,12 @@ pub(super) fn park_plan(
     tx: &mpsc::UnboundedSender<Action>,
 ) {
     let result = result.map(|job| {
-        let plan = Box::new(job.plan.clone());
+        let planned = Box::new(PlannedJob {
+            plan: job.plan.clone(),
+            throttle: job.throttle.clone(),
+        });
         prepared.park(id, job);
-        plan
+        planned
     });
     let _ = tx.send(Action::PlanReady { id, result });
 }

@@ -9,6 +9,7 @@ use std::fmt::Debug;
 use super::action::Effect;
 use super::app::Modal;
 use super::view::preview_dialog::PreviewView;
+use crate::engine::compact::budget::Throttle;
 use crate::engine::compact::iceberg::job::IceSummary;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::formats::convert::ConvertPlan;
@@ -159,13 +160,24 @@ pub struct CompactionRequest {
     pub executor: String,
     /// A purge (every file with a deletion vector), not a compaction.
     pub purge: bool,
+    /// The user chose full speed in the preview (`f`, as `--no-throttle`): the job ignores the
+    /// writers' throttle.
+    pub full_speed: bool,
+}
+
+/// A compaction's plan and the pace it would start at.
+#[derive(Debug, Clone)]
+pub struct PlannedJob {
+    pub plan: CompactionPlan,
+    /// The throttle chosen from the table's writers (`janitor::throttle`); None: unbounded.
+    pub throttle: Option<Throttle>,
 }
 
 impl PreviewKind for Compaction {
     type Request = CompactionRequest;
-    type Plan = CompactionPlan;
-    fn has_work(plan: &CompactionPlan) -> bool {
-        plan.bins > 0
+    type Plan = PlannedJob;
+    fn has_work(p: &PlannedJob) -> bool {
+        p.plan.bins > 0
     }
     fn on_confirm(_: &Preview<Self>) -> OnConfirm {
         OnConfirm::StartJob

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
+
+use crate::engine::compact::budget::Brakes;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +26,8 @@ struct Task {
     kind: TaskKind,
     cancel: CancellationToken,
     handle: Option<JoinHandle<()>>,
+    /// A job's pace and commit spacing, for lifting them while it runs.
+    brakes: Option<Brakes>,
 }
 
 #[derive(Default)]
@@ -45,6 +49,7 @@ impl Tasks {
                 kind,
                 cancel: cancel.clone(),
                 handle: None,
+                brakes: None,
             },
         );
         cancel
@@ -55,6 +60,18 @@ impl Tasks {
         if let Some(t) = self.map.get_mut(&id) {
             t.handle = Some(handle);
         }
+    }
+
+    /// Keeps what holds job `id` back, for `brakes`.
+    pub fn set_brakes(&mut self, id: u64, brakes: Brakes) {
+        if let Some(t) = self.map.get_mut(&id) {
+            t.brakes = Some(brakes);
+        }
+    }
+
+    /// What holds job `id` back, while it is known.
+    pub fn brakes(&self, id: u64) -> Option<&Brakes> {
+        self.map.get(&id).and_then(|t| t.brakes.as_ref())
     }
 
     /// Cancels task `id` if it is of `kind`. A job stays known until it ends (it is waited for

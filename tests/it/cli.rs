@@ -442,3 +442,36 @@ fn s3_without_credentials_says_what_to_set() {
         "{err}"
     );
 }
+
+/// A new demo takes seconds to write: its build names each day as it lands, with the files
+/// written of all, so the terminal is never blank meanwhile; a second run reuses the table and
+/// writes nothing.
+#[test]
+fn the_demo_build_reports_each_day_as_it_lands_and_a_reused_demo_is_silent() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("demo");
+    let dir = dir.to_str().unwrap();
+    let o = lakehealth(&["demo", "--no-tui", "--dir", dir]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let days: Vec<&str> = err.lines().filter(|l| l.contains(" written, ")).collect();
+    // Two compacted days, one mixed day, three days of small files and today's.
+    assert_eq!(days.len(), 7, "{err}");
+    let counts: Vec<(u64, u64)> = days
+        .iter()
+        .map(|l| {
+            let tail = l.rsplit(", ").next().unwrap().trim_end_matches(" files");
+            let (a, b) = tail.split_once('/').unwrap();
+            let n = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
+            (n(a), n(b))
+        })
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0].0 < w[1].0), "{err}");
+    let (written, total) = *counts.last().unwrap();
+    assert_eq!(written, total, "the last day completes the count: {err}");
+    assert!(text(&o.stdout).contains("streaming_sensor_data"));
+
+    let again = lakehealth(&["demo", "--no-tui", "--dir", dir]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(!stderr(&again).contains(" written, "), "{}", stderr(&again));
+}

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::*;
 
 #[derive(Debug, serde::Deserialize)]
-struct Verified {
+pub(crate) struct Verified {
     files: u64,
     rows: u64,
     distinct_ids: u64,
@@ -38,7 +38,7 @@ struct OptimizeCommit {
     data_change: Vec<bool>,
 }
 
-fn verify(path: &Path) -> Verified {
+pub(crate) fn verify(path: &Path) -> Verified {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/verify_table.py");
     let o = Command::new(python())
         .arg(script)
@@ -77,7 +77,7 @@ fn stream_opts(query: &str, interval_ms: u64, batches: Option<u64>) -> StreamOpt
 }
 
 /// The in-process writer on its own thread and runtime, as the demo runs it.
-fn background_writer(
+pub(crate) fn background_writer(
     l: Location,
     cancel: CancellationToken,
 ) -> std::thread::JoinHandle<Vec<BatchCommitted>> {
@@ -123,7 +123,7 @@ fn expect_rows(batches: &[BatchCommitted]) -> (u64, i64) {
     )
 }
 
-fn assert_no_row_lost(v: &Verified, written: &[BatchCommitted]) {
+pub(crate) fn assert_no_row_lost(v: &Verified, written: &[BatchCommitted]) {
     let (rows, sum) = expect_rows(written);
     assert_eq!(v.rows, rows, "row count");
     assert_eq!(v.distinct_ids, rows, "no row appears twice");
@@ -521,7 +521,7 @@ async fn bins_finished_during_the_spacing_share_the_next_commit() {
 /// every row stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paced_job_follows_the_writers_cadence_and_says_why() {
-    use lakehealth::engine::compact::budget::Budget;
+    use lakehealth::engine::compact::budget::{Budget, Throttle};
     let (d, l, mut written) = seeded_batches(60).await;
     let cancel_writer = CancellationToken::new();
     let writer = background_writer(l.clone(), cancel_writer.clone());
@@ -530,12 +530,15 @@ async fn a_paced_job_follows_the_writers_cadence_and_says_why() {
         .await
         .unwrap();
     // Slow enough to last several seconds of the writer's 40 ms commits.
-    job.set_budget(Budget {
-        parallelism: 1,
-        read_bytes_per_second: Some(64 * KIB),
-        background: false,
-        commit_spacing_ms: None,
-        writer_rhythm_ms: Some(40),
+    job.set_throttle(Throttle {
+        budget: Budget {
+            parallelism: 1,
+            read_bytes_per_second: Some(64 * KIB),
+            background: false,
+            commit_spacing_ms: None,
+            writer_rhythm_ms: Some(40),
+        },
+        reason: "the test's pace".into(),
     });
     let (tx, mut rx) = mpsc::unbounded_channel();
     let s = run_isolated(

@@ -347,7 +347,7 @@ async fn tui_p_previews_a_purge_and_its_job_leaves_no_deletion_vector() {
     match t.app.modals.modal() {
         Some(Modal::Plan(p)) => {
             assert!(p.request.purge);
-            let plan = p.result.as_ref().unwrap().as_ref().unwrap();
+            let plan = &p.result.as_ref().unwrap().as_ref().unwrap().plan;
             assert_eq!((plan.bins, plan.files_in), (1, 1), "{plan:?}");
         }
         other => panic!("no purge preview: {other:?}"),

@@ -269,7 +269,9 @@ async fn the_demo_table_compacted_by_lakehealth_has_no_findings() {
         healthy_days: 1,
         healthy_file_bytes: 2 * MIB,
     };
-    let l = ensure_demo_table(d.path(), shape, false).await.unwrap();
+    let l = ensure_demo_table(d.path(), shape, false, &|_| {})
+        .await
+        .unwrap();
     compact_demo(&l).await;
     // More streaming files, compacted again.
     let stream = StreamOptions {

@@ -758,3 +758,56 @@ fn cycles_go_on_deciding_while_a_job_waits_for_its_commit_slot() {
         (rows, rows, sum)
     );
 }
+
+/// The commitInfo of every OPTIMIZE in the table's JSON log, read as plain JSON.
+fn optimize_commit_infos(table: &Path) -> Vec<Value> {
+    optimize_versions(table)
+        .into_iter()
+        .map(|v| {
+            let text =
+                std::fs::read_to_string(table.join(format!("_delta_log/{v:020}.json"))).unwrap();
+            let line = text.lines().find(|l| l.contains("\"commitInfo\"")).unwrap();
+            serde_json::from_str::<Value>(line).unwrap()["commitInfo"].clone()
+        })
+        .collect()
+}
+
+/// Write amplification divides the janitor's rewrites by what was streamed in: a job run by
+/// hand records itself as manual in its commit, is left out of the ratio and shown apart.
+#[test]
+fn a_manual_job_is_recorded_apart_from_the_janitors_and_left_out_of_write_amplification() {
+    let t = table(&[("2026-11-01", 60), ("2026-11-02", 10)]);
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("history.jsonl");
+    let by_hand = lakehealth(&[
+        "compact",
+        path(t.path()),
+        "--partition",
+        "ingestion_date=2026-11-02",
+    ]);
+    assert!(by_hand.status.success(), "{}", stderr(&by_hand));
+    let o = watch(t.path(), &history, &["--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+
+    let triggers: Vec<Value> = optimize_commit_infos(t.path())
+        .iter()
+        .map(|ci| ci["lakehealth.trigger"].clone())
+        .collect();
+    assert_eq!(triggers, ["manual", "janitor"], "in commit order");
+
+    let report = lakehealth(&["report", path(t.path()), "--json"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let r = &serde_json::from_slice::<Value>(&report.stdout).unwrap()["log"]["rewrite"];
+    let n = |k: &str| r[k].as_u64().unwrap();
+    assert!(n("janitor_bytes") > 0, "{r:#}");
+    assert!(n("compaction_bytes") > n("janitor_bytes"), "{r:#}");
+    let wa = r["write_amplification"].as_f64().unwrap();
+    let janitors = n("janitor_bytes") as f64 / n("writer_bytes") as f64;
+    assert!((wa - janitors).abs() < 1e-9, "{wa} != {janitors}: {r:#}");
+    let text_report = lakehealth(&["report", path(t.path())]);
+    let out = text(&text_report.stdout);
+    assert!(
+        out.contains("other compactions (by hand, other engines)"),
+        "{out}"
+    );
+}

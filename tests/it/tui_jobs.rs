@@ -34,7 +34,7 @@ async fn mark_and_preview(t: &mut Driven) {
     assert!(
         matches!(
             t.app.plan().and_then(|p| p.result.as_ref()),
-            Some(Ok(p)) if p.bins > 0
+            Some(Ok(p)) if p.plan.bins > 0
         ),
         "{}",
         t.screen()
@@ -62,7 +62,7 @@ async fn mark_preview_and_run_a_real_job_to_done_then_the_table_reloads() {
     // c previews a real plan of the marked partition.
     t.keys(&[KeyCode::Char('c')]).await;
     let plan = match &t.app.plan().unwrap().result {
-        Some(Ok(p)) => p.clone(),
+        Some(Ok(p)) => p.plan.clone(),
         other => panic!("no plan: {other:?}"),
     };
     assert_eq!(plan.files_in, 12);
@@ -221,7 +221,10 @@ async fn a_job_whose_preview_is_gone_ends_failed_at_once_instead_of_staying_queu
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut loader = Loader::new(opts(), tx);
     // No plan was prepared under this id: no runner will ever report on it.
-    loader.run(Effect::StartJob { id: 7 });
+    loader.run(Effect::StartJob {
+        id: 7,
+        full_speed: false,
+    });
     let a = tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await
         .expect("the loader reports at once")
@@ -330,4 +333,68 @@ async fn a_terminal_that_went_away_quits_at_once_and_cancels_the_running_job() {
     let e = app.update(lakehealth::tui::action::Action::Shutdown);
     assert_eq!(e, vec![Effect::CancelJob { id: 9 }]);
     assert!(app.should_quit, "nobody is there to answer a question");
+}
+
+/// Ingestion first in the TUI as headless: beside an active writer the preview says the pace a
+/// job would start at and why, and `f` there starts it at full speed instead (the headless
+/// command says `--parallelism`); `f` on the table view lifts a running job's pace. The
+/// writer's and the table's rows all stay (Python reader).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beside_a_writer_the_preview_and_the_job_show_the_pace_and_f_lifts_it() {
+    use crate::compact::{assert_no_row_lost, background_writer, verify};
+    use tokio_util::sync::CancellationToken;
+
+    let (d, l, mut written) = seeded_batches(40).await;
+    let cancel_writer = CancellationToken::new();
+    let writer = background_writer(l.clone(), cancel_writer.clone());
+    let mut t = Driven::new(l.display(), SIZE).open().await;
+    // The writer is active once its commits are in the log the preview reads.
+    let mut planned = None;
+    for _ in 0..100 {
+        t.keys(&[KeyCode::Char('c')]).await;
+        let p = match t.app.plan().and_then(|p| p.result.as_ref()) {
+            Some(Ok(p)) => p.clone(),
+            other => panic!("no plan: {other:?}"),
+        };
+        if p.throttle.as_ref().is_some_and(|t| t.budget.read_bytes_per_second.is_some()) {
+            planned = Some(p);
+            break;
+        }
+        t.keys(&[KeyCode::Esc]).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let planned = planned.expect("the preview never saw the writer as active");
+    let reason = &planned.throttle.as_ref().unwrap().reason;
+    assert!(reason.starts_with("writer active"), "{reason}");
+    let s = t.screen();
+    assert!(s.contains("Pace (f: full speed): pace 24 MiB/s: writer active"), "{s}");
+    assert!(!s.contains("--parallelism"), "{s}");
+
+    // f: full speed as asked, and the headless command says how; f again: paced again.
+    t.keys(&[KeyCode::Char('f')]).await;
+    let s = t.screen();
+    assert!(s.contains("Pace: full speed as asked"), "{s}");
+    assert!(s.contains("--parallelism"), "{s}");
+    t.keys(&[KeyCode::Char('f')]).await;
+    assert!(t.screen().contains("Pace (f: full speed)"), "{}", t.screen());
+
+    // Started paced: its first event is the pace it starts at, and f lifts it.
+    t.key(KeyCode::Enter);
+    t.until("the job's pace", |a| a.jobs.first().is_some_and(|j| j.pace.is_some()))
+        .await;
+    assert!(t.app.jobs[0].paced(), "{:?}", t.app.jobs[0].pace);
+    let lifted = |a: &App| {
+        a.jobs[0]
+            .pace
+            .as_ref()
+            .is_some_and(|p| p.bytes_per_second.is_none() && p.why.starts_with("lifted by the user"))
+    };
+    t.key(KeyCode::Char('f'));
+    t.until("the lifted pace", lifted).await;
+    t.jobs_done().await;
+    assert_eq!(t.app.jobs[0].status(), JobStatus::Done, "{:?}", t.app.jobs[0].errors);
+
+    cancel_writer.cancel();
+    written.extend(writer.join().unwrap());
+    assert_no_row_lost(&verify(d.path()), &written);
 }

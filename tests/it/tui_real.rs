@@ -25,7 +25,7 @@ async fn a_preview_made_before_another_compaction_landed_never_runs_as_is() {
     // Mark a partition and open the preview: a real plan of its 15 files.
     t.keys(&[KeyCode::Char(' '), KeyCode::Char('c')]).await;
     let planned = match &t.app.plan().unwrap().result {
-        Some(Ok(p)) => p.clone(),
+        Some(Ok(p)) => p.plan.clone(),
         other => panic!("no plan: {other:?}"),
     };
     assert_eq!(planned.files_in, 15);

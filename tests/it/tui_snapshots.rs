@@ -16,7 +16,7 @@ use lakehealth::tui::keymap::Context;
 use tempfile::TempDir;
 
 use crate::common::*;
-use crate::tui_driver::Driven;
+use crate::tui_driver::{Driven, log_only_table};
 
 const SIZE: (u16, u16) = (140, 40);
 
@@ -143,7 +143,7 @@ async fn snapshot_plan_preview_of_eleven_small_files() {
     let mut t = open(&d.path().join(SMALL_FILES)).await;
     t.keys(&[KeyCode::Char('c')]).await;
     let plan = match t.app.plan().and_then(|p| p.result.as_ref()) {
-        Some(Ok(p)) => p.clone(),
+        Some(Ok(p)) => p.plan.clone(),
         other => panic!("no plan: {other:?}"),
     };
     assert_eq!((plan.bins, plan.files_in, plan.table_version), (1, 11, 10));
@@ -224,6 +224,9 @@ async fn snapshot_jobs_panel_with_a_finished_job_and_the_reloaded_table() {
     assert!(s.contains("v11 -11 +1 files"), "{s}");
     // The commit feed counts bytes in the units of every other panel.
     assert!(s.contains("-4.75 KiB"), "{s}");
+    // A job run by hand is no janitor's write amplification: shown apart, never as a ratio.
+    assert!(s.contains("other compactions rewrote 518 B"), "{s}");
+    assert!(!s.contains("x of ingested"), "{s}");
     insta::assert_snapshot!("jobs_panel_finished", s);
 
     // x on a finished job: no question that cannot be answered, a notice instead.
@@ -277,4 +280,22 @@ async fn confirming_a_cancel_after_the_job_ended_says_so_and_closes() {
     );
     t.key(KeyCode::Char('y'));
     assert!(t.app.jobs[0].status() == JobStatus::Done);
+}
+
+/// The table's health is the share of its files it needs, so one partition of many small files
+/// sinks it however many others were compacted: the header counts the healthy partitions
+/// beside the score, and "3/100" after compacting 3 of 4 partitions reads true.
+#[tokio::test]
+async fn the_header_counts_the_healthy_partitions_beside_the_tables_score() {
+    let d = tempfile::tempdir().unwrap();
+    let mut files: Vec<(&str, u64)> = ["2026-11-01", "2026-11-02", "2026-11-03"]
+        .iter()
+        .map(|day| (*day, 150_000_000))
+        .collect();
+    files.extend((0..100).map(|_| ("2026-11-04", 10_000)));
+    log_only_table(d.path(), &files);
+    let t = Driven::new(loc(d.path()).display(), SIZE).open().await;
+    let s = t.screen();
+    // 103 files where 4 would do: 3/100, and three of the four partitions are fine.
+    assert!(s.contains("health   3/100 (3 of 4 partitions ok)"), "{s}");
 }

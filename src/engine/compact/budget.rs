@@ -1,8 +1,14 @@
 //! What a job may use: bins at once, read rate, CPU priority, commit spacing, and the writer's
 //! rhythm its pace follows (`cadence`). The janitor's throttle chooses it from the writers it
-//! sees in the log; `compact` applies it (`job::PreparedJob::set_budget`).
+//! sees in the log; `compact` applies it (`job::PreparedJob::set_throttle`).
+
+use std::sync::Arc;
 
 use serde::Serialize;
+
+use super::cadence::PaceNote;
+use super::pace::Pacer;
+use super::spacing::CommitSpacer;
 
 /// The most bins a job rewrites at once. Each runs on its own worker thread with its own
 /// buffers; past a few hundred the machine runs out of threads or memory long before the store
@@ -44,6 +50,73 @@ impl Budget {
     }
 }
 
+/// A budget and why it was chosen (`janitor::throttle::choose`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Throttle {
+    pub budget: Budget,
+    /// For humans: why this budget.
+    pub reason: String,
+}
+
+impl Throttle {
+    /// Every core, unbounded, because the user asked for it (`--no-throttle`, the TUI's key).
+    pub fn full_speed_by_request(cores: usize) -> Self {
+        let budget = Budget::full(cores);
+        Throttle {
+            reason: format!(
+                "full speed as asked: {} bin(s) at a time, unbounded, whatever the writers do",
+                budget.parallelism
+            ),
+            budget,
+        }
+    }
+
+    /// The pace a job starts at, as its events report pace changes.
+    pub fn pace_note(&self) -> PaceNote {
+        PaceNote {
+            bytes_per_second: self.budget.read_bytes_per_second,
+            why: self.reason.clone(),
+            raised: 0,
+            cut: 0,
+        }
+    }
+}
+
+/// What holds a running job back (its read pace, its commit spacing), kept apart from the job
+/// so the user can lift it while the job runs.
+#[derive(Debug, Clone, Default)]
+pub struct Brakes {
+    pub pace: Option<Arc<Pacer>>,
+    pub spacing: Option<Arc<CommitSpacer>>,
+}
+
+impl Brakes {
+    /// Whether anything holds the job back.
+    pub fn engaged(&self) -> bool {
+        self.pace.as_ref().is_some_and(|p| p.rate().is_some())
+            || self.spacing.as_ref().is_some_and(|s| !s.lifted())
+    }
+
+    /// Reads unbounded and commits as bins finish from now on; the bins at once and the CPU
+    /// priority stay as the job started (a process cannot raise its own priority back). Returns
+    /// the pace note now in force.
+    pub fn lift(&self) -> PaceNote {
+        let why = "lifted by the user: reads unbounded, commits as bins finish (bins at once and CPU priority as started)";
+        if let Some(s) = &self.spacing {
+            s.lift();
+        }
+        match &self.pace {
+            Some(p) => p.lift(why),
+            None => PaceNote {
+                bytes_per_second: None,
+                why: why.into(),
+                raised: 0,
+                cut: 0,
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +127,25 @@ mod tests {
         assert_eq!(bounded_parallelism(8), 8);
         assert_eq!(bounded_parallelism(100_000), MAX_PARALLELISM);
         assert_eq!(Budget::full(usize::MAX).parallelism, MAX_PARALLELISM);
+    }
+
+    #[test]
+    fn lifting_the_brakes_frees_both_the_pace_and_the_commit_spacing() {
+        let brakes = Brakes {
+            pace: Some(Arc::new(Pacer::new(1024))),
+            spacing: Some(Arc::new(CommitSpacer::new(std::time::Duration::from_secs(30)))),
+        };
+        assert!(brakes.engaged());
+        let t0 = std::time::Instant::now();
+        if let Some(s) = &brakes.spacing {
+            s.committed(t0);
+        }
+        let note = brakes.lift();
+        assert_eq!(note.bytes_per_second, None);
+        assert_eq!(brakes.pace.as_ref().and_then(|p| p.rate()), None);
+        assert_eq!(
+            brakes.spacing.as_ref().map(|s| s.remaining(t0)),
+            Some(std::time::Duration::ZERO)
+        );
     }
 }

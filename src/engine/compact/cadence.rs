@@ -98,14 +98,21 @@ impl Aimd {
                     self.rate = (self.rate + STEP).min(FULL);
                     self.raised += 1;
                 }
-                format!("writer cadence {r:.0} ms, unchanged from {b:.0} ms: raised")
+                format!(
+                    "writer cadence {r:.0} ms, within {HOLD_RATIO}x its {b:.0} ms before the job: raised"
+                )
             }
             Some(r) if r > b * CUT_RATIO => {
                 self.rate = (self.rate.min(FULL) / 2).max(FLOOR);
                 self.cut += 1;
-                format!("writer cadence stretched to {r:.0} ms from {b:.0} ms: halved")
+                format!(
+                    "writer cadence stretched to {r:.0} ms, over {CUT_RATIO}x its {b:.0} ms before the job: halved"
+                )
             }
-            Some(r) => format!("writer cadence {r:.0} ms (was {b:.0} ms): held"),
+            Some(r) => format!(
+                "writer cadence {r:.0} ms, {:.2}x its {b:.0} ms before the job: held",
+                r / b
+            ),
         };
         PaceNote {
             bytes_per_second: (self.rate < FULL).then_some(self.rate),
@@ -284,12 +291,16 @@ mod tests {
         let mut a = Aimd::new(24 * MIB, 100);
         let n = a.observe(Some(105.0), 0.0);
         assert_eq!(n.bytes_per_second, Some(40 * MIB));
-        assert!(n.why.contains("unchanged"), "{}", n.why);
+        // The figures say what they compare: the writer's interval now and before the job.
+        assert_eq!(
+            n.why,
+            "writer cadence 105 ms, within 1.15x its 100 ms before the job: raised"
+        );
         assert_eq!(a.observe(Some(100.0), 0.0).bytes_per_second, Some(56 * MIB));
         let cut = a.observe(Some(150.0), 0.0);
         assert_eq!(cut.bytes_per_second, Some(28 * MIB));
         assert!(
-            cut.why.contains("stretched to 150 ms from 100 ms"),
+            cut.why.contains("stretched to 150 ms, over 1.35x its 100 ms before the job"),
             "{}",
             cut.why
         );

@@ -38,6 +38,7 @@ use super::features;
 use crate::engine::failpoint::{self, Failpoint};
 use crate::engine::log::actions::{commit_info, scan};
 use crate::engine::model::percent::decode as decoded;
+use crate::engine::model::trigger::Trigger;
 
 /// The key under which the commit id is stored in `commitInfo`.
 pub const COMMIT_ID_KEY: &str = "lakehealth.commitId";
@@ -111,6 +112,8 @@ pub struct BinActions<'a> {
     /// The table schema (`schemaString`) the outputs were written with: a table whose schema
     /// changed since takes them no more (a widened type, say). None: not checked.
     pub schema: Option<&'a str>,
+    /// Who started the job (recorded in commitInfo, `model::trigger`).
+    pub trigger: Trigger,
 }
 
 /// The paths among `removes` that are not active in `table`'s snapshot with the deletion vector
@@ -384,10 +387,16 @@ async fn try_commit(
         .version()
         .map(|v| v + 1)
         .ok_or_else(|| AttemptError::NotWritten("no version loaded".into()))?;
-    let metadata: HashMap<String, serde_json::Value> = [(
-        COMMIT_ID_KEY.to_string(),
-        serde_json::Value::String(commit_id.to_string()),
-    )]
+    let metadata: HashMap<String, serde_json::Value> = [
+        (
+            COMMIT_ID_KEY.to_string(),
+            serde_json::Value::String(commit_id.to_string()),
+        ),
+        (
+            Trigger::KEY.to_string(),
+            serde_json::Value::String(bin.trigger.name().to_string()),
+        ),
+    ]
     .into();
     let input = AttemptInput {
         removes: &removes,

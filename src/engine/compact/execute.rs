@@ -27,6 +27,7 @@ use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
 use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, delete_outputs};
 use super::row_tracking::with_hidden_columns;
 use super::spacing::CommitSpacer;
+use crate::engine::model::trigger::Trigger;
 use super::table::{CompactionTable, partition_files};
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::model::thresholds::Thresholds;
@@ -50,6 +51,8 @@ pub struct ExecOptions {
     pub commit_spacing: Option<Arc<CommitSpacer>>,
     /// The writer's interval before the job: a paced job follows its cadence (`cadence`).
     pub writer_rhythm_ms: Option<u64>,
+    /// Who started the job, recorded in its commits (`model::trigger`).
+    pub trigger: Trigger,
 }
 
 /// A partition is planned again at most this many times in one job (a table whose files keep
@@ -325,6 +328,7 @@ impl<'a> Run<'a> {
             operation: self.operation(),
             row_ids_materialized: self.ct.features.materialize.is_some(),
             schema: self.schema.as_deref(),
+            trigger: self.opts.trigger,
         };
         match commit_bin(&mut self.table, &bin).await {
             CommitOutcome::Landed { version, retries } => {
@@ -365,6 +369,7 @@ impl<'a> Run<'a> {
             operation: self.operation(),
             row_ids_materialized: self.ct.features.materialize.is_some(),
             schema: self.schema.as_deref(),
+            trigger: self.opts.trigger,
         };
         match commit_bin(&mut self.table, &bin).await {
             CommitOutcome::Landed { version, retries } => {

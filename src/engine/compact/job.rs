@@ -9,6 +9,7 @@ use parquet::basic::Compression;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::{Brakes, Throttle};
 use super::events::{FailureKind, JobEvent, JobSummary};
 use super::execute::{ExecOptions, execute};
 use super::locks::{PartitionLocks, key};
@@ -80,12 +81,28 @@ pub struct PreparedJob {
     pub table: CompactionTable,
     pub plan: CompactionPlan,
     pub exec: ExecOptions,
+    /// The budget applied (`set_throttle`) and why; None: the request's parallelism, unbounded.
+    pub throttle: Option<Throttle>,
     selection: Selection,
 }
 
 impl PreparedJob {
-    /// Applies a throttle's budget (`janitor::throttle`): bins at once, and the read rate.
-    pub fn set_budget(&mut self, b: super::budget::Budget) {
+    /// Applies a throttle (`janitor::throttle`): its budget, kept with why it was chosen.
+    pub fn set_throttle(&mut self, t: Throttle) {
+        self.set_budget(t.budget);
+        self.throttle = Some(t);
+    }
+
+    /// What holds the job back, for lifting it while it runs (`Brakes::lift`).
+    pub fn brakes(&self) -> Brakes {
+        Brakes {
+            pace: self.exec.rewrite.pace.clone(),
+            spacing: self.exec.commit_spacing.clone(),
+        }
+    }
+
+    /// Applies a budget: bins at once, and the read rate.
+    fn set_budget(&mut self, b: super::budget::Budget) {
         self.exec.parallelism = super::budget::bounded_parallelism(b.parallelism);
         self.exec.background = b.background;
         self.exec.commit_spacing = b
@@ -224,11 +241,13 @@ pub fn prepare_table(
         background: false,
         commit_spacing: None,
         writer_rhythm_ms: None,
+        trigger: Default::default(),
     };
     Ok(PreparedJob {
         table,
         plan,
         exec,
+        throttle: None,
         selection,
     })
 }

@@ -4,7 +4,7 @@
 //! by a job's bins. Sleeping leaves the cores to the writers; it never skips work.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::cadence::PaceNote;
@@ -18,6 +18,8 @@ pub struct Pacer {
     due: Mutex<Option<Instant>>,
     /// The latest change and why.
     note: Mutex<Option<PaceNote>>,
+    /// The user lifted the pace (`lift`): it stays unbounded whatever the cadence says.
+    lifted: AtomicBool,
 }
 
 impl Pacer {
@@ -26,6 +28,7 @@ impl Pacer {
             rate: AtomicU64::new(bytes_per_second.max(1)),
             due: Mutex::new(None),
             note: Mutex::new(None),
+            lifted: AtomicBool::new(false),
         }
     }
 
@@ -37,13 +40,34 @@ impl Pacer {
         }
     }
 
-    /// A new pace and why (`cadence`).
+    /// A new pace and why (`cadence`); ignored once the user lifted the pace.
     pub fn set(&self, note: PaceNote) {
+        if self.lifted.load(Ordering::Relaxed) {
+            return;
+        }
         self.rate
             .store(note.bytes_per_second.unwrap_or(0), Ordering::Relaxed);
         if let Ok(mut n) = self.note.lock() {
             *n = Some(note);
         }
+    }
+
+    /// Full speed from now on, for `why` (the user's key, as `--no-throttle`): later cadence
+    /// changes are ignored. Returns the note now in force.
+    pub fn lift(&self, why: &str) -> PaceNote {
+        let before = self.note();
+        let note = PaceNote {
+            bytes_per_second: None,
+            why: why.into(),
+            raised: before.as_ref().map_or(0, |n| n.raised),
+            cut: before.as_ref().map_or(0, |n| n.cut),
+        };
+        self.rate.store(0, Ordering::Relaxed);
+        self.lifted.store(true, Ordering::Relaxed);
+        if let Ok(mut n) = self.note.lock() {
+            *n = Some(note.clone());
+        }
+        note
     }
 
     /// The latest pace change, if any.
@@ -111,5 +135,21 @@ mod tests {
         });
         assert_eq!(p.rate(), None);
         assert_eq!(p.note().map(|n| n.raised), Some(1));
+    }
+
+    #[test]
+    fn a_lifted_pace_stays_unbounded_whatever_the_cadence_says_after() {
+        let p = Pacer::new(1000);
+        let note = p.lift("lifted by the user");
+        assert_eq!(note.bytes_per_second, None);
+        assert_eq!(p.rate(), None);
+        p.set(PaceNote {
+            bytes_per_second: Some(10),
+            why: "the writer slowed down".into(),
+            raised: 0,
+            cut: 1,
+        });
+        assert_eq!(p.rate(), None, "the cadence must not bring the pace back");
+        assert_eq!(p.note().map(|n| n.why), Some("lifted by the user".into()));
     }
 }

@@ -6,6 +6,7 @@
 //! from the writer's commit rate) and only a small share of its commits ever pays the retry.
 //! A bin that is ready waits here with its outputs; a cancel ends the wait.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,8 @@ pub struct CommitSpacer {
     /// When the last compaction commit through this spacer landed (shared by the spacers of
     /// one table's jobs).
     last: LastCommit,
+    /// The user lifted the spacing (`lift`): commits go as bins finish.
+    lifted: AtomicBool,
 }
 
 /// When a table's last compaction commit landed.
@@ -27,7 +30,21 @@ impl CommitSpacer {
 
     /// Spaced from the commits of every other spacer given `last`.
     pub fn sharing(interval: Duration, last: LastCommit) -> Self {
-        Self { interval, last }
+        Self {
+            interval,
+            last,
+            lifted: AtomicBool::new(false),
+        }
+    }
+
+    /// Commits go as bins finish from now on (the user's key, as `--no-throttle`).
+    pub fn lift(&self) {
+        self.lifted.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the user lifted the spacing.
+    pub fn lifted(&self) -> bool {
+        self.lifted.load(Ordering::Relaxed)
     }
 
     pub fn interval(&self) -> Duration {
@@ -36,6 +53,9 @@ impl CommitSpacer {
 
     /// How long a commit must still wait at `now` (zero: it may go).
     pub fn remaining(&self, now: Instant) -> Duration {
+        if self.lifted.load(Ordering::Relaxed) {
+            return Duration::ZERO;
+        }
         let last = self.last.lock().ok().and_then(|l| *l);
         match last {
             Some(t) => (t + self.interval).saturating_duration_since(now),
@@ -79,5 +99,14 @@ mod tests {
             next.remaining(t0 + Duration::from_secs(4)),
             Duration::from_secs(6)
         );
+    }
+
+    #[test]
+    fn a_lifted_spacing_lets_the_next_commit_go_at_once() {
+        let s = CommitSpacer::new(Duration::from_secs(20));
+        let t0 = Instant::now();
+        s.committed(t0);
+        s.lift();
+        assert_eq!(s.remaining(t0 + Duration::from_secs(1)), Duration::ZERO);
     }
 }

@@ -317,6 +317,7 @@ fn summary(b: &BatchFile, entries: &[SinkEntry]) -> CommitSummary {
         query_id: Some(SINK_WRITER.into()),
         epoch_id: Some(b.batch as i64),
         engine: Some("Spark file sink".into()),
+        trigger: None,
     }
 }
 

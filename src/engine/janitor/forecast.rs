@@ -222,6 +222,7 @@ mod tests {
                 query_id: None,
                 epoch_id: None,
                 engine: None,
+                trigger: None,
             },
             partitions: parts
                 .iter()

@@ -215,8 +215,9 @@ pub(super) async fn plan_job(spec: &JobSpec) -> Planned {
         }));
     }
     job.exec.executor = spec.executor.clone();
-    job.set_budget(spec.throttle.budget);
+    job.set_throttle(spec.throttle.clone());
     job.exec.commit_spacing = spec.spacer.clone();
+    job.exec.trigger = Trigger::Janitor;
     Planned::Ready(Box::new(job))
 }
 

@@ -304,7 +304,7 @@ const TABLE_SERIES: &[TableSeries] = &[
     TableSeries {
         name: "table_write_amplification",
         kind: "gauge",
-        help: "Bytes compactions wrote per byte the writers wrote, over the recent log (NaN: no ingest).",
+        help: "Bytes the janitor's compactions wrote per byte the writers wrote, over the recent log (jobs run by hand left out; NaN: no ingest).",
         value: |m| {
             m.rewrite
                 .write_amplification
@@ -585,6 +585,7 @@ mod tests {
             "s3://b/t\"x",
             crate::engine::stats::log_health::Rewrite {
                 compaction_bytes: 300,
+                janitor_bytes: 300,
                 writer_bytes: 1200,
                 write_amplification: Some(0.25),
             },

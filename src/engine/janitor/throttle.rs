@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-pub use crate::engine::compact::budget::Budget;
+pub use crate::engine::compact::budget::{Budget, Throttle};
 use crate::engine::log::state::CommitSummary;
 use crate::engine::size::format_bytes;
 use crate::engine::stats::writers::StreamingWriter;
@@ -156,6 +156,13 @@ impl Writers {
     }
 }
 
+/// The budget of a job started by hand (`compact` without `--parallelism`, the TUI's preview)
+/// on a table whose log shows `commits` and `streaming` writers at `now_ms`: the janitor's rule.
+pub fn for_table(commits: &[CommitSummary], streaming: &[StreamingWriter], now_ms: i64) -> Throttle {
+    let w = measure(commits, streaming, now_ms, WINDOW_MS);
+    choose(&w, cores(), ACTIVE_READ_RATE)
+}
+
 /// Measures the writers of the last `window_ms` before `now_ms`. Compactions (OPTIMIZE, by
 /// lakehealth or anyone, `dataChange=false`) are not writers: they never wait on each other
 /// the way an append does.
@@ -220,12 +227,6 @@ pub fn measure(
 /// How many of the latest data commits set the rhythm.
 const RHYTHM_COMMITS: usize = 20;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Throttle {
-    pub budget: Budget,
-    /// For humans: why this budget.
-    pub reason: String,
-}
 
 /// The budget for a job given the writers: one bin at a time at `active_rate` while any writer
 /// is active, every core when none is.
@@ -307,6 +308,7 @@ mod tests {
             query_id: None,
             epoch_id: None,
             engine: None,
+            trigger: None,
         }
     }
 

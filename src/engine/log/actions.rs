@@ -133,6 +133,9 @@ pub struct CommitInfo {
     /// its own commit after an ambiguous failure.
     #[serde(rename = "lakehealth.commitId")]
     pub lakehealth_commit_id: Option<String>,
+    /// Who started the lakehealth compaction that made this commit (`model::trigger`).
+    #[serde(rename = "lakehealth.trigger")]
+    pub lakehealth_trigger: Option<String>,
 }
 
 impl CommitInfo {

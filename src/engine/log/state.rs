@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::actions::{MetaData, Protocol};
 use super::listing::LogListing;
 use super::partition_key::PartitionSizes;
+use crate::engine::model::trigger::Trigger;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TxnState {
@@ -45,6 +46,8 @@ pub struct CommitSummary {
     pub query_id: Option<String>,
     pub epoch_id: Option<i64>,
     pub engine: Option<String>,
+    /// A lakehealth compaction's trigger (janitor or by hand); None for anyone else's commit.
+    pub trigger: Option<Trigger>,
 }
 
 /// Operation and writer of one commit, for findings that name commits.

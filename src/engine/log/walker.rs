@@ -11,6 +11,7 @@ use super::file_size::{ImplausibleSizes, logged_size};
 use super::partition_key::{FastMap, PartitionSizes, encode_into};
 use super::state::{CommitOrigin, CommitSummary, RepeatedRemove, Tombstones, TxnState};
 use crate::engine::error::{EngineError, Result};
+use crate::engine::model::trigger::Trigger;
 
 /// The oldest action on a file key among the JSON commits after the checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -356,6 +357,7 @@ fn summarize(c: &FetchedCommit, actions: &[ActionLine]) -> CommitSummary {
         query_id: None,
         epoch_id: None,
         engine: None,
+        trigger: None,
     };
     let mut info = None;
     for a in actions {
@@ -379,6 +381,7 @@ fn summarize(c: &FetchedCommit, actions: &[ActionLine]) -> CommitSummary {
             s.query_id = ci.param("queryId");
             s.epoch_id = ci.param("epochId").and_then(|v| v.parse().ok());
             s.engine = ci.engine();
+            s.trigger = ci.lakehealth_trigger.as_deref().and_then(Trigger::parse);
             info = Some(ci);
         }
     }

@@ -7,3 +7,4 @@ pub mod format;
 pub mod partition;
 pub mod percent;
 pub mod thresholds;
+pub mod trigger;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::engine::log::state::LogState;
+use crate::engine::model::trigger::Trigger;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogHealth {
@@ -35,9 +36,14 @@ pub struct LogHealth {
 /// Bytes written by compaction beside bytes written by the table's writers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Rewrite {
+    /// Every commit without a data change, whoever made it.
     pub compaction_bytes: u64,
+    /// Of those, lakehealth's janitor's (`lakehealth.trigger` = janitor).
+    pub janitor_bytes: u64,
     pub writer_bytes: u64,
-    /// `compaction_bytes / writer_bytes`; None when the writers wrote nothing in the window.
+    /// The janitor's rewrites of what was streamed in: `janitor_bytes / writer_bytes`. Jobs
+    /// run by hand and other engines' compactions are left out (`other_bytes`). None when the
+    /// writers wrote nothing in the window.
     pub write_amplification: Option<f64>,
 }
 
@@ -45,19 +51,28 @@ impl Rewrite {
     /// From commit summaries: a commit that changes no data (OPTIMIZE, ZORDER, a janitor's)
     /// rewrites; any other adds ingested bytes.
     pub fn of(commits: &[crate::engine::log::state::CommitSummary]) -> Self {
-        let (mut compaction, mut writers) = (0u64, 0u64);
+        let (mut compaction, mut janitor, mut writers) = (0u64, 0u64, 0u64);
         for c in commits {
             if c.data_change {
                 writers = writers.saturating_add(c.bytes_added);
             } else {
                 compaction = compaction.saturating_add(c.bytes_added);
+                if c.trigger == Some(Trigger::Janitor) {
+                    janitor = janitor.saturating_add(c.bytes_added);
+                }
             }
         }
         Self {
             compaction_bytes: compaction,
+            janitor_bytes: janitor,
             writer_bytes: writers,
-            write_amplification: (writers > 0).then(|| compaction as f64 / writers as f64),
+            write_amplification: (writers > 0).then(|| janitor as f64 / writers as f64),
         }
+    }
+
+    /// Bytes rewritten by compactions other than the janitor's (by hand, other engines).
+    pub fn other_bytes(&self) -> u64 {
+        self.compaction_bytes.saturating_sub(self.janitor_bytes)
     }
 }
 
@@ -125,8 +140,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn write_amplification_is_compaction_bytes_per_ingested_byte() {
-        let c = |data_change, bytes_added| crate::engine::log::state::CommitSummary {
+    fn write_amplification_is_the_janitors_rewrites_per_ingested_byte_and_manual_jobs_stay_apart() {
+        let c = |data_change, bytes_added, trigger| crate::engine::log::state::CommitSummary {
             version: 0,
             timestamp_ms: None,
             operation: if data_change { "WRITE" } else { "OPTIMIZE" }.into(),
@@ -138,11 +153,26 @@ mod tests {
             query_id: None,
             epoch_id: None,
             engine: None,
+            trigger,
         };
-        let r = Rewrite::of(&[c(true, 100), c(true, 100), c(false, 300)]);
-        assert_eq!((r.compaction_bytes, r.writer_bytes), (300, 200));
-        assert_eq!(r.write_amplification, Some(1.5));
-        assert_eq!(Rewrite::of(&[c(false, 5)]).write_amplification, None);
+        let janitor = Some(Trigger::Janitor);
+        let r = Rewrite::of(&[
+            c(true, 100, None),
+            c(true, 100, None),
+            c(false, 300, janitor),
+            c(false, 900, Some(Trigger::Manual)),
+            c(false, 50, None),
+        ]);
+        assert_eq!(
+            (r.compaction_bytes, r.janitor_bytes, r.writer_bytes),
+            (1250, 300, 200)
+        );
+        assert_eq!(r.write_amplification, Some(1.5), "manual jobs left out");
+        assert_eq!(r.other_bytes(), 950);
+        assert_eq!(
+            Rewrite::of(&[c(false, 5, janitor)]).write_amplification,
+            None
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! round's job is planned and then runs as a manual job does (jobs panel, `x`).
 
 use super::state::Round;
-use crate::engine::compact::plan::CompactionPlan;
+use crate::tui::preview::PlannedJob;
 use crate::engine::model::format::TableFormat;
 use crate::tui::action::Effect;
 use crate::tui::app::App;
@@ -71,14 +71,18 @@ impl App {
     pub(in crate::tui) fn janitor_planned(
         &mut self,
         id: u64,
-        result: Result<Box<CompactionPlan>, String>,
+        result: Result<Box<PlannedJob>, String>,
     ) -> Vec<Effect> {
         match result {
-            Ok(plan) if plan.bins > 0 => {
+            Ok(planned) if planned.plan.bins > 0 => {
                 let uri = self.janitor.table.clone().unwrap_or_default();
                 let number = self.job_number();
-                self.jobs.push(JobView::new(id, number, uri, &plan));
-                vec![Effect::StartJob { id }]
+                self.jobs.push(JobView::new(id, number, uri, &planned.plan));
+                // The janitor's own throttle applies: the user can lift it once it runs.
+                vec![Effect::StartJob {
+                    id,
+                    full_speed: false,
+                }]
             }
             _ => {
                 self.janitor.job_ended(id);

@@ -2,7 +2,7 @@
 //! transitions; `App::update` calls them. Back-off is the engine janitor's (per table, as in
 //! `watch`): a held table's partitions come decided "backing off" or "suspended", with why.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::engine::janitor::decide::DecisionKind;
@@ -58,6 +58,9 @@ pub struct TuiJanitor {
     job: Option<u64>,
     /// The last round's error (the table could not be read).
     pub error: Option<String>,
+    /// Partitions a commit compacted while the round in flight was deciding: it read the table
+    /// before, so its "due" for them is stale on arrival.
+    compacted_in_flight: HashSet<PartitionValues>,
 }
 
 impl TuiJanitor {
@@ -72,6 +75,7 @@ impl TuiJanitor {
             last_cycle: None,
             job: None,
             error: None,
+            compacted_in_flight: HashSet::new(),
         }
     }
 
@@ -85,6 +89,7 @@ impl TuiJanitor {
         if self.table.is_some() {
             self.table = None;
             self.flags.clear();
+            self.compacted_in_flight.clear();
             self.last_cycle = None;
             false
         } else {
@@ -131,6 +136,9 @@ impl TuiJanitor {
             .iter()
             .map(|d| (d.partition.clone(), (d.decision, d.reason.clone())))
             .collect();
+        for p in std::mem::take(&mut self.compacted_in_flight) {
+            self.unflag_due(&p);
+        }
         for d in round.decisions.into_iter().filter(worth_a_row) {
             // The same decision for the same reason again: one row, at its newest time (so a
             // table decided every 10 s does not grow the list by its partitions each time).
@@ -174,13 +182,20 @@ impl TuiJanitor {
             return;
         }
         for p in partitions {
-            if self
-                .flags
-                .get(p)
-                .is_some_and(|(k, _)| *k == DecisionKind::Due)
-            {
-                self.flags.remove(p);
+            self.unflag_due(p);
+            if self.cycle.is_some() {
+                self.compacted_in_flight.insert(p.clone());
             }
+        }
+    }
+
+    fn unflag_due(&mut self, p: &PartitionValues) {
+        if self
+            .flags
+            .get(p)
+            .is_some_and(|(k, _)| *k == DecisionKind::Due)
+        {
+            self.flags.remove(p);
         }
     }
 
@@ -359,5 +374,26 @@ mod tests {
         j.cycle = Some(2);
         assert!(!j.decided(1, Instant::now(), round(&[], true)));
         assert_eq!(j.cycle, Some(2));
+    }
+
+    #[test]
+    fn a_round_that_read_the_table_before_a_commit_does_not_bring_its_due_flag_back() {
+        let mut j = janitor();
+        let now = Instant::now();
+        assert!(j.toggle("t"));
+        let due = vec![line("1", DecisionKind::Due, "due: 60 small files >= 50 (default)")];
+        j.cycle = Some(1);
+        j.decided(1, now, round(&due, false));
+        assert!(j.flag(&pv("1")).is_some());
+        // The next round starts, then a commit compacts the partition before it answers.
+        j.cycle = Some(2);
+        j.compacted("t", &[pv("1")]);
+        assert!(j.flag(&pv("1")).is_none());
+        j.decided(2, now, round(&due, false));
+        assert!(j.flag(&pv("1")).is_none(), "the stale round's due is dropped");
+        // A round started after the commit decides afresh.
+        j.cycle = Some(3);
+        j.decided(3, now, round(&due, false));
+        assert!(j.flag(&pv("1")).is_some());
     }
 }

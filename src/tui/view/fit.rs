@@ -82,6 +82,25 @@ pub fn words(text: &str, style: ratatui::style::Style, width: usize) -> Vec<Line
     flow(items, " ", width)
 }
 
+/// `text` wrapped as `words` does into at most `rows` lines; the last ends in "…" where the
+/// rest was cut.
+pub fn words_in_rows(
+    text: &str,
+    style: ratatui::style::Style,
+    width: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
+    let mut lines = words(text, style, width);
+    if lines.len() <= rows || rows == 0 {
+        lines.truncate(rows);
+        return lines;
+    }
+    let rest: Vec<String> = lines[rows - 1..].iter().map(|l| l.to_string()).collect();
+    lines.truncate(rows - 1);
+    lines.push(clip(Line::styled(rest.join(" "), style), width));
+    lines
+}
+
 /// Rows `lines` take when wrapped at `width` (a line wider than the width wraps).
 pub fn wrapped_rows(lines: &[Line], width: usize) -> usize {
     let w = width.max(1);
@@ -149,6 +168,19 @@ pub fn clip(line: Line<'static>, n: usize) -> Line<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_in_fewer_rows_than_it_needs_ends_in_an_ellipsis_on_its_last_row() {
+        let style = ratatui::style::Style::default();
+        let text = "pace 24 MiB/s: writer active: 17.4 data commits/s, one every 0.1 s";
+        let lines = words_in_rows(text, style, 20, 2);
+        assert_eq!(lines.len(), 2);
+        assert!(lines.iter().all(|l| l.width() <= 20));
+        assert!(lines[1].to_string().ends_with('…'), "{lines:?}");
+        let whole = words_in_rows("short text", style, 20, 2);
+        assert_eq!(whole.len(), 1);
+        assert!(!whole[0].to_string().contains('…'));
+    }
 
     #[test]
     fn a_clipped_line_ends_in_an_ellipsis_at_the_width() {

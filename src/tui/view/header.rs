@@ -57,13 +57,33 @@ pub fn activity_text(a: &Activity, now_ms: i64) -> String {
     }
 }
 
+/// "health 3/100 (3 of 4 partitions ok)": the table's score is the share of its files it needs
+/// (`ideal / files`), so one partition of a thousand small files sinks it however many others
+/// are compacted; the count of healthy partitions says that part of the story.
+fn health(t: &TableReport) -> Item {
+    let s = &t.stats;
+    let ok = t
+        .partitions
+        .iter()
+        .filter(|p| p.stats.health_score >= super::HEALTH_OK)
+        .count();
+    let mut item = vec![Span::styled(
+        format!("health {:>3}/100", s.health_score),
+        style::score(s.health_score),
+    )];
+    if t.partitions.len() > 1 {
+        item.push(Span::raw(format!(
+            " ({ok} of {} partitions ok)",
+            format_count(t.partitions.len() as u64)
+        )));
+    }
+    item
+}
+
 fn totals(t: &TableReport) -> Vec<Item> {
     let s = &t.stats;
     vec![
-        vec![Span::styled(
-            format!("health {:>3}/100", s.health_score),
-            style::score(s.health_score),
-        )],
+        health(t),
         raw(format!("v{}", t.version)),
         raw(format!("{} files", format_count(s.files))),
         raw(format_bytes(s.bytes)),
@@ -111,14 +131,28 @@ fn log(t: &TableReport, now_ms: i64) -> Vec<Item> {
         style::dim()
     };
     let rate = activity(l.commits_per_minute, l.last_commit_ms, now_ms);
-    // Write amplification once compactions rewrote anything in the recent log.
-    let rewritten = match l.rewrite.write_amplification {
-        Some(wa) if l.rewrite.compaction_bytes > 0 => Some(raw(format!(
-            "rewritten {wa:.2}x of ingested ({} for {})",
-            format_bytes(l.rewrite.compaction_bytes),
-            format_bytes(l.rewrite.writer_bytes)
-        ))),
+    // Write amplification once the janitor rewrote anything in the recent log; other
+    // compactions (by hand, other engines) apart, never in the ratio.
+    let r = &l.rewrite;
+    let janitor = match r.write_amplification {
+        Some(wa) if r.janitor_bytes > 0 => Some(format!(
+            "janitor rewrote {wa:.2}x of ingested ({} for {})",
+            format_bytes(r.janitor_bytes),
+            format_bytes(r.writer_bytes)
+        )),
         _ => None,
+    };
+    let other = (r.other_bytes() > 0).then(|| {
+        format!(
+            "other compactions rewrote {}",
+            format_bytes(r.other_bytes())
+        )
+    });
+    let rewritten = match (janitor, other) {
+        (None, None) => None,
+        (Some(j), None) => Some(raw(j)),
+        (None, Some(o)) => Some(raw(o)),
+        (Some(j), Some(o)) => Some(raw(format!("{j}; {o}"))),
     };
     let mut items = vec![
         vec![Span::styled(

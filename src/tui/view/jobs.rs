@@ -206,8 +206,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let total = app.jobs.len() + app.maintenance.len();
     let counts = format!(" Jobs ({active} active, {total} total) ");
     let with_key = format!(" Jobs ({active} active, {total} total) · x cancel ");
+    let with_keys = format!(" Jobs ({active} active, {total} total) · x cancel · f full speed ");
+    let paced = app.has_paced_jobs();
     let forms = match active {
         0 => vec![counts.as_str()],
+        _ if paced => vec![with_keys.as_str(), with_key.as_str(), counts.as_str()],
         _ => vec![with_key.as_str(), counts.as_str()],
     };
     let title = fit::first_fitting(&forms, usize::from(area.width.saturating_sub(2)));

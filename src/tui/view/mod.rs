@@ -71,6 +71,9 @@ pub fn help_len() -> usize {
 }
 
 /// What the health colours mean, as one item of a header or footer.
+/// A score at or above it reads "ok" (the legend's first band).
+pub const HEALTH_OK: u8 = 80;
+
 pub fn health_legend() -> Vec<ratatui::text::Span<'static>> {
     use ratatui::text::Span;
     vec![
@@ -162,7 +165,7 @@ pub mod style {
     }
     /// Green ≥ 80, yellow ≥ 50, red below.
     pub fn score(score: u8) -> Style {
-        let c = if score >= 80 {
+        let c = if score >= super::HEALTH_OK {
             Color::Green
         } else if score >= 50 {
             Color::Yellow

@@ -13,6 +13,7 @@ use crate::engine::compact::plan::{CompactionPlan, PartitionPlan};
 use crate::engine::size::{format_bytes, format_count, plural};
 use crate::engine::stats::histogram::{Band, Histogram};
 use crate::tui::app::PlanDialog;
+use crate::tui::preview::PlannedJob;
 use crate::tui::layout::centered;
 
 fn band_files(h: &Histogram, band: Band) -> u64 {
@@ -25,7 +26,7 @@ fn band_files(h: &Histogram, band: Band) -> u64 {
 
 pub fn view(d: &PlanDialog) -> PreviewView<'_> {
     let height = match &d.result {
-        Some(Ok(p)) => p.partitions.len().min(12) as u16 + 11,
+        Some(Ok(p)) => p.plan.partitions.len().min(12) as u16 + 13,
         _ => 8,
     };
     let purge = d.request.purge;
@@ -48,7 +49,8 @@ pub fn view(d: &PlanDialog) -> PreviewView<'_> {
             failed(format!("cannot plan: {e}"), "Esc close"),
             Some(Wrap { trim: true }),
         ),
-        Some(Ok(p)) => {
+        Some(Ok(planned)) => {
+            let p = &planned.plan;
             let executor = d.request.executor.as_str();
             let command = crate::tui::command_line::compaction(
                 &d.table_uri,
@@ -56,8 +58,9 @@ pub fn view(d: &PlanDialog) -> PreviewView<'_> {
                 p.min_file_size,
                 &d.request,
             );
+            let pace = pace_text(planned, d.request.full_speed);
             Body::Custom(Box::new(move |f, inner| {
-                draw_plan(f, inner, p, executor, &command)
+                draw_plan(f, inner, p, executor, &pace, &command)
             }))
         }
     };
@@ -74,7 +77,28 @@ pub fn view(d: &PlanDialog) -> PreviewView<'_> {
     }
 }
 
-fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str, command: &str) {
+/// The pace the job would start at and why, with the key that changes it.
+fn pace_text(planned: &PlannedJob, full_speed: bool) -> String {
+    if full_speed {
+        return "Pace: full speed as asked: every core, unbounded, whatever the writers do (f: follow the writers again)".into();
+    }
+    match &planned.throttle {
+        Some(t) if t.budget.read_bytes_per_second.is_some() => {
+            format!("Pace (f: full speed): {}", t.pace_note().text())
+        }
+        Some(t) => format!("Pace: {}", t.pace_note().text()),
+        None => "Pace: unbounded".into(),
+    }
+}
+
+fn draw_plan(
+    f: &mut Frame,
+    area: Rect,
+    p: &CompactionPlan,
+    executor: &str,
+    pace: &str,
+    command: &str,
+) {
     let head = Line::from(format!(
         "v{}: {}, {} files ({}) → ~{} {}. Target {}; files ≥ {} are left alone. Each bin commits on its own (OPTIMIZE, dataChange=false).",
         p.table_version,
@@ -101,13 +125,21 @@ fn draw_plan(f: &mut Frame, area: Rect, p: &CompactionPlan, executor: &str, comm
         // A location typed with user info shows scrubbed, as everywhere else.
         Span::raw(crate::engine::secrets::scrub(command).into_owned()),
     ]);
-    let [h, t, cmd, foot] = Layout::vertical([
+    let [h, pace_area, t, cmd, foot] = Layout::vertical([
         Constraint::Length(3),
+        Constraint::Length(2),
         Constraint::Min(2),
         Constraint::Length(2),
         Constraint::Length(1),
     ])
     .areas(area);
+    let pace_lines = fit::words_in_rows(
+        pace,
+        style::dim(),
+        usize::from(pace_area.width),
+        usize::from(pace_area.height),
+    );
+    f.render_widget(Paragraph::new(pace_lines), pace_area);
     let [h, r] = Layout::vertical([Constraint::Length(2), Constraint::Length(1)]).areas(h);
     f.render_widget(Paragraph::new(head).wrap(Wrap { trim: true }), h);
     f.render_widget(Paragraph::new(runs_on), r);

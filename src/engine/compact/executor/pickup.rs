@@ -38,6 +38,7 @@ use crate::engine::compact::execute::{SchemaError, file_schema};
 use crate::engine::compact::rewrite::{FileToProve, ProveError, fingerprint_files, object_key};
 use crate::engine::error::{EngineError, Result};
 use crate::engine::model::percent::decode as decoded;
+use crate::engine::model::trigger::Trigger;
 
 /// Whether pickup acts or only says what it would do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,6 +370,8 @@ impl Settle<'_> {
             // enabled refuses them at the commit.
             row_ids_materialized: false,
             schema: None,
+            // The user ran the pickup: the job it finishes counts as theirs.
+            trigger: Trigger::Manual,
         };
         match commit_bin(self.table, &bin).await {
             CommitOutcome::Landed { version, .. } => {

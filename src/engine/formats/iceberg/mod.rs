@@ -408,6 +408,7 @@ fn commits(snapshots: &[Snapshot]) -> Vec<crate::engine::log::state::CommitSumma
                 query_id: None,
                 epoch_id: None,
                 engine,
+                trigger: None,
             }
         })
         .collect();

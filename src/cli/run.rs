@@ -20,7 +20,7 @@ use crate::engine::maintenance::orphans::attach_orphans_to;
 use crate::engine::model::thresholds::Thresholds;
 use crate::engine::open::{OpenOptions, Opened, open};
 use crate::engine::secrets::scrub;
-use crate::engine::size::{format_bytes, format_count, plural};
+use crate::engine::size::{format_bytes, plural};
 use crate::engine::stream::writer::{StreamOptions, run_stream};
 
 /// Config file merged with flags.
@@ -339,8 +339,8 @@ async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Re
             p.day,
             plural(p.files as u64, "file"),
             format_bytes(p.bytes),
-            format_count(p.written as u64),
-            format_count(p.total as u64)
+            p.written,
+            p.total
         );
     };
     let loc = ensure_demo_table(&dir, DemoShape::default(), a.reset, &said)

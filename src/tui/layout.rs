@@ -91,9 +91,24 @@ fn side_panel_rows(height: u16, s: &Shape) -> (u16, u16) {
     }
 }
 
+/// The right column's least rows: a running job's compact progress, the live panel's compact
+/// form and the feed's minimum. The header gives way to them (it ends in "…" when cut).
+fn right_column_min(s: &Shape) -> u16 {
+    let jobs = if s.jobs > 0 { JOB_COMPACT_ROWS + 2 } else { 0 };
+    let live = if s.live { LIVE_COMPACT_ROWS } else { 0 };
+    jobs + live + FEED_MIN_ROWS
+}
+
+/// The header's rows: what it wants, but never the room the right column's least needs (at
+/// least its borders and one line).
+pub fn header_rows(height: u16, s: &Shape) -> u16 {
+    let max = height.saturating_sub(STATUS_ROWS + right_column_min(s));
+    s.header_rows.min(max.max(3))
+}
+
 pub fn table_areas(area: Rect, s: &Shape) -> TableAreas {
     let [header, body, status] = Layout::vertical([
-        Constraint::Length(s.header_rows),
+        Constraint::Length(header_rows(area.height, s)),
         Constraint::Min(3),
         Constraint::Length(STATUS_ROWS),
     ])
@@ -248,6 +263,35 @@ mod tests {
             "{}",
             a.commits.height
         );
+    }
+
+    #[test]
+    fn at_80x24_a_tall_header_gives_way_to_the_running_job_and_the_live_panel() {
+        // A long location and a log line make the header 9 rows: it keeps what leaves the
+        // job's progress and the live panel their rows.
+        let s = Shape {
+            header_rows: 9,
+            buckets: 7,
+            writers: 1,
+            jobs: 1,
+            live: true,
+            ..Shape::default()
+        };
+        let a = table_areas(Rect::new(0, 0, 80, 24), &s);
+        assert!(a.header.height < 9, "{}", a.header.height);
+        assert!(a.jobs.height >= JOB_COMPACT_ROWS + 2, "{}", a.jobs.height);
+        assert!(
+            live_rows(a.commits.height) >= LIVE_COMPACT_ROWS,
+            "{}",
+            a.commits.height
+        );
+        // Without a job or the live panel, the header keeps its rows.
+        let idle = Shape {
+            jobs: 0,
+            live: false,
+            ..s
+        };
+        assert_eq!(table_areas(Rect::new(0, 0, 80, 24), &idle).header.height, 9);
     }
 
     #[test]

@@ -47,11 +47,22 @@ pub struct Live {
     pub live_from: Option<u64>,
     /// Commits applied since following began.
     pub commits_seen: u64,
+    /// The newest compaction (a commit that removed files and changed no data) seen live: a
+    /// job's commit shows here whoever made it, however busy the writers keep the feed.
+    pub last_compaction: Option<CompactionSeen>,
     /// Why the state was last replayed in full, after the start.
     pub last_reload: Option<ReloadReason>,
     pub arrivals: Arrivals,
     /// The policy forecasts are made with (the janitor's default unless one is configured).
     pub policy: Policy,
+}
+
+/// A compaction commit the live log saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionSeen {
+    pub version: u64,
+    pub files_removed: u64,
+    pub files_added: u64,
 }
 
 /// The poll interval for `uri`: `poll` when given, else the default for its location.
@@ -75,6 +86,7 @@ impl Live {
             status: LiveStatus::Starting,
             live_from: None,
             commits_seen: 0,
+            last_compaction: None,
             last_reload: None,
             arrivals: Arrivals::new(now_ms, RATE_WINDOW),
             policy,
@@ -99,6 +111,14 @@ impl Live {
             }
             LogEvent::Commit(c) => {
                 self.commits_seen += 1;
+                let s = &c.summary;
+                if !s.data_change && s.files_removed > 0 {
+                    self.last_compaction = Some(CompactionSeen {
+                        version: s.version,
+                        files_removed: s.files_removed,
+                        files_added: s.files_added,
+                    });
+                }
                 self.arrivals
                     .record(&c, self.policy.small_file_size, now_ms);
                 Shown::Nothing

@@ -462,7 +462,7 @@ fn the_demo_build_reports_each_day_as_it_lands_and_a_reused_demo_is_silent() {
         .map(|l| {
             let tail = l.rsplit(", ").next().unwrap().trim_end_matches(" files");
             let (a, b) = tail.split_once('/').unwrap();
-            let n = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
+            let n = |s: &str| s.parse::<u64>().unwrap();
             (n(a), n(b))
         })
         .collect();

@@ -38,6 +38,7 @@ mod tui_driver;
 mod tui_janitor;
 mod tui_jobs;
 mod tui_live;
+mod tui_pty;
 mod tui_real;
 mod tui_size_matrix;
 mod tui_sizes;

@@ -99,7 +99,7 @@ async fn snapshot_a_commit_another_process_writes_appears_in_the_live_feed() {
         row.contains("delta-rs"),
         "the engine from commitInfo: {row}"
     );
-    assert!(s.contains("following v1: 1 commit since opened"), "{s}");
+    assert!(s.contains("following v1 · 1 commit since opened"), "{s}");
     assert!(
         s.contains("d=2026-11-03"),
         "the new partition is listed:\n{s}"
@@ -268,4 +268,31 @@ async fn rows_with_equal_sort_keys_keep_their_order_and_the_selection_across_liv
     // Space marks the partition under the cursor, the same one as before the updates.
     app.update(Action::Command(Command::ToggleMark));
     assert!(app.marks.contains(&sel));
+}
+
+/// A compaction another process commits into the followed log shows in the live panel's status
+/// whatever the writers keep on top of the feed: "compacted vN (-removed +added files)".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_landing_in_the_followed_log_shows_in_the_live_status() {
+    let d = tempfile::tempdir().unwrap();
+    let table = d.path().join("events");
+    // Three commits of one file per partition: six small files to compact.
+    for _ in 0..3 {
+        append(&table, &[("2026-11-01", 10), ("2026-11-02", 10)]);
+    }
+    let mut t = following(&table).await;
+    assert!(t.app.live.as_ref().unwrap().last_compaction.is_none());
+    let o = py_script("race_optimize.py").arg(&table).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    t.until("the compaction in the live panel", |a| {
+        a.live.as_ref().is_some_and(|l| l.last_compaction.is_some())
+    })
+    .await;
+    let c = t.app.live.as_ref().unwrap().last_compaction.unwrap();
+    assert_eq!((c.version, c.files_removed, c.files_added), (3, 6, 2));
+    let s = text(&t, &d);
+    assert!(
+        s.contains("following v3 · compacted v3 (-6 +2 files)"),
+        "{s}"
+    );
 }

@@ -92,15 +92,24 @@ async fn snapshot_help_lists_every_context_of_the_keymap() {
     let mut t = open(&d.path().join(PARTITIONED)).await;
     t.keys(&[KeyCode::Char('?')]).await;
     let s = t.text(&d);
+    // Every context's keys, scrolling down as a user does when the help is taller than the
+    // screen.
+    let mut seen = s.clone();
+    for _ in 0..lakehealth::tui::view::help_len() {
+        t.keys(&[KeyCode::Char('j')]).await;
+        seen.push_str(&t.text(&d));
+    }
     for title in [
         "Everywhere",
         "Tables list",
         "Table view",
         "Dialogs",
         "Filter input",
+        "Error",
     ] {
-        assert!(s.contains(title), "{title}:\n{s}");
+        assert!(seen.contains(title), "{title}:\n{seen}");
     }
+
     assert!(
         s.contains("other keys close this help · j/k scroll · q quit"),
         "{s}"

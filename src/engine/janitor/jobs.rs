@@ -21,6 +21,7 @@ use crate::engine::compact::spacing::CommitSpacer;
 use crate::engine::location::Location;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::model::thresholds::Thresholds;
+use crate::engine::model::trigger::Trigger;
 use crate::engine::open::now_ms;
 use crate::engine::size::{format_bytes, plural};
 use crate::engine::stats::log_health::Rewrite;

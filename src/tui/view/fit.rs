@@ -101,6 +101,34 @@ pub fn words_in_rows(
     lines
 }
 
+/// The first of `lines` that fit `rows` rows wrapped at `width`; when some are left out, the
+/// last row shown ends in "…" (more follows).
+pub fn rows_or_ellipsis(lines: Vec<Line<'static>>, width: usize, rows: usize) -> Vec<Line<'static>> {
+    if wrapped_rows(&lines, width) <= rows {
+        return lines;
+    }
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut used = 0;
+    for l in lines {
+        let r = wrapped_rows(std::slice::from_ref(&l), width);
+        if used + r >= rows {
+            // The last row: this line cut to one row, and "…" for what follows.
+            if used < rows {
+                let mut l = l;
+                l.spans.push(Span::raw(" …"));
+                if l.width() > width {
+                    l = clip(l, width);
+                }
+                out.push(l);
+            }
+            break;
+        }
+        used += r;
+        out.push(l);
+    }
+    out
+}
+
 /// Rows `lines` take when wrapped at `width` (a line wider than the width wraps).
 pub fn wrapped_rows(lines: &[Line], width: usize) -> usize {
     let w = width.max(1);
@@ -168,6 +196,18 @@ pub fn clip(line: Line<'static>, n: usize) -> Line<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_cut_to_fewer_rows_end_in_an_ellipsis_on_the_last_row_shown() {
+        let lines: Vec<Line<'static>> = ["one line", "two line", "three line"]
+            .iter()
+            .map(|s| Line::from(s.to_string()))
+            .collect();
+        let kept = rows_or_ellipsis(lines.clone(), 20, 2);
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[1].to_string(), "two line …");
+        assert_eq!(rows_or_ellipsis(lines, 20, 3).len(), 3, "all fit: none cut");
+    }
 
     #[test]
     fn text_in_fewer_rows_than_it_needs_ends_in_an_ellipsis_on_its_last_row() {

@@ -281,6 +281,13 @@ pub fn header_rows(t: &TableReport, width: u16, now_ms: i64) -> u16 {
 
 pub fn draw(f: &mut Frame, area: Rect, t: &TableReport, now_ms: i64) {
     let (title, lines) = header_lines(t, area.width, now_ms);
+    // On a short screen the header gives way to a running job and the live log
+    // (`layout::header_rows`): what does not fit is cut, and says so.
+    let lines = fit::rows_or_ellipsis(
+        lines,
+        usize::from(area.width.saturating_sub(2)),
+        usize::from(area.height.saturating_sub(2)),
+    );
     let p = Paragraph::new(lines)
         .wrap(Wrap { trim: false })
         .block(Block::default().borders(Borders::ALL).title(title));

@@ -15,6 +15,7 @@ use super::{fit, style};
 use crate::engine::janitor::forecast::{DueIn, Forecast};
 use crate::engine::model::duration::whole_units;
 use crate::engine::model::partition::PartitionValues;
+use crate::engine::size::{format_count, plural};
 use crate::engine::stats::table_report::{PartitionReport, TableReport};
 use crate::tui::app::App;
 use crate::tui::live::{Live, LiveStatus};
@@ -31,14 +32,25 @@ fn status_line(live: &Live) -> Line<'static> {
             format!(" reading the log… then polling every {poll}"),
             style::dim(),
         )),
-        LiveStatus::Following { version } => Line::from(vec![
-            Span::styled(" ● ", Style::default().fg(Color::Green)),
-            Span::raw(format!(
-                "following v{version}: {} commit{} since opened, polling every {poll}",
-                live.commits_seen,
-                if live.commits_seen == 1 { "" } else { "s" }
-            )),
-        ]),
+        LiveStatus::Following { version } => {
+            // The newest compaction first after the version: on a narrow panel it is what a
+            // user watching a job wants to see land.
+            let compacted = live.last_compaction.map_or(String::new(), |c| {
+                format!(
+                    " · compacted v{} (-{} +{} files)",
+                    c.version,
+                    format_count(c.files_removed),
+                    format_count(c.files_added)
+                )
+            });
+            Line::from(vec![
+                Span::styled(" ● ", Style::default().fg(Color::Green)),
+                Span::raw(format!(
+                    "following v{version}{compacted} · {} since opened, polling every {poll}",
+                    plural(live.commits_seen, "commit"),
+                )),
+            ])
+        }
         LiveStatus::Failing { message, retry_in } => Line::from(Span::styled(
             format!(" ✗ {message} (retrying in {})", whole_units(*retry_in)),
             Style::default().fg(Color::Red),

@@ -14,7 +14,6 @@ use crate::engine::size::{format_bytes, format_count, plural};
 use crate::engine::stats::histogram::{Band, Histogram};
 use crate::tui::app::PlanDialog;
 use crate::tui::preview::PlannedJob;
-use crate::tui::layout::centered;
 
 fn band_files(h: &Histogram, band: Band) -> u64 {
     h.buckets
@@ -268,52 +267,57 @@ fn cells(pp: &PartitionPlan) -> [String; 6] {
 }
 
 pub fn draw_confirm_quit(f: &mut Frame, area: Rect, running: usize) {
-    let b = centered(area, 60, 5);
-    f.render_widget(Clear, b);
-    f.render_widget(
-        Paragraph::new(vec![
-            Line::from(if running == 1 {
-                "Quit? 1 job is running: quitting cancels it before its next commit;".to_string()
-            } else {
-                format!("Quit? {running} jobs are running: quitting cancels them before their next commit;")
-            }),
-            Line::from("committed bins stay, uncommitted output is removed."),
-            Line::from(Span::styled(
-                "y / Enter / q quit · n / Esc keep running",
-                style::dim(),
-            )),
-        ])
-        .wrap(Wrap { trim: true })
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(Style::default().fg(Color::Yellow))
-                .title(" Quit "),
-        ),
-        b,
+    let question = if running == 1 {
+        "Quit? 1 job is running: quitting cancels it before its next commit;".to_string()
+    } else {
+        format!("Quit? {running} jobs are running: quitting cancels them before their next commit;")
+    };
+    confirm(
+        f,
+        area,
+        " Quit ",
+        &[&question, "committed bins stay, uncommitted output is removed."],
+        "y / Enter / q quit · n / Esc keep running",
     );
 }
 
 pub fn draw_confirm_cancel(f: &mut Frame, area: Rect, job: crate::tui::jobs::JobNumber) {
-    // 60 %: its lines stay whole down to 100 columns.
-    let b = centered(area, 60, 5);
+    confirm(
+        f,
+        area,
+        " Cancel job ",
+        &[
+            &format!("Cancel job {job}? It stops before its next commit;"),
+            "committed bins stay, uncommitted output is removed.",
+        ],
+        "y / Enter cancel it · n / Esc keep running",
+    );
+}
+
+/// A yes/no question over the screen: `body` and then its `keys`, wrapped at words, the box as
+/// tall as they are (its keys always show).
+fn confirm(f: &mut Frame, area: Rect, title: &'static str, body: &[&str], keys: &str) {
+    let width = (area.width * 60 / 100).max(64).min(area.width);
+    let inner = usize::from(width.saturating_sub(2));
+    let mut lines: Vec<Line<'static>> = body
+        .iter()
+        .flat_map(|p| fit::words(p, Style::default(), inner))
+        .collect();
+    lines.extend(fit::words(keys, style::dim(), inner));
+    let height = u16::try_from(lines.len()).unwrap_or(u16::MAX).saturating_add(2);
+    let b = Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + area.height.saturating_sub(height) / 2,
+        width,
+        height.min(area.height),
+    );
     f.render_widget(Clear, b);
     f.render_widget(
-        Paragraph::new(vec![
-            Line::from(format!(
-                "Cancel job {job}? It stops before its next commit;"
-            )),
-            Line::from("committed bins stay, uncommitted output is removed."),
-            Line::from(Span::styled(
-                "y / Enter cancel it · n / Esc keep running",
-                style::dim(),
-            )),
-        ])
-        .block(
+        Paragraph::new(lines).block(
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(Style::default().fg(Color::Yellow))
-                .title(" Cancel job "),
+                .title(title),
         ),
         b,
     );

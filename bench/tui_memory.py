@@ -3,12 +3,14 @@
 
     python bench/tui_memory.py --bin target/release/lakehealth [--dir DIR] [--jobs 2]
 
-Runs `lakehealth demo --no-stream --dir DIR` in a pseudo-terminal of 120x40 (the journey's
+Builds a fresh demo table (`demo --no-tui --reset`, a process of its own), then runs
+`lakehealth demo --no-stream --dir DIR` on it in a pseudo-terminal of 120x40 (the journey's
 machinery, tests/py/pty_journey.py, reads the screen through pyte), waits for the table view,
 reads the process's resident memory (VmRSS in /proc/PID/status), then compacts the worst
 partition N times in turn (Space, c, Enter, until "#k done" and the table reloaded), reading the
 memory after each job once it stops falling. Prints one JSON object: rss_before, rss_after (one
-per job, bytes) and the ratio of the last to the first. No writer runs (`--no-stream`), so
+per job, bytes) and the ratio of the last to the first; the same of the anonymous memory (what
+the program holds, without the executable's pages the jobs touched). No writer runs (`--no-stream`), so
 what is measured is what the TUI holds. Needs pyte (tests/py/requirements.txt).
 """
 
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,16 +30,20 @@ SIZE = (120, 40)
 
 
 def rss(pid):
+    """(resident, of it anonymous) bytes: VmRSS and RssAnon of /proc/PID/status. The rest is
+    the executable's pages the work touched (file-backed, given back under pressure)."""
+    out = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
+            key = line.split(":")[0]
+            if key in ("VmRSS", "RssAnon"):
+                out[key] = int(line.split()[1]) * 1024
+    return out["VmRSS"], out["RssAnon"]
 
 
-def settled_rss(prog, seconds=5.0):
-    """The resident memory once it stops falling (allocators give memory back over a few
-    seconds), reading the terminal meanwhile so the program never blocks on it."""
+def settled_rss(prog, seconds=15.0):
+    """The resident memory once it stops falling (the allocator gives memory back within a
+    second or two), reading the terminal meanwhile so the program never blocks on it."""
     low = rss(prog.proc.pid)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -54,8 +61,12 @@ def main():
     base = a.dir or tempfile.mkdtemp(prefix="lh-tui-memory-")
     os.makedirs(base, exist_ok=True)
     home = tempfile.mkdtemp(prefix="home-", dir=base)
-    prog = PtyProgram([a.bin, "demo", "--no-stream", "--dir", os.path.join(base, "demo")],
-                      SIZE[0], SIZE[1], program_env(home))
+    demo = os.path.join(base, "demo")
+    env = program_env(home)
+    # Built by a process of its own, so the TUI's memory is the TUI's, not the build's.
+    subprocess.run([a.bin, "demo", "--no-tui", "--reset", "--dir", demo], env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    prog = PtyProgram([a.bin, "demo", "--no-stream", "--dir", demo], SIZE[0], SIZE[1], env)
     try:
         prog.wait_for(lambda t: "Partitions " in t and "ingestion_date" in t, "the table view", 300)
         before = settled_rss(prog)
@@ -72,9 +83,12 @@ def main():
             prog.wait_for(lambda t: done.search(t) is not None, f"job #{k} done", 600)
             after.append(settled_rss(prog))
         print(json.dumps({
-            "rss_before": before,
-            "rss_after": after,
-            "ratio": round(after[-1] / before, 3),
+            "rss_before": before[0],
+            "rss_after": [r for r, _ in after],
+            "ratio": round(after[-1][0] / before[0], 3),
+            "anon_before": before[1],
+            "anon_after": [a for _, a in after],
+            "anon_ratio": round(after[-1][1] / before[1], 3),
         }))
     finally:
         prog.send(b"q")

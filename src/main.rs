@@ -1,5 +1,7 @@
 use std::process::ExitCode;
 
+mod allocator;
+
 use lakehealth::cli::args::{Cli, parse_from};
 use lakehealth::engine::secrets;
 
@@ -25,6 +27,7 @@ fn parse() -> Result<Cli, ExitCode> {
 }
 
 fn main() -> ExitCode {
+    allocator::configure();
     let cli = match parse() {
         Ok(cli) => cli,
         Err(code) => return code,

@@ -113,10 +113,12 @@ pub async fn ensure_demo_table(
         )
     })?;
     let loc = Location::parse(&table_dir.to_string_lossy())?;
-    create_and_seed(&loc, shape, progress).await.inspect_err(|_| {
-        // A half-built demo would be reused next time: remove it.
-        let _ = std::fs::remove_dir_all(&table_dir);
-    })?;
+    create_and_seed(&loc, shape, progress)
+        .await
+        .inspect_err(|_| {
+            // A half-built demo would be reused next time: remove it.
+            let _ = std::fs::remove_dir_all(&table_dir);
+        })?;
     Ok(loc)
 }
 

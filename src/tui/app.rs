@@ -1095,7 +1095,9 @@ impl App {
 
     /// Running jobs still held back by the writers' throttle (`f` lifts their pace).
     fn paced_jobs(&self) -> impl Iterator<Item = &JobView> {
-        self.jobs.iter().filter(|j| j.status().is_active() && j.paced())
+        self.jobs
+            .iter()
+            .filter(|j| j.status().is_active() && j.paced())
     }
 
     /// Whether a running job is held back by a pace `f` can lift.

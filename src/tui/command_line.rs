@@ -108,7 +108,9 @@ mod tests {
         let cores = crate::engine::janitor::throttle::cores();
         assert_eq!(
             compaction("/t", GIB, 3 * KIB, &request),
-            format!("lakehealth compact /t --target 1GiB --min-file-size 3KiB --parallelism {cores}")
+            format!(
+                "lakehealth compact /t --target 1GiB --min-file-size 3KiB --parallelism {cores}"
+            )
         );
     }
 

@@ -356,7 +356,10 @@ async fn beside_a_writer_the_preview_and_the_job_show_the_pace_and_f_lifts_it() 
             Some(Ok(p)) => p.clone(),
             other => panic!("no plan: {other:?}"),
         };
-        if p.throttle.as_ref().is_some_and(|t| t.budget.read_bytes_per_second.is_some()) {
+        if p.throttle
+            .as_ref()
+            .is_some_and(|t| t.budget.read_bytes_per_second.is_some())
+        {
             planned = Some(p);
             break;
         }
@@ -367,7 +370,10 @@ async fn beside_a_writer_the_preview_and_the_job_show_the_pace_and_f_lifts_it() 
     let reason = &planned.throttle.as_ref().unwrap().reason;
     assert!(reason.starts_with("writer active"), "{reason}");
     let s = t.screen();
-    assert!(s.contains("Pace (f: full speed): pace 24 MiB/s: writer active"), "{s}");
+    assert!(
+        s.contains("Pace (f: full speed): pace 24 MiB/s: writer active"),
+        "{s}"
+    );
     assert!(!s.contains("--parallelism"), "{s}");
 
     // f: full speed as asked, and the headless command says how; f again: paced again.
@@ -376,23 +382,33 @@ async fn beside_a_writer_the_preview_and_the_job_show_the_pace_and_f_lifts_it() 
     assert!(s.contains("Pace: full speed as asked"), "{s}");
     assert!(s.contains("--parallelism"), "{s}");
     t.keys(&[KeyCode::Char('f')]).await;
-    assert!(t.screen().contains("Pace (f: full speed)"), "{}", t.screen());
+    assert!(
+        t.screen().contains("Pace (f: full speed)"),
+        "{}",
+        t.screen()
+    );
 
     // Started paced: its first event is the pace it starts at, and f lifts it.
     t.key(KeyCode::Enter);
-    t.until("the job's pace", |a| a.jobs.first().is_some_and(|j| j.pace.is_some()))
-        .await;
+    t.until("the job's pace", |a| {
+        a.jobs.first().is_some_and(|j| j.pace.is_some())
+    })
+    .await;
     assert!(t.app.jobs[0].paced(), "{:?}", t.app.jobs[0].pace);
     let lifted = |a: &App| {
-        a.jobs[0]
-            .pace
-            .as_ref()
-            .is_some_and(|p| p.bytes_per_second.is_none() && p.why.starts_with("lifted by the user"))
+        a.jobs[0].pace.as_ref().is_some_and(|p| {
+            p.bytes_per_second.is_none() && p.why.starts_with("lifted by the user")
+        })
     };
     t.key(KeyCode::Char('f'));
     t.until("the lifted pace", lifted).await;
     t.jobs_done().await;
-    assert_eq!(t.app.jobs[0].status(), JobStatus::Done, "{:?}", t.app.jobs[0].errors);
+    assert_eq!(
+        t.app.jobs[0].status(),
+        JobStatus::Done,
+        "{:?}",
+        t.app.jobs[0].errors
+    );
 
     cancel_writer.cancel();
     written.extend(writer.join().unwrap());

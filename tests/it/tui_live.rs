@@ -284,8 +284,9 @@ async fn a_compaction_landing_in_the_followed_log_shows_in_the_live_status() {
     assert!(t.app.live.as_ref().unwrap().last_compaction.is_none());
     let o = py_script("race_optimize.py").arg(&table).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    t.until("the compaction in the live panel", |a| {
+    t.until("the compaction in the live panel and the table", |a| {
         a.live.as_ref().is_some_and(|l| l.last_compaction.is_some())
+            && a.table.as_ref().is_some_and(|t| t.version == 3)
     })
     .await;
     let c = t.app.live.as_ref().unwrap().last_compaction.unwrap();

@@ -34,8 +34,18 @@ fn journey(cols: u16, rows: u16) -> Value {
 /// job and the live log.
 fn assert_steps(v: &Value, cols: usize, rows: usize) {
     let steps = v["steps"].as_object().unwrap();
-    for step in ["table", "marked", "preview", "running", "live_commit", "question", "kept"] {
-        let screen = steps[step].as_str().unwrap_or_else(|| panic!("no {step} step: {v:#}"));
+    for step in [
+        "table",
+        "marked",
+        "preview",
+        "running",
+        "live_commit",
+        "question",
+        "kept",
+    ] {
+        let screen = steps[step]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {step} step: {v:#}"));
         assert_eq!(screen.lines().count(), rows, "{step}:\n{screen}");
         assert!(
             screen.lines().all(|l| l.chars().count() <= cols),

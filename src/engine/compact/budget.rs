@@ -133,7 +133,9 @@ mod tests {
     fn lifting_the_brakes_frees_both_the_pace_and_the_commit_spacing() {
         let brakes = Brakes {
             pace: Some(Arc::new(Pacer::new(1024))),
-            spacing: Some(Arc::new(CommitSpacer::new(std::time::Duration::from_secs(30)))),
+            spacing: Some(Arc::new(CommitSpacer::new(std::time::Duration::from_secs(
+                30,
+            )))),
         };
         assert!(brakes.engaged());
         let t0 = std::time::Instant::now();

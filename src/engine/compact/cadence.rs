@@ -300,7 +300,8 @@ mod tests {
         let cut = a.observe(Some(150.0), 0.0);
         assert_eq!(cut.bytes_per_second, Some(28 * MIB));
         assert!(
-            cut.why.contains("stretched to 150 ms, over 1.35x its 100 ms before the job"),
+            cut.why
+                .contains("stretched to 150 ms, over 1.35x its 100 ms before the job"),
             "{}",
             cut.why
         );

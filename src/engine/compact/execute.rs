@@ -27,10 +27,10 @@ use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
 use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, delete_outputs};
 use super::row_tracking::with_hidden_columns;
 use super::spacing::CommitSpacer;
-use crate::engine::model::trigger::Trigger;
 use super::table::{CompactionTable, partition_files};
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::model::thresholds::Thresholds;
+use crate::engine::model::trigger::Trigger;
 
 #[derive(Debug, Clone)]
 pub struct ExecOptions {

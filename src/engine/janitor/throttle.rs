@@ -158,7 +158,11 @@ impl Writers {
 
 /// The budget of a job started by hand (`compact` without `--parallelism`, the TUI's preview)
 /// on a table whose log shows `commits` and `streaming` writers at `now_ms`: the janitor's rule.
-pub fn for_table(commits: &[CommitSummary], streaming: &[StreamingWriter], now_ms: i64) -> Throttle {
+pub fn for_table(
+    commits: &[CommitSummary],
+    streaming: &[StreamingWriter],
+    now_ms: i64,
+) -> Throttle {
     let w = measure(commits, streaming, now_ms, WINDOW_MS);
     choose(&w, cores(), ACTIVE_READ_RATE)
 }
@@ -226,7 +230,6 @@ pub fn measure(
 
 /// How many of the latest data commits set the rhythm.
 const RHYTHM_COMMITS: usize = 20;
-
 
 /// The budget for a job given the writers: one bin at a time at `active_rate` while any writer
 /// is active, every core when none is.

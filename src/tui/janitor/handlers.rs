@@ -2,11 +2,11 @@
 //! round's job is planned and then runs as a manual job does (jobs panel, `x`).
 
 use super::state::Round;
-use crate::tui::preview::PlannedJob;
 use crate::engine::model::format::TableFormat;
 use crate::tui::action::Effect;
 use crate::tui::app::App;
 use crate::tui::jobs::JobView;
+use crate::tui::preview::PlannedJob;
 
 impl App {
     /// `a`: switches the janitor on for the open table (a decision round starts at once) or off.

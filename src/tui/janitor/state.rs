@@ -381,7 +381,11 @@ mod tests {
         let mut j = janitor();
         let now = Instant::now();
         assert!(j.toggle("t"));
-        let due = vec![line("1", DecisionKind::Due, "due: 60 small files >= 50 (default)")];
+        let due = vec![line(
+            "1",
+            DecisionKind::Due,
+            "due: 60 small files >= 50 (default)",
+        )];
         j.cycle = Some(1);
         j.decided(1, now, round(&due, false));
         assert!(j.flag(&pv("1")).is_some());
@@ -390,7 +394,10 @@ mod tests {
         j.compacted("t", &[pv("1")]);
         assert!(j.flag(&pv("1")).is_none());
         j.decided(2, now, round(&due, false));
-        assert!(j.flag(&pv("1")).is_none(), "the stale round's due is dropped");
+        assert!(
+            j.flag(&pv("1")).is_none(),
+            "the stale round's due is dropped"
+        );
         // A round started after the commit decides afresh.
         j.cycle = Some(3);
         j.decided(3, now, round(&due, false));

@@ -103,7 +103,11 @@ pub fn words_in_rows(
 
 /// The first of `lines` that fit `rows` rows wrapped at `width`; when some are left out, the
 /// last row shown ends in "…" (more follows).
-pub fn rows_or_ellipsis(lines: Vec<Line<'static>>, width: usize, rows: usize) -> Vec<Line<'static>> {
+pub fn rows_or_ellipsis(
+    lines: Vec<Line<'static>>,
+    width: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
     if wrapped_rows(&lines, width) <= rows {
         return lines;
     }

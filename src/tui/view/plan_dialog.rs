@@ -276,7 +276,10 @@ pub fn draw_confirm_quit(f: &mut Frame, area: Rect, running: usize) {
         f,
         area,
         " Quit ",
-        &[&question, "committed bins stay, uncommitted output is removed."],
+        &[
+            &question,
+            "committed bins stay, uncommitted output is removed.",
+        ],
         "y / Enter / q quit · n / Esc keep running",
     );
 }
@@ -304,7 +307,9 @@ fn confirm(f: &mut Frame, area: Rect, title: &'static str, body: &[&str], keys: 
         .flat_map(|p| fit::words(p, Style::default(), inner))
         .collect();
     lines.extend(fit::words(keys, style::dim(), inner));
-    let height = u16::try_from(lines.len()).unwrap_or(u16::MAX).saturating_add(2);
+    let height = u16::try_from(lines.len())
+        .unwrap_or(u16::MAX)
+        .saturating_add(2);
     let b = Rect::new(
         area.x + (area.width - width) / 2,
         area.y + area.height.saturating_sub(height) / 2,

@@ -171,6 +171,9 @@ pub enum Effect {
         partitions: Vec<PartitionValues>,
         /// Every file with a deletion vector is rewritten (`purge`), whatever its size.
         purge: bool,
+        /// The app's clock (ms since the epoch): the writers the throttle sees are those of
+        /// the minute before it.
+        now_ms: i64,
     },
     /// Run the plan `id` previewed; its events come back as `Action::Progress { task: id }`,
     /// the first its pace.

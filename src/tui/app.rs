@@ -1051,6 +1051,7 @@ impl App {
             uri,
             partitions,
             purge,
+            now_ms: self.clock.wall_ms(),
         }]
     }
 

@@ -272,8 +272,8 @@ pub static BINDINGS: &[Binding] = &[
         &[k(KeyCode::Char('f'))],
         C::FullSpeed,
         T,
-        "full speed: lift the pace of the running jobs a writer holds back (as --no-throttle)",
-        Some("full speed"),
+        "lift the pace of the running jobs a writer holds back: reads unbounded, commits as bins finish",
+        Some("lift pace"),
     ),
     bind(
         &[k(KeyCode::Char('C'))],
@@ -681,7 +681,7 @@ mod tests {
         let table = hint_line(Context::Table, |_| true);
         assert!(
             table.starts_with(
-                "Space mark · c compact · P purge · x cancel job · f full speed · C convert · t histogram · a janitor · w why · j/k move"
+                "Space mark · c compact · P purge · x cancel job · f lift pace · C convert · t histogram · a janitor · w why · j/k move"
             ),
             "{table}"
         );

@@ -25,7 +25,7 @@ use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
 use crate::engine::log::watch::{LogEvent, default_poll, follow};
 use crate::engine::model::partition::PartitionValues;
-use crate::engine::open::{OpenOptions, load_table, now_ms, open};
+use crate::engine::open::{OpenOptions, load_table, open};
 use crate::tui::maintenance_tasks::MaintenanceTasks;
 use crate::tui::preview::PlannedJob;
 use crate::tui::tasks::{Parked, TaskKind, Tasks};
@@ -98,7 +98,8 @@ impl Loader {
                 uri,
                 partitions,
                 purge,
-            } => self.plan(id, uri, partitions, purge),
+                now_ms,
+            } => self.plan(id, uri, partitions, purge, now_ms),
             Effect::DiscardPlan { id } => self.prepared.discard(id),
             Effect::StartJob { id, full_speed } => self.start(id, full_speed),
             Effect::LiftPace { id } => self.lift_pace(id),
@@ -276,7 +277,14 @@ impl Loader {
         });
     }
 
-    fn plan(&mut self, id: u64, uri: String, partitions: Vec<PartitionValues>, purge: bool) {
+    fn plan(
+        &mut self,
+        id: u64,
+        uri: String,
+        partitions: Vec<PartitionValues>,
+        purge: bool,
+        now_ms: i64,
+    ) {
         let opts = self.opts.clone();
         let executor = self.executor.clone();
         let tx = self.tx.clone();
@@ -298,7 +306,7 @@ impl Loader {
                 job.set_throttle(throttle::for_table(
                     &report.commits,
                     &report.streaming_writers,
-                    now_ms(),
+                    now_ms,
                 ));
                 Ok::<_, String>(job)
             };

@@ -69,9 +69,12 @@ impl Tasks {
         }
     }
 
-    /// What holds job `id` back, while it is known.
+    /// What holds job `id` back, while it runs (a job that ended has nothing to lift).
     pub fn brakes(&self, id: u64) -> Option<&Brakes> {
-        self.map.get(&id).and_then(|t| t.brakes.as_ref())
+        self.map
+            .get(&id)
+            .filter(|t| t.handle.as_ref().is_none_or(|h| !h.is_finished()))
+            .and_then(|t| t.brakes.as_ref())
     }
 
     /// Cancels task `id` if it is of `kind`. A job stays known until it ends (it is waited for

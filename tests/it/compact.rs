@@ -539,6 +539,7 @@ async fn a_paced_job_follows_the_writers_cadence_and_says_why() {
             writer_rhythm_ms: Some(40),
         },
         reason: "the test's pace".into(),
+        writers: "the test's writer".into(),
     });
     let (tx, mut rx) = mpsc::unbounded_channel();
     let s = run_isolated(

@@ -805,6 +805,7 @@ fn a_manual_job_is_recorded_apart_from_the_janitors_and_left_out_of_write_amplif
     let janitors = n("janitor_bytes") as f64 / n("writer_bytes") as f64;
     assert!((wa - janitors).abs() < 1e-9, "{wa} != {janitors}: {r:#}");
     let text_report = lakehealth(&["report", path(t.path())]);
+    assert!(text_report.status.success(), "{}", stderr(&text_report));
     let out = text(&text_report.stdout);
     assert!(
         out.contains("other compactions (by hand, other engines)"),

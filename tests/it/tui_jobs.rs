@@ -128,8 +128,10 @@ async fn a_job_cancelled_while_it_waits_for_a_partition_lock_ends_cancelled() {
         .expect("the partition is free");
     mark_and_preview(&mut t).await;
     t.key(KeyCode::Enter);
-    // It waits: no event comes while the lock is held.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // It waits: its first event (the pace it will run at) comes, and no `Started` while the
+    // lock is held.
+    t.until("the job's first event", |a| a.jobs[0].pace.is_some())
+        .await;
     assert_eq!(t.app.jobs[0].status(), JobStatus::Queued);
     assert!(t.screen().contains("queued"), "{}", t.screen());
 
@@ -364,7 +366,6 @@ async fn beside_a_writer_the_preview_and_the_job_show_the_pace_and_f_lifts_it() 
             break;
         }
         t.keys(&[KeyCode::Esc]).await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let planned = planned.expect("the preview never saw the writer as active");
     let reason = &planned.throttle.as_ref().unwrap().reason;
@@ -409,6 +410,9 @@ async fn beside_a_writer_the_preview_and_the_job_show_the_pace_and_f_lifts_it() 
         "{:?}",
         t.app.jobs[0].errors
     );
+    // Lifted for good: the writer's cadence never brought a pace back.
+    assert!(lifted(&t.app), "{:?}", t.app.jobs[0].pace);
+    assert!(!t.app.has_paced_jobs());
 
     cancel_writer.cancel();
     written.extend(writer.join().unwrap());

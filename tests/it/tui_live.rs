@@ -293,7 +293,7 @@ async fn a_compaction_landing_in_the_followed_log_shows_in_the_live_status() {
     assert_eq!((c.version, c.files_removed, c.files_added), (3, 6, 2));
     let s = text(&t, &d);
     assert!(
-        s.contains("following v3 · compacted v3 (-6 +2 files)"),
+        s.contains("compacted v3 (-6 +2 files) · following v3"),
         "{s}"
     );
 }

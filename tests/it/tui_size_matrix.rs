@@ -67,10 +67,10 @@ fn assert_no_twin_rows(screen: &str, what: &str) {
         let mut col = 0;
         for cell in line.split('│') {
             let text = cell.trim();
-            if text.chars().filter(|c| c.is_alphanumeric()).count() >= 3 {
-                if let Some(first) = seen.insert((col, text.to_string()), n) {
-                    panic!("{what}: rows {first} and {n} read the same: {text:?}\n{screen}");
-                }
+            if text.chars().filter(|c| c.is_alphanumeric()).count() >= 3
+                && let Some(first) = seen.insert((col, text.to_string()), n)
+            {
+                panic!("{what}: rows {first} and {n} read the same: {text:?}\n{screen}");
             }
             col += cell.chars().count() + 1;
         }

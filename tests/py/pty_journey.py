@@ -88,11 +88,9 @@ LIVE_PANEL = "┌ Live log "
 LIVE_OPTIMIZE_ROW = re.compile(r"●v\d+\b[^│]*\bOPTIMIZE\b")
 LIVE_REWROTE = re.compile(r"\brewrote \d")
 # On the shortest screens the feed keeps one row and the header's log line can give way to the
-# job and the live panel (it then ends in "…"): the job's own head line counts its commits
-# (src/tui/view/jobs.rs head_line "commits N"), and the live panel says it follows the log
-# (src/tui/view/live.rs status_line "following vN").
-JOB_COMMITTED = re.compile(r"#1 running\b.*\bcommits [1-9]")
-LIVE_FOLLOWING = re.compile(r"following v\d+")
+# job and the live panel (it then ends in "…"); the live panel's status names the newest
+# compaction the followed log saw first (src/tui/view/live.rs status_line "compacted vN ...").
+LIVE_COMPACTED = re.compile(r"● compacted v\d")
 # The quit question (src/tui/view/plan_dialog.rs draw_confirm_quit), over whatever was open.
 QUIT_TITLE = "Quit"
 QUIT_QUESTION = "Quit? 1 job is running"
@@ -395,8 +393,8 @@ def live_commit_evidence(text):
         return "an OPTIMIZE row marked ● in the commit feed"
     if LIVE_REWROTE.search(text):
         return "the header's '... rewrote ...' from the followed log"
-    if JOB_COMMITTED.search(text) and LIVE_FOLLOWING.search(text):
-        return "the job's commit counted while the live log follows the table"
+    if LIVE_COMPACTED.search(text):
+        return "the live log's status names the compaction"
     return None
 
 

@@ -56,6 +56,9 @@ pub struct Throttle {
     pub budget: Budget,
     /// For humans: why this budget.
     pub reason: String,
+    /// For humans: what it yields to (the writers seen, or why none counts); the start of
+    /// `reason`, without the budget's machine-dependent figures.
+    pub writers: String,
 }
 
 impl Throttle {
@@ -67,15 +70,21 @@ impl Throttle {
                 "full speed as asked: {} bin(s) at a time, unbounded, whatever the writers do",
                 budget.parallelism
             ),
+            writers: "full speed as asked, whatever the writers do".into(),
             budget,
         }
     }
 
-    /// The pace a job starts at, as its events report pace changes.
+    /// The pace a job starts at, as its events report pace changes: paced, the whole reason;
+    /// unbounded, what it yields to (nothing: every core).
     pub fn pace_note(&self) -> PaceNote {
+        let why = match self.budget.read_bytes_per_second {
+            Some(_) => self.reason.clone(),
+            None => format!("every core: {}", self.writers),
+        };
         PaceNote {
             bytes_per_second: self.budget.read_bytes_per_second,
-            why: self.reason.clone(),
+            why,
             raised: 0,
             cut: 0,
         }

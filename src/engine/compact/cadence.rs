@@ -274,7 +274,10 @@ pub async fn follow(
         };
         let note = aimd.observe(measured, quiet);
         if pacer.note().as_ref() != Some(&note) {
-            pacer.set(note.clone());
+            if !pacer.set(note.clone()) {
+                // The user lifted the pace: nothing left to follow.
+                return;
+            }
             changed(note);
         }
     }

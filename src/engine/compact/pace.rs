@@ -40,32 +40,36 @@ impl Pacer {
         }
     }
 
-    /// A new pace and why (`cadence`); ignored once the user lifted the pace.
-    pub fn set(&self, note: PaceNote) {
+    /// A new pace and why (`cadence`). Returns false, changing nothing, once the user lifted
+    /// the pace. Checked and stored under the note's lock, so a lift is never undone midway.
+    pub fn set(&self, note: PaceNote) -> bool {
+        let Ok(mut n) = self.note.lock() else {
+            return false;
+        };
         if self.lifted.load(Ordering::Relaxed) {
-            return;
+            return false;
         }
         self.rate
             .store(note.bytes_per_second.unwrap_or(0), Ordering::Relaxed);
-        if let Ok(mut n) = self.note.lock() {
-            *n = Some(note);
-        }
+        *n = Some(note);
+        true
     }
 
     /// Full speed from now on, for `why` (the user's key, as `--no-throttle`): later cadence
     /// changes are ignored. Returns the note now in force.
     pub fn lift(&self, why: &str) -> PaceNote {
-        let before = self.note();
+        let mut guard = self.note.lock().ok();
+        let before = guard.as_ref().and_then(|n| n.as_ref());
         let note = PaceNote {
             bytes_per_second: None,
             why: why.into(),
-            raised: before.as_ref().map_or(0, |n| n.raised),
-            cut: before.as_ref().map_or(0, |n| n.cut),
+            raised: before.map_or(0, |n| n.raised),
+            cut: before.map_or(0, |n| n.cut),
         };
-        self.rate.store(0, Ordering::Relaxed);
         self.lifted.store(true, Ordering::Relaxed);
-        if let Ok(mut n) = self.note.lock() {
-            *n = Some(note.clone());
+        self.rate.store(0, Ordering::Relaxed);
+        if let Some(n) = guard.as_mut() {
+            **n = Some(note.clone());
         }
         note
     }
@@ -143,12 +147,16 @@ mod tests {
         let note = p.lift("lifted by the user");
         assert_eq!(note.bytes_per_second, None);
         assert_eq!(p.rate(), None);
-        p.set(PaceNote {
+        let applied = p.set(PaceNote {
             bytes_per_second: Some(10),
             why: "the writer slowed down".into(),
             raised: 0,
             cut: 1,
         });
+        assert!(
+            !applied,
+            "the follower is told, so it stops reporting paces"
+        );
         assert_eq!(p.rate(), None, "the cadence must not bring the pace back");
         assert_eq!(p.note().map(|n| n.why), Some("lifted by the user".into()));
     }

@@ -88,8 +88,8 @@ pub struct ResultLine {
     /// The pace the job ended at and why, when it followed a writer's cadence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pace: Option<crate::engine::compact::cadence::PaceNote>,
-    /// The table's bytes written by compaction per byte its writers wrote, over its recent log
-    /// when the job was decided (None: no ingest in it).
+    /// The table's bytes written by the janitor's compactions per byte its writers wrote, over
+    /// its recent log when the job was decided (jobs run by hand left out; None: no ingest).
     pub write_amplification: Option<f64>,
 }
 

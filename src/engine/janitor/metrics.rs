@@ -318,6 +318,12 @@ const TABLE_SERIES: &[TableSeries] = &[
         value: |m| m.rewrite.compaction_bytes.to_string(),
     },
     TableSeries {
+        name: "table_janitor_rewritten_bytes",
+        kind: "gauge",
+        help: "Bytes the janitor's compactions wrote over the recent log (the numerator of write amplification).",
+        value: |m| m.rewrite.janitor_bytes.to_string(),
+    },
+    TableSeries {
         name: "table_ingested_bytes",
         kind: "gauge",
         help: "Bytes the writers wrote over the recent log.",
@@ -602,6 +608,7 @@ mod tests {
             "lakehealth_table_compacted_bytes_total{table=\"s3://b/t\\\"x\"} 500",
             "lakehealth_table_write_amplification{table=\"s3://b/t\\\"x\"} 0.2500",
             "lakehealth_table_rewritten_bytes{table=\"s3://b/t\\\"x\"} 300",
+            "lakehealth_table_janitor_rewritten_bytes{table=\"s3://b/t\\\"x\"} 300",
             "lakehealth_table_ingested_bytes{table=\"s3://b/t\\\"x\"} 1200",
             "lakehealth_table_last_decision_timestamp_seconds{table=\"s3://b/t\\\"x\"} 2.000",
             "lakehealth_janitor_cycles_total 1",

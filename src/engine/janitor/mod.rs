@@ -285,12 +285,14 @@ impl Janitor {
             return Throttle {
                 budget: throttle::Budget::full(1),
                 reason: "Iceberg: one bin at a time, each committed through the catalog as soon as it is proven (a lost race is retried on the new snapshot)".into(),
+                writers: "Iceberg: one bin at a time".into(),
             };
         }
         if !self.throttle {
             return Throttle {
                 budget: throttle::Budget::full(cores),
                 reason: format!("throttle off: {cores} bin(s) at a time, unbounded"),
+                writers: "throttle off (--no-throttle)".into(),
             };
         }
         let w = throttle::measure(

@@ -103,7 +103,14 @@ impl Writers {
         } else {
             format!(" (streaming queries: {})", self.app_ids.join(", "))
         };
-        let secs = |ms: i64| format!("{:.1} s", ms as f64 / 1000.0);
+        // Tenths of a second for a writer's rhythm; whole units for ages past a minute.
+        let secs = |ms: i64| {
+            if ms < 60_000 {
+                format!("{:.1} s", ms as f64 / 1000.0)
+            } else {
+                crate::engine::model::duration::whole_units_ms(ms)
+            }
+        };
         match (self.rhythm_ms, self.idle_ms) {
             (Some(r), Some(idle)) if self.still_writing => format!(
                 "writer active: {:.1} data commit(s)/s, one every {}, the last {} ago{who}",
@@ -256,6 +263,7 @@ pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
                 },
                 spacing_text(spacing)
             ),
+            writers: w.describe(),
         }
     } else {
         Throttle {
@@ -264,6 +272,7 @@ pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
                 "{}: {cores} bin(s) at a time (every core), unthrottled",
                 w.describe()
             ),
+            writers: w.describe(),
         }
     }
 }

@@ -120,6 +120,8 @@ impl TuiJanitor {
         }
         self.cycle = None;
         self.last_cycle = Some(now);
+        // Compacted while this round decided: whatever it answers, the next round reads after.
+        let compacted = std::mem::take(&mut self.compacted_in_flight);
         if !self.is_on() {
             return false;
         }
@@ -136,7 +138,7 @@ impl TuiJanitor {
             .iter()
             .map(|d| (d.partition.clone(), (d.decision, d.reason.clone())))
             .collect();
-        for p in std::mem::take(&mut self.compacted_in_flight) {
+        for p in compacted {
             self.unflag_due(&p);
         }
         for d in round.decisions.into_iter().filter(worth_a_row) {

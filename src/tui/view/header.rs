@@ -74,7 +74,7 @@ fn health(t: &TableReport) -> Item {
     if t.partitions.len() > 1 {
         item.push(Span::raw(format!(
             " ({ok} of {} partitions ok)",
-            format_count(t.partitions.len() as u64)
+            t.partitions.len()
         )));
     }
     item
@@ -135,12 +135,16 @@ fn log(t: &TableReport, now_ms: i64) -> Vec<Item> {
     // compactions (by hand, other engines) apart, never in the ratio.
     let r = &l.rewrite;
     let janitor = match r.write_amplification {
-        Some(wa) if r.janitor_bytes > 0 => Some(format!(
+        _ if r.janitor_bytes == 0 => None,
+        Some(wa) => Some(format!(
             "janitor rewrote {wa:.2}x of ingested ({} for {})",
             format_bytes(r.janitor_bytes),
             format_bytes(r.writer_bytes)
         )),
-        _ => None,
+        None => Some(format!(
+            "janitor rewrote {} (nothing ingested)",
+            format_bytes(r.janitor_bytes)
+        )),
     };
     let other = (r.other_bytes() > 0).then(|| {
         format!(

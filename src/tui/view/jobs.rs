@@ -206,7 +206,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let total = app.jobs.len() + app.maintenance.len();
     let counts = format!(" Jobs ({active} active, {total} total) ");
     let with_key = format!(" Jobs ({active} active, {total} total) · x cancel ");
-    let with_keys = format!(" Jobs ({active} active, {total} total) · x cancel · f full speed ");
+    let with_keys = format!(" Jobs ({active} active, {total} total) · x cancel · f lift pace ");
     let paced = app.has_paced_jobs();
     let forms = match active {
         0 => vec![counts.as_str()],

@@ -33,11 +33,11 @@ fn status_line(live: &Live) -> Line<'static> {
             style::dim(),
         )),
         LiveStatus::Following { version } => {
-            // The newest compaction first after the version: on a narrow panel it is what a
-            // user watching a job wants to see land.
+            // The newest compaction first: on a narrow panel it is what a user watching a job
+            // wants to see land.
             let compacted = live.last_compaction.map_or(String::new(), |c| {
                 format!(
-                    " · compacted v{} (-{} +{} files)",
+                    "compacted v{} (-{} +{} files) · ",
                     c.version,
                     format_count(c.files_removed),
                     format_count(c.files_added)
@@ -46,7 +46,7 @@ fn status_line(live: &Live) -> Line<'static> {
             Line::from(vec![
                 Span::styled(" ● ", Style::default().fg(Color::Green)),
                 Span::raw(format!(
-                    "following v{version}{compacted} · {} since opened, polling every {poll}",
+                    "{compacted}following v{version} · {} since opened, polling every {poll}",
                     plural(live.commits_seen, "commit"),
                 )),
             ])

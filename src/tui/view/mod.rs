@@ -74,6 +74,7 @@ pub fn help_len() -> usize {
 /// A score at or above it reads "ok" (the legend's first band).
 pub const HEALTH_OK: u8 = 80;
 
+/// What the health colours mean, for the help and the tables list's header.
 pub fn health_legend() -> Vec<ratatui::text::Span<'static>> {
     use ratatui::text::Span;
     vec![

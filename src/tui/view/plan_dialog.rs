@@ -85,8 +85,8 @@ fn pace_text(planned: &PlannedJob, full_speed: bool) -> String {
         Some(t) if t.budget.read_bytes_per_second.is_some() => {
             format!("Pace (f: full speed): {}", t.pace_note().text())
         }
-        Some(t) => format!("Pace: {}", t.pace_note().text()),
-        None => "Pace: unbounded".into(),
+        Some(t) => format!("Pace: full speed, every core: {}", t.writers),
+        None => "Pace: full speed, every core".into(),
     }
 }
 
@@ -300,7 +300,8 @@ pub fn draw_confirm_cancel(f: &mut Frame, area: Rect, job: crate::tui::jobs::Job
 /// A yes/no question over the screen: `body` and then its `keys`, wrapped at words, the box as
 /// tall as they are (its keys always show).
 fn confirm(f: &mut Frame, area: Rect, title: &'static str, body: &[&str], keys: &str) {
-    let width = (area.width * 60 / 100).max(64).min(area.width);
+    let sixty_percent = u16::try_from(u32::from(area.width) * 60 / 100).unwrap_or(u16::MAX);
+    let width = sixty_percent.max(64).min(area.width);
     let inner = usize::from(width.saturating_sub(2));
     let mut lines: Vec<Line<'static>> = body
         .iter()

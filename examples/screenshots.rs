@@ -11,7 +11,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use lakehealth::engine::compact::events::JobEvent;
 use lakehealth::engine::demo::{DemoShape, ensure_demo_table};
 use lakehealth::engine::location::Location;
-use lakehealth::engine::open::OpenOptions;
+use lakehealth::engine::options::OpenOptions;
 use lakehealth::tui::action::{Action, Effect, TaskProgress};
 use lakehealth::tui::app::App;
 use lakehealth::tui::live::Follow;

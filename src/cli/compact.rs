@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::CompactArgs;
 use super::run::Settings;
+use crate::engine::clock::now_ms;
 use crate::engine::compact::events::{JobEvent, JobSummary, Progress};
 use crate::engine::compact::executor::pickup::{PickupMode, PickupSummary, pickup};
 use crate::engine::compact::job::{
@@ -19,7 +20,7 @@ use crate::engine::compact::plan::{CompactionPlan, DeletedRows, Selection};
 use crate::engine::compact::selection::Predicate;
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
-use crate::engine::open::{load_table, now_ms};
+use crate::engine::open::load_table;
 use crate::engine::size::{format_bytes, plural};
 
 fn labels(p: &[crate::engine::model::partition::PartitionValues]) -> String {
@@ -327,7 +328,7 @@ pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Resul
         // What killed jobs left is settled all the same.
         let swept = crate::engine::compact::job_ledger::sweep(
             &job.table.table,
-            crate::engine::open::now_ms(),
+            crate::engine::clock::now_ms(),
         )
         .await;
         if a.json {

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::WatchArgs;
 use super::run::Settings;
+use crate::engine::clock::now_ms;
 use crate::engine::janitor::Janitor;
 use crate::engine::janitor::decide::DecisionKind;
 use crate::engine::janitor::history::{self, History, Line};
@@ -16,7 +17,6 @@ use crate::engine::janitor::metrics::{self, Metrics};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;
 use crate::engine::model::duration::whole_units_ms;
-use crate::engine::open::now_ms;
 use crate::engine::secrets::scrub;
 
 /// One line for humans, on stdout or stderr (None: not shown).

@@ -268,7 +268,7 @@ impl App {
             live: None,
             policy: None,
             janitor: TuiJanitor::new(&Policy::builtin(
-                crate::engine::open::OpenOptions::default().thresholds,
+                crate::engine::options::OpenOptions::default().thresholds,
             )),
             next_id: 1,
             next_job_number: 1,
@@ -446,7 +446,7 @@ impl App {
             let id = self.next_id();
             let policy = self.policy.clone().unwrap_or_else(|| {
                 Policy::builtin(self.table.as_ref().map_or_else(
-                    || crate::engine::open::OpenOptions::default().thresholds,
+                    || crate::engine::options::OpenOptions::default().thresholds,
                     |t| t.thresholds,
                 ))
             });

@@ -31,7 +31,7 @@ impl Clock {
     /// Unix milliseconds, for "ago" columns.
     pub fn wall_ms(&self) -> i64 {
         match self {
-            Clock::System => crate::engine::open::now_ms(),
+            Clock::System => crate::engine::clock::now_ms(),
             Clock::Frozen { wall_ms, .. } => *wall_ms,
         }
     }

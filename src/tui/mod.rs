@@ -33,7 +33,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::engine::location::Location;
-use crate::engine::open::OpenOptions;
+use crate::engine::options::OpenOptions;
 use action::{Action, Pointer};
 use app::App;
 use keymap::Context;

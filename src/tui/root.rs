@@ -4,7 +4,8 @@
 use std::borrow::Cow;
 
 use super::list::ListRow;
-use crate::engine::open::{OpenOptions, RootReport};
+use crate::engine::open::RootReport;
+use crate::engine::options::OpenOptions;
 use crate::engine::stats::file_sizes::SizeStats;
 use crate::engine::stats::table_report::TableReport;
 

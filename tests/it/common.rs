@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
 use lakehealth::engine::location::Location;
-use lakehealth::engine::open::OpenOptions;
+use lakehealth::engine::options::OpenOptions;
 
 pub use crate::harness::{Moto, py_script, python};
 

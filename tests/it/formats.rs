@@ -507,7 +507,7 @@ async fn a_folder_that_changed_since_the_preview_is_not_converted() {
     let root = d.path().join("events");
     plain_hive_folder(&root);
     let loc = lakehealth::engine::location::Location::parse(root.to_str().unwrap()).unwrap();
-    let opts = lakehealth::engine::open::OpenOptions::default();
+    let opts = lakehealth::engine::options::OpenOptions::default();
     let plan = plan_convert(&loc, &opts, &[], &|_| {}).await.unwrap();
     // The next batch lands: one more file in a partition the preview saw.
     let first = snapshot(&root)

@@ -12,7 +12,7 @@ use crossterm::event::KeyCode;
 use lakehealth::engine::formats::iceberg::{DEFAULT_TARGET_FILE_SIZE, load_iceberg};
 use lakehealth::engine::location::Location;
 use lakehealth::engine::model::format::TableFormat;
-use lakehealth::engine::open::OpenOptions;
+use lakehealth::engine::options::OpenOptions;
 use lakehealth::engine::stats::table_report::TableReport;
 use lakehealth::tui::app::Screen;
 use serde::Deserialize;

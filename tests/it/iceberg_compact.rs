@@ -1112,7 +1112,7 @@ async fn an_iceberg_table_linked_out_of_its_folder_is_neither_compacted_nor_read
     use lakehealth::engine::error::EngineError;
     use lakehealth::engine::formats::iceberg::load_iceberg;
     use lakehealth::engine::location::Location;
-    use lakehealth::engine::open::OpenOptions;
+    use lakehealth::engine::options::OpenOptions;
 
     let t = Table::new(6);
     let before = t.read();

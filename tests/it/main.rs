@@ -1,5 +1,8 @@
 //! Integration tests, one binary (each test binary links all of delta-rs, so fewer is faster).
 
+// Tests report measurements on stderr; the no-print rule is for the program's own output.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod clear_errors;
 mod cli;
 mod column_mapping;

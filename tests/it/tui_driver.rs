@@ -9,7 +9,7 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use lakehealth::engine::compact::events::JobEvent;
 use lakehealth::engine::compact::locks::PartitionLocks;
-use lakehealth::engine::open::OpenOptions;
+use lakehealth::engine::options::OpenOptions;
 use lakehealth::tui::action::{Action, Effect, TaskProgress};
 use lakehealth::tui::app::App;
 use lakehealth::tui::clock::Clock;

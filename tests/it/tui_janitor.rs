@@ -8,7 +8,7 @@ use lakehealth::engine::demo::{create_sensor_table, seed_small_files};
 use lakehealth::engine::janitor::decide::DecisionKind;
 use lakehealth::engine::janitor::policy::Policy;
 use lakehealth::engine::model::partition::PartitionValues;
-use lakehealth::engine::open::OpenOptions;
+use lakehealth::engine::options::OpenOptions;
 use lakehealth::tui::app::Modal;
 use lakehealth::tui::jobs::JobStatus;
 

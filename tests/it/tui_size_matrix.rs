@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crossterm::event::KeyCode;
 use lakehealth::engine::compact::locks::{PartitionLocks, key};
-use lakehealth::engine::open::OpenOptions;
+use lakehealth::engine::options::OpenOptions;
 use lakehealth::tui::live::Follow;
 
 use crate::common::*;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crossterm::event::KeyCode;
 use lakehealth::engine::janitor::policy::Policy;
-use lakehealth::engine::open::OpenOptions;
+use lakehealth::engine::options::OpenOptions;
 use lakehealth::engine::size::format_bytes;
 use lakehealth::tui::app::Screen;
 use lakehealth::tui::keymap::Context;

@@ -17,7 +17,7 @@ use crate::engine::janitor::history::{History, Line};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::{CallerJob, Janitor, JobEnd, Planned};
 use crate::engine::location::Location;
-use crate::engine::open::OpenOptions;
+use crate::engine::options::OpenOptions;
 use crate::tui::action::Action;
 use crate::tui::tasks::Parked;
 

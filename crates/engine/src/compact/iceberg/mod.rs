@@ -1,0 +1,69 @@
+//! Iceberg compaction committed through the table's catalog: lakehealth writes the `replace`
+//! snapshot itself (format v2: manifests, manifest list, metadata JSON), as it reads manifests
+//! itself, and swaps it in with the catalog's compare-and-swap. Bins are planned as
+//! `rewrite_data_files` would (`plan`), rewritten and proven by content fingerprint
+//! (`rewrite`), and committed one by one (`job`).
+
+pub mod avro_file;
+pub mod catalog;
+mod commit;
+pub mod confine;
+pub mod data_file_stats;
+pub mod job;
+pub mod ledger;
+pub mod manifest_write;
+pub mod plan;
+pub mod rest_catalog;
+pub mod rewrite;
+pub mod snapshot;
+pub mod sql_catalog;
+pub mod table_state;
+
+use crate::error::EngineError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IcebergCompactError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Catalog(#[from] catalog::CatalogError),
+    #[error("{what} {file}: {source}")]
+    Avro {
+        what: &'static str,
+        file: String,
+        #[source]
+        source: avro_file::AvroFileError,
+    },
+    #[error("metadata file {file}: {source}")]
+    Json {
+        file: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{what} {file}: {detail}")]
+    Malformed {
+        what: &'static str,
+        file: String,
+        detail: String,
+    },
+    #[error("{0}")]
+    Unsupported(String),
+    /// The table moved so that the bin may not commit.
+    #[error("{0}")]
+    Conflict(String),
+    /// The outputs do not prove to hold the inputs' rows.
+    #[error("content check failed: {0}; bin not committed")]
+    Proof(String),
+    #[error("{path}: {source}")]
+    Store {
+        path: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("{path}: {source}")]
+    Parquet {
+        path: String,
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+}

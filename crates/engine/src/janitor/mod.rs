@@ -1,0 +1,1088 @@
+//! The janitor: watches tables and compacts partitions as they fill with small files, by a
+//! policy, explaining every decision. Each cycle reads every table's log (the same reader as
+//! `report`), decides for every partition (`decide`), and runs a compaction job for each due
+//! one through the engine's job (`compact::job`), which validates every commit against the
+//! latest version, proves the content, and never undoes a landed commit: the janitor writes to
+//! a table no other way. Failures back off per table (`schedule`); every decision and result is
+//! a JSON line (`history`).
+
+pub mod activity;
+pub mod decide;
+pub mod forecast;
+pub mod history;
+mod iceberg_jobs;
+pub mod jobs;
+pub mod maintenance;
+pub mod metrics;
+pub mod policy;
+mod round;
+pub mod schedule;
+pub mod throttle;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use object_store::ObjectStore;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use self::activity::{Activity, Columns};
+use self::decide::DecisionKind;
+use self::history::{DecisionLine, History, Line, Outcome, ts};
+use self::jobs::{DuePartition, JobDone, JobSpec, JobState, Work};
+pub use self::jobs::{JobEnd, Planned};
+use self::metrics::Metrics;
+use self::policy::{CommitSpacing, Policy};
+use self::schedule::{Backoff, TableSchedule};
+use self::throttle::Throttle;
+use crate::clock::now_ms;
+use crate::compact::iceberg::job::IceRequest;
+use crate::compact::job::{CompactRequest, observed_ratio};
+use crate::compact::locks::PartitionLocks;
+use crate::compact::plan::Selection;
+use crate::compact::selection::Predicate;
+use crate::compact::spacing::{CommitSpacer, LastCommit};
+use crate::discover::discover;
+use crate::error::{EngineError, Result};
+use crate::location::Location;
+use crate::log::replay::replay;
+use crate::model::format::TableFormat;
+use crate::model::partition::PartitionValues;
+use crate::model::thresholds::Thresholds;
+use crate::options::OpenOptions;
+use crate::stats::table_report::{TableReport, physical_names};
+
+/// Commits read per table and cycle for write times (see `activity`).
+const ACTIVITY_BUDGET: usize = 2000;
+
+/// A table as the janitor names it: its URI without user info (never a credential).
+pub fn table_id(loc: &Location) -> String {
+    if loc.is_local() {
+        let d = loc.display();
+        return match d.trim_end_matches('/') {
+            "" => d,
+            t => t.to_string(),
+        };
+    }
+    crate::secrets::redact_url(loc.url.as_str())
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// A table read this cycle.
+struct Loaded {
+    loc: Location,
+    id: String,
+    report: TableReport,
+    source: Source,
+}
+
+/// Where a table was read from, which says how it is compacted and maintained.
+enum Source {
+    /// Its log: write times per partition (`activity`), checkpoints and vacuums by policy.
+    Delta {
+        store: Arc<dyn ObjectStore>,
+        cols: Columns,
+    },
+    /// The current metadata its catalog names; compacted through that catalog.
+    Iceberg { catalog: String },
+}
+
+/// A table's job the janitor decided, for a caller that runs it itself (the TUI: its jobs
+/// show and cancel like manual ones). The pipeline is the same as `watch`'s: the caller plans
+/// it (`plan`), tells the janitor it started (`Janitor::started`), feeds it the job's events
+/// (`observe`) and records its end whatever the path (`Janitor::record`), so its results,
+/// the table's back-off and later decisions ("running: ...") are those of `watch`.
+pub struct CallerJob {
+    spec: JobSpec,
+    started: Instant,
+}
+
+impl CallerJob {
+    pub fn table(&self) -> &str {
+        &self.spec.table
+    }
+
+    pub fn partitions(&self) -> Vec<PartitionValues> {
+        self.spec.values()
+    }
+
+    /// Runs its bins on `executor` instead of the policy's.
+    pub fn set_executor(&mut self, executor: crate::compact::executor::Executor) {
+        self.spec.executor = executor;
+    }
+
+    /// Plans it from the latest version (with the policy's sizes, the throttle's budget and
+    /// the table's commit spacing).
+    pub async fn plan(&self) -> Planned {
+        jobs::plan_job(&self.spec).await
+    }
+
+    /// What keeps the job's state from its events, for the decisions made while it runs.
+    pub fn observer(&self) -> impl Fn(&crate::compact::events::JobEvent) + Send + 'static {
+        let state = self.spec.state.clone();
+        move |ev| jobs::observe(&state, ev)
+    }
+}
+
+/// One table's decisions, and its job over the due partitions (None when nothing is due or
+/// its job is still in flight).
+pub struct TableDecisions {
+    /// The table as the janitor names it (`table_id`).
+    pub table: String,
+    pub decisions: Vec<DecisionLine>,
+    pub job: Option<CallerJob>,
+}
+
+/// What one cycle did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CycleStats {
+    pub tables: u64,
+    pub partitions: u64,
+    pub due: u64,
+    pub jobs: u64,
+    pub failed_jobs: u64,
+    pub table_errors: u64,
+    /// Jobs cancelled by a signal, as "table partition: what landed".
+    pub cancelled: Vec<String>,
+    /// Due partitions whose job never started because of a signal.
+    pub not_started: u64,
+    /// Jobs still running when the cycle ended (they go on; their results come when they end).
+    pub running: u64,
+    /// Tables whose job ended (their failure record was written then).
+    pub ended_tables: std::collections::HashSet<String>,
+}
+
+/// A table's job in flight.
+struct InFlight {
+    partitions: Vec<PartitionValues>,
+    state: Arc<Mutex<JobState>>,
+}
+
+/// What woke the janitor between cycles.
+enum Wake {
+    Tick,
+    Cancelled,
+    Heard(Box<Line>),
+    Ended(Box<std::result::Result<(tokio::task::Id, JobDone), tokio::task::JoinError>>),
+}
+
+pub struct Janitor {
+    targets: Vec<Location>,
+    policy: Policy,
+    open: OpenOptions,
+    history: History,
+    /// Every line also goes here (the CLI prints them).
+    sink: Box<dyn FnMut(&Line) + Send + Sync>,
+    schedules: HashMap<String, TableSchedule>,
+    activity: HashMap<String, Activity>,
+    locks: Arc<PartitionLocks>,
+    cycle: u64,
+    history_failed: bool,
+    /// When each table was last vacuumed (from the history, then this run).
+    last_vacuum: HashMap<String, i64>,
+    /// Ingestion first (`throttle`); off: every job uses every core, unbounded.
+    throttle: bool,
+    metrics: Option<Arc<Metrics>>,
+    /// Each table's last compaction commit, for the commit spacing across its jobs.
+    last_commits: HashMap<String, LastCommit>,
+    /// Jobs in flight: cycles go on deciding while they run (one per table at a time).
+    jobs: JoinSet<JobDone>,
+    in_flight: HashMap<String, InFlight>,
+    /// Each job task's table, to clear it even if the task itself failed.
+    tasks: HashMap<tokio::task::Id, String>,
+    /// Where running jobs say what they do; emitted as it comes.
+    talk: mpsc::UnboundedSender<Line>,
+    heard: mpsc::UnboundedReceiver<Line>,
+    /// Jobs that ended since the last cycle line, counted in the next one.
+    ended: CycleStats,
+}
+
+impl Janitor {
+    /// Restores the tables' failure records from `history` (unless `resume`, which clears
+    /// them) and writes the policy line.
+    pub fn new(
+        targets: Vec<Location>,
+        policy: Policy,
+        open: OpenOptions,
+        history: History,
+        sink: Box<dyn FnMut(&Line) + Send + Sync>,
+        resume: bool,
+    ) -> Self {
+        let restored = match history::restore(history.path()) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("janitor: cannot read the history for earlier failures: {e}");
+                HashMap::new()
+            }
+        };
+        let last_vacuum = maintenance::last_vacuums(history.path());
+        let (talk, heard) = mpsc::unbounded_channel();
+        let mut j = Janitor {
+            targets,
+            policy,
+            open,
+            history,
+            sink,
+            schedules: HashMap::new(),
+            activity: HashMap::new(),
+            locks: Arc::new(PartitionLocks::default()),
+            cycle: 0,
+            history_failed: false,
+            last_vacuum,
+            throttle: true,
+            metrics: None,
+            last_commits: HashMap::new(),
+            jobs: JoinSet::new(),
+            in_flight: HashMap::new(),
+            tasks: HashMap::new(),
+            talk,
+            heard,
+            ended: CycleStats::default(),
+        };
+        let now = now_ms();
+        j.emit(Line::Policy {
+            ts: ts(now),
+            policy: j.policy.to_json(),
+            summary: j.policy.summary(),
+            targets: j.targets.iter().map(table_id).collect(),
+            history: j.history.path().display().to_string(),
+        });
+        for (table, s) in restored {
+            if s.failures == 0 {
+                continue;
+            }
+            if resume {
+                j.emit(Line::Schedule {
+                    ts: ts(now),
+                    table,
+                    schedule: TableSchedule::default(),
+                });
+            } else {
+                j.schedules.insert(table, s);
+            }
+        }
+        j
+    }
+
+    /// Records what each cycle finds and does in `m` (served by `metrics::serve`).
+    pub fn with_metrics(mut self, m: Arc<Metrics>) -> Self {
+        self.metrics = Some(m);
+        self
+    }
+
+    /// Jobs ignore the writers: every core, unbounded reads (for comparison).
+    pub fn unthrottled(mut self) -> Self {
+        self.throttle = false;
+        self
+    }
+
+    /// The budget of `t`'s jobs this cycle.
+    fn throttle_for(&self, t: &Loaded, now: i64) -> Throttle {
+        let cores = throttle::cores();
+        if matches!(t.source, Source::Iceberg { .. }) {
+            return Throttle {
+                budget: throttle::Budget::full(1),
+                reason: "Iceberg: one bin at a time, each committed through the catalog as soon as it is proven (a lost race is retried on the new snapshot)".into(),
+                writers: "Iceberg: one bin at a time".into(),
+            };
+        }
+        if !self.throttle {
+            return Throttle {
+                budget: throttle::Budget::full(cores),
+                reason: format!("throttle off: {cores} bin(s) at a time, unbounded"),
+                writers: "throttle off (--no-throttle)".into(),
+            };
+        }
+        let w = throttle::measure(
+            &t.report.commits,
+            &t.report.streaming_writers,
+            now,
+            throttle::WINDOW_MS,
+        );
+        let mut t = throttle::choose(&w, cores, throttle::ACTIVE_READ_RATE);
+        if t.budget.commit_spacing_ms.is_some() {
+            t.budget.commit_spacing_ms = match self.policy.commit_spacing {
+                CommitSpacing::Auto => t.budget.commit_spacing_ms,
+                CommitSpacing::Off => None,
+                CommitSpacing::Every(d) => Some(d.as_millis().min(u64::MAX as u128) as u64),
+            };
+            if self.policy.commit_spacing != CommitSpacing::Auto {
+                t.reason = throttle::with_spacing(&t.reason, t.budget.commit_spacing_ms);
+            }
+        }
+        t
+    }
+
+    fn emit(&mut self, line: Line) {
+        if let Err(e) = self.history.append(&line)
+            && !self.history_failed
+        {
+            self.history_failed = true;
+            let w = Line::Warning {
+                ts: ts(now_ms()),
+                message: format!(
+                    "cannot append to the history file {}: {e}",
+                    self.history.path().display()
+                ),
+            };
+            (self.sink)(&w);
+        }
+        (self.sink)(&line);
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: self.policy.backoff_base,
+            max: self.policy.backoff_max,
+            max_failures: self.policy.max_failures,
+        }
+    }
+
+    /// Thresholds the tables are read with: "small" is the policy's.
+    fn thresholds(&self) -> Thresholds {
+        let base = self.open.thresholds;
+        Thresholds {
+            target_file_size: base.target_file_size,
+            small_file_size: self.policy.small_file_size,
+            max_file_size: base.max_file_size.max(self.policy.small_file_size),
+        }
+    }
+
+    /// Cycles every interval until `cancel`; one cycle with `once` (which waits for its jobs).
+    /// Cycles never wait for jobs: a job runs in the background while later cycles decide,
+    /// and its result line comes when it ends. Returns the last cycle's statistics.
+    pub async fn run(&mut self, once: bool, cancel: CancellationToken) -> CycleStats {
+        loop {
+            let mut stats = self.cycle(&cancel, once).await;
+            if cancel.is_cancelled() {
+                return self.stop(stats).await;
+            }
+            if once {
+                return stats;
+            }
+            let next = tokio::time::Instant::now() + self.policy.interval;
+            loop {
+                match self.wake(Some(next), &cancel).await {
+                    Wake::Tick => break,
+                    Wake::Cancelled => {
+                        stats = CycleStats::default();
+                        return self.stop(stats).await;
+                    }
+                    Wake::Heard(line) => self.emit(*line),
+                    Wake::Ended(done) => self.ended(*done),
+                }
+            }
+        }
+    }
+
+    /// The next thing to act on: a line a job said, a job that ended, the tick at `until`, or
+    /// the cancel (when `until` is given).
+    async fn wake(
+        &mut self,
+        until: Option<tokio::time::Instant>,
+        cancel: &CancellationToken,
+    ) -> Wake {
+        let ticking = until.is_some();
+        let at = until.unwrap_or_else(tokio::time::Instant::now);
+        let busy = !self.jobs.is_empty();
+        tokio::select! {
+            biased;
+            Some(line) = self.heard.recv() => Wake::Heard(Box::new(line)),
+            Some(done) = self.jobs.join_next_with_id(), if busy => Wake::Ended(Box::new(done)),
+            _ = cancel.cancelled(), if ticking => Wake::Cancelled,
+            _ = tokio::time::sleep_until(at), if ticking => Wake::Tick,
+        }
+    }
+
+    /// Waits for every job in flight to end (each sees the cancel and stops before its next
+    /// commit), records them, and says what the signal stopped.
+    async fn stop(&mut self, mut stats: CycleStats) -> CycleStats {
+        self.wait_for_jobs().await;
+        let ended = std::mem::take(&mut self.ended);
+        stats.cancelled.extend(ended.cancelled);
+        stats.not_started += ended.not_started;
+        stats.jobs += ended.jobs;
+        stats.failed_jobs += ended.failed_jobs;
+        stats.running = 0;
+        let mut what = Vec::new();
+        if !stats.cancelled.is_empty() {
+            what.push(format!(
+                "stopped running jobs before their next commit in {} partition(s): {}",
+                stats.cancelled.len(),
+                stats.cancelled.join("; ")
+            ));
+        }
+        if stats.not_started > 0 {
+            what.push(format!(
+                "{} due partition(s) not started",
+                stats.not_started
+            ));
+        }
+        if what.is_empty() {
+            what.push("no job was running".into());
+        }
+        self.emit(Line::Stopped {
+            ts: ts(now_ms()),
+            reason: what.join("; "),
+        });
+        stats
+    }
+
+    /// Until no job is in flight, emitting what they say and recording each as it ends.
+    async fn wait_for_jobs(&mut self) {
+        let never = CancellationToken::new();
+        while !self.jobs.is_empty() {
+            match self.wake(None, &never).await {
+                Wake::Heard(line) => self.emit(*line),
+                Wake::Ended(done) => self.ended(*done),
+                Wake::Tick | Wake::Cancelled => {}
+            }
+        }
+        while let Ok(line) = self.heard.try_recv() {
+            self.emit(line);
+        }
+    }
+
+    /// A job ended: its result lines, the table's failure record, the metrics.
+    fn ended(
+        &mut self,
+        done: std::result::Result<(tokio::task::Id, JobDone), tokio::task::JoinError>,
+    ) {
+        while let Ok(line) = self.heard.try_recv() {
+            self.emit(line);
+        }
+        let done = match done {
+            Ok((id, d)) => {
+                self.tasks.remove(&id);
+                d
+            }
+            Err(e) => {
+                // The engine's job catches its own panics; this would be the janitor's task
+                // itself. The table is free again and its failure counts for its back-off.
+                let table = self.tasks.remove(&e.id()).unwrap_or_default();
+                self.in_flight.remove(&table);
+                let error = format!("the compaction job's task ended abnormally: {e}");
+                self.emit(Line::Warning {
+                    ts: ts(now_ms()),
+                    message: format!("{table}: {error}"),
+                });
+                self.ended.jobs += 1;
+                self.ended.failed_jobs += 1;
+                self.schedules
+                    .entry(table)
+                    .or_default()
+                    .record_failure(now_ms(), error);
+                return;
+            }
+        };
+        self.record_done(done);
+    }
+
+    /// A job ended (its task did not fail): result lines, failure record, metrics.
+    fn record_done(&mut self, done: JobDone) {
+        self.in_flight.remove(&done.spec.table);
+        let table = done.spec.table.clone();
+        let Some(lines) = jobs::results(&done, self.policy.rule()) else {
+            self.ended.not_started += done.spec.partitions.len() as u64;
+            return;
+        };
+        self.ended.jobs += 1;
+        self.ended.ended_tables.insert(table.clone());
+        let failure = done.failure();
+        if failure.is_some() {
+            self.ended.failed_jobs += 1;
+        }
+        if let Some(m) = &self.metrics {
+            let bytes = done.summary.as_ref().map_or(0, |s| s.bytes_removed);
+            m.job_done(&table, failure.is_some(), bytes);
+        }
+        for r in lines {
+            if r.outcome == Outcome::Cancelled {
+                self.ended.cancelled.push(format!(
+                    "{} {}: {}",
+                    r.table,
+                    r.partition.label(),
+                    r.summary
+                ));
+            }
+            self.emit(Line::Result(r));
+        }
+        let s = self.schedules.entry(table.clone()).or_default();
+        let before = s.clone();
+        match failure {
+            Some(e) => s.record_failure(now_ms(), e),
+            None if done.completed() => s.record_success(),
+            None => {}
+        }
+        if *s != before || s.failures > 0 {
+            let schedule = s.clone();
+            self.emit(Line::Schedule {
+                ts: ts(now_ms()),
+                table: table.clone(),
+                schedule,
+            });
+        }
+        if self.schedules.get(&table).is_some_and(|s| s.failures == 0) {
+            self.schedules.remove(&table);
+        }
+    }
+
+    /// Reads a Delta table, else an Iceberg table through the policy's catalog.
+    async fn load(&self, loc: &Location) -> Result<Loaded> {
+        match self.load_delta(loc).await {
+            Err(EngineError::NotATable { uri, depth }) => {
+                match crate::formats::iceberg::is_iceberg_location(loc, &self.open).await {
+                    Ok(true) => self.load_iceberg(loc).await,
+                    _ => Err(EngineError::NotATable { uri, depth }),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// An Iceberg table as of the metadata its catalog names now (the one a commit swaps).
+    async fn load_iceberg(&self, loc: &Location) -> Result<Loaded> {
+        use crate::compact::iceberg::catalog::Catalog;
+        let uri = loc.display();
+        let Some(catalog) = self.policy.iceberg_catalog.clone() else {
+            return Err(EngineError::Unsupported {
+                uri,
+                detail: "an Iceberg table is compacted through its catalog: name it with the policy's iceberg_catalog or `watch --catalog URI`".into(),
+            });
+        };
+        let through = |e: crate::compact::iceberg::catalog::CatalogError| EngineError::Catalog {
+            uri: uri.clone(),
+            source: Box::new(e),
+        };
+        let c = Catalog::open(&catalog).map_err(through)?;
+        let (_, metadata) = c.find(loc.url.as_str(), None).await.map_err(through)?;
+        let at = Location::parse(&metadata)?;
+        let mut report = crate::formats::iceberg::load_iceberg(&at, &self.open, &|_| {}).await?;
+        report.uri = uri;
+        report.name = loc.name();
+        Ok(Loaded {
+            loc: loc.clone(),
+            id: table_id(loc),
+            report,
+            source: Source::Iceberg { catalog },
+        })
+    }
+
+    /// Reads a Delta table with the janitor's thresholds; keeps what the activity reader needs.
+    async fn load_delta(&self, loc: &Location) -> Result<Loaded> {
+        let store = loc.open_store(&self.open.storage_options)?;
+        let uri = loc.display();
+        let state = replay(&store, &uri, self.open.replay, &|_| {}).await?;
+        // Logical -> physical names of mapped columns, for partitionValues in commits.
+        let physical = physical_names(&state.metadata.schema_string)
+            .into_iter()
+            .map(|(p, l)| (l, p))
+            .collect();
+        let report = TableReport::build(uri, loc.name(), state, self.thresholds(), now_ms());
+        let cols = Columns {
+            logical: report.partition_columns.clone(),
+            physical,
+        };
+        Ok(Loaded {
+            loc: loc.clone(),
+            id: table_id(loc),
+            report,
+            source: Source::Delta { store, cols },
+        })
+    }
+
+    /// Every target as a table, or the tables found under it (found again every cycle, so
+    /// new tables are picked up).
+    async fn tables(&mut self, stats: &mut CycleStats) -> Vec<Loaded> {
+        let mut out = Vec::new();
+        for target in self.targets.clone() {
+            match self.load(&target).await {
+                Ok(t) => out.push(t),
+                Err(EngineError::NotATable { .. }) => {
+                    let found = match target.open_store(&self.open.storage_options) {
+                        Ok(store) => self.discover(&store, &target).await,
+                        Err(e) => Err(e),
+                    };
+                    let rels = match found {
+                        Ok(r) if r.is_empty() => {
+                            let what = if self.policy.iceberg_catalog.is_some() {
+                                "no Delta or Iceberg table found here"
+                            } else {
+                                "no Delta table found here (Iceberg tables are watched with a catalog: the policy's iceberg_catalog or --catalog)"
+                            };
+                            self.table_error(&target, what.into(), stats);
+                            continue;
+                        }
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.table_error(&target, e.to_string(), stats);
+                            continue;
+                        }
+                    };
+                    for rel in rels {
+                        let loaded = match target.join(&rel) {
+                            Ok(loc) => self.load(&loc).await.map_err(|e| (loc, e)),
+                            Err(e) => Err((target.clone(), e)),
+                        };
+                        match loaded {
+                            Ok(t) => out.push(t),
+                            Err((loc, e)) => self.table_error(&loc, e.to_string(), stats),
+                        }
+                    }
+                }
+                Err(e) => self.table_error(&target, e.to_string(), stats),
+            }
+        }
+        out
+    }
+
+    /// The tables below `target`: Delta tables, and Iceberg tables when a catalog is named.
+    async fn discover(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        target: &Location,
+    ) -> Result<Vec<String>> {
+        let iceberg = self.policy.iceberg_catalog.is_some();
+        Ok(
+            discover(store, &target.display(), self.open.discovery_depth, &|_| {})
+                .await?
+                .into_iter()
+                .filter(|t| {
+                    t.format == TableFormat::Delta || (iceberg && t.format == TableFormat::Iceberg)
+                })
+                .map(|t| t.rel)
+                .collect(),
+        )
+    }
+
+    fn table_error(&mut self, loc: &Location, error: String, stats: &mut CycleStats) {
+        stats.table_errors += 1;
+        self.emit(Line::TableError {
+            ts: ts(now_ms()),
+            table: table_id(loc),
+            error,
+        });
+    }
+
+    /// Reads `loc` and decides for each of its partitions as a cycle does (the decision lines
+    /// go to the history and the sink too), without running a job: the caller runs the due
+    /// partitions' job through its own runner (see `CallerJob`).
+    pub async fn decide_only(&mut self, loc: &Location) -> Result<TableDecisions> {
+        let t = self.load_delta(loc).await?;
+        let mut counts = Counts::default();
+        let (job, decisions) = self.decide_table(&t, now_ms(), &mut counts).await;
+        Ok(TableDecisions {
+            table: t.id.clone(),
+            decisions,
+            job: job.map(|spec| CallerJob {
+                spec,
+                started: Instant::now(),
+            }),
+        })
+    }
+
+    /// The caller started `job`: its partitions are decided "running" until it is recorded.
+    pub fn started(&mut self, job: &mut CallerJob) {
+        job.started = Instant::now();
+        if let Ok(mut s) = job.spec.state.lock() {
+            s.since_ms = now_ms();
+        }
+        self.in_flight.insert(
+            job.spec.table.clone(),
+            InFlight {
+                partitions: job.spec.values(),
+                state: job.spec.state.clone(),
+            },
+        );
+    }
+
+    /// The caller's `job` ended: its result lines, the table's failure record, the metrics, as
+    /// for `watch`'s own jobs.
+    pub fn record(&mut self, job: CallerJob, end: JobEnd) {
+        let done = JobDone::new(job.spec, end, job.started);
+        self.record_done(done);
+        // A caller has no cycle lines: what ended is not counted in one.
+        self.ended = CycleStats::default();
+    }
+
+    /// One table through the pipeline's read and decide steps: its recent writes are read, every
+    /// partition decided (`round`, pure), the job over its due partitions planned (none while
+    /// one is in flight), and the decisions recorded. Returns the job and the decisions.
+    async fn decide_table(
+        &mut self,
+        t: &Loaded,
+        now: i64,
+        counts: &mut Counts,
+    ) -> (Option<JobSpec>, Vec<DecisionLine>) {
+        let activity = self.read_activity(t, now).await;
+        let eligible_for = self.eligible_for(t, now);
+        let gate = self
+            .schedules
+            .get(&t.id)
+            .map(|s| s.gate(&self.backoff(), now))
+            .unwrap_or(schedule::Gate::Ready);
+        let busy = self.in_flight.get(&t.id).map(|job| round::Busy {
+            partitions: &job.partitions,
+            doing: job
+                .state
+                .lock()
+                .map(|s| s.describe(now))
+                .unwrap_or_else(|_| "running".into()),
+        });
+        let read = round::TableRead {
+            table: &t.id,
+            partitions: t
+                .report
+                .partitions
+                .iter()
+                .map(|p| round::PartitionSizes {
+                    values: &p.values,
+                    files: p.stats.files,
+                    small_files: p.stats.small_files,
+                    bytes: p.stats.bytes,
+                })
+                .collect(),
+            activity: &activity,
+            eligible_for: eligible_for.as_ref(),
+            gate: &gate,
+            busy,
+            age_since: self
+                .policy
+                .aged
+                .map(|a| now.saturating_sub(a.age.as_millis().min(i64::MAX as u128) as i64)),
+            times_not_read: match t.source {
+                Source::Delta { .. } => None,
+                Source::Iceberg { .. } => {
+                    Some("an Iceberg table's write times per partition are not read yet")
+                }
+            },
+        };
+        let round = round::decide_table(&self.policy, &read, now);
+        drop(read);
+        self.activity.insert(t.id.clone(), activity);
+        let job = (!round.due.is_empty()).then(|| self.job_spec(t, round.due, now));
+        for d in &round.lines {
+            counts.add(d.decision);
+        }
+        self.record_table(t, job.as_ref(), &round.lines, now);
+        (job, round.lines)
+    }
+
+    /// The table's writes since the last round (kept across rounds, read forward). An Iceberg
+    /// table's are not read: decisions that need write times say they are unknown.
+    async fn read_activity(&mut self, t: &Loaded, now: i64) -> Activity {
+        let horizon_ms = self.policy.horizon().as_millis().min(i64::MAX as u128) as i64;
+        let mut activity = self.activity.remove(&t.id).unwrap_or_default();
+        let Source::Delta { store, cols } = &t.source else {
+            return activity;
+        };
+        if let Err(e) = activity
+            .update(
+                store,
+                &t.id,
+                t.report.version,
+                cols,
+                horizon_ms,
+                now,
+                ACTIVITY_BUDGET,
+            )
+            .await
+        {
+            // Decisions that need write times then say they are unknown.
+            tracing::warn!("janitor: reading recent commits of {}: {e}", t.id);
+        }
+        activity
+    }
+
+    /// The policy's `partitions` predicate for `t`, its date macros expanded for `now`.
+    fn eligible_for(
+        &self,
+        t: &Loaded,
+        now: i64,
+    ) -> Option<std::result::Result<Predicate, policy::PartitionsError>> {
+        let f = self.policy.partitions.as_ref()?;
+        let today = chrono::DateTime::from_timestamp_millis(now)
+            .unwrap_or_default()
+            .date_naive();
+        Some(
+            f.expand(today)
+                .map_err(policy::PartitionsProblem::Macro)
+                .and_then(|text| {
+                    Predicate::parse(&text, &t.report.partition_columns)
+                        .map_err(policy::PartitionsProblem::Predicate)
+                })
+                .map_err(|problem| policy::PartitionsError {
+                    line: f.line,
+                    problem,
+                }),
+        )
+    }
+
+    /// The job over `t`'s due partitions, with this round's budget and the table's spacing.
+    fn job_spec(&mut self, t: &Loaded, due: Vec<DuePartition>, now: i64) -> JobSpec {
+        let throttle = self.throttle_for(t, now);
+        let spacer = throttle.budget.commit_spacing_ms.map(|ms| {
+            let last = self.last_commits.entry(t.id.clone()).or_default().clone();
+            Arc::new(CommitSpacer::sharing(Duration::from_millis(ms), last))
+        });
+        let work = match &t.source {
+            Source::Delta { .. } => Work::Delta(Box::new(CompactRequest {
+                selection: Selection::Partitions(due.iter().map(|d| d.values.clone()).collect()),
+                target_file_size: self.policy.target_file_size,
+                min_file_size: Some(self.policy.min_file_size),
+                parallelism: 1,
+                max_bin_bytes: None,
+                strategy: self.policy.strategy,
+                deleted_rows: self.policy.deleted_rows,
+                storage_options: self.open.storage_options.clone(),
+            })),
+            Source::Iceberg { catalog } => Work::Iceberg(Box::new(iceberg_jobs::IcebergWork {
+                req: IceRequest {
+                    catalog: catalog.clone(),
+                    target_file_size: self.policy.target_file_size,
+                    partitions: due.iter().map(|d| d.values.label()).collect(),
+                    max_retries: crate::compact::iceberg::job::MAX_RETRIES,
+                    ..Default::default()
+                },
+                open: self.open.clone(),
+            })),
+        };
+        JobSpec {
+            table: t.id.clone(),
+            loc: t.loc.clone(),
+            work,
+            partitions: due,
+            rewrite: t.report.log.rewrite,
+            thresholds: self.thresholds(),
+            ratio: observed_ratio(&t.report.commits),
+            executor: self.policy.executor.clone(),
+            throttle,
+            spacer,
+            talk: None,
+            state: Arc::new(Mutex::new(JobState {
+                since_ms: now,
+                ..Default::default()
+            })),
+        }
+    }
+
+    /// The round's record: metrics, and every decision to the history and the sink.
+    fn record_table(
+        &mut self,
+        t: &Loaded,
+        job: Option<&JobSpec>,
+        lines: &[DecisionLine],
+        now: i64,
+    ) {
+        if let Some(m) = &self.metrics {
+            let s = &t.report.stats;
+            m.table_read(
+                &t.id,
+                s.files,
+                s.small_files,
+                s.health_score,
+                job.map_or(0, |j| j.partitions.len() as u64),
+                now,
+            );
+            m.rewrite(&t.id, t.report.log.rewrite);
+        }
+        for d in lines {
+            self.emit(Line::Decision(d.clone()));
+        }
+    }
+
+    /// One cycle: read, decide, start the due tables' jobs (at most `max_jobs` in flight; one
+    /// while a writer is active), maintain, record. With `wait`, the cycle waits for its jobs
+    /// (`--once`); otherwise they go on in the background and later cycles say so.
+    pub async fn cycle(&mut self, cancel: &CancellationToken, wait: bool) -> CycleStats {
+        let started = Instant::now();
+        self.cycle += 1;
+        let mut stats = CycleStats::default();
+        let now = now_ms();
+        if let Some(m) = &self.metrics {
+            m.cycle_started(now);
+        }
+        let tables = self.tables(&mut stats).await;
+        stats.tables = tables.len() as u64;
+        let mut counts = Counts::default();
+        let mut due = Vec::new();
+        for t in &tables {
+            stats.partitions += t.report.partitions.len() as u64;
+            if let Some(job) = self.decide_table(t, now, &mut counts).await.0 {
+                due.push(job);
+            }
+        }
+        // Forget activity of tables that are gone.
+        let present: std::collections::HashSet<&str> =
+            tables.iter().map(|t| t.id.as_str()).collect();
+        self.activity.retain(|k, _| present.contains(k.as_str()));
+        // Checkpoints and vacuums are Delta log maintenance.
+        let facts: Vec<maintenance::TableFacts> = tables
+            .iter()
+            .filter(|t| matches!(t.source, Source::Delta { .. }))
+            .map(|t| maintenance::TableFacts::of(&t.loc, &t.id, &t.report))
+            .collect();
+        drop(tables);
+        stats.due = due.iter().map(|j| j.partitions.len() as u64).sum();
+        self.start_jobs(due, cancel);
+        if wait {
+            self.wait_for_jobs().await;
+        }
+        self.maintain(&facts, now, cancel).await;
+        self.end_cycle(stats, &counts, started)
+    }
+
+    /// Checkpoints and vacuums what the policy says is due, a line for each decision.
+    async fn maintain(
+        &mut self,
+        facts: &[maintenance::TableFacts],
+        now: i64,
+        cancel: &CancellationToken,
+    ) {
+        let lines = maintenance::maintain(
+            facts,
+            &self.policy.maintenance,
+            &mut self.last_vacuum,
+            &self.open.storage_options,
+            now,
+            cancel,
+        )
+        .await;
+        for l in lines {
+            self.emit(Line::Maintenance(l));
+        }
+    }
+
+    /// The cycle's record: jobs that ended since the last one, the schedules of tables still
+    /// backing off (repeated, so the history's tail always has them), the cycle line.
+    fn end_cycle(
+        &mut self,
+        mut stats: CycleStats,
+        counts: &Counts,
+        started: Instant,
+    ) -> CycleStats {
+        let ended = std::mem::take(&mut self.ended);
+        stats.jobs = ended.jobs;
+        stats.failed_jobs = ended.failed_jobs;
+        stats.cancelled = ended.cancelled;
+        stats.not_started = ended.not_started;
+        stats.running = self.in_flight.len() as u64;
+        let end = now_ms();
+        let quiet: Vec<String> = self
+            .schedules
+            .iter()
+            .filter(|(t, s)| s.failures > 0 && !ended.ended_tables.contains(*t))
+            .map(|(t, _)| t.clone())
+            .collect();
+        for table in quiet {
+            let schedule = self.schedules[&table].clone();
+            self.emit(Line::Schedule {
+                ts: ts(end),
+                table,
+                schedule,
+            });
+        }
+        self.emit(Line::Cycle {
+            ts: ts(end),
+            cycle: self.cycle,
+            tables: stats.tables,
+            partitions: stats.partitions,
+            due: counts.get(DecisionKind::Due),
+            not_due: counts.get(DecisionKind::NotDue),
+            skipped: counts.get(DecisionKind::Skipped),
+            backing_off: counts.get(DecisionKind::BackingOff),
+            suspended: counts.get(DecisionKind::Suspended),
+            running: counts.get(DecisionKind::Running),
+            jobs: stats.jobs,
+            failed_jobs: stats.failed_jobs,
+            jobs_in_flight: stats.running,
+            table_errors: stats.table_errors,
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+        if let Some(m) = &self.metrics {
+            m.cycle_ended(now_ms());
+        }
+        stats
+    }
+
+    /// Starts the due tables' jobs in the background. Ingestion first: while a writer is active
+    /// one job at a time (each one bin at a time at a bounded read rate); otherwise up to
+    /// `max_jobs`, each on every core. A job that finds no room is decided again next cycle.
+    fn start_jobs(&mut self, due: Vec<JobSpec>, cancel: &CancellationToken) {
+        let writer_active = due
+            .iter()
+            .any(|j| j.throttle.budget.read_bytes_per_second.is_some());
+        let at_once = if writer_active {
+            1
+        } else {
+            self.policy.max_jobs.max(1)
+        };
+        for mut spec in due {
+            if cancel.is_cancelled() {
+                self.ended.not_started += spec.partitions.len() as u64;
+                continue;
+            }
+            if self.in_flight.len() >= at_once {
+                let msg = format!(
+                    "queued: {} job(s) in flight already (at most {at_once} at a time{}); decided again next cycle",
+                    self.in_flight.len(),
+                    if writer_active {
+                        " while a writer is active"
+                    } else {
+                        ""
+                    }
+                );
+                self.emit(Line::Activity {
+                    ts: ts(now_ms()),
+                    table: spec.table.clone(),
+                    partitions: spec.values(),
+                    message: msg,
+                });
+                continue;
+            }
+            spec.talk = Some(self.talk.clone());
+            self.in_flight.insert(
+                spec.table.clone(),
+                InFlight {
+                    partitions: spec.values(),
+                    state: spec.state.clone(),
+                },
+            );
+            let table = spec.table.clone();
+            let task = self
+                .jobs
+                .spawn(jobs::run_job(spec, self.locks.clone(), cancel.clone()));
+            self.tasks.insert(task.id(), table);
+        }
+    }
+}
+
+/// Decisions of a cycle, counted by kind.
+#[derive(Debug, Default)]
+struct Counts(HashMap<DecisionKind, u64>);
+
+impl Counts {
+    fn add(&mut self, k: DecisionKind) {
+        *self.0.entry(k).or_default() += 1;
+    }
+
+    fn get(&self, k: DecisionKind) -> u64 {
+        self.0.get(&k).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_ids_carry_no_user_info() {
+        let l = Location::parse("s3://key:secret@bucket/lake/t").unwrap();
+        assert_eq!(table_id(&l), "s3://bucket/lake/t");
+        let l = Location::parse("s3://bucket/lake/t/").unwrap();
+        assert_eq!(table_id(&l), "s3://bucket/lake/t");
+    }
+}

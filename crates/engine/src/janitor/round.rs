@@ -1,0 +1,194 @@
+//! The decide step of the janitor's pipeline (read → decide → run → record), for one table: from
+//! what was read (its partitions' sizes, its recent writes, the table's gate, the job in flight)
+//! a decision per partition and the partitions its next job takes. Pure: no I/O and no state,
+//! so `watch`, the TUI (through `Janitor::decide_only`) and the tests see the same decisions.
+
+use super::activity::Activity;
+use super::decide::{Decision, DecisionKind, Eligible, Facts, decide};
+use super::history::{DecisionLine, ts};
+use super::jobs::DuePartition;
+use super::policy::{PartitionsError, Policy};
+use super::schedule::Gate;
+use crate::compact::selection::Predicate;
+use crate::model::partition::PartitionValues;
+
+/// A partition as the decision needs it.
+pub(super) struct PartitionSizes<'a> {
+    pub values: &'a PartitionValues,
+    pub files: u64,
+    pub small_files: u64,
+    pub bytes: u64,
+}
+
+/// The table's job in flight: its partitions, and what it is doing (for their reason).
+pub(super) struct Busy<'a> {
+    pub partitions: &'a [PartitionValues],
+    pub doing: String,
+}
+
+/// What was read of one table for this round.
+pub(super) struct TableRead<'a> {
+    pub table: &'a str,
+    pub partitions: Vec<PartitionSizes<'a>>,
+    pub activity: &'a Activity,
+    /// The policy's `partitions` predicate for this table (None: every partition).
+    pub eligible_for: Option<&'a Result<Predicate, PartitionsError>>,
+    pub gate: &'a Gate,
+    pub busy: Option<Busy<'a>>,
+    /// Small files added since then count as recent (the age rule), when the policy has one.
+    pub age_since: Option<i64>,
+    /// Why the table's write times are not read (an Iceberg table's), else None.
+    pub times_not_read: Option<&'static str>,
+}
+
+/// One table's round: a decision line per partition, and the due partitions its next job takes
+/// (none while a job of the table is in flight: those partitions say `running`, the others
+/// `queued`).
+pub(super) struct Round {
+    pub lines: Vec<DecisionLine>,
+    pub due: Vec<DuePartition>,
+}
+
+pub(super) fn decide_table(policy: &Policy, r: &TableRead, now: i64) -> Round {
+    let mut out = Round {
+        lines: Vec::new(),
+        due: Vec::new(),
+    };
+    for p in &r.partitions {
+        let Decision { kind, reason } = decide_partition(policy, r, p, now);
+        if kind == DecisionKind::Due && r.busy.is_none() {
+            out.due.push(DuePartition {
+                values: p.values.clone(),
+                reason: reason.clone(),
+            });
+        }
+        out.lines.push(DecisionLine {
+            ts: ts(now),
+            table: r.table.to_string(),
+            partition: p.values.clone(),
+            rule: policy.rule().into(),
+            decision: kind,
+            reason,
+            files: p.files,
+            small_files: p.small_files,
+            bytes: p.bytes,
+        });
+    }
+    out
+}
+
+fn decide_partition(policy: &Policy, r: &TableRead, p: &PartitionSizes, now: i64) -> Decision {
+    if let Some(b) = r.busy.as_ref().filter(|b| b.partitions.contains(p.values)) {
+        return Decision {
+            kind: DecisionKind::Running,
+            reason: b.doing.clone(),
+        };
+    }
+    let eligible = match r.eligible_for {
+        None => Eligible::Yes,
+        Some(Ok(pred)) if pred.matches(&p.values.0) => Eligible::Yes,
+        Some(Ok(pred)) => Eligible::Outside(pred.text.clone()),
+        Some(Err(e)) => Eligible::Invalid(e.to_string()),
+    };
+    let a = r.activity;
+    let facts = Facts {
+        values: p.values,
+        files: p.files,
+        small_files: p.small_files,
+        last_write: a.last_write(p.values),
+        recent_small_files: r
+            .age_since
+            .and_then(|since| a.recent_small_files(p.values, policy.small_file_size, since)),
+        known_for_ms: a.known_for_ms(now),
+        times_not_read: r.times_not_read,
+    };
+    let d = decide(policy, &facts, &eligible, r.gate, now);
+    match (&r.busy, d.kind) {
+        (Some(_), DecisionKind::Due) => Decision {
+            reason: format!(
+                "{}; queued: the table's running job ends first (one job per table at a time)",
+                d.reason
+            ),
+            ..d
+        },
+        _ => d,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::thresholds::Thresholds;
+
+    fn pv(d: &str) -> PartitionValues {
+        PartitionValues(vec![("d".into(), Some(d.into()))])
+    }
+
+    #[test]
+    fn due_partitions_go_to_the_job_unless_one_runs_then_they_are_running_or_queued() {
+        let policy = Policy::builtin(Thresholds {
+            target_file_size: 128 << 20,
+            small_file_size: 128 << 20,
+            max_file_size: 1 << 30,
+        });
+        let (a, b, c) = (pv("a"), pv("b"), pv("c"));
+        let sizes = |v| PartitionSizes {
+            values: v,
+            files: 60,
+            small_files: if v == &c { 3 } else { 60 },
+            bytes: 1,
+        };
+        let activity = Activity::default();
+        let read = |busy| TableRead {
+            table: "t",
+            partitions: vec![sizes(&a), sizes(&b), sizes(&c)],
+            activity: &activity,
+            eligible_for: None,
+            gate: &Gate::Ready,
+            busy,
+            age_since: None,
+            times_not_read: None,
+        };
+        let r = decide_table(&policy, &read(None), 0);
+        let kinds: Vec<_> = r.lines.iter().map(|l| l.decision).collect();
+        assert_eq!(
+            kinds,
+            [DecisionKind::Due, DecisionKind::Due, DecisionKind::NotDue]
+        );
+        assert_eq!(
+            r.due.iter().map(|d| &d.values).collect::<Vec<_>>(),
+            [&a, &b]
+        );
+
+        let running = [a.clone()];
+        let busy = Busy {
+            partitions: &running,
+            doing: "running: its job started 3 s ago".into(),
+        };
+        let r = decide_table(&policy, &read(Some(busy)), 0);
+        assert!(r.due.is_empty(), "nothing is planned twice");
+        assert_eq!(r.lines[0].decision, DecisionKind::Running);
+        assert_eq!(r.lines[0].reason, "running: its job started 3 s ago");
+        assert_eq!(r.lines[1].decision, DecisionKind::Due);
+        assert!(
+            r.lines[1].reason.ends_with(
+                "queued: the table's running job ends first (one job per table at a time)"
+            )
+        );
+
+        let held = Gate::BackingOff {
+            failures: 1,
+            retry_in_ms: 30_000,
+        };
+        let r = decide_table(
+            &policy,
+            &TableRead {
+                gate: &held,
+                ..read(None)
+            },
+            0,
+        );
+        assert!(r.due.is_empty());
+        assert_eq!(r.lines[0].decision, DecisionKind::BackingOff);
+    }
+}

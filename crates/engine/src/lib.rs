@@ -1,0 +1,28 @@
+//! lakehealth-engine: table access, log replay, health statistics, compaction, the janitor,
+//! the streaming writer and the demo. It never imports terminal code, so the CLI, the TUI and the
+//! tests drive the same engine.
+
+pub mod clock;
+pub mod compact;
+pub mod demo;
+pub mod discover;
+pub mod error;
+pub mod failpoint;
+pub mod formats;
+pub mod forward_store;
+pub mod janitor;
+pub mod location;
+pub mod log;
+pub mod maintenance;
+pub mod model;
+pub mod open;
+pub mod options;
+pub mod panic_guard;
+pub mod parquet_reader;
+pub mod progress;
+pub mod properties;
+pub mod root_links;
+pub mod secrets;
+pub mod size;
+pub mod stats;
+pub mod stream;

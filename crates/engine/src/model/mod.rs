@@ -1,0 +1,10 @@
+//! The shared vocabulary of the engine: plain data types and small pure functions that every
+//! layer uses. A leaf: nothing here imports other `crate` modules, so anything may
+//! import it without a cycle.
+
+pub mod duration;
+pub mod format;
+pub mod partition;
+pub mod percent;
+pub mod thresholds;
+pub mod trigger;

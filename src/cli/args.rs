@@ -310,7 +310,7 @@ pub struct ConvertArgs {
     /// come from the key=value folders); repeatable.
     // Parsed by its `FromStr`: clap shows the typed error's text.
     #[arg(long = "partition-by", value_name = "COL[:TYPE]")]
-    pub partition_by: Vec<crate::engine::formats::convert::PartitionColumn>,
+    pub partition_by: Vec<crate::engine::parquet_folder::convert::PartitionColumn>,
     /// Print the preview and change nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -11,13 +11,13 @@ use super::args::CompactArgs;
 use super::run::Settings;
 use crate::engine::clock::now_ms;
 use crate::engine::compact::events::{JobEvent, JobSummary, Progress};
-use crate::engine::compact::executor::pickup::{PickupMode, PickupSummary, pickup};
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::{CompactionPlan, DeletedRows, Selection};
 use crate::engine::compact::selection::Predicate;
+use crate::engine::exec::pickup::{PickupMode, PickupSummary, pickup};
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
 use crate::engine::open::load_table;
@@ -309,7 +309,7 @@ fn pickup_line(p: &PickupSummary) -> String {
 pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
     // A location that cannot be listed is left to the Delta path, which says why.
-    if crate::engine::formats::iceberg::is_iceberg_location(&loc, &s.open)
+    if crate::engine::iceberg::is_iceberg_location(&loc, &s.open)
         .await
         .unwrap_or(false)
     {

@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 
 use super::args::CompactArgs;
 use super::run::Settings;
-use crate::engine::compact::iceberg::job::{
+use crate::engine::iceberg::compact::job::{
     IceEvent, IceRequest, MAX_RETRIES, compact_iceberg, event_text,
 };
 use crate::engine::location::Location;

@@ -8,8 +8,8 @@ use anyhow::{Result, bail};
 
 use super::args::ConvertArgs;
 use super::run::Settings;
-use crate::engine::formats::convert::{convert, plan_convert};
 use crate::engine::location::Location;
+use crate::engine::parquet_folder::convert::{convert, plan_convert};
 use crate::engine::progress::LoadProgress;
 use crate::engine::size::format_bytes;
 

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::engine::formats::iceberg::IcebergDetails;
+use crate::engine::iceberg::IcebergDetails;
 use crate::engine::model::format::TableFormat;
 use crate::engine::open::RootReport;
 use crate::engine::size::{format_bytes, format_count};

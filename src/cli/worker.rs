@@ -7,8 +7,8 @@ use object_store::ObjectStoreExt;
 
 use super::args::WorkerArgs;
 use super::run::Settings;
-use crate::engine::compact::executor::spec::{BinSpec, Outcome};
-use crate::engine::compact::executor::worker::run_spec;
+use crate::engine::exec::spec::{BinSpec, Outcome};
+use crate::engine::exec::worker::run_spec;
 
 /// The spec's text: a local file, or an object at a URI.
 async fn read_spec(s: &Settings, spec: &str) -> Result<String> {

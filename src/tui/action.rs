@@ -1,11 +1,11 @@
 //! Every state change of the TUI is one of these messages, handled in `App::update`.
 
 use crate::engine::compact::events::JobEvent;
-use crate::engine::formats::convert::{ConvertOutcome, ConvertPlan};
-use crate::engine::log::watch::LogEvent;
+use crate::engine::delta::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::Opened;
+use crate::engine::parquet_folder::convert::{ConvertOutcome, ConvertPlan};
 use crate::engine::progress::LoadProgress;
 use crate::tui::janitor::Round;
 use crate::tui::maintenance::MaintenanceEvent;
@@ -132,7 +132,7 @@ pub enum Action {
     /// The Iceberg compaction dry run of `Effect::PlanIceberg`.
     IcebergPlanReady {
         id: u64,
-        result: Result<Box<crate::engine::compact::iceberg::job::IceSummary>, String>,
+        result: Result<Box<crate::engine::iceberg::compact::job::IceSummary>, String>,
     },
     /// The Iceberg compaction `Effect::StartIceberg` ran: its summary line, or why not.
     IcebergCompacted {
@@ -194,7 +194,7 @@ pub enum Effect {
     CancelJob {
         id: u64,
     },
-    /// Follow the table's log (`engine::log::watch`); its events come back as `Action::Log`.
+    /// Follow the table's log (`engine::delta::log::watch`); its events come back as `Action::Log`.
     Watch {
         id: u64,
         uri: String,

@@ -21,13 +21,13 @@ use super::preview::{
 use super::root::{RootRow, RootView};
 use super::view;
 use crate::engine::compact::events::JobEvent;
-use crate::engine::compact::executor::Executor;
-use crate::engine::formats::convert::ConvertOutcome;
+use crate::engine::delta::log::watch::LogEvent;
+use crate::engine::exec::Executor;
 use crate::engine::janitor::policy::Policy;
-use crate::engine::log::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::{Opened, RootReport};
+use crate::engine::parquet_folder::convert::ConvertOutcome;
 use crate::engine::progress::LoadProgress;
 use crate::engine::stats::table_report::{PartitionReport, TableReport};
 

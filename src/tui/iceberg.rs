@@ -6,7 +6,7 @@
 use super::action::Effect;
 use super::app::{App, IcebergDialog, Modal};
 use super::preview::{IcebergCompaction, IcebergRequest};
-use crate::engine::compact::iceberg::job::IceSummary;
+use crate::engine::iceberg::compact::job::IceSummary;
 
 impl App {
     pub(super) fn preview_iceberg(&mut self, uri: String, partitions: Vec<String>) -> Vec<Effect> {

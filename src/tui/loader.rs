@@ -13,20 +13,20 @@ use super::action::{Action, Effect, TaskProgress};
 use super::janitor::JanitorRunner;
 use crate::engine::compact::budget::Throttle;
 use crate::engine::compact::events::{JobEvent, JobSummary};
-use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{
     CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
 };
 use crate::engine::compact::locks::PartitionLocks;
-use crate::engine::formats::convert::{ConvertPlan, convert, plan_convert};
+use crate::engine::delta::log::watch::{LogEvent, default_poll, follow};
+use crate::engine::exec::Executor;
 use crate::engine::janitor::JobEnd;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
-use crate::engine::log::watch::{LogEvent, default_poll, follow};
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::{load_table, open};
 use crate::engine::options::OpenOptions;
+use crate::engine::parquet_folder::convert::{ConvertPlan, convert, plan_convert};
 use crate::tui::maintenance_tasks::MaintenanceTasks;
 use crate::tui::preview::PlannedJob;
 use crate::tui::tasks::{Parked, TaskKind, Tasks};
@@ -187,7 +187,7 @@ impl Loader {
         partitions: Vec<String>,
         dry_run: bool,
     ) {
-        use crate::engine::compact::iceberg::job::{IceRequest, compact_iceberg};
+        use crate::engine::iceberg::compact::job::{IceRequest, compact_iceberg};
         let opts = self.opts.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
@@ -195,7 +195,7 @@ impl Loader {
                 catalog,
                 partitions,
                 dry_run,
-                max_retries: crate::engine::compact::iceberg::job::MAX_RETRIES,
+                max_retries: crate::engine::iceberg::compact::job::MAX_RETRIES,
                 ..Default::default()
             };
             let result = async {

@@ -10,11 +10,11 @@ use super::action::Effect;
 use super::app::Modal;
 use super::view::preview_dialog::PreviewView;
 use crate::engine::compact::budget::Throttle;
-use crate::engine::compact::iceberg::job::IceSummary;
 use crate::engine::compact::plan::CompactionPlan;
-use crate::engine::formats::convert::ConvertPlan;
+use crate::engine::iceberg::compact::job::IceSummary;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::model::partition::PartitionValues;
+use crate::engine::parquet_folder::convert::ConvertPlan;
 
 /// A preview: planning (`result` None), then the plan or why there is none; `running` once
 /// confirmed while it stays open, and `outcome` when the work reports into the dialog.

@@ -502,7 +502,7 @@ async fn in_the_tui_c_says_why_not_and_shift_c_previews_then_converts_to_delta()
 /// conversion is refused and the folder is left exactly as it was; previewed again, it converts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_folder_that_changed_since_the_preview_is_not_converted() {
-    use lakehealth::engine::formats::convert::{convert, plan_convert};
+    use lakehealth::engine::parquet_folder::convert::{convert, plan_convert};
     let d = tempfile::tempdir().unwrap();
     let root = d.path().join("events");
     plain_hive_folder(&root);

@@ -19,21 +19,23 @@ use bytes::Bytes;
 use chrono::NaiveDate;
 use deltalake::kernel::{DeletionVectorDescriptor, StorageType};
 use lakehealth::engine::compact::deletion_vectors::{RowFilter, deleted_rows};
-use lakehealth::engine::compact::iceberg::avro_file::AvroFile;
 use lakehealth::engine::compact::selection::Predicate;
-use lakehealth::engine::error::EngineError;
-use lakehealth::engine::formats::iceberg::manifests::{read_manifest, read_manifest_list};
-use lakehealth::engine::formats::iceberg::metadata::TableMetadata;
-use lakehealth::engine::formats::iceberg::transforms::{Transform, display};
-use lakehealth::engine::janitor::policy::{Policy, expand_date_macros};
-use lakehealth::engine::log::actions;
-use lakehealth::engine::log::checkpoint::{
+use lakehealth::engine::delta::log::actions;
+use lakehealth::engine::delta::log::checkpoint::{
     CheckpointMeta, CheckpointVisitor, OpenedFile, read_checkpoint_file, read_checkpoint_keys,
 };
-use lakehealth::engine::log::listing::classify;
-use lakehealth::engine::log::partition_key::{PartitionSizes, decode, encode_into, resolve_key};
-use lakehealth::engine::log::replay::replay;
-use lakehealth::engine::log::walker::{FetchedCommit, Walker, parse_commit};
+use lakehealth::engine::delta::log::listing::classify;
+use lakehealth::engine::delta::log::partition_key::{
+    PartitionSizes, decode, encode_into, resolve_key,
+};
+use lakehealth::engine::delta::log::replay::replay;
+use lakehealth::engine::delta::log::walker::{FetchedCommit, Walker, parse_commit};
+use lakehealth::engine::error::EngineError;
+use lakehealth::engine::iceberg::compact::avro_file::AvroFile;
+use lakehealth::engine::iceberg::manifests::{read_manifest, read_manifest_list};
+use lakehealth::engine::iceberg::metadata::TableMetadata;
+use lakehealth::engine::iceberg::transforms::{Transform, display};
+use lakehealth::engine::janitor::policy::{Policy, expand_date_macros};
 use lakehealth::engine::model::partition::PartitionValues;
 use lakehealth::engine::open::load_table;
 use lakehealth::engine::size::ByteSize;
@@ -183,7 +185,7 @@ fn fuzz_log_file_names() {
             within(&name, |n| {
                 !matches!(
                     classify(&n),
-                    lakehealth::engine::log::listing::LogFile::Other
+                    lakehealth::engine::delta::log::listing::LogFile::Other
                 )
             })
         },
@@ -397,7 +399,7 @@ fn fuzz_checkpoint_parquet() {
 /// checkpoint, named, and the table's replay says so.
 #[test]
 fn fuzz_regression_a_checkpoint_page_with_a_bad_bit_width_is_a_corrupt_checkpoint() {
-    use lakehealth::engine::log::checkpoint::CheckpointReadError;
+    use lakehealth::engine::delta::log::checkpoint::CheckpointReadError;
     let bytes = std::fs::read(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/fuzz/checkpoint-page-bit-width.parquet"),

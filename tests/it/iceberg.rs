@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crossterm::event::KeyCode;
-use lakehealth::engine::formats::iceberg::{DEFAULT_TARGET_FILE_SIZE, load_iceberg};
+use lakehealth::engine::iceberg::{DEFAULT_TARGET_FILE_SIZE, load_iceberg};
 use lakehealth::engine::location::Location;
 use lakehealth::engine::model::format::TableFormat;
 use lakehealth::engine::options::OpenOptions;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 
-use lakehealth::engine::compact::iceberg::job::{IceRequest, compact_iceberg};
+use lakehealth::engine::iceberg::compact::job::{IceRequest, compact_iceberg};
 use serde::Deserialize;
 use tempfile::TempDir;
 
@@ -257,7 +257,7 @@ fn pyiceberg_reads_the_same_rows_after_lakehealth_compacts_through_the_sqlite_ca
     // lakehealth's own report reads the new snapshot as pyiceberg does.
     let rt = tokio::runtime::Runtime::new().unwrap();
     let r = rt
-        .block_on(lakehealth::engine::formats::iceberg::load_iceberg(
+        .block_on(lakehealth::engine::iceberg::load_iceberg(
             &loc(&t.table),
             &opts(),
             &|_| {},
@@ -328,7 +328,7 @@ fn append_before_the_first_commit(
     first_id: i64,
     rows: u32,
     got: Arc<std::sync::Mutex<Vec<i64>>>,
-) -> lakehealth::engine::compact::iceberg::job::BeforeCommit {
+) -> lakehealth::engine::iceberg::compact::job::BeforeCommit {
     Arc::new(move |_bin, attempt| {
         if attempt == 0 && got.lock().unwrap().is_empty() {
             let v = hook_py(
@@ -1110,7 +1110,7 @@ fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_iceberg_table_linked_out_of_its_folder_is_neither_compacted_nor_read() {
     use lakehealth::engine::error::EngineError;
-    use lakehealth::engine::formats::iceberg::load_iceberg;
+    use lakehealth::engine::iceberg::load_iceberg;
     use lakehealth::engine::location::Location;
     use lakehealth::engine::options::OpenOptions;
 

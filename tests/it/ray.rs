@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use lakehealth::engine::compact::events::{JobEvent, JobSummary};
 use lakehealth::engine::compact::execute::execute;
-use lakehealth::engine::compact::executor::pickup::{PickupMode, pickup};
-use lakehealth::engine::compact::executor::spec::BinSpec;
-use lakehealth::engine::compact::executor::{Executor, RayOptions};
 use lakehealth::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isolated};
 use lakehealth::engine::compact::locks::PartitionLocks;
 use lakehealth::engine::compact::plan::Selection;
+use lakehealth::engine::exec::pickup::{PickupMode, pickup};
+use lakehealth::engine::exec::spec::BinSpec;
+use lakehealth::engine::exec::{Executor, RayOptions};
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
 use tokio::sync::mpsc;
@@ -911,7 +911,7 @@ async fn a_worker_whose_task_is_gone_before_it_starts_writes_nothing() {
         .arg(&file)
         // No process has this id: the task that started the worker is gone.
         .env(
-            lakehealth::engine::compact::executor::worker::PARENT_ENV,
+            lakehealth::engine::exec::worker::PARENT_ENV,
             u32::MAX.to_string(),
         )
         .output()

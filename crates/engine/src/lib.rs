@@ -4,20 +4,23 @@
 
 pub mod clock;
 pub mod compact;
+pub mod delta;
 pub mod demo;
 pub mod discover;
 pub mod error;
+pub mod exec;
 pub mod failpoint;
 pub mod formats;
 pub mod forward_store;
+pub mod iceberg;
 pub mod janitor;
 pub mod location;
-pub mod log;
 pub mod maintenance;
 pub mod model;
 pub mod open;
 pub mod options;
 pub mod panic_guard;
+pub mod parquet_folder;
 pub mod parquet_reader;
 pub mod progress;
 pub mod properties;

@@ -10,7 +10,7 @@ use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Row, Table};
 
 use super::{ago, fit, style};
-use crate::engine::log::state::CommitSummary;
+use crate::engine::delta::log::state::CommitSummary;
 use crate::engine::size::format_bytes;
 use crate::engine::stats::table_report::TableReport;
 

@@ -16,7 +16,7 @@ pub fn view(d: &IcebergDialog) -> PreviewView<'_> {
         (Some(Ok(s)), outcome) => {
             let mut lines = vec![Line::from(format!("table {}", s.table))];
             lines.extend(
-                crate::engine::compact::iceberg::job::plan_text(&s.plan)
+                crate::engine::iceberg::compact::job::plan_text(&s.plan)
                     .lines()
                     .map(|l| Line::from(l.to_string())),
             );

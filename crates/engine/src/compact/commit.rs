@@ -35,8 +35,8 @@ use serde::Serialize;
 
 use super::commit_actions::{AttemptInput, PrepareError, commit_file};
 use super::features;
+use crate::delta::log::actions::{commit_info, scan};
 use crate::failpoint::{self, Failpoint};
-use crate::log::actions::{commit_info, scan};
 use crate::model::percent::decode as decoded;
 use crate::model::trigger::Trigger;
 

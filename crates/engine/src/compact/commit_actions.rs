@@ -22,7 +22,7 @@ use deltalake::protocol::DeltaOperation;
 use serde_json::Value;
 
 use super::features::WriteFeatures;
-use crate::log::actions::commit_info;
+use crate::delta::log::actions::commit_info;
 
 /// The domain that holds a row-tracking table's high-water mark.
 pub const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";

@@ -21,13 +21,13 @@ use super::events::{
     CommitRecord, ConflictRecord, Failure, FailureKind, JobEvent, JobSummary, PartitionTally,
     Progress,
 };
-use super::executor::{BinResult, Executor, RunContext, Work};
 use super::features;
 use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
 use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, delete_outputs};
 use super::row_tracking::with_hidden_columns;
 use super::spacing::CommitSpacer;
 use super::table::{CompactionTable, partition_files};
+use crate::exec::{BinResult, Executor, RunContext, Work};
 use crate::model::partition::PartitionValues;
 use crate::model::thresholds::Thresholds;
 use crate::model::trigger::Trigger;
@@ -124,7 +124,7 @@ pub enum SchemaError {
 
 /// The table's file schema (partition columns are not in data files), with row tracking's
 /// hidden columns when it is enabled (`row_tracking`: the outputs hold every row's ids).
-pub(super) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, SchemaError> {
+pub(crate) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, SchemaError> {
     let data = match physical_layout(table)? {
         // Column-mapped: physical names and field ids.
         Some(layout) => layout.file_schema.as_ref().clone(),

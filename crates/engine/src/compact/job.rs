@@ -142,7 +142,7 @@ impl PreparedJob {
 }
 
 /// Output/input bytes of past OPTIMIZE commits in `report`'s history, else 1.0.
-pub fn observed_ratio(commits: &[crate::log::state::CommitSummary]) -> f64 {
+pub fn observed_ratio(commits: &[crate::delta::log::state::CommitSummary]) -> f64 {
     let (added, removed) = commits
         .iter()
         .filter(|c| c.operation == "OPTIMIZE" && c.bytes_removed > 0 && c.bytes_added > 0)

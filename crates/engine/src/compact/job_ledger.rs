@@ -21,10 +21,10 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
 
-use super::executor::ledger::LedgerStore;
-use super::executor::spec::STATE_DIR;
 use super::liveness::{host, process_alive};
 use super::rewrite::object_key;
+use crate::exec::ledger::LedgerStore;
+use crate::exec::spec::STATE_DIR;
 
 /// Where the ledgers of a table's local jobs live, relative to the table.
 fn folder() -> String {

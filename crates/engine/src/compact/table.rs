@@ -12,11 +12,11 @@ use object_store::ObjectStore;
 
 use super::column_mapping::partition_physical_names;
 use super::counting_store::{ByteCounters, CountingStore};
-use super::executor::ledger::LedgerStore;
 use super::features::{self, WriteFeatures};
 use super::plan::{FileRef, RowIds};
 use super::tiers::tier_of;
 use crate::error::{EngineError, Result};
+use crate::exec::ledger::LedgerStore;
 use crate::location::Location;
 use crate::model::partition::PartitionValues;
 use crate::properties::TableProps;
@@ -115,7 +115,7 @@ async fn why_not_loaded(
     let Ok(store) = loc.open_store(storage_options) else {
         return derr(uri, e);
     };
-    let state = crate::log::replay::replay(&store, uri, Default::default(), &|_| {}).await;
+    let state = crate::delta::log::replay::replay(&store, uri, Default::default(), &|_| {}).await;
     let state = match state {
         Ok(s) => s,
         // lakehealth's own reader says what is wrong with the log in words (a gap, a corrupt
@@ -262,7 +262,7 @@ fn group_files(
         groups.entry(values).or_default().push(FileRef {
             path: f.path().to_string(),
             store_path: f.object_store_path().to_string(),
-            size: crate::log::file_size::logged_size(f.size()),
+            size: crate::delta::log::file_size::logged_size(f.size()),
             deletion_vector: f.deletion_vector_descriptor(),
             num_records: f.num_records().map(|n| n as u64),
             tier,

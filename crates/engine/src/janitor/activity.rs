@@ -12,8 +12,8 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+use crate::delta::log::actions::{ActionLine, file_key};
 use crate::error::{EngineError, Result};
-use crate::log::actions::{ActionLine, file_key};
 use crate::model::partition::PartitionValues;
 
 /// Commits read at once.

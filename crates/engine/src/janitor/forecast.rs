@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::delta::log::tail::AppliedCommit;
 use crate::janitor::activity::LastWrite;
 use crate::janitor::decide::{DecisionKind, Eligible, Facts, decide};
 use crate::janitor::policy::Policy;
 use crate::janitor::schedule::Gate;
-use crate::log::tail::AppliedCommit;
 use crate::model::partition::PartitionValues;
 
 /// Rates are measured over this much of the recent past (or since following began, if later).
@@ -196,8 +196,8 @@ pub fn forecast(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::state::CommitSummary;
-    use crate::log::tail::PartitionDelta;
+    use crate::delta::log::state::CommitSummary;
+    use crate::delta::log::tail::PartitionDelta;
     use crate::model::thresholds::Thresholds;
     use crate::size::{GIB, MIB};
 

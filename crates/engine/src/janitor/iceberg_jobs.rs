@@ -13,7 +13,7 @@ use crate::compact::commit::Conflict;
 use crate::compact::events::{
     CommitRecord, ConflictRecord, Failure, FailureKind, JobSummary, PartitionTally,
 };
-use crate::compact::iceberg::job::{IceEvent, IceRequest, IceSummary, compact_iceberg};
+use crate::iceberg::compact::job::{IceEvent, IceRequest, IceSummary, compact_iceberg};
 use crate::model::partition::PartitionValues;
 use crate::options::OpenOptions;
 use crate::size::format_bytes;
@@ -69,7 +69,7 @@ fn event_text(e: &IceEvent) -> Option<String> {
             format_bytes(p.bytes_in())
         )),
         IceEvent::BinStarted { .. } | IceEvent::Retrying { .. } => None,
-        other => Some(crate::compact::iceberg::job::event_text(other)),
+        other => Some(crate::iceberg::compact::job::event_text(other)),
     }
 }
 
@@ -173,8 +173,8 @@ fn summary(s: &IceSummary, due: &[DuePartition]) -> JobSummary {
 mod tests {
     use super::*;
     use crate::compact::fingerprint::Fingerprint;
-    use crate::compact::iceberg::job::{IceCommit, IceConflict, IceFailure};
-    use crate::compact::iceberg::plan::IcePlan;
+    use crate::iceberg::compact::job::{IceCommit, IceConflict, IceFailure};
+    use crate::iceberg::compact::plan::IcePlan;
 
     fn due(label: &str) -> DuePartition {
         let (k, v) = label.split_once('=').unwrap();

@@ -38,16 +38,16 @@ use self::policy::{CommitSpacing, Policy};
 use self::schedule::{Backoff, TableSchedule};
 use self::throttle::Throttle;
 use crate::clock::now_ms;
-use crate::compact::iceberg::job::IceRequest;
 use crate::compact::job::{CompactRequest, observed_ratio};
 use crate::compact::locks::PartitionLocks;
 use crate::compact::plan::Selection;
 use crate::compact::selection::Predicate;
 use crate::compact::spacing::{CommitSpacer, LastCommit};
+use crate::delta::log::replay::replay;
 use crate::discover::discover;
 use crate::error::{EngineError, Result};
+use crate::iceberg::compact::job::IceRequest;
 use crate::location::Location;
-use crate::log::replay::replay;
 use crate::model::format::TableFormat;
 use crate::model::partition::PartitionValues;
 use crate::model::thresholds::Thresholds;
@@ -110,7 +110,7 @@ impl CallerJob {
     }
 
     /// Runs its bins on `executor` instead of the policy's.
-    pub fn set_executor(&mut self, executor: crate::compact::executor::Executor) {
+    pub fn set_executor(&mut self, executor: crate::exec::Executor) {
         self.spec.executor = executor;
     }
 
@@ -534,7 +534,7 @@ impl Janitor {
     async fn load(&self, loc: &Location) -> Result<Loaded> {
         match self.load_delta(loc).await {
             Err(EngineError::NotATable { uri, depth }) => {
-                match crate::formats::iceberg::is_iceberg_location(loc, &self.open).await {
+                match crate::iceberg::is_iceberg_location(loc, &self.open).await {
                     Ok(true) => self.load_iceberg(loc).await,
                     _ => Err(EngineError::NotATable { uri, depth }),
                 }
@@ -545,7 +545,7 @@ impl Janitor {
 
     /// An Iceberg table as of the metadata its catalog names now (the one a commit swaps).
     async fn load_iceberg(&self, loc: &Location) -> Result<Loaded> {
-        use crate::compact::iceberg::catalog::Catalog;
+        use crate::iceberg::compact::catalog::Catalog;
         let uri = loc.display();
         let Some(catalog) = self.policy.iceberg_catalog.clone() else {
             return Err(EngineError::Unsupported {
@@ -553,14 +553,14 @@ impl Janitor {
                 detail: "an Iceberg table is compacted through its catalog: name it with the policy's iceberg_catalog or `watch --catalog URI`".into(),
             });
         };
-        let through = |e: crate::compact::iceberg::catalog::CatalogError| EngineError::Catalog {
+        let through = |e: crate::iceberg::compact::catalog::CatalogError| EngineError::Catalog {
             uri: uri.clone(),
             source: Box::new(e),
         };
         let c = Catalog::open(&catalog).map_err(through)?;
         let (_, metadata) = c.find(loc.url.as_str(), None).await.map_err(through)?;
         let at = Location::parse(&metadata)?;
-        let mut report = crate::formats::iceberg::load_iceberg(&at, &self.open, &|_| {}).await?;
+        let mut report = crate::iceberg::load_iceberg(&at, &self.open, &|_| {}).await?;
         report.uri = uri;
         report.name = loc.name();
         Ok(Loaded {
@@ -844,7 +844,7 @@ impl Janitor {
                     catalog: catalog.clone(),
                     target_file_size: self.policy.target_file_size,
                     partitions: due.iter().map(|d| d.values.label()).collect(),
-                    max_retries: crate::compact::iceberg::job::MAX_RETRIES,
+                    max_retries: crate::iceberg::compact::job::MAX_RETRIES,
                     ..Default::default()
                 },
                 open: self.open.clone(),

@@ -10,9 +10,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use super::maintenance::MaintenancePolicy;
-use crate::compact::executor::{Executor, RayOptions};
 use crate::compact::plan::{DeletedRows, Strategy};
 use crate::compact::tiers::DEFAULT_FANOUT;
+use crate::exec::{Executor, RayOptions};
 use crate::model::duration::whole_units;
 use crate::model::thresholds::Thresholds;
 use crate::size::{ByteSize, MIB, format_bytes};
@@ -315,7 +315,7 @@ pub enum SettingProblem {
     UnknownExecutor(String),
     /// Boxed: a catalog's error is several times the size of the others.
     #[error(transparent)]
-    IcebergCatalog(Box<crate::compact::iceberg::catalog::CatalogError>),
+    IcebergCatalog(Box<crate::iceberg::compact::catalog::CatalogError>),
     #[error("must be 0 (merge every small file each time) or from 2 to 1024")]
     TierFanout,
     #[error("must be from 0 to 1 (the share of a file's rows deleted, e.g. 0.05)")]
@@ -444,8 +444,8 @@ impl Policy {
     pub fn set_iceberg_catalog(
         &mut self,
         uri: &str,
-    ) -> Result<(), crate::compact::iceberg::catalog::CatalogError> {
-        crate::compact::iceberg::catalog::Catalog::open(uri)?;
+    ) -> Result<(), crate::iceberg::compact::catalog::CatalogError> {
+        crate::iceberg::compact::catalog::Catalog::open(uri)?;
         self.iceberg_catalog = Some(uri.to_string());
         Ok(())
     }
@@ -697,7 +697,7 @@ fn iceberg_catalog(f: &PolicyFile, at: At) -> Result<Option<String>, PolicySetti
         return Ok(None);
     };
     let uri = c.get_ref().trim();
-    match crate::compact::iceberg::catalog::Catalog::open(uri) {
+    match crate::iceberg::compact::catalog::Catalog::open(uri) {
         Ok(_) => Ok(Some(uri.to_string())),
         Err(e) => Err(at.err(
             c.span(),

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 pub use crate::compact::budget::{Budget, Throttle};
-use crate::log::state::CommitSummary;
+use crate::delta::log::state::CommitSummary;
 use crate::size::format_bytes;
 use crate::stats::writers::StreamingWriter;
 

@@ -15,10 +15,10 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
 
 use super::{check_write_protocol, open_delta};
+use crate::delta::log::listing::LogListing;
+use crate::delta::log::replay::list_log;
 use crate::error::{EngineError, Result};
 use crate::location::Location;
-use crate::log::listing::LogListing;
-use crate::log::replay::list_log;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckpointOutcome {

@@ -35,16 +35,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::vacuum::snapshot_files;
 use super::{check_write_protocol, open_delta};
-use crate::compact::executor::spec::STATE_DIR;
 use crate::compact::locks::held_partitions;
 use crate::error::{EngineError, Result};
-use crate::formats::scan::FileGroup;
+use crate::exec::spec::STATE_DIR;
 use crate::formats::{is_data_file, is_hidden};
 use crate::location::Location;
 use crate::model::format::TableFormat;
 use crate::model::partition::PartitionValues;
 use crate::model::percent::decode as decoded;
 use crate::open::Opened;
+use crate::parquet_folder::scan::FileGroup;
 use crate::size::{format_bytes, plural};
 use crate::stats::findings::{Finding, FindingKind};
 use crate::stats::table_report::TableReport;

@@ -37,9 +37,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{check_write_protocol, open_delta};
 use crate::clock::now_ms;
+use crate::delta::log::state::Tombstones;
 use crate::error::{EngineError, Result};
 use crate::location::Location;
-use crate::log::state::Tombstones;
 use crate::model::duration::exact_secs;
 use crate::properties::{DELETED_FILE_RETENTION_DURATION, TableProps};
 use crate::stats::vacuum::VacuumDebt;
@@ -386,7 +386,7 @@ async fn start_version(store: &Arc<dyn ObjectStore>, end: u64, after: u64) -> Op
         v -= 1;
         let path = Path::from(format!("_delta_log/{v:020}.json"));
         let bytes = store.get(&path).await.ok()?.bytes().await.ok()?;
-        let is_start = crate::log::actions::commit_info(&bytes)
+        let is_start = crate::delta::log::actions::commit_info(&bytes)
             .is_some_and(|ci| ci.operation.as_deref() == Some("VACUUM START"));
         if is_start {
             return Some(v);

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::deleted_rows::DeletedRows;
-use crate::log::state::{CommitOrigin, LogState, RepeatedRemove};
+use crate::delta::log::state::{CommitOrigin, LogState, RepeatedRemove};
 use crate::size::format_bytes;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

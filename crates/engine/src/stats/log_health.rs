@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::log::state::LogState;
+use crate::delta::log::state::LogState;
 use crate::model::trigger::Trigger;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,7 +50,7 @@ pub struct Rewrite {
 impl Rewrite {
     /// From commit summaries: a commit that changes no data (OPTIMIZE, ZORDER, a janitor's)
     /// rewrites; any other adds ingested bytes.
-    pub fn of(commits: &[crate::log::state::CommitSummary]) -> Self {
+    pub fn of(commits: &[crate::delta::log::state::CommitSummary]) -> Self {
         let (mut compaction, mut janitor, mut writers) = (0u64, 0u64, 0u64);
         for c in commits {
             if c.data_change {
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn write_amplification_is_the_janitors_rewrites_per_ingested_byte_and_manual_jobs_stay_apart() {
-        let c = |data_change, bytes_added, trigger| crate::log::state::CommitSummary {
+        let c = |data_change, bytes_added, trigger| crate::delta::log::state::CommitSummary {
             version: 0,
             timestamp_ms: None,
             operation: if data_change { "WRITE" } else { "OPTIMIZE" }.into(),

@@ -10,12 +10,12 @@ use super::findings::{Finding, FindingsCoverage, findings};
 use super::log_health::LogHealth;
 use super::vacuum::VacuumDebt;
 use super::writers::{StreamingWriter, streaming_writers};
-use crate::formats::iceberg::IcebergDetails;
-use crate::formats::scan::FolderDetails;
-use crate::log::state::{CommitSummary, LogState};
+use crate::delta::log::state::{CommitSummary, LogState};
+use crate::iceberg::IcebergDetails;
 use crate::maintenance::orphans::OrphanScan;
 use crate::model::format::TableFormat;
 use crate::model::thresholds::Thresholds;
+use crate::parquet_folder::scan::FolderDetails;
 use crate::properties::TableProps;
 
 use crate::model::partition::PartitionValues;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::log::state::Tombstones;
+use crate::delta::log::state::Tombstones;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VacuumDebt {
@@ -31,7 +31,7 @@ impl VacuumDebt {
         };
         for &(ts, size) in &t.entries {
             d.removed_files += 1;
-            let size = size.map(crate::log::file_size::logged_size);
+            let size = size.map(crate::delta::log::file_size::logged_size);
             match size {
                 Some(s) => d.removed_bytes += s,
                 None => d.files_without_size += 1,

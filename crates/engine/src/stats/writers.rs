@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::log_health::rate_per_minute;
-use crate::log::state::LogState;
+use crate::delta::log::state::LogState;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamingWriter {

@@ -21,15 +21,15 @@ use object_store::path::Path;
 use object_store::{ListResult, ObjectMeta, ObjectStore};
 use serde::Serialize;
 
-use super::hive::PartitionParser;
-use super::scan::{Entry, FileGroup, FolderDetails, classify, list_folder};
-use super::spark_sink::{SinkScan, scan_sink};
-use super::{list_children, probe_format};
+use crate::delta::log::partition_key::{PartitionSizes, decode};
 use crate::error::{EngineError, Result};
+use crate::formats::{list_children, probe_format};
 use crate::location::Location;
-use crate::log::partition_key::{PartitionSizes, decode};
 use crate::model::format::TableFormat;
 use crate::options::OpenOptions;
+use crate::parquet_folder::hive::PartitionParser;
+use crate::parquet_folder::scan::{Entry, FileGroup, FolderDetails, classify, list_folder};
+use crate::parquet_folder::spark_sink::{SinkScan, scan_sink};
 use crate::progress::LoadProgress;
 use crate::size::format_bytes;
 
@@ -500,7 +500,7 @@ pub async fn convert(
     };
     let version = table.version().unwrap_or_default();
     // Checked from the log just written, by lakehealth's own reader.
-    let written = super::delta::load_delta(
+    let written = crate::delta::report::load_delta(
         loc,
         &loc.open_store(&opts.storage_options)?,
         None,

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use url::Url;
 
-use crate::formats::iceberg::{Stores, is_under, local_path};
+use crate::iceberg::{Stores, is_under, local_path};
 
 /// Why a record, or a path it names, is not acted on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -246,8 +246,8 @@ mod tests {
     use deltalake::kernel::{Add, Remove};
 
     use super::*;
-    use crate::compact::executor::spec::{SpecFile, WorkerMetrics};
     use crate::compact::fingerprint::Fingerprint;
+    use crate::exec::spec::{SpecFile, WorkerMetrics};
 
     fn part() -> Vec<(String, Option<String>)> {
         vec![("d".into(), Some("2026-11-01".into()))]

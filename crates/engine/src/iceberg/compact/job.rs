@@ -18,9 +18,7 @@ use super::rewrite::{delete_outputs, rewrite_bin};
 use super::table_state::{TableState, file_path};
 use crate::clock::now_ms;
 use crate::compact::fingerprint::Fingerprint;
-use crate::formats::iceberg::{
-    DEFAULT_TARGET_FILE_SIZE, Stores, TARGET_FILE_SIZE_PROPERTY, is_under,
-};
+use crate::iceberg::{DEFAULT_TARGET_FILE_SIZE, Stores, TARGET_FILE_SIZE_PROPERTY, is_under};
 use crate::location::Location;
 use crate::options::OpenOptions;
 use crate::size::format_bytes;

@@ -31,7 +31,7 @@ use crate::compact::rewrite::{BinError, BinFailure};
 use crate::model::partition::PartitionValues;
 
 /// The driver every job runs.
-const DRIVER: &str = include_str!("../../../../../assets/ray_driver.py");
+const DRIVER: &str = include_str!("../../../../assets/ray_driver.py");
 
 /// The prefix of the driver's progress lines.
 const LINE_PREFIX: &str = "LAKEHEALTH_BIN ";

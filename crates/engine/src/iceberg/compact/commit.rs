@@ -19,7 +19,7 @@ use super::snapshot::{
 use super::sql_catalog::SqlCatalog;
 use super::table_state::TableState;
 use crate::clock::now_ms;
-use crate::formats::iceberg::Stores;
+use crate::iceberg::Stores;
 
 pub(super) enum Outcome {
     Committed(IceCommit),

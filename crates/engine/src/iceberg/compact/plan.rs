@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::avro_file::{field, long};
 use super::table_state::{Manifest, TableState, data_file, file_path, is_live};
-use crate::formats::iceberg::rewrite_preview::RewriteOptions;
-use crate::formats::iceberg::transforms::{Transform, display};
+use crate::iceberg::rewrite_preview::RewriteOptions;
+use crate::iceberg::transforms::{Transform, display};
 
 /// A data file a bin replaces.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -226,9 +226,9 @@ pub fn plan(state: &TableState, target: u64, only: &[String]) -> IcePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::iceberg::avro_file::AvroFile;
-    use crate::formats::iceberg::manifests::tests::manifest_bytes;
-    use crate::formats::iceberg::metadata::TableMetadata;
+    use crate::iceberg::compact::avro_file::AvroFile;
+    use crate::iceberg::manifests::tests::manifest_bytes;
+    use crate::iceberg::metadata::TableMetadata;
 
     fn manifest(
         spec_id: i32,

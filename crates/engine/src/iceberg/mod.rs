@@ -8,6 +8,7 @@
 //! paths in Iceberg metadata are absolute URIs, so objects are read through a store opened at
 //! the root of their bucket (or of the file system), with the table's storage options.
 
+pub mod compact;
 pub mod manifests;
 pub mod metadata;
 pub mod rewrite_preview;
@@ -384,7 +385,7 @@ fn snapshot_versions(snapshots: &[Snapshot]) -> HashMap<i64, u64> {
         .collect()
 }
 
-fn commits(snapshots: &[Snapshot]) -> Vec<crate::log::state::CommitSummary> {
+fn commits(snapshots: &[Snapshot]) -> Vec<crate::delta::log::state::CommitSummary> {
     let versions = snapshot_versions(snapshots);
     let mut out: Vec<_> = snapshots
         .iter()
@@ -396,7 +397,7 @@ fn commits(snapshots: &[Snapshot]) -> Vec<crate::log::state::CommitSummary> {
                         Some(v) => format!("{n} {v}"),
                         None => n.clone(),
                     });
-            crate::log::state::CommitSummary {
+            crate::delta::log::state::CommitSummary {
                 version: versions.get(&s.snapshot_id).copied().unwrap_or(0),
                 timestamp_ms: Some(s.timestamp_ms),
                 operation: s.operation().to_string(),
@@ -833,7 +834,7 @@ fn delete_files_warning(deletes: &DeleteFiles) -> Option<String> {
 /// the manifest list and the manifests.
 fn snapshot_log_health(
     meta: &TableMetadata,
-    commits: &[crate::log::state::CommitSummary],
+    commits: &[crate::delta::log::state::CommitSummary],
     metadata_bytes: u64,
     scan: &ManifestScan,
 ) -> LogHealth {

@@ -1,22 +1,27 @@
 //! Plain Parquet folders: statistics from a listing alone (sizes from the listing, no data file
 //! opened). The listing is streamed and folded into per-partition sizes as it arrives.
 
+pub mod convert;
+pub mod hive;
+pub mod scan;
+pub mod spark_sink;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use object_store::ObjectStore;
 
-use super::hive::PartitionParser;
-use super::scan::{Entry, FolderDetails, classify, list_folder};
 use crate::clock::now_ms;
+use crate::delta::log::actions::MetaData;
+use crate::delta::log::listing::LogListing;
+use crate::delta::log::partition_key::PartitionSizes;
+use crate::delta::log::state::{CommitSummary, LogState, Tombstones, TxnState};
 use crate::error::Result;
 use crate::location::Location;
-use crate::log::actions::MetaData;
-use crate::log::listing::LogListing;
-use crate::log::partition_key::PartitionSizes;
-use crate::log::state::{CommitSummary, LogState, Tombstones, TxnState};
 use crate::model::format::TableFormat;
 use crate::options::OpenOptions;
+use crate::parquet_folder::hive::PartitionParser;
+use crate::parquet_folder::scan::{Entry, FolderDetails, classify, list_folder};
 use crate::progress::LoadProgress;
 use crate::size::format_bytes;
 use crate::stats::table_report::TableReport;

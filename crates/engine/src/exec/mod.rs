@@ -26,10 +26,10 @@ use deltalake::DeltaTable;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::counting_store::ByteCounters;
-use super::execute::ExecOptions;
-use super::plan::Bin;
-use super::rewrite::{BinError, BinOutput, Counters};
+use crate::compact::counting_store::ByteCounters;
+use crate::compact::execute::ExecOptions;
+use crate::compact::plan::Bin;
+use crate::compact::rewrite::{BinError, BinOutput, Counters};
 use crate::model::partition::PartitionValues;
 
 /// One bin to run, with its partition.

@@ -26,7 +26,7 @@ use super::avro_file::long;
 use super::confine::{self, NestedTables, Refused, is_output_of, safe_job_id};
 use super::table_state::{TableState, file_path, status};
 use crate::compact::liveness::{host, process_alive};
-use crate::formats::iceberg::{Stores, is_under};
+use crate::iceberg::{Stores, is_under};
 
 /// The summary key of a job's snapshots.
 pub const JOB_KEY: &str = "lakehealth.job-id";

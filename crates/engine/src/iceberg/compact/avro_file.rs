@@ -18,7 +18,7 @@ pub enum AvroFileError {
     #[error(transparent)]
     Avro(#[from] apache_avro::Error),
     #[error(transparent)]
-    Container(#[from] crate::formats::iceberg::manifests::ManifestError),
+    Container(#[from] crate::iceberg::manifests::ManifestError),
     #[error("not an Avro object container file: {0}")]
     Header(&'static str),
 }
@@ -38,7 +38,7 @@ fn header_schema() -> Result<Schema, AvroFileError> {
 impl AvroFile {
     pub fn read(bytes: &[u8]) -> Result<Self, AvroFileError> {
         // Checked before apache-avro reads the file (see `container_header`).
-        let meta = crate::formats::iceberg::manifests::container_header(bytes)?;
+        let meta = crate::iceberg::manifests::container_header(bytes)?;
         if !meta.contains_key(SCHEMA_KEY) {
             return Err(AvroFileError::Header("no avro.schema"));
         }

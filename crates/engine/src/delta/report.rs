@@ -1,5 +1,5 @@
-//! Delta tables: statistics from the transaction log (`engine::log::replay`), and for tables
-//! with deletion vectors the rows they mark deleted (`engine::log::file_rows`: each live file's
+//! Delta tables: statistics from the transaction log (`engine::delta::log::replay`), and for tables
+//! with deletion vectors the rows they mark deleted (`engine::delta::log::file_rows`: each live file's
 //! vector cardinality and row count, read from the log only for such tables).
 
 use std::collections::HashMap;
@@ -9,13 +9,13 @@ use object_store::ObjectStore;
 
 use crate::clock::now_ms;
 use crate::compact::plan::DEFAULT_MAX_DELETED_RATIO;
+use crate::delta::log::actions::{MetaData, Protocol};
+use crate::delta::log::file_rows::live_file_rows;
+use crate::delta::log::listing::LogListing;
+use crate::delta::log::replay::{replay, replay_listed};
+use crate::delta::log::state::LogState;
 use crate::error::Result;
 use crate::location::Location;
-use crate::log::actions::{MetaData, Protocol};
-use crate::log::file_rows::live_file_rows;
-use crate::log::listing::LogListing;
-use crate::log::replay::{replay, replay_listed};
-use crate::log::state::LogState;
 use crate::model::partition::PartitionValues;
 use crate::options::OpenOptions;
 use crate::progress::LoadProgress;

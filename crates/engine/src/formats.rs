@@ -4,14 +4,6 @@
 //! `detect_format` decides what a folder is from its listing (one `list_with_delimiter`);
 //! `load_table_any` loads it with the matching reader.
 
-pub mod convert;
-pub mod delta;
-pub mod hive;
-pub mod iceberg;
-pub mod parquet_folder;
-pub mod scan;
-pub mod spark_sink;
-
 use std::sync::Arc;
 
 use object_store::ObjectStore;
@@ -23,8 +15,9 @@ use super::options::OpenOptions;
 use super::progress::LoadProgress;
 use super::stats::table_report::TableReport;
 
-use crate::log::replay::list_log_objects;
+use crate::delta::log::replay::list_log_objects;
 use crate::model::format::TableFormat;
+use crate::{delta, iceberg, parquet_folder};
 
 /// What one level of a folder holds: child folder names and file names.
 #[derive(Debug, Default, Clone)]
@@ -182,17 +175,19 @@ pub async fn load_table_any(
     if let Ok(log) = list_log_objects(&store, &uri).await
         && log.log_objects > 0
     {
-        return delta::load_delta(loc, &store, Some(log), opts, progress).await;
+        return delta::report::load_delta(loc, &store, Some(log), opts, progress).await;
     }
     let children = list_children(&store, &uri, None).await?;
     let format = probe_format(&store, &uri, None, &children).await?;
     match format {
-        Some(TableFormat::Delta) => delta::load_delta(loc, &store, None, opts, progress).await,
+        Some(TableFormat::Delta) => {
+            delta::report::load_delta(loc, &store, None, opts, progress).await
+        }
         Some(TableFormat::ParquetFolder) => {
             parquet_folder::load_parquet_folder(loc, &store, opts, progress).await
         }
         Some(TableFormat::SparkFileSink) => {
-            spark_sink::load_spark_sink(loc, &store, opts, progress).await
+            parquet_folder::spark_sink::load_spark_sink(loc, &store, opts, progress).await
         }
         Some(TableFormat::Iceberg) => iceberg::load_iceberg(loc, opts, progress).await,
         None => Err(EngineError::NotATable { uri, depth: 0 }),

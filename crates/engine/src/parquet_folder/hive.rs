@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::log::partition_key::encode_into;
+use crate::delta::log::partition_key::encode_into;
 
 /// The folder name Hive and Spark write for a NULL partition value.
 pub const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
@@ -56,7 +56,7 @@ impl PartitionParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::partition_key::decode;
+    use crate::delta::log::partition_key::decode;
 
     #[test]
     fn parses_nested_escaped_and_null_partitions() {

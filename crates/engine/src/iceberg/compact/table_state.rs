@@ -7,8 +7,8 @@ use apache_avro::types::Value;
 
 use super::IcebergCompactError as E;
 use super::avro_file::{AvroFile, field, long, string};
-use crate::formats::iceberg::Stores;
-use crate::formats::iceberg::metadata::{Snapshot, TableMetadata};
+use crate::iceberg::Stores;
+use crate::iceberg::metadata::{Snapshot, TableMetadata};
 
 /// Manifest entry status (the Iceberg spec's `status`).
 pub const STATUS_EXISTING: i32 = 0;

@@ -25,7 +25,7 @@ use super::data_file_stats::{Metrics, metrics};
 use super::ledger::Record;
 use super::plan::IceBin;
 use crate::compact::fingerprint::{ContentHasher, Fingerprint};
-use crate::formats::iceberg::Stores;
+use crate::iceberg::Stores;
 use crate::parquet_reader::StoreReader;
 
 /// A written output, with what its manifest entry says about it.

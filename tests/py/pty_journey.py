@@ -52,7 +52,7 @@ except ImportError:  # pragma: no cover - a clear message beats a traceback
 
 # --- Texts the journey waits for, and where the Rust source draws them ---------------------------
 
-# The table's name in the header's title (src/engine/demo.rs DEMO_TABLE, src/tui/view/header.rs).
+# The table's name in the header's title (crates/engine/src/demo.rs DEMO_TABLE, src/tui/view/header.rs).
 DEMO_TABLE = "streaming_sensor_data"
 # The partitions panel's title (src/tui/view/partitions.rs draw) and its default sort, worst
 # first (src/tui/view/mod.rs list_state_text: "sort: {key} {arrow}").

@@ -8,8 +8,8 @@ use futures::StreamExt;
 use object_store::ObjectStore;
 use object_store::path::Path;
 
+use super::detect::{FolderChildren, child, list_children, probe_format};
 use super::error::Result;
-use super::formats::{FolderChildren, child, list_children, probe_format};
 use super::progress::LoadProgress;
 use crate::model::format::TableFormat;
 

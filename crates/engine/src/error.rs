@@ -156,7 +156,7 @@ pub enum EngineError {
     /// A local table's folder holds a symbolic link that leads out of it: lakehealth never
     /// reads, writes or deletes through it.
     #[error(transparent)]
-    LinkLeavesTable(Box<crate::root_links::LinkLeaves>),
+    LinkLeavesTable(Box<LinkLeaves>),
 
     /// Reading the table hit a bug (a panic, caught): the table is reported as unreadable.
     #[error(
@@ -403,6 +403,22 @@ impl EngineError {
             EngineError::Catalog { .. } => ErrorKind::Catalog,
         }
     }
+}
+
+/// A link that leads out of a table's folder, as an error: what lakehealth refused to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{uri}: {link} is a symbolic link (or lies behind one) to {target}, outside the table's folder{more}; lakehealth never follows a link out of the table root, so it does not {action} this table (nothing was changed). Replace the link with the files it points to, or open that folder as its own table"
+)]
+pub struct LinkLeaves {
+    pub uri: String,
+    /// The link (or the path behind it), relative to the table folder.
+    pub link: String,
+    /// Where it leads (resolved), or why it cannot be resolved.
+    pub target: String,
+    /// " (3 such links)" when there are more.
+    pub more: String,
+    pub action: String,
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod compact;
 pub mod delta;
 pub mod demo;
+pub mod detect;
 pub mod discover;
 pub mod error;
 pub mod exec;

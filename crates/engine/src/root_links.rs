@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, LinkLeaves, Result};
 use crate::location::Location;
 
 /// A link under the table folder whose target is outside it.
@@ -16,22 +16,6 @@ pub struct LinkOut {
     pub link: PathBuf,
     /// Where it leads (resolved), or why it cannot be resolved.
     pub target: String,
-}
-
-/// A link that leads out of a table's folder, as an error: what lakehealth refused to do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{uri}: {link} is a symbolic link (or lies behind one) to {target}, outside the table's folder{more}; lakehealth never follows a link out of the table root, so it does not {action} this table (nothing was changed). Replace the link with the files it points to, or open that folder as its own table"
-)]
-pub struct LinkLeaves {
-    pub uri: String,
-    /// The link (or the path behind it), relative to the table folder.
-    pub link: String,
-    /// Where it leads (resolved), or why it cannot be resolved.
-    pub target: String,
-    /// " (3 such links)" when there are more.
-    pub more: String,
-    pub action: String,
 }
 
 /// Every link under `root` (not followed) that resolves outside `root`, or does not resolve.

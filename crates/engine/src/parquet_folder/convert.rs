@@ -22,8 +22,8 @@ use object_store::{ListResult, ObjectMeta, ObjectStore};
 use serde::Serialize;
 
 use crate::delta::log::partition_key::{PartitionSizes, decode};
+use crate::detect::{list_children, probe_format};
 use crate::error::{EngineError, Result};
-use crate::formats::{list_children, probe_format};
 use crate::location::Location;
 use crate::model::format::TableFormat;
 use crate::options::OpenOptions;

@@ -8,8 +8,8 @@ use futures::TryStreamExt;
 use object_store::{ObjectMeta, ObjectStore};
 use serde::Serialize;
 
+use crate::detect::is_hidden;
 use crate::error::{EngineError, Result};
-use crate::formats::is_hidden;
 use crate::progress::LoadProgress;
 
 /// Keys per page of a list request on S3 and GCS (`ListObjectsV2` max-keys); Azure pages hold
@@ -79,7 +79,7 @@ pub fn classify(rel: &str) -> Entry<'_> {
         return Entry::Hidden(rel);
     }
     match rel.rsplit('/').next() {
-        Some(name) if crate::formats::is_data_file(name) => Entry::Data(rel),
+        Some(name) if crate::detect::is_data_file(name) => Entry::Data(rel),
         _ => Entry::Other(rel),
     }
 }

@@ -127,7 +127,7 @@ pub struct StorageArgs {
 pub struct SizeArgs {
     /// Target file size, with a unit (e.g. 128MiB; at least 1MiB). A partition's ideal files:
     /// its files at or above the small threshold, plus floor(small bytes / max(target, small
-    /// threshold)) for its small files, at least 1 when it has one (README: How each number is computed).
+    /// threshold)) for its small files, at least 1 when it has one (docs/numbers.md).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub target: Option<ByteSize>,
     /// Files below this size are small (default: the target).
@@ -198,7 +198,7 @@ pub enum Command {
     Vacuum(VacuumArgs),
     /// Print the config file location and the default configuration.
     Config,
-    /// Rewrite one compaction bin from a JSON spec (what Ray tasks run; see README).
+    /// Rewrite one compaction bin from a JSON spec (what Ray tasks run; see docs/guide.md).
     Worker(WorkerArgs),
 }
 
@@ -278,7 +278,7 @@ pub struct CompactArgs {
     pub pickup: bool,
     /// Files whose deletion vectors mark more than this share of their rows deleted are
     /// rewritten whatever their size (Delta's OPTIMIZE maxDeletedRowsRatio).
-    #[arg(long, value_name = "RATIO", default_value_t = crate::engine::compact::plan::DEFAULT_MAX_DELETED_RATIO, value_parser = parse_ratio)]
+    #[arg(long, value_name = "RATIO", default_value_t = crate::engine::model::thresholds::DEFAULT_MAX_DELETED_RATIO, value_parser = parse_ratio)]
     pub max_deleted_ratio: f64,
     /// Set by the `purge` command: every file with a deletion vector is rewritten.
     #[arg(skip)]
@@ -374,7 +374,7 @@ pub struct WatchArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     pub uri: String,
-    /// Machine-readable output (schema in the README).
+    /// Machine-readable output (schema in docs/json-schemas.md).
     #[arg(long)]
     pub json: bool,
     /// Also look for orphan files (data files no version references): lists every data

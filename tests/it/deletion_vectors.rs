@@ -371,8 +371,8 @@ async fn tui_p_previews_a_purge_and_its_job_leaves_no_deletion_vector() {
 /// The report's deleted-rows figures, read from the log alone, against delta-rs's snapshot of
 /// the same version (what they were computed from before opening skipped it).
 async fn assert_deleted_rows_match_delta_rs(l: &Location) {
-    use lakehealth::engine::compact::plan::DEFAULT_MAX_DELETED_RATIO;
     use lakehealth::engine::compact::table::partition_files;
+    use lakehealth::engine::model::thresholds::DEFAULT_MAX_DELETED_RATIO;
     use lakehealth::engine::stats::deleted_rows::{DeletedRows as Figures, FileRows};
     let report = lakehealth::engine::open::load_table(l, &opts(), &|_| {})
         .await

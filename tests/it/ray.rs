@@ -81,7 +81,7 @@ fn commits_after(table: &Path, after: u64) -> Vec<Vec<serde_json::Value>> {
 
 /// What is left in the job folders lakehealth owns under the table. Not object_store's local
 /// staging files (`<key>#<n>`): a process SIGKILLed mid-write leaves one, no listing shows it,
-/// and the README says so (the S3 equivalent is an incomplete multipart upload).
+/// and docs/guide.md says so (the S3 equivalent is an incomplete multipart upload).
 fn job_state(table: &Path) -> Vec<String> {
     let dir = table.join("_lakehealth/jobs");
     let mut out = Vec::new();

@@ -8,6 +8,7 @@
 //! outputs hold only the rows the table reads. Bins of one file are dropped (rewriting a file
 //! alone gains nothing) unless that file's deleted rows are why it is rewritten.
 
+use crate::model::thresholds::DEFAULT_MAX_DELETED_RATIO;
 use deltalake::kernel::DeletionVectorDescriptor;
 use serde::Serialize;
 
@@ -85,9 +86,6 @@ pub struct DeletedRows {
     /// Every file with a deletion vector is rewritten (Delta's `REORG TABLE ... APPLY (PURGE)`).
     pub purge: bool,
 }
-
-/// Delta's default `maxDeletedRowsRatio`.
-pub const DEFAULT_MAX_DELETED_RATIO: f64 = 0.05;
 
 impl Default for DeletedRows {
     fn default() -> Self {

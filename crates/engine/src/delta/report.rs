@@ -8,7 +8,6 @@ use std::sync::Arc;
 use object_store::ObjectStore;
 
 use crate::clock::now_ms;
-use crate::compact::plan::DEFAULT_MAX_DELETED_RATIO;
 use crate::delta::log::actions::{MetaData, Protocol};
 use crate::delta::log::file_rows::live_file_rows;
 use crate::delta::log::listing::LogListing;
@@ -17,6 +16,7 @@ use crate::delta::log::state::LogState;
 use crate::error::Result;
 use crate::location::Location;
 use crate::model::partition::PartitionValues;
+use crate::model::thresholds::DEFAULT_MAX_DELETED_RATIO;
 use crate::options::OpenOptions;
 use crate::progress::LoadProgress;
 use crate::stats::deleted_rows::{DeletedRows, FileRows};

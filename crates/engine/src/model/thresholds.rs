@@ -12,3 +12,6 @@ pub struct Thresholds {
     /// Upper bound of the target band.
     pub max_file_size: u64,
 }
+
+/// Delta's default `maxDeletedRowsRatio`: above it a file's deleted rows make it worth a rewrite.
+pub const DEFAULT_MAX_DELETED_RATIO: f64 = 0.05;

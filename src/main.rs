@@ -1,3 +1,7 @@
+// The entry point prints only what it scrubbed itself (clap's errors) or a last-resort error
+// before the output machinery exists; everything else goes through `cli::print`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::process::ExitCode;
 
 mod allocator;

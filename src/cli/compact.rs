@@ -11,17 +11,15 @@ use super::args::CompactArgs;
 use super::run::Settings;
 use crate::engine::clock::now_ms;
 use crate::engine::compact::events::{JobEvent, JobSummary, Progress};
-use crate::engine::compact::job::{
-    CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
-};
+use crate::engine::compact::job::{CompactRequest, PreparedJob, run_isolated};
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::compact::plan::{CompactionPlan, DeletedRows, Selection};
 use crate::engine::compact::selection::Predicate;
 use crate::engine::exec::pickup::{PickupMode, PickupSummary, pickup};
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
-use crate::engine::open::load_table;
 use crate::engine::size::{format_bytes, plural};
+use crate::engine::table::Table;
 
 fn labels(p: &[crate::engine::model::partition::PartitionValues]) -> String {
     p.iter().map(|v| v.label()).collect::<Vec<_>>().join(",")
@@ -208,9 +206,10 @@ pub(super) fn cancel_on_ctrl_c() -> CancellationToken {
 /// Plans the compaction the flags ask for (the plan is printed on stderr).
 async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<PreparedJob> {
     let loc = Location::parse(&a.uri)?;
-    // Our own log reader gives the partition columns, the observed compression ratio and the
-    // writers.
-    let report = load_table(&loc, &s.open, &|_| {}).await?;
+    // Opened once: our own log reader gives the partition columns, the observed compression
+    // ratio and the writers, and delta-rs's snapshot the files, from one read of the log.
+    let table = Table::open(&loc, &s.open, &|_| {}).await?;
+    let report = table.report().clone();
     if !report.format.can_compact() {
         bail!(
             "{}",
@@ -230,13 +229,7 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
         },
         storage_options: s.open.storage_options.clone(),
     };
-    let mut job = prepare(
-        &loc,
-        &req,
-        s.open.thresholds,
-        observed_ratio(&report.commits),
-    )
-    .await?;
+    let mut job = table.prepare_compaction(&req, s.open.thresholds).await?;
     job.exec.executor = s.executor.clone();
     if a.pickup {
         // A dry run changes nothing: pickup only says what it would commit and delete.

@@ -13,9 +13,7 @@ use super::action::{Action, Effect, TaskProgress};
 use super::janitor::JanitorRunner;
 use crate::engine::compact::budget::Throttle;
 use crate::engine::compact::events::{JobEvent, JobSummary};
-use crate::engine::compact::job::{
-    CompactRequest, PreparedJob, observed_ratio, prepare, run_isolated,
-};
+use crate::engine::compact::job::{CompactRequest, PreparedJob, run_isolated};
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::delta::log::watch::{LogEvent, default_poll, follow};
 use crate::engine::exec::Executor;
@@ -24,9 +22,10 @@ use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
 use crate::engine::model::partition::PartitionValues;
-use crate::engine::open::{load_table, open};
+use crate::engine::open::open;
 use crate::engine::options::OpenOptions;
 use crate::engine::parquet_folder::convert::{ConvertPlan, convert, plan_convert};
+use crate::engine::table::Table;
 use crate::tui::maintenance_tasks::MaintenanceTasks;
 use crate::tui::preview::PlannedJob;
 use crate::tui::tasks::{Parked, TaskKind, Tasks};
@@ -293,13 +292,16 @@ impl Loader {
         tokio::spawn(async move {
             let work = async {
                 let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
-                let report = load_table(&loc, &opts, &|_| {})
+                // Opened once: the report and delta-rs's snapshot read the log once.
+                let table = Table::open(&loc, &opts, &|_| {})
                     .await
                     .map_err(|e| e.to_string())?;
+                let report = table.report().clone();
                 let mut req =
                     CompactRequest::for_partitions(partitions, opts.storage_options.clone());
                 req.deleted_rows.purge = purge;
-                let mut job = prepare(&loc, &req, opts.thresholds, observed_ratio(&report.commits))
+                let mut job = table
+                    .prepare_compaction(&req, opts.thresholds)
                     .await
                     .map_err(|e| e.to_string())?;
                 job.exec.executor = executor;

@@ -36,6 +36,7 @@ mod root_links;
 mod row_tracking;
 mod secrets;
 mod stream;
+mod table_open;
 mod tui;
 mod tui_driver;
 mod tui_janitor;

@@ -1,5 +1,9 @@
 //! Loading a table with the reader its format needs (`detect` says which).
 
+use std::sync::Arc;
+
+use object_store::ObjectStore;
+
 use crate::detect::{list_children, probe_format};
 
 use super::error::{EngineError, Result};
@@ -24,6 +28,21 @@ pub async fn load_table_any(
         return iceberg::load_iceberg(loc, opts, progress).await;
     }
     let store = loc.open_store(&opts.storage_options)?;
+    load_table_from(loc, &store, opts, progress).await
+}
+
+/// `load_table_any` through `store`, the table's folder (`table::Table` passes one that reads
+/// the log once for every reader of the table).
+pub async fn load_table_from(
+    loc: &Location,
+    store: &Arc<dyn ObjectStore>,
+    opts: &OpenOptions,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<TableReport> {
+    if iceberg::is_metadata_file_url(&loc.url) {
+        return iceberg::load_iceberg(loc, opts, progress).await;
+    }
+    let store = store.clone();
     let uri = loc.display();
     // A Delta table is known by its log: listing `_delta_log/` first spares listing the folder,
     // and the replay starts from that listing (one request and one round trip fewer). A

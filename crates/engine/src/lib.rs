@@ -30,3 +30,4 @@ pub mod secrets;
 pub mod size;
 pub mod stats;
 pub mod stream;
+pub mod table;

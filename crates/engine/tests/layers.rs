@@ -34,6 +34,8 @@ const LAYERS: &[&[&str]] = &[
     &["iceberg", "parquet_folder"],
     // Opening what the user pointed at.
     &["formats"],
+    // A table opened once, for every reader.
+    &["table"],
     &["discover"],
     &["open"],
     &["maintenance", "stream"],

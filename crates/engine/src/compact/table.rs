@@ -54,16 +54,46 @@ pub async fn open_for_compaction_with(
     storage_options: &HashMap<String, String>,
     wrap: Option<&StoreWrapper>,
 ) -> Result<CompactionTable> {
+    let root_store = root_store(loc, storage_options)?;
+    open_for_compaction_on(loc, storage_options, root_store, wrap).await
+}
+
+/// The store of the bucket (or file system) that holds the table: delta-rs's paths are in it.
+pub fn root_store(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+) -> Result<Arc<dyn ObjectStore>> {
     let uri = loc.display();
     let config = deltalake::logstore::StorageConfig::parse_options(storage_options.clone())
         .map_err(|e| derr(&uri, e))?;
     let base = deltalake::logstore::logstore_for(&loc.url, config).map_err(|e| derr(&uri, e))?;
-    let root = object_store::path::Path::from_url_path(loc.url.path()).map_err(|e| {
-        EngineError::from_store(&uri, "the table path", object_store::Error::from(e))
-    })?;
+    Ok(base.root_object_store(None))
+}
+
+/// The table's folder as a path of its `root_store`.
+pub fn table_path(loc: &Location) -> Result<object_store::path::Path> {
+    object_store::path::Path::from_url_path(loc.url.path()).map_err(|e| {
+        EngineError::from_store(
+            &loc.display(),
+            "the table path",
+            object_store::Error::from(e),
+        )
+    })
+}
+
+/// `open_for_compaction_with` over a root store already opened (`table::Table` passes one
+/// whose log was read when the table was opened).
+pub async fn open_for_compaction_on(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+    root_store: Arc<dyn ObjectStore>,
+    wrap: Option<&StoreWrapper>,
+) -> Result<CompactionTable> {
+    let uri = loc.display();
+    let root = table_path(loc)?;
     // Innermost: every output is listed durably just before the store creates it, and the
     // ledger's own writes are bookkeeping, not bytes the job wrote.
-    let ledger = super::job_ledger::ledger_store(base.root_object_store(None), root);
+    let ledger = super::job_ledger::ledger_store(root_store, root);
     let counters = Arc::new(ByteCounters::default());
     let mut store: Arc<dyn ObjectStore> = Arc::new(CountingStore::new(
         ledger.clone() as Arc<dyn ObjectStore>,

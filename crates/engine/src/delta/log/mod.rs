@@ -1,6 +1,7 @@
 //! Reading the Delta transaction log (read-only).
 
 pub mod actions;
+pub mod cache;
 pub mod checkpoint;
 pub mod file_rows;
 pub mod file_size;

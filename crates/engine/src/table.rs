@@ -1,0 +1,112 @@
+//! A table opened once: its store, its format, its report, and (for a Delta table) a log read
+//! once for every reader that needs it while it is opened. A compaction planned from a `Table`
+//! lists `_delta_log/` once and fetches each commit file once: our replay (partition columns,
+//! writers, the observed compression ratio) and delta-rs's snapshot (the files to plan) read
+//! the same log, at the same version (`delta::log::cache`).
+//!
+//! Everything after opening reads the live log: the checks before each commit, the replans
+//! after conflicts, the writer's cadence.
+
+use std::sync::Arc;
+
+use object_store::ObjectStore;
+use object_store::prefix::PrefixStore;
+
+use crate::compact::job::{CompactRequest, PreparedJob, observed_ratio, prepare_table};
+use crate::compact::table::{StoreWrapper, open_for_compaction_on, root_store, table_path};
+use crate::delta::log::cache::LogCache;
+use crate::error::{EngineError, Result};
+use crate::location::Location;
+use crate::model::thresholds::Thresholds;
+use crate::options::OpenOptions;
+use crate::panic_guard::guarded;
+use crate::progress::LoadProgress;
+use crate::stats::table_report::TableReport;
+
+pub struct Table {
+    loc: Location,
+    cache: Arc<LogCache>,
+    report: TableReport,
+}
+
+impl Table {
+    pub async fn open(
+        loc: &Location,
+        opts: &OpenOptions,
+        progress: &(dyn Fn(LoadProgress) + Send + Sync),
+    ) -> Result<Self> {
+        Self::open_with(loc, opts, progress, None).await
+    }
+
+    /// `open` with the root store wrapped (tests count its requests with it).
+    pub async fn open_with(
+        loc: &Location,
+        opts: &OpenOptions,
+        progress: &(dyn Fn(LoadProgress) + Send + Sync),
+        wrap: Option<&StoreWrapper>,
+    ) -> Result<Self> {
+        let mut root = root_store(loc, &opts.storage_options)?;
+        if let Some(wrap) = wrap {
+            root = wrap(root);
+        }
+        let path = table_path(loc)?;
+        let cache = Arc::new(LogCache::new(root, &path));
+        let store: Arc<dyn ObjectStore> = Arc::new(PrefixStore::new(
+            cache.clone() as Arc<dyn ObjectStore>,
+            path,
+        ));
+        // A table's files are untrusted input: a bug they trip is this table's error.
+        let report =
+            match guarded(crate::formats::load_table_from(loc, &store, opts, progress)).await {
+                Ok(r) => r,
+                Err(panic) => Err(EngineError::Panicked {
+                    uri: loc.display(),
+                    detail: panic.0,
+                }),
+            };
+        let report = match report {
+            Ok(r) => r,
+            Err(e) => {
+                cache.thaw();
+                return Err(e);
+            }
+        };
+        Ok(Self {
+            loc: loc.clone(),
+            cache,
+            report,
+        })
+    }
+
+    pub fn location(&self) -> &Location {
+        &self.loc
+    }
+
+    pub fn report(&self) -> &TableReport {
+        &self.report
+    }
+
+    pub fn into_report(self) -> TableReport {
+        self.report
+    }
+
+    /// Plans `req` (a Delta table): delta-rs's snapshot is read through the log this table was
+    /// opened with, then the cache thaws, so what the job checks before it commits is live.
+    pub async fn prepare_compaction(
+        self,
+        req: &CompactRequest,
+        thresholds: Thresholds,
+    ) -> Result<PreparedJob> {
+        crate::root_links::refuse_links_leaving(&self.loc, "compact")?;
+        let ratio = observed_ratio(&self.report.commits);
+        let opened = open_for_compaction_on(
+            &self.loc,
+            &req.storage_options,
+            self.cache.clone() as Arc<dyn ObjectStore>,
+            None,
+        )
+        .await;
+        self.cache.thaw();
+        prepare_table(opened?, req, thresholds, ratio)
+    }
+}

@@ -1,0 +1,163 @@
+//! A table is opened once: planning a compaction on S3 lists `_delta_log/` once and fetches
+//! each commit file once (our replay and delta-rs's snapshot share one read of the log), and
+//! everything after planning reads the live log.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use object_store::path::Path;
+use object_store::{GetOptions, GetResult, ListResult, ObjectMeta, ObjectStore, Result};
+
+use crate::common::{every_small_file, runtime, sensor_table_with};
+use crate::harness::Moto;
+use lakehealth::engine::location::Location;
+use lakehealth::engine::table::Table;
+
+/// Every request that reaches the store: `LIST <prefix>`, `GET <path>` (whole objects only).
+#[derive(Debug)]
+struct Tally {
+    inner: Arc<dyn ObjectStore>,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tally({})", self.inner)
+    }
+}
+
+impl Tally {
+    fn note(&self, what: String) {
+        self.seen.lock().unwrap().push(what);
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Tally {
+    lakehealth::forward_to_inner!(put_opts, put_multipart_opts, delete_stream, copy_opts);
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if options.range.is_none() && !options.head {
+            self.note(format!("GET {location}"));
+        }
+        self.inner.get_opts(location, options).await
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.note(format!(
+            "LIST {}",
+            prefix.map(|p| p.to_string()).unwrap_or_default()
+        ));
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.note(format!(
+            "LIST/ {}",
+            prefix.map(|p| p.to_string()).unwrap_or_default()
+        ));
+        self.inner.list_with_delimiter(prefix).await
+    }
+}
+
+fn count(seen: &[String]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for s in seen {
+        *m.entry(s.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Uploads the local table at `dir` to `s3://lake/t` on `moto`.
+async fn upload(dir: &std::path::Path, moto: &Moto) -> Location {
+    use object_store::ObjectStoreExt;
+    let s3 = Location::parse("s3://lake/t").unwrap();
+    let store = s3.open_store(&moto.storage_options()).unwrap();
+    for f in crate::common::files_under(dir) {
+        let rel = f
+            .strip_prefix(dir)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let bytes = std::fs::read(&f).unwrap();
+        store
+            .put(&Path::from(rel.as_str()), bytes.into())
+            .await
+            .unwrap();
+    }
+    s3
+}
+
+#[test]
+fn planning_a_compaction_on_s3_lists_the_log_once_and_reads_each_commit_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    sensor_table_with(&dir, &[("2026-12-01", 6), ("2026-12-02", 6)]);
+    let commits = std::fs::read_dir(dir.join("_delta_log"))
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name().into_string().unwrap();
+            n.ends_with(".json")
+        })
+        .count();
+    assert!(commits >= 3, "a log of several commits ({commits})");
+    let moto = Moto::start();
+    moto.create_bucket("lake");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
+        Arc::new(Tally {
+            inner,
+            seen: s2.clone(),
+        })
+    };
+    runtime().block_on(async {
+        let s3 = upload(&dir, &moto).await;
+        let mut opts = crate::common::opts();
+        opts.storage_options = moto.storage_options();
+        let table = Table::open_with(&s3, &opts, &|_| {}, Some(&wrap))
+            .await
+            .unwrap();
+        let mut req = every_small_file(lakehealth::engine::size::MIB);
+        req.storage_options = moto.storage_options();
+        let mut job = table
+            .prepare_compaction(&req, crate::common::kib64_thresholds())
+            .await
+            .unwrap();
+        assert!(
+            job.plan.files_in > 0,
+            "the plan has work: {:?}",
+            job.plan.partitions.len()
+        );
+
+        let planned = count(&seen.lock().unwrap());
+        eprintln!("requests while planning: {planned:#?}");
+        let log_lists = planned.get("LIST t/_delta_log").copied().unwrap_or(0);
+        assert_eq!(log_lists, 1, "one listing of _delta_log: {planned:#?}");
+        let reread: Vec<_> = planned
+            .iter()
+            .filter(|(k, n)| k.starts_with("GET t/_delta_log/") && **n > 1)
+            .collect();
+        assert!(reread.is_empty(), "each log file fetched once: {reread:#?}");
+        let commit_gets = planned
+            .keys()
+            .filter(|k| k.starts_with("GET t/_delta_log/") && k.ends_with(".json"))
+            .count();
+        assert!(
+            commit_gets >= commits.min(2),
+            "the commits were read: {planned:#?}"
+        );
+
+        // After planning the log is live again: a replan lists it anew.
+        job.replan_if_stale().await.unwrap();
+        let after = count(&seen.lock().unwrap());
+        assert!(
+            after.get("LIST t/_delta_log").copied().unwrap_or(0) > 1,
+            "the checks after planning read the store, not the opening's cache: {after:#?}"
+        );
+    });
+}

@@ -12,8 +12,8 @@ use super::args::{
 };
 use super::report_text::{root_text, table_text};
 use crate::config::{Config, DEFAULT_CONFIG};
+use crate::engine::compact::executor::{Executor, RayOptions};
 use crate::engine::demo::{DemoProgress, DemoShape, default_demo_dir, ensure_demo_table};
-use crate::engine::exec::{Executor, RayOptions};
 use crate::engine::location::Location;
 use crate::engine::maintenance::orphans::attach_orphans_to;
 use crate::engine::model::thresholds::Thresholds;

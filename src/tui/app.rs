@@ -21,8 +21,8 @@ use super::preview::{
 use super::root::{RootRow, RootView};
 use super::view;
 use crate::engine::compact::events::JobEvent;
+use crate::engine::compact::executor::Executor;
 use crate::engine::delta::log::watch::LogEvent;
-use crate::engine::exec::Executor;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::model::partition::PartitionValues;

@@ -77,7 +77,7 @@ pub async fn run(
     opts: OpenOptions,
     refresh: Duration,
     poll: Option<Duration>,
-    executor: crate::engine::exec::Executor,
+    executor: crate::engine::compact::executor::Executor,
     policy: crate::engine::janitor::policy::Policy,
     iceberg_catalog: Option<String>,
 ) -> Result<()> {

@@ -382,7 +382,7 @@ async fn racing_compactions_beside_a_kernel_writer_on_a_mapped_table_with_deleti
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ray_executor_refuses_a_mapped_table_before_anything_is_written() {
-    use lakehealth::engine::exec::{Executor, RayOptions};
+    use lakehealth::engine::compact::executor::{Executor, RayOptions};
     let d = tempfile::tempdir().unwrap();
     create_mapped_table(d.path(), "name");
     for i in 0..4 {

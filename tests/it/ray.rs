@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use lakehealth::engine::compact::events::{JobEvent, JobSummary};
 use lakehealth::engine::compact::execute::execute;
+use lakehealth::engine::compact::executor::{Executor, RayOptions};
 use lakehealth::engine::compact::job::{CompactRequest, PreparedJob, prepare, run_isolated};
 use lakehealth::engine::compact::locks::PartitionLocks;
 use lakehealth::engine::compact::plan::Selection;
 use lakehealth::engine::exec::pickup::{PickupMode, pickup};
 use lakehealth::engine::exec::spec::BinSpec;
-use lakehealth::engine::exec::{Executor, RayOptions};
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
 use tokio::sync::mpsc;

@@ -168,7 +168,7 @@ async fn janitor_key_flags_the_due_partition_runs_its_job_in_the_panel_and_why_e
 /// round holds the whole table back by `watch`'s back-off rule, in its words.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_janitor_job_in_the_tui_backs_its_table_off_by_the_engines_rule() {
-    use lakehealth::engine::exec::{Executor, RayOptions};
+    use lakehealth::engine::compact::executor::{Executor, RayOptions};
     use lakehealth::tui::action::Action;
     use lakehealth::tui::janitor::TuiJanitor;
 

@@ -61,11 +61,6 @@ const KNOWN_UPWARD: &[(&str, &str, &str)] = &[
         "maintenance",
         "TableReport carries the orphan scan",
     ),
-    (
-        "compact",
-        "exec",
-        "compact::execute drives the executors and compact::job_ledger uses their ledger",
-    ),
 ];
 
 fn src_dir() -> PathBuf {

@@ -11,8 +11,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::state::Round;
 use crate::engine::compact::events::JobEvent;
+use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::PreparedJob;
-use crate::engine::exec::Executor;
 use crate::engine::janitor::history::{History, Line};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::{CallerJob, Janitor, JobEnd, Planned};

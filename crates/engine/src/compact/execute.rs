@@ -8,52 +8,24 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::datatypes::SchemaRef;
+use deltalake::DeltaTable;
 use deltalake::protocol::DeltaOperation;
-use deltalake::{DeltaTable, DeltaTableError};
 use object_store::ObjectStore;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::column_mapping::{LayoutError, physical_layout};
 use super::commit::{BinActions, CommitOutcome, Conflict, commit_bin};
 use super::events::{
     CommitRecord, ConflictRecord, Failure, FailureKind, JobEvent, JobSummary, PartitionTally,
     Progress,
 };
-use super::features;
-use super::plan::{Bin, CompactionPlan, PlanOptions, Selection, plan};
-use super::rewrite::{BinError, BinFailure, BinOutput, Counters, RewriteOptions, delete_outputs};
-use super::row_tracking::with_hidden_columns;
-use super::spacing::CommitSpacer;
+use super::executor::{BinResult, ExecOptions, Executor, RunContext, Work};
+use super::plan::{Bin, CompactionPlan, Selection, plan};
+use super::rewrite::{BinError, BinFailure, BinOutput, Counters, delete_outputs};
+use super::schema::file_schema;
 use super::table::{CompactionTable, partition_files};
-use crate::exec::{BinResult, Executor, RunContext, Work};
 use crate::model::partition::PartitionValues;
-use crate::model::thresholds::Thresholds;
-use crate::model::trigger::Trigger;
-
-#[derive(Debug, Clone)]
-pub struct ExecOptions {
-    pub rewrite: RewriteOptions,
-    /// Bins rewritten at once (each is one reader and one writer).
-    pub parallelism: usize,
-    /// Recorded in the OPTIMIZE commit's operationParameters (SQL).
-    pub predicate: Option<String>,
-    /// For planning a partition again after a conflict.
-    pub plan_options: PlanOptions,
-    pub thresholds: Thresholds,
-    /// Where bins are rewritten (commits always happen here).
-    pub executor: Executor,
-    /// The job's threads run at the lowest CPU priority (a writer is active).
-    pub background: bool,
-    /// Compaction commits spaced by this (a writer is active); shared by a janitor's jobs on
-    /// one table.
-    pub commit_spacing: Option<Arc<CommitSpacer>>,
-    /// The writer's interval before the job: a paced job follows its cadence (`cadence`).
-    pub writer_rhythm_ms: Option<u64>,
-    /// Who started the job, recorded in its commits (`model::trigger`).
-    pub trigger: Trigger,
-}
 
 /// A partition is planned again at most this many times in one job (a table whose files keep
 /// being taken by another compactor is left to it).
@@ -107,50 +79,6 @@ fn still_active(table: &DeltaTable, removes: &[deltalake::kernel::Remove]) -> bo
         }
     }
     wanted.is_empty()
-}
-
-/// Why the table's file schema cannot be had.
-#[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
-    #[error(transparent)]
-    Table(#[from] DeltaTableError),
-    /// The table's schema has a type Arrow cannot hold.
-    #[error(transparent)]
-    Arrow(#[from] arrow::error::ArrowError),
-    /// A column-mapped table's physical schema.
-    #[error(transparent)]
-    Layout(#[from] LayoutError),
-}
-
-/// The table's file schema (partition columns are not in data files), with row tracking's
-/// hidden columns when it is enabled (`row_tracking`: the outputs hold every row's ids).
-pub(crate) fn file_schema(table: &DeltaTable) -> Result<SchemaRef, SchemaError> {
-    let data = match physical_layout(table)? {
-        // Column-mapped: physical names and field ids.
-        Some(layout) => layout.file_schema.as_ref().clone(),
-        None => logical_file_schema(table)?,
-    };
-    Ok(Arc::new(match features::hidden_columns(table)? {
-        Some(hidden) => with_hidden_columns(&data, &hidden),
-        None => data,
-    }))
-}
-
-/// The table's schema without its partition columns.
-fn logical_file_schema(table: &DeltaTable) -> Result<Schema, SchemaError> {
-    let s = table.snapshot()?;
-    let cols = s.metadata().partition_columns().to_vec();
-    let full: Schema = deltalake::kernel::engine::arrow_conversion::TryIntoArrow::try_into_arrow(
-        s.schema().as_ref(),
-    )
-    .map_err(SchemaError::Arrow)?;
-    Ok(Schema::new(
-        full.fields()
-            .iter()
-            .filter(|f| !cols.contains(f.name()))
-            .cloned()
-            .collect::<Vec<_>>(),
-    ))
 }
 
 /// The schema a job's bins are rewritten with; Err: why the job cannot run.

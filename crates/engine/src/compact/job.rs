@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::{Brakes, Throttle};
 use super::events::{FailureKind, JobEvent, JobSummary};
-use super::execute::{ExecOptions, execute};
+use super::execute::execute;
+use super::executor::ExecOptions;
 use super::locks::{PartitionLocks, key};
 use super::plan::{CompactionPlan, DeletedRows, PlanOptions, Selection, Strategy, plan};
 use super::rewrite::RewriteOptions;

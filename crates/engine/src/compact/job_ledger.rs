@@ -23,8 +23,8 @@ use serde::Serialize;
 
 use super::liveness::{host, process_alive};
 use super::rewrite::object_key;
-use crate::exec::ledger::LedgerStore;
-use crate::exec::spec::STATE_DIR;
+use crate::compact::ledger_store::LedgerStore;
+use crate::compact::ledger_store::STATE_DIR;
 
 /// Where the ledgers of a table's local jobs live, relative to the table.
 fn folder() -> String {

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use tokio::sync::mpsc;
 
-use super::{BinResult, RunContext, Work};
+use crate::compact::executor::{BinResult, RunContext, Work};
 use crate::compact::rewrite::{BinError, BinFailure, rewrite_bin};
 
 /// Runs every bin it receives, at most `parallelism` at once, each on its own task (so on the

@@ -30,12 +30,13 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
 
-use super::spec::{BinReport, BinSpec, Outcome, STATE_DIR};
+use super::spec::{BinReport, BinSpec, Outcome};
 use super::trust::{check_result, deletable_output, spec_at_its_key};
 use super::worker::{delete_outputs, read_json};
 use crate::compact::commit::{BinActions, CommitOutcome, commit_bin};
-use crate::compact::execute::{SchemaError, file_schema};
+use crate::compact::ledger_store::STATE_DIR;
 use crate::compact::rewrite::{FileToProve, ProveError, fingerprint_files, object_key};
+use crate::compact::schema::{SchemaError, file_schema};
 use crate::error::{EngineError, Result};
 use crate::model::percent::decode as decoded;
 use crate::model::trigger::Trigger;

@@ -26,7 +26,7 @@ use super::ray_api::{JobInfo, RayClient, RayError};
 use super::spec::{BinReport, BinSpec, job_prefix, ledger_key, result_key};
 use super::trust::{self, check_result};
 use super::worker::read_json;
-use super::{BinResult, RayOptions, RunContext, Work};
+use crate::compact::executor::{BinResult, RayOptions, RunContext, Work};
 use crate::compact::rewrite::{BinError, BinFailure};
 use crate::model::partition::PartitionValues;
 

@@ -10,12 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::compact::events::{Failure, FailureKind};
 use crate::compact::fingerprint::Fingerprint;
+use crate::compact::ledger_store::STATE_DIR;
 use crate::compact::plan::{Bin, FileRef};
 use crate::compact::rewrite::{BinError, BinFailure, BinOutput};
 use crate::model::partition::PartitionValues;
-
-/// The folder (relative to the table root) lakehealth owns; never part of the table.
-pub const STATE_DIR: &str = "_lakehealth";
 
 /// The folder of one job's specs, results and output ledgers.
 pub fn job_prefix(job_id: &str) -> String {

@@ -14,13 +14,13 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tokio_util::sync::CancellationToken;
 
-use super::ledger::LedgerStore;
 use super::spec::{BinReport, BinSpec, Outcome, WorkerMetrics};
-use crate::compact::execute::file_schema;
+use crate::compact::ledger_store::LedgerStore;
 pub use crate::compact::rewrite::delete_outputs;
 use crate::compact::rewrite::{
     BinError, BinFailure, BinOutput, Counters, RewriteOptions, rewrite_bin,
 };
+use crate::compact::schema::file_schema;
 use crate::compact::table::{CompactionTable, open_for_compaction_with};
 use crate::error::{EngineError, Result};
 use crate::location::Location;

@@ -110,7 +110,7 @@ impl CallerJob {
     }
 
     /// Runs its bins on `executor` instead of the policy's.
-    pub fn set_executor(&mut self, executor: crate::exec::Executor) {
+    pub fn set_executor(&mut self, executor: crate::compact::executor::Executor) {
         self.spec.executor = executor;
     }
 

@@ -10,9 +10,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use super::maintenance::MaintenancePolicy;
+use crate::compact::executor::{Executor, RayOptions};
 use crate::compact::plan::{DeletedRows, Strategy};
 use crate::compact::tiers::DEFAULT_FANOUT;
-use crate::exec::{Executor, RayOptions};
 use crate::model::duration::whole_units;
 use crate::model::thresholds::Thresholds;
 use crate::size::{ByteSize, MIB, format_bytes};

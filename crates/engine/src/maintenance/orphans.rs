@@ -35,10 +35,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::vacuum::snapshot_files;
 use super::{check_write_protocol, open_delta};
+use crate::compact::ledger_store::STATE_DIR;
 use crate::compact::locks::held_partitions;
 use crate::detect::{is_data_file, is_hidden};
 use crate::error::{EngineError, Result};
-use crate::exec::spec::STATE_DIR;
 use crate::location::Location;
 use crate::model::format::TableFormat;
 use crate::model::partition::PartitionValues;

@@ -15,7 +15,8 @@ use object_store::{
 };
 use tokio::sync::Mutex;
 
-use super::spec::STATE_DIR;
+/// The folder (relative to the table root) lakehealth owns; never part of the table.
+pub const STATE_DIR: &str = "_lakehealth";
 
 /// Wraps the store delta-rs is given for a table: the root of its bucket or filesystem, not
 /// the table's folder, so keys are seen with the table's prefix (`root`).

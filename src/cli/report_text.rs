@@ -2,10 +2,10 @@
 
 use std::fmt::Write;
 
-use crate::engine::iceberg::IcebergDetails;
 use crate::engine::model::format::TableFormat;
 use crate::engine::open::RootReport;
 use crate::engine::size::{format_bytes, format_count};
+use crate::engine::stats::details::IcebergDetails;
 use crate::engine::stats::histogram::{Band, Histogram};
 use crate::engine::stats::table_report::TableReport;
 

@@ -1,7 +1,7 @@
 //! Every state change of the TUI is one of these messages, handled in `App::update`.
 
 use crate::engine::compact::events::JobEvent;
-use crate::engine::delta::log::watch::LogEvent;
+use crate::engine::delta::watch::LogEvent;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::Opened;
@@ -194,7 +194,7 @@ pub enum Effect {
     CancelJob {
         id: u64,
     },
-    /// Follow the table's log (`engine::delta::log::watch`); its events come back as `Action::Log`.
+    /// Follow the table's log (`engine::delta::watch`); its events come back as `Action::Log`.
     Watch {
         id: u64,
         uri: String,

@@ -22,7 +22,7 @@ use super::root::{RootRow, RootView};
 use super::view;
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::executor::Executor;
-use crate::engine::delta::log::watch::LogEvent;
+use crate::engine::delta::watch::LogEvent;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::model::partition::PartitionValues;

@@ -1,12 +1,12 @@
 //! The live log of the open table as the app keeps it: whether it is followed, the watcher's
 //! status, the commits that arrived while following, and the arrival rates the forecasts use.
-//! The watcher itself is engine code (`engine::delta::log::watch`); `App::update` feeds its events here.
+//! The watcher itself is engine code (`engine::delta::watch`); `App::update` feeds its events here.
 
 use std::time::Duration;
 
 use crate::engine::delta::log::tail::ReloadReason;
-use crate::engine::delta::log::watch::LogEvent;
-use crate::engine::delta::log::watch::{LOCAL_POLL, default_poll};
+use crate::engine::delta::watch::LogEvent;
+use crate::engine::delta::watch::{LOCAL_POLL, default_poll};
 use crate::engine::janitor::forecast::{Arrivals, Forecast, RATE_WINDOW, forecast};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::location::Location;

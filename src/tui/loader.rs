@@ -16,7 +16,7 @@ use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{CompactRequest, PreparedJob, run_isolated};
 use crate::engine::compact::locks::PartitionLocks;
-use crate::engine::delta::log::watch::{LogEvent, default_poll, follow};
+use crate::engine::delta::watch::{LogEvent, default_poll, follow};
 use crate::engine::janitor::JobEnd;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::throttle;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lakehealth::engine::compact::counting_store::{ByteCounters, CountingStore};
-use lakehealth::engine::delta::log::watch::{LogEvent, LogWatcher, WatchOptions};
+use lakehealth::engine::delta::watch::{LogEvent, LogWatcher, WatchOptions};
 use lakehealth::engine::model::partition::PartitionValues;
 use lakehealth::engine::open::load_table;
 

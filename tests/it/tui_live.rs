@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use lakehealth::engine::delta::log::watch::LogEvent;
+use lakehealth::engine::delta::watch::LogEvent;
 use lakehealth::engine::open::{Opened, load_table};
 use lakehealth::tui::action::{Action, Command, Effect};
 use lakehealth::tui::app::App;

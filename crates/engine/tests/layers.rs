@@ -1,9 +1,11 @@
-//! The engine's imports run one way: each top-level module may use only modules of its own
-//! layer or below, and no set of modules uses each other in a loop. The order is stated here
-//! (and in docs/architecture.md); a new module must be given its place.
+//! The engine's imports run one way: each folder (and each file at the top) may use only those
+//! of its own layer or below, and no folders use each other in a loop. The order is stated
+//! here (and in docs/architecture.md); a new top-level module must be given its place. A
+//! subfolder takes its parent's layer unless it has its own (`delta/log` reads the log, below
+//! the statistics; `delta` reports and follows a table, above them).
 //!
-//! Read from the sources (`crate::a`, `crate::{a, b}`, `super::` chains that reach the crate
-//! root), test code excluded: tests may look anywhere.
+//! Read from the sources (`crate::a::b`, `crate::{a, b::c}`, `super::` chains), test code
+//! excluded: tests may look anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,10 +27,13 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["location"],
     &["root_links", "detect"],
-    // Statistics of a table's files and history, format-neutral.
+    // Reading a Delta log.
+    &["delta/log"],
+    // Statistics of a table's files and history, and the report that carries them.
     &["stats"],
-    // Formats' reading and format-neutral compaction.
+    // A Delta table's report and its live log.
     &["delta"],
+    // Format-neutral compaction (and Delta's commit).
     &["compact"],
     &["exec"],
     &["iceberg", "parquet_folder"],
@@ -40,27 +45,6 @@ const LAYERS: &[&[&str]] = &[
     &["open"],
     &["maintenance", "stream"],
     &["janitor", "demo"],
-];
-
-/// Imports that still run up, each with what it needs; the list may only shrink (an entry
-/// whose import is gone fails the test, so it is removed with the fix).
-const KNOWN_UPWARD: &[(&str, &str, &str)] = &[
-    (
-        "stats",
-        "delta",
-        "the history statistics read the replayed log's state (delta::log::state)",
-    ),
-    ("stats", "iceberg", "TableReport carries IcebergDetails"),
-    (
-        "stats",
-        "parquet_folder",
-        "TableReport carries FolderDetails",
-    ),
-    (
-        "stats",
-        "maintenance",
-        "TableReport carries the orphan scan",
-    ),
 ];
 
 fn src_dir() -> PathBuf {
@@ -91,6 +75,14 @@ fn module_path(rel: &Path) -> Vec<String> {
     parts
 }
 
+/// The folder a file is in (`delta/log/tail.rs` -> `delta/log`); a file at the top is its own.
+fn node_of_file(rel: &Path) -> String {
+    match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => dir.to_string_lossy().replace('\\', "/"),
+        None => rel.to_string_lossy().trim_end_matches(".rs").to_string(),
+    }
+}
+
 /// The code without comments and without the test module (by convention at the file's end).
 fn code_of(text: &str) -> String {
     let code = text.split("#[cfg(test)]").next().unwrap_or_default();
@@ -100,30 +92,66 @@ fn code_of(text: &str) -> String {
         .join("\n")
 }
 
-fn ident_at(s: &str) -> &str {
-    let end = s
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(s.len());
-    &s[..end]
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// Top-level modules this code names.
-fn imports(code: &str, module: &[String]) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = BTreeSet::new();
-    for (i, _) in code.match_indices("crate::") {
-        let rest = &code[i + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let inner = group.split('}').next().unwrap_or_default();
-            for item in inner.split(',') {
-                out.insert(ident_at(item.trim()).to_string());
-            }
-        } else {
-            out.insert(ident_at(rest).to_string());
+/// `a::b::{c::d, e}` -> `[a, b, c, d]`, `[a, b, e]` (one level of braces).
+fn expand(path: &str) -> Vec<Vec<String>> {
+    let segs = |p: &str| -> Vec<String> {
+        p.split("::")
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    match path.split_once('{') {
+        Some((head, group)) => {
+            let head = segs(head);
+            let group = group.split('}').next().unwrap_or_default();
+            group
+                .split(',')
+                .map(|item| {
+                    let mut p = head.clone();
+                    p.extend(segs(item));
+                    p
+                })
+                .collect()
         }
+        None => vec![segs(path)],
     }
-    // `super::super::x` from `a/b.rs` (module [a, b]) names the crate root's `x`.
+}
+
+/// The path written after `at` (identifiers, `::`, one `{...}` group).
+fn path_at(code: &str, at: usize) -> &str {
+    let rest = &code[at..];
+    let mut end = 0;
+    let mut in_group = false;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '{' => in_group = true,
+            '}' if in_group => {
+                end = i + 1;
+                break;
+            }
+            c if is_ident(c) || c == ':' || (in_group && (c == ',' || c.is_whitespace())) => {}
+            _ => break,
+        }
+        end = i + c.len_utf8();
+    }
+    &rest[..end]
+}
+
+/// Absolute module paths this code names (`crate::…` and `super::…`).
+fn imports(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        if i > 0 && code[..i].ends_with(|c: char| is_ident(c) || c == '$') {
+            continue;
+        }
+        out.extend(expand(path_at(code, i + "crate::".len())));
+    }
     for (i, _) in code.match_indices("super::") {
-        if code[..i].ends_with("super::") {
+        if code[..i].ends_with("super::") || code[..i].ends_with(is_ident) {
             continue;
         }
         let mut rest = &code[i..];
@@ -132,51 +160,71 @@ fn imports(code: &str, module: &[String]) -> BTreeSet<String> {
             ups += 1;
             rest = r;
         }
-        if ups == module.len() {
-            out.insert(ident_at(rest).to_string());
+        let base = &module[..module.len().saturating_sub(ups)];
+        let at = code.len() - rest.len();
+        for p in expand(path_at(code, at)) {
+            let mut full = base.to_vec();
+            full.extend(p);
+            out.push(full);
         }
     }
     // An exported macro lives at the crate root but belongs to the module that defines it.
-    let out: BTreeSet<String> = out
-        .into_iter()
-        .map(|m| match m.as_str() {
-            "forward_to_inner" => "forward_store".to_string(),
-            _ => m,
-        })
-        .collect();
-    out.into_iter()
-        .filter(|m| !m.is_empty() && m != &module[0])
-        .collect()
+    for p in &mut out {
+        if p.first().is_some_and(|m| m == "forward_to_inner") {
+            p[0] = "forward_store".into();
+        }
+    }
+    out
 }
 
-/// Module -> the modules it imports, over the whole engine.
-fn graph() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+/// The node a path is in: its longest prefix that is a folder or a file at the top.
+fn resolve(path: &[String], nodes: &BTreeSet<String>) -> Option<String> {
+    (1..=path.len())
+        .rev()
+        .map(|n| path[..n].join("/"))
+        .find(|p| nodes.contains(p))
+}
+
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+/// Folder (or file at the top) -> what it imports, over the whole engine.
+fn graph() -> Graph {
     let root = src_dir();
     let mut files = Vec::new();
     rust_files(&root, &mut files);
-    let mut g: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
-    for file in files {
-        let rel = file.strip_prefix(&root).expect("under src").to_path_buf();
-        let module = module_path(&rel);
-        let name = rel.to_string_lossy().to_string();
-        if module == ["lib"] || name.ends_with("_tests.rs") {
+    let rels: Vec<PathBuf> = files
+        .iter()
+        .map(|f| f.strip_prefix(&root).expect("under src").to_path_buf())
+        .collect();
+    let nodes: BTreeSet<String> = rels.iter().map(|r| node_of_file(r)).collect();
+    let mut g = Graph::new();
+    for (file, rel) in files.iter().zip(&rels) {
+        let name = rel.to_string_lossy().replace('\\', "/");
+        if name == "lib.rs" || name.ends_with("_tests.rs") {
             continue;
         }
-        let text = std::fs::read_to_string(&file).expect("read a source file");
-        let entry = g.entry(module[0].clone()).or_default();
-        for target in imports(&code_of(&text), &module) {
-            entry.entry(target).or_default().insert(name.clone());
+        let me = node_of_file(rel);
+        let module = module_path(rel);
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        let entry = g.entry(me.clone()).or_default();
+        for path in imports(&code_of(&text), &module) {
+            if let Some(target) = resolve(&path, &nodes).filter(|t| *t != me) {
+                entry.entry(target).or_default().insert(name.clone());
+            }
         }
     }
     g
 }
 
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&module))
-}
-
-fn is_known(from: &str, to: &str) -> bool {
-    KNOWN_UPWARD.iter().any(|(f, t, _)| *f == from && *t == to)
+/// A node's layer: its own, else its nearest listed parent folder's.
+fn layer_of(node: &str) -> Option<usize> {
+    let mut at = node;
+    loop {
+        if let Some(l) = LAYERS.iter().position(|l| l.contains(&at)) {
+            return Some(l);
+        }
+        at = &at[..at.rfind('/')?];
+    }
 }
 
 #[test]
@@ -200,7 +248,7 @@ fn no_import_runs_up_a_layer() {
         };
         for (to, where_) in files {
             let lt = layer_of(to).unwrap_or(usize::MAX);
-            if lt > lf && !is_known(&from, to) {
+            if lt > lf {
                 upward.push(format!("{from} -> {to} (in {where_:?})"));
             }
         }
@@ -212,25 +260,12 @@ fn no_import_runs_up_a_layer() {
 }
 
 #[test]
-fn every_known_upward_import_still_exists() {
-    let g = graph();
-    let stale: Vec<_> = KNOWN_UPWARD
-        .iter()
-        .filter(|(f, t, _)| !g.get(*f).is_some_and(|ts| ts.contains_key(*t)))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "fixed: remove these from KNOWN_UPWARD: {stale:?}"
-    );
-}
-
-#[test]
 fn no_modules_import_each_other_in_a_loop() {
     let g = graph();
-    // Depth-first search for a back edge, ignoring the known upward imports (listed above).
+    // Depth-first search for a back edge.
     fn visit(
         node: &str,
-        g: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+        g: &Graph,
         stack: &mut Vec<String>,
         done: &mut BTreeSet<String>,
     ) -> Option<Vec<String>> {
@@ -244,9 +279,6 @@ fn no_modules_import_each_other_in_a_loop() {
         }
         stack.push(node.to_string());
         for to in g.get(node).map(|t| t.keys()).into_iter().flatten() {
-            if is_known(node, to) {
-                continue;
-            }
             if let Some(c) = visit(to, g, stack, done) {
                 return Some(c);
             }
@@ -268,14 +300,44 @@ fn no_modules_import_each_other_in_a_loop() {
 }
 
 #[test]
-fn the_checker_sees_grouped_and_relative_imports() {
-    let module = vec!["janitor".to_string(), "jobs".to_string()];
-    let code =
-        "use crate::{compact::plan, stats};\nuse super::super::delta::log;\nuse super::policy;";
-    let found = imports(code, &module);
+fn the_checker_sees_grouped_nested_and_relative_imports() {
+    let module: Vec<String> = ["janitor", "jobs"].map(String::from).into();
+    let code = "use crate::{compact::plan, stats};\nuse super::super::delta::log::state::X;\nuse super::policy;\nlet f = crate::delta::log::actions::physical_names(s);";
+    let nodes: BTreeSet<String> = ["compact", "stats", "delta", "delta/log", "janitor"]
+        .map(String::from)
+        .into();
+    let found: BTreeSet<String> = imports(code, &module)
+        .iter()
+        .filter_map(|p| resolve(p, &nodes))
+        .collect();
     assert_eq!(
         found,
-        ["compact", "delta", "stats"].map(String::from).into(),
-        "grouped crate imports and super chains to the root count; siblings do not"
+        ["compact", "delta/log", "janitor", "stats"]
+            .map(String::from)
+            .into(),
+        "grouped and nested paths resolve to their folder; a sibling is the same folder"
     );
+    assert_eq!(
+        layer_of("iceberg/compact"),
+        layer_of("iceberg"),
+        "a subfolder takes its parent's layer"
+    );
+    assert!(layer_of("delta/log") < layer_of("stats") && layer_of("stats") < layer_of("delta"));
+}
+
+#[test]
+fn the_graph_holds_the_imports_the_engine_is_known_to_make() {
+    let g = graph();
+    for (from, to) in [
+        ("janitor", "compact"),
+        ("stats", "delta/log"),
+        ("iceberg/compact", "iceberg"),
+        ("compact", "delta/log"),
+        ("exec", "compact"),
+    ] {
+        assert!(
+            g.get(from).is_some_and(|t| t.contains_key(to)),
+            "{from} -> {to} not seen: the checker reads nothing"
+        );
+    }
 }

@@ -7,9 +7,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::{ago, fit, style};
-use crate::engine::iceberg::IcebergDetails;
 use crate::engine::model::format::TableFormat;
 use crate::engine::size::{format_bytes, format_count};
+use crate::engine::stats::details::IcebergDetails;
 use crate::engine::stats::table_report::TableReport;
 
 type Item = Vec<Span<'static>>;

@@ -3,3 +3,4 @@
 
 pub mod log;
 pub mod report;
+pub mod watch;

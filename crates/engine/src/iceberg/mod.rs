@@ -11,9 +11,10 @@
 pub mod compact;
 pub mod manifests;
 pub mod metadata;
-pub mod rewrite_preview;
+
 pub mod transforms;
 
+use crate::stats::details::{DeleteFiles, IcebergDetails};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -21,14 +22,12 @@ use futures::{StreamExt, TryStreamExt};
 use indexmap::IndexMap;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use serde::Serialize;
 use url::Url;
 
 use self::manifests::{
     FileContent, ManifestError, ManifestFile, ManifestRef, read_manifest, read_manifest_list,
 };
 use self::metadata::{PartitionSpec, Snapshot, TableMetadata};
-use self::rewrite_preview::{RewriteOptions, RewritePreview};
 use self::transforms::{Transform, display};
 use crate::clock::now_ms;
 use crate::error::{EngineError, Result};
@@ -41,106 +40,13 @@ use crate::progress::LoadProgress;
 use crate::size::{MIB, format_bytes};
 use crate::stats::findings::FindingsCoverage;
 use crate::stats::log_health::{LogHealth, rate_per_minute};
+use crate::stats::rewrite_preview::{RewriteOptions, RewritePreview};
 use crate::stats::table_report::{TableReport, size_sections};
 use crate::stats::vacuum::VacuumDebt;
 
 /// Iceberg's default `write.target-file-size-bytes`.
 pub const DEFAULT_TARGET_FILE_SIZE: u64 = 512 * MIB;
 pub const TARGET_FILE_SIZE_PROPERTY: &str = "write.target-file-size-bytes";
-
-/// Delete files of the current snapshot (merge-on-read): readers apply them on every scan.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct DeleteFiles {
-    pub position_files: u64,
-    pub position_bytes: u64,
-    pub position_records: u64,
-    pub equality_files: u64,
-    pub equality_bytes: u64,
-    pub equality_records: u64,
-    /// Partitions holding at least one delete file.
-    pub partitions: u64,
-}
-
-impl DeleteFiles {
-    pub fn files(&self) -> u64 {
-        self.position_files + self.equality_files
-    }
-
-    pub fn bytes(&self) -> u64 {
-        self.position_bytes + self.equality_bytes
-    }
-
-    /// "3 position (1.2 KiB), 1 equality (800 B)".
-    pub fn describe(&self) -> String {
-        format!(
-            "{} position ({}), {} equality ({})",
-            self.position_files,
-            format_bytes(self.position_bytes),
-            self.equality_files,
-            format_bytes(self.equality_bytes)
-        )
-    }
-}
-
-/// What only an Iceberg table has, shown beside the common statistics.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IcebergDetails {
-    pub format_version: u8,
-    /// The metadata file read (the table's current metadata).
-    pub metadata_file: String,
-    /// The table's `location`.
-    pub location: String,
-    pub snapshot_id: Option<i64>,
-    pub sequence_number: u64,
-    pub snapshots: u64,
-    pub data_manifests: u64,
-    pub delete_manifests: u64,
-    /// Bytes of the manifest list and manifests a reader of this snapshot reads to plan a scan.
-    pub manifest_bytes: u64,
-    pub delete_files: DeleteFiles,
-    pub rewrite_preview: RewritePreview,
-}
-
-impl IcebergDetails {
-    /// One line for the CLI and the TUI header.
-    pub fn summary(&self) -> String {
-        format!(
-            "iceberg v{}  snapshot {}  {} snapshots  manifests {} data + {} delete ({})",
-            self.format_version,
-            self.snapshot_id.map_or("none".into(), |s| s.to_string()),
-            self.snapshots,
-            self.data_manifests,
-            self.delete_manifests,
-            format_bytes(self.manifest_bytes),
-        )
-    }
-
-    /// What `rewrite_data_files` would do, in one line.
-    pub fn rewrite_summary(&self) -> String {
-        let p = &self.rewrite_preview;
-        if p.groups.is_empty() {
-            return format!(
-                "rewrite_data_files (defaults): nothing to rewrite ({} files outside {}–{}, no group of {}+ files or more than the {} target)",
-                p.candidate_files,
-                format_bytes(p.options.min_file_size),
-                format_bytes(p.options.max_file_size),
-                p.options.min_input_files,
-                format_bytes(p.options.target_file_size),
-            );
-        }
-        format!(
-            "rewrite_data_files (defaults) would rewrite {} files ({}) in {} partitions into ~{} files (target {}; files outside {}–{} are candidates, groups of {}+ files)",
-            p.files_in,
-            format_bytes(p.bytes_in),
-            p.partitions,
-            p.files_out,
-            format_bytes(p.options.target_file_size),
-            format_bytes(p.options.min_file_size),
-            format_bytes(p.options.max_file_size),
-            p.options.min_input_files,
-        )
-    }
-}
 
 /// What lakehealth says where compaction is offered for an Iceberg table without a catalog.
 pub fn compaction_unsupported(t: &TableReport) -> String {

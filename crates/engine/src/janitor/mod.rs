@@ -43,6 +43,7 @@ use crate::compact::locks::PartitionLocks;
 use crate::compact::plan::Selection;
 use crate::compact::selection::Predicate;
 use crate::compact::spacing::{CommitSpacer, LastCommit};
+use crate::delta::log::actions::physical_names;
 use crate::delta::log::replay::replay;
 use crate::discover::discover;
 use crate::error::{EngineError, Result};
@@ -52,7 +53,7 @@ use crate::model::format::TableFormat;
 use crate::model::partition::PartitionValues;
 use crate::model::thresholds::Thresholds;
 use crate::options::OpenOptions;
-use crate::stats::table_report::{TableReport, physical_names};
+use crate::stats::table_report::TableReport;
 
 /// Commits read per table and cycle for write times (see `activity`).
 const ACTIVITY_BUDGET: usize = 2000;

@@ -23,6 +23,7 @@
 //! The folders are listed before the log is read: a file committed meanwhile is then seen as
 //! referenced, never as an orphan.
 
+use crate::stats::details::{OrphanFile, OrphanScan};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,9 +45,6 @@ use crate::model::format::TableFormat;
 use crate::model::partition::PartitionValues;
 use crate::model::percent::decode as decoded;
 use crate::open::Opened;
-use crate::parquet_folder::scan::FileGroup;
-use crate::size::{format_bytes, plural};
-use crate::stats::findings::{Finding, FindingKind};
 use crate::stats::table_report::TableReport;
 
 /// Unreferenced files younger than this are never orphans: a writer may still commit them.
@@ -57,84 +55,6 @@ pub const REPORT_LISTED: usize = 20;
 
 /// The folder value Hive and Delta writers use for NULL.
 const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OrphanFile {
-    /// Relative to the table root, as the object store names it.
-    pub path: String,
-    pub bytes: u64,
-    /// Last modified (ms since the epoch), as storage reports it.
-    pub modified_ms: i64,
-}
-
-/// What a scan of the table's folders found.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct OrphanScan {
-    /// The log version the files were checked against.
-    pub version: u64,
-    /// The instant ages were measured from.
-    pub scanned_at_ms: i64,
-    /// Only files last modified longer ago than this are orphans.
-    pub min_age_ms: u64,
-    /// Orphans: count and bytes of all of them.
-    pub files: u64,
-    pub bytes: u64,
-    /// Sorted by path; a report keeps the first `REPORT_LISTED` (`files` counts all).
-    pub orphans: Vec<OrphanFile>,
-    /// Unreferenced, but younger than `min_age_ms`: a writer may be about to commit them.
-    pub recent: FileGroup,
-    /// Unreferenced outputs an unsettled lakehealth job lists (`compact --pickup` settles them).
-    pub job_owned: FileGroup,
-    /// The jobs (folders under `_lakehealth/jobs/`) that own them.
-    pub jobs: Vec<String>,
-    /// Unreferenced files of partitions a compaction of this process is rewriting.
-    pub in_flight: FileGroup,
-    /// Reached through a symbolic link (local tables): never offered.
-    pub behind_symlinks: FileGroup,
-    /// Inside another table nested in this one's folder: never offered.
-    pub in_other_tables: FileGroup,
-    /// Job files that could not be read: which outputs their jobs own is unknown, so nothing
-    /// is deleted while any is left.
-    pub unreadable_job_files: Vec<String>,
-}
-
-impl OrphanScan {
-    /// The same scan listing at most `n` orphans by name.
-    pub fn truncated(mut self, n: usize) -> Self {
-        self.orphans.truncate(n);
-        self
-    }
-
-    /// The report's finding, when there are orphans.
-    pub fn finding(&self) -> Option<Finding> {
-        if self.files == 0 {
-            return None;
-        }
-        let example = self
-            .orphans
-            .first()
-            .map(|f| format!(", e.g. {}", f.path))
-            .unwrap_or_default();
-        Some(Finding {
-            kind: FindingKind::OrphanFiles,
-            versions: Vec::new(),
-            operations: Vec::new(),
-            engines: Vec::new(),
-            first_remove_in_checkpoint: None,
-            files: self.files,
-            bytes: self.bytes,
-            message: format!(
-                "orphan files: {} ({}) in the table's folders that no version of the log \
-                 references and no running job owns, older than {}{example}: a writer or \
-                 compaction stopped before committing them. Readers never see them; `lakehealth \
-                 vacuum` deletes them once they are older than its retention.",
-                plural(self.files, "file"),
-                format_bytes(self.bytes),
-                crate::model::duration::exact(Duration::from_millis(self.min_age_ms)),
-            ),
-        })
-    }
-}
 
 /// Where an unreferenced data file belongs.
 #[derive(Debug, Clone, PartialEq, Eq)]

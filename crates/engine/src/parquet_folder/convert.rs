@@ -28,10 +28,11 @@ use crate::location::Location;
 use crate::model::format::TableFormat;
 use crate::options::OpenOptions;
 use crate::parquet_folder::hive::PartitionParser;
-use crate::parquet_folder::scan::{Entry, FileGroup, FolderDetails, classify, list_folder};
+use crate::parquet_folder::scan::{Entry, classify, list_folder};
 use crate::parquet_folder::spark_sink::{SinkScan, scan_sink};
 use crate::progress::LoadProgress;
 use crate::size::format_bytes;
+use crate::stats::details::{FileGroup, FolderDetails};
 
 /// A partition column and its Delta type (`--partition-by day:date`; string by default).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,9 +21,10 @@ use crate::location::Location;
 use crate::model::format::TableFormat;
 use crate::options::OpenOptions;
 use crate::parquet_folder::hive::PartitionParser;
-use crate::parquet_folder::scan::{Entry, FolderDetails, classify, list_folder};
+use crate::parquet_folder::scan::{Entry, classify, list_folder};
 use crate::progress::LoadProgress;
 use crate::size::format_bytes;
+use crate::stats::details::FolderDetails;
 use crate::stats::table_report::TableReport;
 
 /// What a reader of a log-less format found, as the statistics need it.

@@ -1,12 +1,12 @@
 //! Listing a folder of data files as a stream, folded as it arrives (no listing is held), with
 //! progress (objects listed, rate) and its cost (objects, list requests).
 
+use crate::stats::details::ListingCost;
 use std::sync::Arc;
 use std::time::Instant;
 
 use futures::TryStreamExt;
 use object_store::{ObjectMeta, ObjectStore};
-use serde::Serialize;
 
 use crate::detect::is_hidden;
 use crate::error::{EngineError, Result};
@@ -17,53 +17,6 @@ use crate::progress::LoadProgress;
 const KEYS_PER_LIST_REQUEST: u64 = 1000;
 /// Progress is reported every this many objects.
 const PROGRESS_EVERY: u64 = 5000;
-
-/// What listing the folder cost.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ListingCost {
-    pub objects_listed: u64,
-    /// List requests sent (pages of 1,000 keys); None on a local file system.
-    pub list_requests: Option<u64>,
-    pub seconds: f64,
-}
-
-/// Files that are not part of the table, and Spark's sink files its log does not name.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct FileGroup {
-    pub files: u64,
-    pub bytes: u64,
-    /// A few of their paths (relative to the table), to look at.
-    pub examples: Vec<String>,
-}
-
-const EXAMPLES: usize = 5;
-
-impl FileGroup {
-    pub fn add(&mut self, rel: &str, size: u64) {
-        self.files += 1;
-        self.bytes += size;
-        if self.examples.len() < EXAMPLES {
-            self.examples.push(rel.to_string());
-        }
-    }
-}
-
-/// What a folder listing found beside the table's data files.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct FolderDetails {
-    pub listing: ListingCost,
-    /// Files that are not Parquet (not hidden): not counted as data.
-    pub other_files: FileGroup,
-    /// `_`/`.` prefixed files and folders (Spark's `_SUCCESS`, `.crc`, `_temporary/`).
-    pub hidden_files: FileGroup,
-    /// Spark file sink only: Parquet files its log does not list (left by failed batches);
-    /// readers of the sink never see them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub orphans: Option<FileGroup>,
-    /// Spark file sink only: files its log lists that are not on storage.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub missing: Option<FileGroup>,
-}
 
 /// Where a listed object belongs.
 pub enum Entry<'a> {

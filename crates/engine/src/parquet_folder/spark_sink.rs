@@ -23,10 +23,11 @@ use crate::location::Location;
 use crate::model::format::TableFormat;
 use crate::options::OpenOptions;
 use crate::parquet_folder::hive::PartitionParser;
-use crate::parquet_folder::scan::{Entry, FileGroup, FolderDetails, classify, list_folder};
+use crate::parquet_folder::scan::{Entry, classify, list_folder};
 use crate::parquet_folder::{FolderState, listing_warnings};
 use crate::progress::LoadProgress;
 use crate::size::format_bytes;
+use crate::stats::details::{FileGroup, FolderDetails};
 use crate::stats::table_report::TableReport;
 
 pub const SINK_LOG: &str = "_spark_metadata";

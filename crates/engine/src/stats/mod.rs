@@ -2,10 +2,12 @@
 //! log health, vacuum debt, streaming writers, findings, assembled into a `TableReport`.
 
 pub mod deleted_rows;
+pub mod details;
 pub mod file_sizes;
 pub mod findings;
 pub mod histogram;
 pub mod log_health;
+pub mod rewrite_preview;
 pub mod table_report;
 pub mod vacuum;
 pub mod writers;

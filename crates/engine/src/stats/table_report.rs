@@ -1,6 +1,6 @@
 //! The numbers for one table, as the TUI shows them and `lakehealth report --json` prints them.
 
-use std::collections::HashMap;
+use crate::delta::log::actions::physical_names;
 
 use serde::Serialize;
 
@@ -11,12 +11,12 @@ use super::log_health::LogHealth;
 use super::vacuum::VacuumDebt;
 use super::writers::{StreamingWriter, streaming_writers};
 use crate::delta::log::state::{CommitSummary, LogState};
-use crate::iceberg::IcebergDetails;
-use crate::maintenance::orphans::OrphanScan;
 use crate::model::format::TableFormat;
 use crate::model::thresholds::Thresholds;
-use crate::parquet_folder::scan::FolderDetails;
 use crate::properties::TableProps;
+use crate::stats::details::FolderDetails;
+use crate::stats::details::IcebergDetails;
+use crate::stats::details::OrphanScan;
 
 use crate::model::partition::PartitionValues;
 
@@ -64,30 +64,6 @@ pub struct TableReport {
     /// Delta tables with deletion vectors: rows they mark deleted, per partition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted_rows: Option<DeletedRows>,
-}
-
-/// Logical partition column names by physical name (column mapping), from the schema string.
-pub fn physical_names(schema_string: &str) -> HashMap<String, String> {
-    let mut out = HashMap::new();
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(schema_string) else {
-        return out;
-    };
-    for f in v
-        .get("fields")
-        .and_then(|f| f.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let name = f.get("name").and_then(|n| n.as_str());
-        let phys = f
-            .get("metadata")
-            .and_then(|m| m.get("delta.columnMapping.physicalName"))
-            .and_then(|p| p.as_str());
-        if let (Some(n), Some(p)) = (name, phys) {
-            out.insert(p.to_string(), n.to_string());
-        }
-    }
-    out
 }
 
 impl TableReport {

@@ -197,6 +197,30 @@ pub fn file_key(path: &str, dv: Option<&DeletionVector>) -> String {
     }
 }
 
+/// Logical partition column names by physical name (column mapping), from the schema string.
+pub fn physical_names(schema_string: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(schema_string) else {
+        return out;
+    };
+    for f in v
+        .get("fields")
+        .and_then(|f| f.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let name = f.get("name").and_then(|n| n.as_str());
+        let phys = f
+            .get("metadata")
+            .and_then(|m| m.get("delta.columnMapping.physicalName"))
+            .and_then(|p| p.as_str());
+        if let (Some(n), Some(p)) = (name, phys) {
+            out.insert(p.to_string(), n.to_string());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

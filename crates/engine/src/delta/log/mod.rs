@@ -17,4 +17,3 @@ pub mod tail;
 #[cfg(test)]
 mod tail_tests;
 pub mod walker;
-pub mod watch;

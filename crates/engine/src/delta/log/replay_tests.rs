@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::partition_key::PartitionSizes;
 use super::replay::replay;
 use super::state::LogState;
+use crate::delta::log::actions::physical_names;
 use crate::options::ReplayOptions;
-use crate::stats::table_report::physical_names;
 
 pub(super) struct Log {
     pub(super) dir: tempfile::TempDir,

@@ -21,9 +21,9 @@ use super::file_size::logged_size;
 use super::partition_key::{encode_into, resolve_key};
 use super::state::{CommitSummary, LogState, TxnState};
 use super::walker::{FetchedCommit, ParsedCommit, parse_commit};
+use crate::delta::log::actions::physical_names;
 use crate::error::Result;
 use crate::model::partition::PartitionValues;
-use crate::stats::table_report::physical_names;
 
 /// Why the incremental state was replaced by a full replay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -11,8 +11,8 @@ use super::replay_tests::{Log, add, optimize, remove};
 use super::state::LogState;
 use super::tail::{ReloadReason, Tail};
 use super::walker::FetchedCommit;
-use super::watch::{LogEvent, LogWatcher, WatchOptions};
 use crate::compact::counting_store::{ByteCounters, CountingStore};
+use crate::delta::watch::{LogEvent, LogWatcher, WatchOptions};
 use crate::options::OpenOptions;
 use crate::stats::table_report::TableReport;
 

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::avro_file::{field, long};
 use super::table_state::{Manifest, TableState, data_file, file_path, is_live};
-use crate::iceberg::rewrite_preview::RewriteOptions;
 use crate::iceberg::transforms::{Transform, display};
+use crate::stats::rewrite_preview::RewriteOptions;
 
 /// A data file a bin replaces.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -15,10 +15,10 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::replay::replay;
-use super::tail::{AppliedCommit, ReloadReason, Tail};
-use super::walker::FetchedCommit;
 use crate::clock::now_ms;
+use crate::delta::log::replay::replay;
+use crate::delta::log::tail::{AppliedCommit, ReloadReason, Tail};
+use crate::delta::log::walker::FetchedCommit;
 use crate::error::{EngineError, ErrorKind, Result};
 use crate::location::Location;
 use crate::model::thresholds::Thresholds;

@@ -161,3 +161,69 @@ fn planning_a_compaction_on_s3_lists_the_log_once_and_reads_each_commit_once() {
         );
     });
 }
+
+#[test]
+fn the_janitor_advances_a_table_by_its_new_commits_instead_of_replaying_it() {
+    use lakehealth::engine::compact::table::StoreWrapper;
+    use lakehealth::engine::janitor::Janitor;
+    use lakehealth::engine::janitor::history::History;
+    use lakehealth::engine::janitor::policy::Policy;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    sensor_table_with(&dir, &[("2026-12-01", 6)]);
+    let l = crate::common::loc(&dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let wrap: Arc<StoreWrapper> = Arc::new(move |inner: Arc<dyn ObjectStore>| {
+        Arc::new(Tally {
+            inner,
+            seen: s2.clone(),
+        }) as Arc<dyn ObjectStore>
+    });
+    runtime().block_on(async {
+        let base = crate::common::opts().thresholds;
+        let policy = Policy::parse("", "p.toml", base).unwrap();
+        let history = History::open(&tmp.path().join("history.jsonl")).unwrap();
+        let mut janitor = Janitor::new(
+            vec![l.clone()],
+            policy,
+            crate::common::opts(),
+            history,
+            Box::new(|_| {}),
+            false,
+        )
+        .with_log_store_wrapper(wrap);
+        let files = |d: &lakehealth::engine::janitor::TableDecisions| -> u64 {
+            d.decisions.iter().map(|d| d.files).sum()
+        };
+        let first = janitor.decide_only(&l).await.unwrap();
+        let replayed = count(&seen.lock().unwrap());
+        assert!(
+            replayed.keys().any(|k| k.starts_with("LIST _delta_log")),
+            "the first read replays the log: {replayed:#?}"
+        );
+
+        seen.lock().unwrap().clear();
+        lakehealth::engine::demo::seed_small_files(&l, &["2026-12-01".to_string()], 1, 50)
+            .await
+            .unwrap();
+        let second = janitor.decide_only(&l).await.unwrap();
+        assert_eq!(
+            files(&second),
+            files(&first) + 1,
+            "the new commit's file is counted"
+        );
+        let advanced = count(&seen.lock().unwrap());
+        assert!(
+            !advanced.keys().any(|k| k.starts_with("LIST")),
+            "no listing once the table is followed: {advanced:#?}"
+        );
+        assert!(
+            advanced
+                .keys()
+                .all(|k| k.starts_with("GET _delta_log/") && k.ends_with(".json")),
+            "only the commits after the version read: {advanced:#?}"
+        );
+    });
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crossterm::event::KeyCode;
 use lakehealth::engine::compact::locks::{PartitionLocks, key};
 use lakehealth::engine::options::OpenOptions;
-use lakehealth::tui::live::Follow;
+use lakehealth::tui::live::{Follow, LiveStatus};
 
 use crate::common::*;
 use crate::tui_driver::{Driven, log_only_table};
@@ -172,7 +172,14 @@ async fn while_a_job_runs_its_progress_and_the_live_log_show_at_every_size() {
         .frozen();
         t.app.follow = Follow::On { poll: None };
         let mut t = t.open().await;
-        t.until("the live panel", |a| a.live.is_some()).await;
+        // The snapshot shows the live log following: wait for its first replay, not only the
+        // panel (the preview's planning may finish first).
+        t.until("the live log following", |a| {
+            a.live
+                .as_ref()
+                .is_some_and(|l| matches!(l.status, LiveStatus::Following { .. }))
+        })
+        .await;
         // The job waits on a partition another job holds: it stays in flight while drawn.
         let selected = t.app.selected_partition().unwrap().values.clone();
         let _held = locks

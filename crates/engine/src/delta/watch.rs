@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::now_ms;
 use crate::delta::log::replay::replay;
+use crate::delta::log::state::LogState;
 use crate::delta::log::tail::{AppliedCommit, ReloadReason, Tail};
 use crate::delta::log::walker::FetchedCommit;
 use crate::error::{EngineError, ErrorKind, Result};
@@ -125,6 +126,16 @@ impl LogWatcher {
 
     pub fn version(&self) -> u64 {
         self.tail.version()
+    }
+
+    /// The log's state as followed so far.
+    pub fn state(&self) -> &LogState {
+        self.tail.state()
+    }
+
+    /// The table's store (its folder).
+    pub fn store(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
     }
 
     /// The statistics of the state followed so far.

@@ -43,8 +43,9 @@ use crate::compact::locks::PartitionLocks;
 use crate::compact::plan::Selection;
 use crate::compact::selection::Predicate;
 use crate::compact::spacing::{CommitSpacer, LastCommit};
+use crate::compact::table::StoreWrapper;
 use crate::delta::log::actions::physical_names;
-use crate::delta::log::replay::replay;
+use crate::delta::watch::{LogWatcher, WatchOptions};
 use crate::discover::discover;
 use crate::error::{EngineError, Result};
 use crate::iceberg::compact::job::IceRequest;
@@ -199,6 +200,11 @@ pub struct Janitor {
     heard: mpsc::UnboundedReceiver<Line>,
     /// Jobs that ended since the last cycle line, counted in the next one.
     ended: CycleStats,
+    /// Each Delta table's log as read so far: a cycle reads only its new commits (a full replay
+    /// only the first time, after a fallback the tail cannot apply, or after an error).
+    logs: HashMap<String, LogWatcher>,
+    /// Wraps the store each table's log is read through (tests count its requests).
+    log_store_wrapper: Option<Arc<StoreWrapper>>,
 }
 
 impl Janitor {
@@ -242,6 +248,8 @@ impl Janitor {
             talk,
             heard,
             ended: CycleStats::default(),
+            logs: HashMap::new(),
+            log_store_wrapper: None,
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -275,6 +283,12 @@ impl Janitor {
     }
 
     /// Jobs ignore the writers: every core, unbounded reads (for comparison).
+    /// Reads every table's log through `wrap(store)` (tests count the requests with it).
+    pub fn with_log_store_wrapper(mut self, wrap: Arc<StoreWrapper>) -> Self {
+        self.log_store_wrapper = Some(wrap);
+        self
+    }
+
     pub fn unthrottled(mut self) -> Self {
         self.throttle = false;
         self
@@ -532,7 +546,7 @@ impl Janitor {
     }
 
     /// Reads a Delta table, else an Iceberg table through the policy's catalog.
-    async fn load(&self, loc: &Location) -> Result<Loaded> {
+    async fn load(&mut self, loc: &Location) -> Result<Loaded> {
         match self.load_delta(loc).await {
             Err(EngineError::NotATable { uri, depth }) => {
                 match crate::iceberg::is_iceberg_location(loc, &self.open).await {
@@ -573,26 +587,51 @@ impl Janitor {
     }
 
     /// Reads a Delta table with the janitor's thresholds; keeps what the activity reader needs.
-    async fn load_delta(&self, loc: &Location) -> Result<Loaded> {
-        let store = loc.open_store(&self.open.storage_options)?;
-        let uri = loc.display();
-        let state = replay(&store, &uri, self.open.replay, &|_| {}).await?;
+    /// A table read before is advanced by its new commits (`LogWatcher::poll`), not replayed.
+    async fn load_delta(&mut self, loc: &Location) -> Result<Loaded> {
+        let id = table_id(loc);
+        let watcher = match self.logs.remove(&id) {
+            Some(mut w) => match w.poll().await {
+                Ok(_) => w,
+                Err(e) => {
+                    tracing::debug!("janitor: {id}: following the log failed ({e}); replaying it");
+                    self.open_log(loc).await?
+                }
+            },
+            None => self.open_log(loc).await?,
+        };
+        let state = watcher.state();
         // Logical -> physical names of mapped columns, for partitionValues in commits.
         let physical = physical_names(&state.metadata.schema_string)
             .into_iter()
             .map(|(p, l)| (l, p))
             .collect();
-        let report = TableReport::build(uri, loc.name(), state, self.thresholds(), now_ms());
+        let report = watcher.report();
         let cols = Columns {
             logical: report.partition_columns.clone(),
             physical,
         };
+        let store = watcher.store();
+        self.logs.insert(id.clone(), watcher);
         Ok(Loaded {
             loc: loc.clone(),
-            id: table_id(loc),
+            id,
             report,
             source: Source::Delta { store, cols },
         })
+    }
+
+    /// A table's log, replayed once, to be followed by its new commits from then on.
+    async fn open_log(&self, loc: &Location) -> Result<LogWatcher> {
+        let mut store = loc.open_store(&self.open.storage_options)?;
+        if let Some(wrap) = &self.log_store_wrapper {
+            store = wrap(store);
+        }
+        let mut opts = WatchOptions::new(&self.open, Duration::ZERO);
+        opts.thresholds = self.thresholds();
+        // The janitor decides on the whole backlog at once: no intermediate statistics.
+        opts.max_commits_per_poll = usize::MAX;
+        LogWatcher::open(store, loc.display(), loc.name(), opts).await
     }
 
     /// Every target as a table, or the tables found under it (found again every cycle, so
@@ -637,6 +676,8 @@ impl Janitor {
                 Err(e) => self.table_error(&target, e.to_string(), stats),
             }
         }
+        // A table no longer found (or unreadable this cycle) is read afresh if it comes back.
+        self.logs.retain(|id, _| out.iter().any(|t| t.id == *id));
         out
     }
 

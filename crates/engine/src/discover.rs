@@ -20,21 +20,6 @@ pub struct FoundTable {
     pub format: TableFormat,
 }
 
-/// Relative paths of the Delta tables under the store's root (the janitor compacts only those).
-pub async fn discover_tables(
-    store: &Arc<dyn ObjectStore>,
-    uri: &str,
-    max_depth: usize,
-    progress: &(dyn Fn(LoadProgress) + Send + Sync),
-) -> Result<Vec<String>> {
-    Ok(discover(store, uri, max_depth, progress)
-        .await?
-        .into_iter()
-        .filter(|t| t.format == TableFormat::Delta)
-        .map(|t| t.rel)
-        .collect())
-}
-
 /// Folders never worth descending into: Delta/Spark internals and Hive partition folders.
 fn skip(name: &str) -> bool {
     name.starts_with('_') || name.starts_with('.') || name.contains('=')
@@ -132,9 +117,16 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let found = discover_tables(&store, "mem", 2, &|_| {}).await.unwrap();
+        let delta = |found: Vec<FoundTable>| -> Vec<String> {
+            found
+                .into_iter()
+                .filter(|t| t.format == TableFormat::Delta)
+                .map(|t| t.rel)
+                .collect()
+        };
+        let found = delta(discover(&store, "mem", 2, &|_| {}).await.unwrap());
         assert_eq!(found, vec!["raw/events".to_string(), "sales".to_string()]);
-        let deep = discover_tables(&store, "mem", 4, &|_| {}).await.unwrap();
+        let deep = delta(discover(&store, "mem", 4, &|_| {}).await.unwrap());
         assert!(deep.contains(&"a/b/c/d".to_string()));
         // Beside the Delta tables: a Parquet folder and a Spark sink, labelled.
         for p in [

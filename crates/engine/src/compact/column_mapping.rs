@@ -24,7 +24,6 @@ pub const PHYSICAL_NAME_KEY: &str = "delta.columnMapping.physicalName";
 /// How a column-mapped table's data files are laid out.
 #[derive(Debug, Clone)]
 pub struct PhysicalLayout {
-    pub mode: ColumnMappingMode,
     /// The data files' schema: physical names, Parquet field ids (the only field metadata
     /// kept), no partition columns.
     pub file_schema: SchemaRef,
@@ -93,7 +92,6 @@ pub fn layout(table: &DeltaTable) -> Result<PhysicalLayout, LayoutError> {
     let arrow: Schema = (&kernel_schema).try_into_arrow()?;
     let stats = config.build_expected_stats_schemas(None, None)?;
     Ok(PhysicalLayout {
-        mode,
         file_schema: Arc::new(only_field_ids(&arrow)),
         kernel_schema,
         stats_columns: stats_columns(&stats.physical),

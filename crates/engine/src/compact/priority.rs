@@ -21,12 +21,12 @@ pub fn lower_this_thread() -> bool {
 }
 
 /// The calling thread's nice value (tests).
-#[cfg(target_os = "linux")]
+#[cfg(all(test, target_os = "linux"))]
 pub fn this_thread_nice() -> Option<i32> {
     rustix::process::getpriority_process(None).ok()
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(test, not(target_os = "linux")))]
 pub fn this_thread_nice() -> Option<i32> {
     None
 }

@@ -2,5 +2,5 @@
 //! and the table's report (`report.rs`).
 
 pub mod log;
-pub mod report;
+pub(crate) mod report;
 pub mod watch;

@@ -11,13 +11,13 @@
 //! The choice (`compact::executor::Executor`) and what an executor is handed (`RunContext`)
 //! are the coordinator's vocabulary; `Executor::spawn`, here, is how each runs.
 
-pub mod local;
-pub mod package;
+pub(crate) mod local;
+pub(crate) mod package;
 pub mod pickup;
-pub mod ray;
-pub mod ray_api;
+pub(crate) mod ray;
+pub(crate) mod ray_api;
 pub mod spec;
-pub mod trust;
+pub(crate) mod trust;
 pub mod worker;
 
 use tokio::sync::mpsc;

@@ -103,10 +103,6 @@ impl RayClient {
         })
     }
 
-    pub fn address(&self) -> &str {
-        &self.address
-    }
-
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.address)
     }

@@ -6,17 +6,17 @@
 //! a table no other way. Failures back off per table (`schedule`); every decision and result is
 //! a JSON line (`history`).
 
-pub mod activity;
+pub(crate) mod activity;
 pub mod decide;
 pub mod forecast;
 pub mod history;
 mod iceberg_jobs;
 pub mod jobs;
-pub mod maintenance;
+pub(crate) mod maintenance;
 pub mod metrics;
 pub mod policy;
 mod round;
-pub mod schedule;
+pub(crate) mod schedule;
 pub mod throttle;
 
 use std::collections::HashMap;

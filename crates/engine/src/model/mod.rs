@@ -5,6 +5,6 @@
 pub mod duration;
 pub mod format;
 pub mod partition;
-pub mod percent;
+pub(crate) mod percent;
 pub mod thresholds;
-pub mod trigger;
+pub(crate) mod trigger;

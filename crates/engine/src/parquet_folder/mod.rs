@@ -2,9 +2,9 @@
 //! opened). The listing is streamed and folded into per-partition sizes as it arrives.
 
 pub mod convert;
-pub mod hive;
-pub mod scan;
-pub mod spark_sink;
+pub(crate) mod hive;
+pub(crate) mod scan;
+pub(crate) mod spark_sink;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -42,8 +42,6 @@ pub struct SinkEntry {
     pub size: i64,
     #[serde(default)]
     pub is_dir: bool,
-    #[serde(default)]
-    pub modification_time: Option<i64>,
     pub action: String,
 }
 
@@ -53,7 +51,6 @@ pub struct BatchFile {
     pub batch: u64,
     pub compact: bool,
     pub path: Path,
-    pub size: u64,
     pub last_modified: DateTime<Utc>,
 }
 
@@ -211,7 +208,6 @@ async fn list_batches(
             batch,
             compact,
             path: meta.location.clone(),
-            size: meta.size,
             last_modified: meta.last_modified,
         };
         // A batch compacted while its plain file is still there: the compact one is the state.

@@ -1,14 +1,14 @@
 //! Reading the Delta transaction log (read-only).
 
 pub mod actions;
-pub mod cache;
+pub(crate) mod cache;
 pub mod checkpoint;
-pub mod file_rows;
-pub mod file_size;
+pub(crate) mod file_rows;
+pub(crate) mod file_size;
 pub mod listing;
-pub mod opened_checkpoint;
+pub(crate) mod opened_checkpoint;
 pub mod partition_key;
-pub mod reconcile;
+pub(crate) mod reconcile;
 pub mod replay;
 #[cfg(test)]
 mod replay_tests;

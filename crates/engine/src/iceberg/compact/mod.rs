@@ -5,19 +5,19 @@
 //! (`rewrite`), and committed one by one (`job`).
 
 pub mod avro_file;
-pub mod catalog;
+pub(crate) mod catalog;
 mod commit;
-pub mod confine;
-pub mod data_file_stats;
+pub(crate) mod confine;
+pub(crate) mod data_file_stats;
 pub mod job;
-pub mod ledger;
-pub mod manifest_write;
-pub mod plan;
-pub mod rest_catalog;
-pub mod rewrite;
-pub mod snapshot;
-pub mod sql_catalog;
-pub mod table_state;
+pub(crate) mod ledger;
+pub(crate) mod manifest_write;
+pub(crate) mod plan;
+pub(crate) mod rest_catalog;
+pub(crate) mod rewrite;
+pub(crate) mod snapshot;
+pub(crate) mod sql_catalog;
+pub(crate) mod table_state;
 
 use crate::error::EngineError;
 

@@ -10,6 +10,7 @@ use crate::engine::progress::LoadProgress;
 use crate::tui::janitor::Round;
 use crate::tui::maintenance::MaintenanceEvent;
 use crate::tui::preview::PlannedJob;
+use crate::tui::task_error::TaskError;
 
 /// What a key can do (keybindings map keys to these; the help screen lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -103,11 +104,11 @@ pub enum Action {
     },
     Loaded {
         load: u64,
-        result: Result<Opened, String>,
+        result: Result<Opened, TaskError>,
     },
     PlanReady {
         id: u64,
-        result: Result<Box<PlannedJob>, String>,
+        result: Result<Box<PlannedJob>, TaskError>,
     },
     /// An event of the log watcher started by `Effect::Watch { id: watch }`.
     Log {
@@ -117,7 +118,7 @@ pub enum Action {
     /// The vacuum dry run of `Effect::PlanVacuum { id }`.
     VacuumPlanReady {
         id: u64,
-        result: Result<Box<VacuumPlan>, String>,
+        result: Result<Box<VacuumPlan>, TaskError>,
     },
     /// Progress of the checkpoint or vacuum job `id`.
     Maintenance {
@@ -127,27 +128,27 @@ pub enum Action {
     /// The janitor's decisions for the open table (every partition), and its job if due.
     JanitorDecided {
         id: u64,
-        result: Result<Round, String>,
+        result: Result<Round, TaskError>,
     },
     /// The Iceberg compaction dry run of `Effect::PlanIceberg`.
     IcebergPlanReady {
         id: u64,
-        result: Result<Box<crate::engine::iceberg::compact::job::IceSummary>, String>,
+        result: Result<Box<crate::engine::iceberg::compact::job::IceSummary>, TaskError>,
     },
     /// The Iceberg compaction `Effect::StartIceberg` ran: its summary line, or why not.
     IcebergCompacted {
         id: u64,
-        result: Result<String, String>,
+        result: Result<String, TaskError>,
     },
     /// The conversion preview of `Effect::PlanConvert`.
     ConvertPlanReady {
         id: u64,
-        result: Result<Box<ConvertPlan>, String>,
+        result: Result<Box<ConvertPlan>, TaskError>,
     },
     /// The conversion `Effect::StartConvert` ran.
     Converted {
         id: u64,
-        result: Result<ConvertOutcome, String>,
+        result: Result<ConvertOutcome, TaskError>,
     },
 }
 

@@ -3,6 +3,7 @@
 //! A key reaches exactly one handler: the error if one is shown, else the open modal, else the
 //! screen (see `App::context`, which the keymap also uses).
 
+use crate::tui::task_error::TaskError;
 use std::time::{Duration, Instant};
 
 use super::action::{Action, Command, Effect, Pointer, TaskProgress};
@@ -657,7 +658,7 @@ impl App {
     pub(super) fn preview_ready<K: PreviewKind>(
         &mut self,
         id: u64,
-        result: Result<Box<K::Plan>, String>,
+        result: Result<Box<K::Plan>, TaskError>,
     ) -> Vec<Effect> {
         match self.modals.modal.as_mut().and_then(K::of) {
             Some(p) if p.id == id => {
@@ -850,7 +851,7 @@ impl App {
         }
     }
 
-    fn loaded(&mut self, load: u64, result: Result<Opened, String>) -> Vec<Effect> {
+    fn loaded(&mut self, load: u64, result: Result<Opened, TaskError>) -> Vec<Effect> {
         // A superseded load's result is dropped.
         let Some(done) = self.loading.take_if(|l| l.id == load) else {
             return vec![];
@@ -865,7 +866,7 @@ impl App {
                 self.modals.clear_error();
                 self.set_root(r);
             }
-            Err(e) => self.modals.show_error(e),
+            Err(e) => self.modals.show_error(e.message),
         }
         if done.stale {
             return self.reload_table();
@@ -985,7 +986,7 @@ impl App {
         vec![Effect::PlanConvert { id, uri }]
     }
 
-    fn converted(&mut self, id: u64, result: Result<ConvertOutcome, String>) -> Vec<Effect> {
+    fn converted(&mut self, id: u64, result: Result<ConvertOutcome, TaskError>) -> Vec<Effect> {
         if matches!(&self.modals.modal, Some(Modal::Convert(d)) if d.id == id) {
             self.modals.close();
         }
@@ -1055,7 +1056,7 @@ impl App {
         }]
     }
 
-    fn plan_ready(&mut self, id: u64, result: Result<Box<PlannedJob>, String>) -> Vec<Effect> {
+    fn plan_ready(&mut self, id: u64, result: Result<Box<PlannedJob>, TaskError>) -> Vec<Effect> {
         if self.janitor.owns(id) {
             return self.janitor_planned(id, result);
         }
@@ -1126,7 +1127,7 @@ impl App {
     fn vacuum_plan_ready(
         &mut self,
         id: u64,
-        result: Result<Box<VacuumPlan>, String>,
+        result: Result<Box<VacuumPlan>, TaskError>,
     ) -> Vec<Effect> {
         self.preview_ready::<super::preview::Vacuum>(id, result)
     }

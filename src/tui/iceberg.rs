@@ -7,6 +7,7 @@ use super::action::Effect;
 use super::app::{App, IcebergDialog, Modal};
 use super::preview::{IcebergCompaction, IcebergRequest};
 use crate::engine::iceberg::compact::job::IceSummary;
+use crate::tui::task_error::TaskError;
 
 impl App {
     pub(super) fn preview_iceberg(&mut self, uri: String, partitions: Vec<String>) -> Vec<Effect> {
@@ -37,7 +38,7 @@ impl App {
     pub(super) fn iceberg_plan_ready(
         &mut self,
         id: u64,
-        result: Result<Box<IceSummary>, String>,
+        result: Result<Box<IceSummary>, TaskError>,
     ) -> Vec<Effect> {
         self.preview_ready::<IcebergCompaction>(id, result)
     }
@@ -45,7 +46,7 @@ impl App {
     pub(super) fn iceberg_compacted(
         &mut self,
         id: u64,
-        result: Result<String, String>,
+        result: Result<String, TaskError>,
     ) -> Vec<Effect> {
         if let Some(Modal::Iceberg(d)) = &mut self.modals.modal
             && d.id == id

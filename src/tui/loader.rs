@@ -4,6 +4,7 @@
 //! every preview is parked there until it runs or is discarded.
 //! Results and progress come back to `App::update` as `Action`s over one channel.
 
+use crate::tui::task_error::TaskError;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -198,10 +199,10 @@ impl Loader {
                 ..Default::default()
             };
             let result = async {
-                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                let loc = Location::parse(&uri).map_err(TaskError::from)?;
                 compact_iceberg(&loc, &req, &opts, &|_| {})
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(TaskError::from)
             }
             .await;
             let action = if dry_run {
@@ -225,10 +226,10 @@ impl Loader {
         let plans = self.convert_plans.clone();
         tokio::spawn(async move {
             let result = async {
-                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                let loc = Location::parse(&uri).map_err(TaskError::from)?;
                 let plan = plan_convert(&loc, &opts, &[], &|_| {})
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(TaskError::from)?;
                 plans.park(id, (loc, plan.clone()));
                 Ok(Box::new(plan))
             }
@@ -243,7 +244,7 @@ impl Loader {
         let planned = self.convert_plans.take(id);
         tokio::spawn(async move {
             let result = match planned {
-                Some((loc, plan)) => convert(&loc, &plan, &opts).await.map_err(|e| e.to_string()),
+                Some((loc, plan)) => convert(&loc, &plan, &opts).await.map_err(TaskError::from),
                 None => Err("the previewed conversion is gone; preview it again".into()),
             };
             let _ = tx.send(Action::Converted { id, result });
@@ -263,10 +264,8 @@ impl Loader {
                 });
             };
             let work = async {
-                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
-                open(&loc, &opts, &progress)
-                    .await
-                    .map_err(|e| e.to_string())
+                let loc = Location::parse(&uri).map_err(TaskError::from)?;
+                open(&loc, &opts, &progress).await.map_err(TaskError::from)
             };
             tokio::select! {
                 _ = token.cancelled() => {}
@@ -291,11 +290,11 @@ impl Loader {
         let prepared = self.prepared.clone();
         tokio::spawn(async move {
             let work = async {
-                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                let loc = Location::parse(&uri).map_err(TaskError::from)?;
                 // Opened once: the report and delta-rs's snapshot read the log once.
                 let table = Table::open(&loc, &opts, &|_| {})
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(TaskError::from)?;
                 let report = table.report().clone();
                 let mut req =
                     CompactRequest::for_partitions(partitions, opts.storage_options.clone());
@@ -303,7 +302,7 @@ impl Loader {
                 let mut job = table
                     .prepare_compaction(&req, opts.thresholds)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(TaskError::from)?;
                 job.exec.executor = executor;
                 // Ingestion first, as `compact` without `--parallelism` and the janitor do.
                 job.set_throttle(throttle::for_table(
@@ -311,7 +310,7 @@ impl Loader {
                     &report.streaming_writers,
                     now_ms,
                 ));
-                Ok::<_, String>(job)
+                Ok::<_, TaskError>(job)
             };
             park_plan(&prepared, id, work.await, &tx);
         });
@@ -405,7 +404,7 @@ impl Loader {
 pub(super) fn park_plan(
     prepared: &Parked<PreparedJob>,
     id: u64,
-    result: Result<PreparedJob, String>,
+    result: Result<PreparedJob, TaskError>,
     tx: &mpsc::UnboundedSender<Action>,
 ) {
     let result = result.map(|job| {

@@ -4,6 +4,7 @@
 use crate::engine::maintenance::checkpoint::CheckpointOutcome;
 use crate::engine::maintenance::vacuum::{VacuumEvent, VacuumOutcome};
 use crate::engine::size::format_bytes;
+use crate::tui::task_error::TaskError;
 
 /// The vacuum preview: the dry run being made, then its plan (or why there is none).
 pub type VacuumDialog = super::preview::Preview<super::preview::Vacuum>;
@@ -27,7 +28,7 @@ impl MaintenanceKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum MaintenanceEvent {
     Vacuum(VacuumEvent),
-    Finished(Result<MaintenanceResult, String>),
+    Finished(Result<MaintenanceResult, TaskError>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +64,7 @@ pub struct MaintenanceJob {
     pub table_uri: String,
     /// What it is doing now ("checking the plan", "deleting 12 files (3 MiB)").
     pub phase: String,
-    pub finished: Option<Result<MaintenanceResult, String>>,
+    pub finished: Option<Result<MaintenanceResult, TaskError>>,
 }
 
 impl MaintenanceJob {
@@ -121,7 +122,7 @@ impl MaintenanceJob {
     pub fn detail(&self) -> String {
         match &self.finished {
             None => self.phase.clone(),
-            Some(Err(e)) => e.clone(),
+            Some(Err(e)) => e.message.clone(),
             Some(Ok(MaintenanceResult::Checkpoint(c))) if c.written => format!(
                 // The job's kind ("checkpoint") is printed before this line.
                 "version {} written ({}): {}",

@@ -2,6 +2,7 @@
 //! confirms or closes the preview), the vacuum job it previewed, and checkpoints. Results come
 //! back as `Action::VacuumPlanReady` and `Action::Maintenance`.
 
+use crate::tui::task_error::TaskError;
 use std::collections::HashMap;
 
 use tokio::sync::mpsc;
@@ -44,9 +45,9 @@ impl MaintenanceTasks {
         };
         tokio::spawn(async move {
             let work = async {
-                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
-                let plan = plan_vacuum(&loc, &req).await.map_err(|e| e.to_string())?;
-                Ok::<_, String>((loc, plan))
+                let loc = Location::parse(&uri).map_err(TaskError::from)?;
+                let plan = plan_vacuum(&loc, &req).await.map_err(TaskError::from)?;
+                Ok::<_, TaskError>((loc, plan))
             };
             let result = match work.await {
                 Ok((loc, plan)) => {
@@ -89,7 +90,7 @@ impl MaintenanceTasks {
             let result = run_vacuum(&loc, &req, &plan, &cancel, &on_event)
                 .await
                 .map(MaintenanceResult::Vacuum)
-                .map_err(|e| e.to_string());
+                .map_err(TaskError::from);
             Self::send(&tx, id, MaintenanceEvent::Finished(result));
         });
     }
@@ -102,8 +103,8 @@ impl MaintenanceTasks {
                 Ok(loc) => checkpoint(&loc, &opts)
                     .await
                     .map(MaintenanceResult::Checkpoint)
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
+                    .map_err(TaskError::from),
+                Err(e) => Err(TaskError::from(e)),
             };
             Self::send(&tx, id, MaintenanceEvent::Finished(result));
         });

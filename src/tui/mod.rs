@@ -18,6 +18,7 @@ pub mod maintenance;
 pub mod maintenance_tasks;
 pub mod preview;
 pub mod root;
+pub mod task_error;
 pub mod tasks;
 pub mod terminal;
 pub mod view;

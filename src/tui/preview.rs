@@ -4,6 +4,7 @@
 //! out. A new preview is one `PreviewKind` (its request, its plan, its start and discard effects,
 //! its body) and one `Modal` variant.
 
+use crate::tui::task_error::TaskError;
 use std::fmt::Debug;
 
 use super::action::Effect;
@@ -24,11 +25,11 @@ pub struct Preview<K: PreviewKind> {
     pub table_uri: String,
     /// What was asked (partitions, catalog, ...).
     pub request: K::Request,
-    pub result: Option<Result<Box<K::Plan>, String>>,
+    pub result: Option<Result<Box<K::Plan>, TaskError>>,
     /// Confirmed: the work runs and the dialog stays (it cannot be dismissed meanwhile).
     pub running: bool,
     /// The work's summary line once it ran in the dialog, or why it failed.
-    pub outcome: Option<Result<String, String>>,
+    pub outcome: Option<Result<String, TaskError>>,
 }
 
 impl<K: PreviewKind> Preview<K> {

@@ -325,7 +325,7 @@ async fn the_table_view_shows_duplicated_rows_in_a_red_panel() {
         if let Effect::Load { id, uri } = e {
             let result = lakehealth::engine::open::open(&loc(Path::new(&uri)), &opts(), &|_| {})
                 .await
-                .map_err(|e| e.to_string());
+                .map_err(lakehealth::tui::task_error::TaskError::from);
             effects.extend(app.update(Action::Loaded { load: id, result }));
         }
     }

@@ -7,6 +7,7 @@ use crate::tui::action::Effect;
 use crate::tui::app::App;
 use crate::tui::jobs::JobView;
 use crate::tui::preview::PlannedJob;
+use crate::tui::task_error::TaskError;
 
 impl App {
     /// `a`: switches the janitor on for the open table (a decision round starts at once) or off.
@@ -52,7 +53,7 @@ impl App {
     pub(in crate::tui) fn janitor_decided(
         &mut self,
         id: u64,
-        result: Result<Round, String>,
+        result: Result<Round, TaskError>,
     ) -> Vec<Effect> {
         let now = self.clock.now();
         if !self.janitor.decided(id, now, result) {
@@ -71,7 +72,7 @@ impl App {
     pub(in crate::tui) fn janitor_planned(
         &mut self,
         id: u64,
-        result: Result<Box<PlannedJob>, String>,
+        result: Result<Box<PlannedJob>, TaskError>,
     ) -> Vec<Effect> {
         match result {
             Ok(planned) if planned.plan.bins > 0 => {

@@ -3,6 +3,7 @@
 //! until the app starts it, planned with the engine's pipeline, run by the loader's job runner,
 //! and its end recorded by the engine janitor whatever the path.
 
+use crate::tui::task_error::TaskError;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -74,11 +75,14 @@ impl JanitorRunner {
         );
         tokio::spawn(async move {
             let work = async {
-                let loc = Location::parse(&uri).map_err(|e| e.to_string())?;
+                let loc = Location::parse(&uri).map_err(TaskError::from)?;
                 let mut guard = slot.lock().await;
                 if guard.is_none() {
                     let history = History::open(&path).map_err(|e| {
-                        format!("cannot open the history file {}: {e}", path.display())
+                        TaskError::from(format!(
+                            "cannot open the history file {}: {e}",
+                            path.display()
+                        ))
                     })?;
                     *guard = Some(Janitor::new(
                         vec![loc.clone()],
@@ -90,9 +94,9 @@ impl JanitorRunner {
                     ));
                 }
                 let Some(j) = guard.as_mut() else {
-                    return Err("the janitor did not start".to_string());
+                    return Err("the janitor did not start".into());
                 };
-                let d = j.decide_only(&loc).await.map_err(|e| e.to_string())?;
+                let d = j.decide_only(&loc).await.map_err(TaskError::from)?;
                 let partitions = d.job.as_ref().map(CallerJob::partitions);
                 if let Ok(mut m) = ready.lock() {
                     match d.job {
@@ -149,7 +153,7 @@ impl JanitorRunner {
                     }
                     let _ = tx.send(Action::PlanReady {
                         id,
-                        result: Err(text),
+                        result: Err(text.into()),
                     });
                 }
             }

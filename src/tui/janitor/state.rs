@@ -2,6 +2,7 @@
 //! transitions; `App::update` calls them. Back-off is the engine janitor's (per table, as in
 //! `watch`): a held table's partitions come decided "backing off" or "suspended", with why.
 
+use crate::tui::task_error::TaskError;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -114,7 +115,7 @@ impl TuiJanitor {
     /// A round's decisions arrived: flags and the why list follow them. Returns whether to
     /// start the job the round decided (the round is current, the janitor on, no job of its
     /// own in flight).
-    pub fn decided(&mut self, id: u64, now: Instant, result: Result<Round, String>) -> bool {
+    pub fn decided(&mut self, id: u64, now: Instant, result: Result<Round, TaskError>) -> bool {
         if self.cycle != Some(id) {
             return false;
         }
@@ -128,7 +129,7 @@ impl TuiJanitor {
         let round = match result {
             Ok(r) => r,
             Err(e) => {
-                self.error = Some(e);
+                self.error = Some(e.message);
                 return false;
             }
         };
@@ -259,7 +260,7 @@ mod tests {
         TuiJanitor::new(&Policy::builtin(t))
     }
 
-    fn round(lines: &[DecisionLine], job: bool) -> Result<Round, String> {
+    fn round(lines: &[DecisionLine], job: bool) -> Result<Round, TaskError> {
         Ok(Round {
             decisions: lines.to_vec(),
             job: job.then(|| vec![pv("1")]),

@@ -81,15 +81,30 @@ fn still_active(table: &DeltaTable, removes: &[deltalake::kernel::Remove]) -> bo
     wanted.is_empty()
 }
 
+/// Why a job cannot run with the schema and executor it has.
+#[derive(Debug, thiserror::Error)]
+enum JobSchemaError {
+    #[error(
+        "row tracking is enabled on the table and the Ray executor's workers do not carry the rows' ids yet: compact it with the local executor"
+    )]
+    RayRowTracking,
+    #[error(
+        "the table uses column mapping and the Ray executor has not been proven on such tables yet: compact it with the local executor"
+    )]
+    RayColumnMapping,
+    #[error("reading the table schema: {0}")]
+    Schema(#[from] super::schema::SchemaError),
+}
+
 /// The schema a job's bins are rewritten with; Err: why the job cannot run.
-fn job_schema(ct: &CompactionTable, opts: &ExecOptions) -> Result<SchemaRef, String> {
+fn job_schema(ct: &CompactionTable, opts: &ExecOptions) -> Result<SchemaRef, JobSchemaError> {
     if ct.features.materialize.is_some() && matches!(opts.executor, Executor::Ray(_)) {
-        return Err("row tracking is enabled on the table and the Ray executor's workers do not carry the rows' ids yet: compact it with the local executor".into());
+        return Err(JobSchemaError::RayRowTracking);
     }
     if ct.column_mapped && matches!(opts.executor, Executor::Ray(_)) {
-        return Err("the table uses column mapping and the Ray executor has not been proven on such tables yet: compact it with the local executor".into());
+        return Err(JobSchemaError::RayColumnMapping);
     }
-    file_schema(&ct.table).map_err(|e| format!("reading the table schema: {e}"))
+    Ok(file_schema(&ct.table)?)
 }
 
 /// Each partition's share of a commit of `outs`, in the order the partitions first appear.
@@ -567,7 +582,8 @@ pub async fn execute(
     });
     let schema = match job_schema(ct, opts) {
         Ok(s) => s,
-        Err(message) => {
+        Err(e) => {
+            let message = e.to_string();
             run.summary.fail(
                 Vec::new(),
                 Failure {

@@ -8,10 +8,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::stream::BoxStream;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, MultipartUpload, ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions,
-    PutPayload, PutResult, Result,
+    CopyOptions, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt, PutMultipartOptions,
+    PutOptions, PutPayload, PutResult, Result,
 };
 use tokio::sync::Mutex;
 
@@ -120,6 +121,15 @@ impl ObjectStore for LedgerStore {
     }
 
     crate::forward_to_inner!(get_opts, delete_stream, list, list_with_delimiter);
+
+    /// Forwarded: the store lists from `offset` itself (the default lists all and filters).
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.inner.list_with_offset(prefix, offset)
+    }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
         self.record(to).await?;

@@ -183,6 +183,23 @@ impl ObjectStore for LogCache {
         self.inner.list(prefix)
     }
 
+    /// While frozen, the log's listing is the one listed when the table was opened (filtered
+    /// here); otherwise the store lists from `offset` itself.
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        if self.is_frozen() && prefix == Some(&self.log) {
+            let offset = offset.clone();
+            return self
+                .log_listing()
+                .try_filter(move |m| futures::future::ready(m.location > offset))
+                .boxed();
+        }
+        self.inner.list_with_offset(prefix, offset)
+    }
+
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
         self.inner.list_with_delimiter(prefix).await
     }

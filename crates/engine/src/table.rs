@@ -78,16 +78,8 @@ impl Table {
         })
     }
 
-    pub fn location(&self) -> &Location {
-        &self.loc
-    }
-
     pub fn report(&self) -> &TableReport {
         &self.report
-    }
-
-    pub fn into_report(self) -> TableReport {
-        self.report
     }
 
     /// Plans `req` (a Delta table): delta-rs's snapshot is read through the log this table was

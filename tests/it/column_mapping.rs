@@ -1,5 +1,5 @@
 //! Column-mapped tables (`delta.columnMapping.mode` `name` and `id`) are compacted as physical
-//! files (`compact::column_mapping`, `compact::physical_writer`): a Databricks-written table and
+//! files (`delta::column_mapping`, `compact::physical_writer`): a Databricks-written table and
 //! tables written by delta-kernel-rs, with deletion vectors, a renamed column, nested columns,
 //! racing compactions and a writer appending meanwhile. Every check reads with delta-kernel-rs's
 //! default engine (which resolves physical names and field ids itself) and the output files

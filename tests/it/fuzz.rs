@@ -18,8 +18,8 @@ use arrow::array::{ArrayRef, Int64Array, RecordBatch};
 use bytes::Bytes;
 use chrono::NaiveDate;
 use deltalake::kernel::{DeletionVectorDescriptor, StorageType};
-use lakehealth::engine::compact::deletion_vectors::{RowFilter, deleted_rows};
 use lakehealth::engine::compact::selection::Predicate;
+use lakehealth::engine::delta::deletion_vectors::{RowFilter, deleted_rows};
 use lakehealth::engine::delta::log::actions;
 use lakehealth::engine::delta::log::checkpoint::{
     CheckpointMeta, CheckpointVisitor, OpenedFile, read_checkpoint_file, read_checkpoint_keys,

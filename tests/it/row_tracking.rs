@@ -1,5 +1,5 @@
 //! Tables whose writer features delta-rs 1.1 cannot commit to, compacted through lakehealth's
-//! own commit (`compact::features`, `compact::commit_actions`): a Databricks-written liquid table
+//! own commit (`delta::features`, `delta::commit::actions`): a Databricks-written liquid table
 //! with row tracking and domain metadata keeps every row's id (read back by delta-kernel's
 //! default engine, which reconstructs row ids itself), a table with in-commit timestamps gets
 //! one on the compaction commit (rows read by Python deltalake), and a feature lakehealth cannot
@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use arrow::array::{Array, Int64Array, RecordBatch};
 use lakehealth::engine::compact::events::JobSummary;
-use lakehealth::engine::compact::features::FeatureNote;
 use lakehealth::engine::compact::job::prepare;
+use lakehealth::engine::delta::features::FeatureNote;
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
 use serde_json::{Value, json};

@@ -247,8 +247,8 @@ async fn a_job_whose_preview_is_gone_ends_failed_at_once_instead_of_staying_queu
 
 #[tokio::test]
 async fn a_refused_bin_shows_in_the_jobs_panel_with_who_took_its_files() {
-    use lakehealth::engine::compact::commit::Conflict;
     use lakehealth::engine::compact::events::{ConflictRecord, JobEvent};
+    use lakehealth::engine::delta::commit::Conflict;
     use lakehealth::engine::model::partition::PartitionValues;
     use lakehealth::tui::action::{Action, TaskProgress};
     let mut app = app_with_a_running_job();

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::commit::Conflict;
 use super::fingerprint::Fingerprint;
+use crate::delta::commit::Conflict;
 use crate::model::partition::PartitionValues;
 
 /// Cumulative counters of a running job.

@@ -15,7 +15,6 @@ use object_store::ObjectStore;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::commit::{BinActions, CommitOutcome, Conflict, commit_bin};
 use super::events::{
     CommitRecord, ConflictRecord, Failure, FailureKind, JobEvent, JobSummary, PartitionTally,
     Progress,
@@ -25,6 +24,7 @@ use super::plan::{Bin, CompactionPlan, Selection, plan};
 use super::rewrite::{BinError, BinFailure, BinOutput, Counters, delete_outputs};
 use super::schema::file_schema;
 use super::table::{CompactionTable, partition_files};
+use crate::delta::commit::{BinActions, CommitOutcome, Conflict, commit_bin};
 use crate::model::partition::PartitionValues;
 
 /// A partition is planned again at most this many times in one job (a table whose files keep

@@ -1,23 +1,18 @@
 //! Compaction: planning which small files to rewrite, executing bins, and committing each
-//! finished bin atomically (OPTIMIZE, dataChange=false, written by the log store's
-//! put-if-absent as the table's features ask: `features`, `commit_actions`), after our own
-//! validation (`commit`) and a proof that its outputs hold exactly its inputs' rows
+//! finished bin atomically (OPTIMIZE, dataChange=false: the Delta protocol's side lives in
+//! `delta/`: `delta::commit`, `delta::features`, column mapping, row tracking, deletion vectors),
+//! after our own validation (`delta::commit`) and a proof that its outputs hold exactly its inputs' rows
 //! (`rewrite`, `fingerprint`), so concurrent writers, readers and compactors never lose,
 //! duplicate or change a row.
 
 pub mod budget;
 pub mod cadence;
 mod column_digest;
-pub(crate) mod column_mapping;
-pub mod commit;
-pub(crate) mod commit_actions;
 pub(crate) mod conform;
 pub mod counting_store;
-pub mod deletion_vectors;
 pub mod events;
 pub mod execute;
 pub mod executor;
-pub mod features;
 pub mod fingerprint;
 pub mod job;
 pub mod job_ledger;
@@ -30,7 +25,6 @@ pub mod plan;
 pub(crate) mod priority;
 pub(crate) mod read_ahead;
 pub(crate) mod rewrite;
-pub(crate) mod row_tracking;
 pub(crate) mod schema;
 pub mod selection;
 pub(crate) mod sink;

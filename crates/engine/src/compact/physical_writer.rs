@@ -20,7 +20,7 @@ use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
-use super::column_mapping::PhysicalLayout;
+use crate::delta::column_mapping::PhysicalLayout;
 
 /// Why an output could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -12,9 +12,11 @@ use crate::model::thresholds::DEFAULT_MAX_DELETED_RATIO;
 use deltalake::kernel::DeletionVectorDescriptor;
 use serde::Serialize;
 
-use super::features::FeatureNote;
 use super::selection::Predicate;
 use super::tiers::due_groups;
+use crate::delta::features::FeatureNote;
+/// A file's row tracking fields, as the Delta protocol defines them.
+pub use crate::delta::row_tracking::RowIds;
 use crate::model::partition::PartitionValues;
 use crate::model::thresholds::Thresholds;
 use crate::stats::file_sizes::SizeStats;
@@ -41,14 +43,6 @@ pub struct FileRef {
     /// Its row tracking fields (none when the table does not track rows).
     #[serde(skip)]
     pub row_ids: RowIds,
-}
-
-/// A file's `baseRowId` and `defaultRowCommitVersion`: its remove carries them, and rows without
-/// a materialized id or commit version take theirs from them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RowIds {
-    pub base_row_id: Option<i64>,
-    pub default_row_commit_version: Option<i64>,
 }
 
 impl FileRef {

@@ -28,19 +28,19 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use tokio_util::sync::CancellationToken;
 
-use super::column_mapping::{LayoutError, PhysicalLayout, layout, physical_layout};
 use super::conform::{ConformError, conform, int96_safe_metadata};
-use super::deletion_vectors::{DeletionVectorError, RowFilter, deleted_rows};
 use super::events::{Failure, FailureKind};
-use super::features::{MaterializedColumns, hidden_columns};
 use super::fingerprint::{ContentHasher, Fingerprint};
 use super::pace::Pacer;
 use super::physical_writer::PhysicalWriter;
 use super::plan::{Bin, FileRef};
 use super::read_ahead::ReadAhead;
-use super::row_tracking::{FileRows, RowTrackingError};
 use super::sink::Sink;
 use super::tiers::{TIER_TAG, output_tier};
+use crate::delta::column_mapping::{LayoutError, PhysicalLayout, layout, physical_layout};
+use crate::delta::deletion_vectors::{DeletionVectorError, RowFilter, deleted_rows};
+use crate::delta::features::{MaterializedColumns, hidden_columns};
+use crate::delta::row_tracking::{FileRows, RowTrackingError};
 use crate::model::partition::PartitionValues;
 use crate::parquet_reader::StoreReader;
 
@@ -532,7 +532,7 @@ impl Writing {
             detail: e.to_string(),
         };
         let mut ids = match &self.materialize {
-            Some(cols) => Some(FileRows::new(cols.clone(), f).map_err(ids_err)?),
+            Some(cols) => Some(FileRows::new(cols.clone(), f.row_ids).map_err(ids_err)?),
             None => None,
         };
         // The hidden columns are not in delta-rs's writer's schema: they join it.

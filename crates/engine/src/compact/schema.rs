@@ -6,9 +6,9 @@ use std::sync::Arc;
 use arrow::datatypes::{Schema, SchemaRef};
 use deltalake::{DeltaTable, DeltaTableError};
 
-use super::column_mapping::{LayoutError, physical_layout};
-use super::features;
-use super::row_tracking::with_hidden_columns;
+use crate::delta::column_mapping::{LayoutError, physical_layout};
+use crate::delta::features;
+use crate::delta::row_tracking::with_hidden_columns;
 
 /// Why the table's file schema cannot be had.
 #[derive(Debug, thiserror::Error)]

@@ -10,12 +10,12 @@ use deltalake::DeltaTable;
 use deltalake::table::builder::DeltaTableBuilder;
 use object_store::ObjectStore;
 
-use super::column_mapping::partition_physical_names;
 use super::counting_store::{ByteCounters, CountingStore};
-use super::features::{self, WriteFeatures};
 use super::plan::{FileRef, RowIds};
 use super::tiers::tier_of;
 use crate::compact::ledger_store::LedgerStore;
+use crate::delta::column_mapping::partition_physical_names;
+use crate::delta::features::{self, WriteFeatures};
 use crate::error::{EngineError, Result};
 use crate::location::Location;
 use crate::model::partition::PartitionValues;

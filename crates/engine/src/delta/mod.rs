@@ -1,6 +1,13 @@
-//! Delta Lake: reading the transaction log (`log/`: listing, replay, checkpoints, the live tail)
-//! and the table's report (`report.rs`).
+//! Delta Lake: reading the transaction log (`log/`: listing, replay, checkpoints, the live tail),
+//! the table's report (`report.rs`), and the protocol a compaction writes by: the table's
+//! features (`features.rs`), column mapping, row tracking and deletion vectors, and the commit
+//! with our own validation (`commit/`).
 
+pub(crate) mod column_mapping;
+pub mod commit;
+pub mod deletion_vectors;
+pub mod features;
 pub mod log;
 pub(crate) mod report;
+pub(crate) mod row_tracking;
 pub mod watch;

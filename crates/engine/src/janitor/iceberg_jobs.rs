@@ -9,10 +9,10 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::jobs::{DuePartition, JobDone, JobEnd, JobSpec, Talker, Work};
-use crate::compact::commit::Conflict;
 use crate::compact::events::{
     CommitRecord, ConflictRecord, Failure, FailureKind, JobSummary, PartitionTally,
 };
+use crate::delta::commit::Conflict;
 use crate::iceberg::compact::job::{IceEvent, IceRequest, IceSummary, compact_iceberg};
 use crate::model::partition::PartitionValues;
 use crate::options::OpenOptions;

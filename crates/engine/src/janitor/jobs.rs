@@ -489,7 +489,7 @@ mod tests {
         assert_eq!(classify(&s), Outcome::NothingToCompact);
         s.conflicts.push(crate::compact::events::ConflictRecord {
             partition: PartitionValues(vec![]),
-            conflict: crate::compact::commit::Conflict {
+            conflict: crate::delta::commit::Conflict {
                 version: Some(3),
                 operation: Some("OPTIMIZE".into()),
                 engine: None,

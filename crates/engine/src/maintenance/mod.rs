@@ -34,7 +34,7 @@ pub(crate) async fn open_delta(
 /// Delta's `vacuumProtocolCheck` asks a vacuum to check the table's write protocol first;
 /// lakehealth does so before any maintenance that deletes or writes files, whether the table
 /// lists the feature or not: every feature must be one lakehealth understands
-/// (`compact::features`), and where delta-rs commits (VACUUM's start and end commits, a
+/// (`delta::features`), and where delta-rs commits (VACUUM's start and end commits, a
 /// checkpoint) one delta-rs can write. Refused before anything is touched, naming the features.
 pub(crate) fn check_write_protocol(
     table: &DeltaTable,
@@ -47,7 +47,7 @@ pub(crate) fn check_write_protocol(
         uri: uri.to_string(),
         detail: format!("{what}: {detail}; nothing was changed"),
     };
-    let features = crate::compact::features::of_table(table)
+    let features = crate::delta::features::of_table(table)
         .map_err(|e| EngineError::from_delta(uri, what, e))?;
     features.map_err(|e| refuse(e.to_string()))?;
     if !delta_rs_commits {

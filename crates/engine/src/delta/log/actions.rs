@@ -129,7 +129,7 @@ pub struct CommitInfo {
     pub is_blind_append: Option<bool>,
     /// When the commit is considered to have succeeded (the `inCommitTimestamp` feature).
     pub in_commit_timestamp: Option<i64>,
-    /// The id a lakehealth compaction commit carries (`compact::commit::COMMIT_ID_KEY`), to find
+    /// The id a lakehealth compaction commit carries (`delta::commit::COMMIT_ID_KEY`), to find
     /// its own commit after an ambiguous failure.
     #[serde(rename = "lakehealth.commitId")]
     pub lakehealth_commit_id: Option<String>,
@@ -267,7 +267,7 @@ mod tests {
         assert_eq!(ci.engine().as_deref(), Some("delta-rs.1"));
         assert_eq!(ci.lakehealth_commit_id.as_deref(), Some("c1"));
         assert_eq!(
-            crate::compact::commit::COMMIT_ID_KEY,
+            crate::delta::commit::COMMIT_ID_KEY,
             "lakehealth.commitId",
             "the key the field is read from"
         );

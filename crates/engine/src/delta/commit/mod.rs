@@ -20,6 +20,8 @@
 //!    refuses writer features it does not know (row tracking, domain metadata, clustering,
 //!    in-commit timestamps, type widening), which is why lakehealth writes the file itself.
 
+pub(crate) mod actions;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -33,7 +35,7 @@ use deltalake::protocol::DeltaOperation;
 use object_store::ObjectStoreExt;
 use serde::Serialize;
 
-use super::commit_actions::{AttemptInput, PrepareError, commit_file};
+use self::actions::{AttemptInput, PrepareError, commit_file};
 use super::features;
 use crate::delta::log::actions::{commit_info, scan};
 use crate::failpoint::{self, Failpoint};

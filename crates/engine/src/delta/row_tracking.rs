@@ -13,7 +13,6 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Schema};
 
 use super::features::MaterializedColumns;
-use super::plan::FileRef;
 
 /// Why a file's rows cannot be given their ids.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +43,14 @@ pub fn with_hidden_columns(schema: &Schema, cols: &MaterializedColumns) -> Schem
     Schema::new_with_metadata(fields, schema.metadata().clone())
 }
 
+/// A file's `baseRowId` and `defaultRowCommitVersion`: its remove carries them, and rows without
+/// a materialized id or commit version take theirs from them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowIds {
+    pub base_row_id: Option<i64>,
+    pub default_row_commit_version: Option<i64>,
+}
+
 /// One input file's rows as they stream by: the ids and versions they take when the file has
 /// none materialized.
 pub struct FileRows {
@@ -55,14 +62,13 @@ pub struct FileRows {
 }
 
 impl FileRows {
-    pub fn new(cols: MaterializedColumns, file: &FileRef) -> Result<Self, RowTrackingError> {
+    pub fn new(cols: MaterializedColumns, ids: RowIds) -> Result<Self, RowTrackingError> {
         Ok(FileRows {
             cols,
-            base_row_id: file
-                .row_ids
+            base_row_id: ids
                 .base_row_id
                 .ok_or(RowTrackingError::MissingField { field: "baseRowId" })?,
-            default_version: file.row_ids.default_row_commit_version.ok_or(
+            default_version: ids.default_row_commit_version.ok_or(
                 RowTrackingError::MissingField {
                     field: "defaultRowCommitVersion",
                 },
@@ -144,7 +150,6 @@ fn put(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::plan::RowIds;
 
     fn cols() -> MaterializedColumns {
         MaterializedColumns {
@@ -153,18 +158,10 @@ mod tests {
         }
     }
 
-    fn file(base: Option<i64>, version: Option<i64>) -> FileRef {
-        FileRef {
-            path: "f".into(),
-            store_path: "f".into(),
-            size: 1,
-            deletion_vector: None,
-            num_records: Some(3),
-            tier: 0,
-            row_ids: RowIds {
-                base_row_id: base,
-                default_row_commit_version: version,
-            },
+    fn file(base: Option<i64>, version: Option<i64>) -> RowIds {
+        RowIds {
+            base_row_id: base,
+            default_row_commit_version: version,
         }
     }
 
@@ -182,7 +179,7 @@ mod tests {
     fn rows_without_materialized_ids_take_base_plus_their_index_across_batches() {
         let c = cols();
         let f = file(Some(100), Some(7));
-        let mut rows = FileRows::new(c.clone(), &f).unwrap();
+        let mut rows = FileRows::new(c.clone(), f).unwrap();
         let b1 = rows
             .fill(batch(vec![("x", Arc::new(Int64Array::from(vec![1, 2])))]))
             .unwrap();
@@ -199,7 +196,7 @@ mod tests {
     fn materialized_values_are_kept_and_only_nulls_are_filled() {
         let c = cols();
         let f = file(Some(10), Some(3));
-        let mut rows = FileRows::new(c.clone(), &f).unwrap();
+        let mut rows = FileRows::new(c.clone(), f).unwrap();
         let b = rows
             .fill(batch(vec![
                 ("x", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef),
@@ -221,7 +218,7 @@ mod tests {
     #[test]
     fn a_file_without_a_base_row_id_is_refused() {
         let c = cols();
-        let e = FileRows::new(c, &file(None, Some(1))).err().unwrap();
+        let e = FileRows::new(c, file(None, Some(1))).err().unwrap();
         assert!(e.to_string().contains("baseRowId"));
     }
 

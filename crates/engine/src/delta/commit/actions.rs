@@ -21,7 +21,7 @@ use deltalake::logstore::LogStore;
 use deltalake::protocol::DeltaOperation;
 use serde_json::Value;
 
-use super::features::WriteFeatures;
+use crate::delta::features::WriteFeatures;
 use crate::delta::log::actions::commit_info;
 
 /// The domain that holds a row-tracking table's high-water mark.

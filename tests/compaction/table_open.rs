@@ -1,0 +1,231 @@
+//! A table is opened once: planning a compaction on S3 lists `_delta_log/` once and fetches
+//! each commit file once (our replay and delta-rs's snapshot share one read of the log), and
+//! everything after planning reads the live log.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use object_store::path::Path;
+use object_store::{GetOptions, GetResult, ListResult, ObjectMeta, ObjectStore, Result};
+
+use crate::support::common::{runtime, sensor_table_with};
+use crate::support::harness::Moto;
+use crate::support::{RequestExt, request};
+use lakehealth::engine::location::Location;
+use lakehealth::engine::table::Table;
+
+/// Every request that reaches the store: `LIST <prefix>`, `GET <path>` (whole objects only).
+#[derive(Debug)]
+struct Tally {
+    inner: Arc<dyn ObjectStore>,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tally({})", self.inner)
+    }
+}
+
+impl Tally {
+    fn note(&self, what: String) {
+        self.seen.lock().unwrap().push(what);
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Tally {
+    lakehealth::forward_to_inner!(put_opts, put_multipart_opts, delete_stream, copy_opts);
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if options.range.is_none() && !options.head {
+            self.note(format!("GET {location}"));
+        }
+        self.inner.get_opts(location, options).await
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.note(format!(
+            "LIST {}",
+            prefix.map(|p| p.to_string()).unwrap_or_default()
+        ));
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.note(format!(
+            "LIST/ {}",
+            prefix.map(|p| p.to_string()).unwrap_or_default()
+        ));
+        self.inner.list_with_delimiter(prefix).await
+    }
+}
+
+fn count(seen: &[String]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for s in seen {
+        *m.entry(s.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Uploads the local table at `dir` to `s3://lake/t` on `moto`.
+async fn upload(dir: &std::path::Path, moto: &Moto) -> Location {
+    use object_store::ObjectStoreExt;
+    let s3 = Location::parse("s3://lake/t").unwrap();
+    let store = s3.open_store(&moto.storage_options()).unwrap();
+    for f in crate::support::common::files_under(dir) {
+        let rel = f
+            .strip_prefix(dir)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let bytes = std::fs::read(&f).unwrap();
+        store
+            .put(&Path::from(rel.as_str()), bytes.into())
+            .await
+            .unwrap();
+    }
+    s3
+}
+
+#[test]
+fn planning_a_compaction_on_s3_lists_the_log_once_and_reads_each_commit_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    sensor_table_with(&dir, &[("2026-12-01", 6), ("2026-12-02", 6)]);
+    let commits = std::fs::read_dir(dir.join("_delta_log"))
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name().into_string().unwrap();
+            n.ends_with(".json")
+        })
+        .count();
+    assert!(commits >= 3, "a log of several commits ({commits})");
+    let moto = Moto::start();
+    moto.create_bucket("lake");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
+        Arc::new(Tally {
+            inner,
+            seen: s2.clone(),
+        })
+    };
+    runtime().block_on(async {
+        let s3 = upload(&dir, &moto).await;
+        let mut opts = crate::support::common::opts();
+        opts.storage_options = moto.storage_options();
+        let table = Table::open_with(&s3, &opts, &|_| {}, Some(&wrap))
+            .await
+            .unwrap();
+        let req = request()
+            .min_file_size(lakehealth::engine::size::MIB)
+            .storage_options(moto.storage_options());
+        let mut job = table
+            .prepare_compaction(&req, crate::support::common::kib64_thresholds())
+            .await
+            .unwrap();
+        assert!(
+            job.plan.files_in > 0,
+            "the plan has work: {:?}",
+            job.plan.partitions.len()
+        );
+
+        let planned = count(&seen.lock().unwrap());
+        eprintln!("requests while planning: {planned:#?}");
+        let log_lists = planned.get("LIST t/_delta_log").copied().unwrap_or(0);
+        assert_eq!(log_lists, 1, "one listing of _delta_log: {planned:#?}");
+        let reread: Vec<_> = planned
+            .iter()
+            .filter(|(k, n)| k.starts_with("GET t/_delta_log/") && **n > 1)
+            .collect();
+        assert!(reread.is_empty(), "each log file fetched once: {reread:#?}");
+        let commit_gets = planned
+            .keys()
+            .filter(|k| k.starts_with("GET t/_delta_log/") && k.ends_with(".json"))
+            .count();
+        assert!(
+            commit_gets >= commits.min(2),
+            "the commits were read: {planned:#?}"
+        );
+
+        // After planning the log is live again: a replan lists it anew.
+        job.replan_if_stale().await.unwrap();
+        let after = count(&seen.lock().unwrap());
+        assert!(
+            after.get("LIST t/_delta_log").copied().unwrap_or(0) > 1,
+            "the checks after planning read the store, not the opening's cache: {after:#?}"
+        );
+    });
+}
+
+#[test]
+fn the_janitor_advances_a_table_by_its_new_commits_instead_of_replaying_it() {
+    use lakehealth::engine::compact::table::StoreWrapper;
+    use lakehealth::engine::janitor::Janitor;
+    use lakehealth::engine::janitor::history::History;
+    use lakehealth::engine::janitor::policy::Policy;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    sensor_table_with(&dir, &[("2026-12-01", 6)]);
+    let l = crate::support::common::loc(&dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let wrap: Arc<StoreWrapper> = Arc::new(move |inner: Arc<dyn ObjectStore>| {
+        Arc::new(Tally {
+            inner,
+            seen: s2.clone(),
+        }) as Arc<dyn ObjectStore>
+    });
+    runtime().block_on(async {
+        let base = crate::support::common::opts().thresholds;
+        let policy = Policy::parse("", "p.toml", base).unwrap();
+        let history = History::open(&tmp.path().join("history.jsonl")).unwrap();
+        let mut janitor = Janitor::new(
+            vec![l.clone()],
+            policy,
+            crate::support::common::opts(),
+            history,
+            Box::new(|_| {}),
+            false,
+        )
+        .with_log_store_wrapper(wrap);
+        let files = |d: &lakehealth::engine::janitor::TableDecisions| -> u64 {
+            d.decisions.iter().map(|d| d.files).sum()
+        };
+        let first = janitor.decide_only(&l).await.unwrap();
+        let replayed = count(&seen.lock().unwrap());
+        assert!(
+            replayed.keys().any(|k| k.starts_with("LIST _delta_log")),
+            "the first read replays the log: {replayed:#?}"
+        );
+
+        seen.lock().unwrap().clear();
+        lakehealth::engine::demo::seed_small_files(&l, &["2026-12-01".to_string()], 1, 50)
+            .await
+            .unwrap();
+        let second = janitor.decide_only(&l).await.unwrap();
+        assert_eq!(
+            files(&second),
+            files(&first) + 1,
+            "the new commit's file is counted"
+        );
+        let advanced = count(&seen.lock().unwrap());
+        assert!(
+            !advanced.keys().any(|k| k.starts_with("LIST")),
+            "no listing once the table is followed: {advanced:#?}"
+        );
+        assert!(
+            advanced
+                .keys()
+                .all(|k| k.starts_with("GET _delta_log/") && k.ends_with(".json")),
+            "only the commits after the version read: {advanced:#?}"
+        );
+    });
+}

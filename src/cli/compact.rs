@@ -204,7 +204,7 @@ pub(super) fn cancel_on_ctrl_c() -> CancellationToken {
 }
 
 /// Plans the compaction the flags ask for (the plan is printed on stderr).
-async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<PreparedJob> {
+async fn plan_job(a: &CompactArgs, s: &Settings) -> Result<PreparedJob> {
     let loc = Location::parse(&a.uri)?;
     // Opened once: our own log reader gives the partition columns, the observed compression
     // ratio and the writers, and delta-rs's snapshot the files, from one read of the log.
@@ -218,7 +218,7 @@ async fn plan_job(a: &CompactArgs, s: &Settings, target: Option<u64>) -> Result<
     }
     let req = CompactRequest {
         selection: selection(a, &report.partition_columns)?,
-        target_file_size: target,
+        target_file_size: s.target_override,
         min_file_size: a.min_file_size.map(|m| m.0),
         parallelism: a.parallelism.unwrap_or(1),
         max_bin_bytes: None,
@@ -299,16 +299,16 @@ fn pickup_line(p: &PickupSummary) -> String {
     line
 }
 
-pub async fn compact(a: CompactArgs, s: &Settings, target: Option<u64>) -> Result<()> {
+pub async fn compact(a: CompactArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
     // A location that cannot be listed is left to the Delta path, which says why.
     if crate::engine::iceberg::is_iceberg_location(&loc, &s.open)
         .await
         .unwrap_or(false)
     {
-        return super::compact_iceberg::compact(&a, &loc, s, target).await;
+        return super::compact_iceberg::compact(&a, &loc, s).await;
     }
-    let job = plan_job(&a, s, target).await?;
+    let job = plan_job(&a, s).await?;
     let plan = job.plan.clone();
     if a.dry_run {
         if a.json {

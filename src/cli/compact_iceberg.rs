@@ -23,12 +23,7 @@ pub fn no_catalog_text(uri: &str) -> String {
     )
 }
 
-pub async fn compact(
-    a: &CompactArgs,
-    loc: &Location,
-    s: &Settings,
-    target: Option<u64>,
-) -> Result<()> {
+pub async fn compact(a: &CompactArgs, loc: &Location, s: &Settings) -> Result<()> {
     let Some(catalog) = a.catalog.clone() else {
         bail!("{}", no_catalog_text(&a.uri));
     };
@@ -40,7 +35,7 @@ pub async fn compact(
     let req = IceRequest {
         catalog,
         table: a.table.clone(),
-        target_file_size: target,
+        target_file_size: s.target_override,
         partitions: a.partition.clone(),
         dry_run: a.dry_run,
         max_retries: MAX_RETRIES,

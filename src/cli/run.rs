@@ -30,6 +30,9 @@ pub struct Settings {
     pub open: OpenOptions,
     /// Where compaction bins are rewritten (`--executor`).
     pub executor: Executor,
+    /// `--target` as given (also in `open.thresholds`): a compaction takes it over the table's
+    /// own target (`delta.targetFileSize`, `write.target-file-size-bytes`).
+    pub target_override: Option<u64>,
 }
 
 /// The flags of the command being run that `settings` merges with the config file; a
@@ -185,6 +188,7 @@ pub fn settings(flags: &Flags) -> Result<Settings> {
         config,
         open,
         executor: executor(&flags.executor)?,
+        target_override: flags.sizes.target.map(|t| t.0),
     })
 }
 
@@ -197,14 +201,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             demo(a, s, poll).await
         }
         Some(Command::Stream(a)) => stream(a, &s).await,
-        Some(Command::Compact(a)) => {
-            let target = a.sizes.target.map(|t| t.0);
-            super::compact::compact(a, &s, target).await
-        }
+        Some(Command::Compact(a)) => super::compact::compact(a, &s).await,
         Some(Command::Purge(mut a)) => {
             a.purge = true;
-            let target = a.sizes.target.map(|t| t.0);
-            super::compact::compact(a, &s, target).await
+            super::compact::compact(a, &s).await
         }
         Some(Command::Convert(a)) => super::convert::convert_cmd(a, &s).await,
         Some(Command::Watch(a)) => super::watch::watch(a, &s).await,

@@ -6,7 +6,7 @@
 
 use crate::tui::task_error::TaskError;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
@@ -17,16 +17,16 @@ use crate::engine::compact::events::{JobEvent, JobSummary};
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::{CompactRequest, PreparedJob, run_isolated};
 use crate::engine::compact::locks::PartitionLocks;
-use crate::engine::delta::watch::{LogEvent, default_poll, follow};
+use crate::engine::delta::watch::{LogEvent, WatchOptions, default_poll, follow, follow_from};
 use crate::engine::janitor::JobEnd;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
 use crate::engine::model::partition::PartitionValues;
-use crate::engine::open::open;
+use crate::engine::open::{Opened, OpenedHandle, open_handle};
 use crate::engine::options::OpenOptions;
 use crate::engine::parquet_folder::convert::{ConvertPlan, convert, plan_convert};
-use crate::engine::table::Table;
+use crate::engine::table::{OpenedLog, Table};
 use crate::tui::maintenance_tasks::MaintenanceTasks;
 use crate::tui::preview::PlannedJob;
 use crate::tui::tasks::{Parked, TaskKind, Tasks};
@@ -45,6 +45,9 @@ pub struct Loader {
     janitor: JanitorRunner,
     /// Previewed conversions, until confirmed or discarded.
     convert_plans: Parked<(Location, ConvertPlan)>,
+    /// The log of the Delta table loaded last, until its live log starts from it (no second
+    /// replay) or another load replaces it: one table's state at most.
+    opened_log: Arc<Mutex<Option<OpenedLog>>>,
 }
 
 impl Loader {
@@ -82,6 +85,7 @@ impl Loader {
             locks,
             executor: Executor::Local,
             convert_plans: Parked::default(),
+            opened_log: Arc::default(),
         }
     }
 
@@ -149,6 +153,7 @@ impl Loader {
     /// Follows a table's log until `StopWatch` (or quit); every event becomes `Action::Log`.
     fn watch(&mut self, id: u64, uri: String, name: String, poll: Option<std::time::Duration>) {
         let token = self.tasks.start(id, TaskKind::Watch);
+        let opened_log = self.opened_log.clone();
         let opts = self.opts.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
@@ -165,6 +170,8 @@ impl Loader {
                 }
             };
             let poll = poll.unwrap_or_else(|| default_poll(&loc));
+            // The table just loaded is followed on from the state its report was built from.
+            let opened = take_log(&opened_log).filter(|l| l.uri() == loc.display());
             let (etx, mut erx) = mpsc::unbounded_channel();
             let forward = async {
                 while let Some(event) = erx.recv().await {
@@ -173,7 +180,16 @@ impl Loader {
                     }
                 }
             };
-            tokio::join!(follow(&loc, name, &opts, poll, etx, token), forward);
+            let following = async {
+                match opened {
+                    Some(log) => {
+                        let watcher = log.watcher(WatchOptions::new(&opts, poll));
+                        follow_from(watcher, etx, token).await
+                    }
+                    None => follow(&loc, name, &opts, poll, etx, token).await,
+                }
+            };
+            tokio::join!(following, forward);
         });
     }
 
@@ -255,6 +271,7 @@ impl Loader {
         let token = self.tasks.start(id, TaskKind::Load);
         let opts = self.opts.clone();
         let tx = self.tx.clone();
+        let opened_log = self.opened_log.clone();
         tokio::spawn(async move {
             let progress_tx = tx.clone();
             let progress = move |p: crate::engine::progress::LoadProgress| {
@@ -265,7 +282,20 @@ impl Loader {
             };
             let work = async {
                 let loc = Location::parse(&uri).map_err(TaskError::from)?;
-                open(&loc, &opts, &progress).await.map_err(TaskError::from)
+                let opened = open_handle(&loc, &opts, &progress)
+                    .await
+                    .map_err(TaskError::from)?;
+                Ok(match opened {
+                    OpenedHandle::Table(t) => {
+                        let (report, log) = t.into_report_and_log();
+                        park_log(&opened_log, log);
+                        Opened::Table(Box::new(report))
+                    }
+                    OpenedHandle::Root(r) => {
+                        park_log(&opened_log, None);
+                        Opened::Root(r)
+                    }
+                })
             };
             tokio::select! {
                 _ = token.cancelled() => {}
@@ -416,4 +446,15 @@ pub(super) fn park_plan(
         planned
     });
     let _ = tx.send(Action::PlanReady { id, result });
+}
+
+/// Keeps `log` for the watch that follows the load (replacing any other table's).
+fn park_log(slot: &Mutex<Option<OpenedLog>>, log: Option<OpenedLog>) {
+    if let Ok(mut s) = slot.lock() {
+        *s = log;
+    }
+}
+
+fn take_log(slot: &Mutex<Option<OpenedLog>>) -> Option<OpenedLog> {
+    slot.lock().ok().and_then(|mut s| s.take())
 }

@@ -6,7 +6,7 @@
 //! (fixtures, or files written here as the writers do); the parser must return Ok or a typed
 //! error: no panic, no hang (see `fuzz_harness`).
 //!
-//! A bounded run is part of the suite; `LAKEHEALTH_FUZZ_SCALE=10 cargo test --release --test it
+//! A bounded run is part of the suite; `LAKEHEALTH_FUZZ_SCALE=10 cargo test --release --test cli
 //! fuzz -- --nocapture` runs ten times as many cases and prints each property's count and time.
 
 use std::collections::{HashMap, HashSet};

@@ -229,3 +229,104 @@ fn the_janitor_advances_a_table_by_its_new_commits_instead_of_replaying_it() {
         );
     });
 }
+
+#[test]
+fn a_table_opened_for_its_report_is_followed_live_from_the_version_read_without_a_second_replay() {
+    use lakehealth::engine::delta::watch::{LogEvent, WatchOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    sensor_table_with(&dir, &[("2026-12-01", 6)]);
+    let l = crate::support::common::loc(&dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
+        Arc::new(Tally {
+            inner,
+            seen: s2.clone(),
+        })
+    };
+    runtime().block_on(async {
+        let opts = crate::support::common::opts();
+        let table = Table::open_with(&l, &opts, &|_| {}, Some(&wrap))
+            .await
+            .unwrap();
+        let (report, log) = table.into_report_and_log();
+        let log = log.expect("a Delta table hands on its log");
+        seen.lock().unwrap().clear();
+        let poll = std::time::Duration::from_millis(10);
+        let mut watcher = log.watcher(WatchOptions::new(&opts, poll));
+        assert_eq!(
+            watcher.version(),
+            report.version,
+            "it starts where the report read"
+        );
+        assert_eq!(
+            watcher.report().stats.files,
+            report.stats.files,
+            "the same state"
+        );
+
+        lakehealth::engine::demo::seed_small_files(&l, &["2026-12-01".to_string()], 1, 50)
+            .await
+            .unwrap();
+        let events = watcher.poll().await.unwrap();
+        assert!(
+            events.iter().any(|e| matches!(e, LogEvent::Commit(_))),
+            "the new commit is followed: {events:?}"
+        );
+        assert_eq!(watcher.version(), report.version + 1);
+        let followed = count(&seen.lock().unwrap());
+        assert!(
+            !followed.keys().any(|k| k.starts_with("LIST")),
+            "no listing, so no replay: {followed:#?}"
+        );
+        assert!(
+            followed
+                .keys()
+                .all(|k| k.starts_with("GET ") && k.contains("/_delta_log/")),
+            "only log files after the version read: {followed:#?}"
+        );
+    });
+}
+
+#[test]
+fn a_checkpoint_lists_the_log_once_for_its_listing_and_delta_rs_snapshot() {
+    use lakehealth::engine::maintenance::checkpoint::{checkpoint, checkpoint_with};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    sensor_table_with(&dir, &[("2026-12-01", 6), ("2026-12-02", 6)]);
+    let l = crate::support::common::loc(&dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
+        Arc::new(Tally {
+            inner,
+            seen: s2.clone(),
+        })
+    };
+    runtime().block_on(async {
+        let opts = crate::support::common::opts();
+        let first = checkpoint(&l, &opts.storage_options).await.unwrap();
+        assert!(first.written, "{first:?}");
+        // The latest version now has its checkpoint: this run reads the log and writes nothing.
+        let again = checkpoint_with(&l, &opts.storage_options, Some(&wrap))
+            .await
+            .unwrap();
+        assert!(!again.written, "{again:?}");
+        assert_eq!(again.previous_checkpoint, Some(first.version));
+        let read = count(&seen.lock().unwrap());
+        let lists = read
+            .iter()
+            .filter(|(k, _)| k.starts_with("LIST") && k.ends_with("/_delta_log"))
+            .map(|(_, n)| n)
+            .sum::<usize>();
+        assert_eq!(lists, 1, "one listing of _delta_log: {read:#?}");
+        let reread: Vec<_> = read
+            .iter()
+            .filter(|(k, n)| k.starts_with("GET ") && k.contains("/_delta_log/") && **n > 1)
+            .collect();
+        assert!(reread.is_empty(), "each log file fetched once: {reread:#?}");
+    });
+}

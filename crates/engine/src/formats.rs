@@ -12,7 +12,9 @@ use super::options::OpenOptions;
 use super::progress::LoadProgress;
 use super::stats::table_report::TableReport;
 
+use crate::delta::log::listing::LogListing;
 use crate::delta::log::replay::list_log_objects;
+use crate::delta::log::state::LogState;
 use crate::model::format::TableFormat;
 use crate::{delta, iceberg, parquet_folder};
 
@@ -28,7 +30,23 @@ pub async fn load_table_any(
         return iceberg::load_iceberg(loc, opts, progress).await;
     }
     let store = loc.open_store(&opts.storage_options)?;
-    load_table_from(loc, &store, opts, progress).await
+    Ok(load_table_from(loc, &store, opts, progress).await?.report)
+}
+
+/// A table as its reader loaded it.
+pub struct Loaded {
+    pub report: TableReport,
+    /// A Delta table's replayed log, which its live log can follow on from.
+    pub delta_log: Option<LogState>,
+}
+
+impl From<TableReport> for Loaded {
+    fn from(report: TableReport) -> Self {
+        Self {
+            report,
+            delta_log: None,
+        }
+    }
 }
 
 /// `load_table_any` through `store`, the table's folder (`table::Table` passes one that reads
@@ -38,9 +56,11 @@ pub async fn load_table_from(
     store: &Arc<dyn ObjectStore>,
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
-) -> Result<TableReport> {
+) -> Result<Loaded> {
     if iceberg::is_metadata_file_url(&loc.url) {
-        return iceberg::load_iceberg(loc, opts, progress).await;
+        return iceberg::load_iceberg(loc, opts, progress)
+            .await
+            .map(Into::into);
     }
     let store = store.clone();
     let uri = loc.display();
@@ -51,14 +71,12 @@ pub async fn load_table_from(
     if let Ok(log) = list_log_objects(&store, &uri).await
         && log.log_objects > 0
     {
-        return delta::report::load_delta(loc, &store, Some(log), opts, progress).await;
+        return open_delta(loc, &store, Some(log), opts, progress).await;
     }
     let children = list_children(&store, &uri, None).await?;
     let format = probe_format(&store, &uri, None, &children).await?;
-    match format {
-        Some(TableFormat::Delta) => {
-            delta::report::load_delta(loc, &store, None, opts, progress).await
-        }
+    let report = match format {
+        Some(TableFormat::Delta) => return open_delta(loc, &store, None, opts, progress).await,
         Some(TableFormat::ParquetFolder) => {
             parquet_folder::load_parquet_folder(loc, &store, opts, progress).await
         }
@@ -67,7 +85,22 @@ pub async fn load_table_from(
         }
         Some(TableFormat::Iceberg) => iceberg::load_iceberg(loc, opts, progress).await,
         None => Err(EngineError::NotATable { uri, depth: 0 }),
-    }
+    };
+    report.map(Into::into)
+}
+
+async fn open_delta(
+    loc: &Location,
+    store: &Arc<dyn ObjectStore>,
+    listing: Option<LogListing>,
+    opts: &OpenOptions,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<Loaded> {
+    let (report, log) = delta::report::open_delta(loc, store, listing, opts, progress).await?;
+    Ok(Loaded {
+        report,
+        delta_log: Some(log),
+    })
 }
 
 /// What the UI says, where compaction is offered, for a table lakehealth does not compact.

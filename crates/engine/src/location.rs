@@ -143,6 +143,22 @@ impl Location {
 
     /// An object store whose root is this location.
     pub fn open_store(&self, options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>> {
+        Ok(self.log_store(options)?.object_store(None))
+    }
+
+    /// The object store of the bucket (or file system) this location is in: `table::Table`
+    /// reads the log through a cache over it and hands the same store to delta-rs.
+    pub fn open_root_store(
+        &self,
+        options: &HashMap<String, String>,
+    ) -> Result<Arc<dyn ObjectStore>> {
+        Ok(self.log_store(options)?.root_object_store(None))
+    }
+
+    fn log_store(
+        &self,
+        options: &HashMap<String, String>,
+    ) -> Result<deltalake::logstore::LogStoreRef> {
         let config =
             deltalake::logstore::StorageConfig::parse_options(options.clone()).map_err(|e| {
                 EngineError::InvalidUri {
@@ -150,15 +166,12 @@ impl Location {
                     detail: format!("bad storage option: {e}"),
                 }
             })?;
-        let store = deltalake::logstore::logstore_for(&self.url, config).map_err(|e| {
-            EngineError::InvalidUri {
-                input: self.display(),
-                detail: format!(
-                    "cannot open storage: {e}. For s3/gs/az check credentials and --storage-option values"
-                ),
-            }
-        })?;
-        Ok(store.object_store(None))
+        deltalake::logstore::logstore_for(&self.url, config).map_err(|e| EngineError::InvalidUri {
+            input: self.display(),
+            detail: format!(
+                "cannot open storage: {e}. For s3/gs/az check credentials and --storage-option values"
+            ),
+        })
     }
 }
 

@@ -9,9 +9,9 @@ use serde::Serialize;
 use super::discover::discover;
 use super::error::{EngineError, ErrorKind, Result};
 use super::location::Location;
-use super::panic_guard::guarded;
 use super::progress::LoadProgress;
 use super::stats::table_report::TableReport;
+use super::table::Table;
 
 /// Loads one table's statistics: a Delta table from its log, a Parquet folder from its listing,
 /// a Spark file-sink folder from `_spark_metadata/` (see `formats::load_table_any`).
@@ -20,15 +20,9 @@ pub async fn load_table(
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<TableReport> {
-    // A table's files are untrusted input: a bug they trip is this table's error, not the
-    // process's end (under a root, the other tables are still reported).
-    match guarded(super::formats::load_table_any(loc, opts, progress)).await {
-        Ok(r) => r,
-        Err(panic) => Err(EngineError::Panicked {
-            uri: loc.display(),
-            detail: panic.0,
-        }),
-    }
+    Table::open(loc, opts, progress)
+        .await
+        .map(Table::into_report)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -122,8 +116,26 @@ pub async fn open(
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<Opened> {
-    match load_table(loc, opts, progress).await {
-        Ok(t) => Ok(Opened::Table(Box::new(t))),
+    Ok(match open_handle(loc, opts, progress).await? {
+        OpenedHandle::Table(t) => Opened::Table(Box::new(t.into_report())),
+        OpenedHandle::Root(r) => Opened::Root(r),
+    })
+}
+
+/// What `open_handle` found: a table, opened once and kept open, or a root's reports.
+pub enum OpenedHandle {
+    Table(Box<Table>),
+    Root(RootReport),
+}
+
+/// `open`, keeping the table open (the TUI follows its log on from where it was read).
+pub async fn open_handle(
+    loc: &Location,
+    opts: &OpenOptions,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<OpenedHandle> {
+    match Table::open(loc, opts, progress).await {
+        Ok(t) => Ok(OpenedHandle::Table(Box::new(t))),
         Err(EngineError::NotATable { .. }) => {
             let store: Arc<dyn object_store::ObjectStore> =
                 loc.open_store(&opts.storage_options)?;
@@ -139,7 +151,9 @@ pub async fn open(
                     depth: opts.discovery_depth,
                 });
             }
-            Ok(Opened::Root(load_root(loc, found, opts, progress).await?))
+            Ok(OpenedHandle::Root(
+                load_root(loc, found, opts, progress).await?,
+            ))
         }
         Err(e) => Err(e),
     }

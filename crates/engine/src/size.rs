@@ -256,7 +256,7 @@ mod tests {
         }
     }
 
-    /// Found by fuzzing (tests/it/fuzz.rs): 1 PiB and above displayed as "... PiB", which
+    /// Found by fuzzing (tests/cli/fuzz.rs): 1 PiB and above displayed as "... PiB", which
     /// did not parse back (a config printed by `lakehealth config` could not be read).
     #[test]
     fn fuzz_regression_petabytes_read_back_as_displayed() {

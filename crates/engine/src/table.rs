@@ -5,7 +5,8 @@
 //! the same log, at the same version (`delta::log::cache`).
 //!
 //! Everything after opening reads the live log: the checks before each commit, the replans
-//! after conflicts, the writer's cadence.
+//! after conflicts, the writer's cadence. A Delta table keeps the state its report was built
+//! from, so its live log (`watch`) follows on from it instead of replaying the table again.
 
 use std::sync::Arc;
 
@@ -13,8 +14,10 @@ use object_store::ObjectStore;
 use object_store::prefix::PrefixStore;
 
 use crate::compact::job::{CompactRequest, PreparedJob, observed_ratio, prepare_table};
-use crate::compact::table::{StoreWrapper, open_for_compaction_on, root_store, table_path};
+use crate::compact::table::{StoreWrapper, open_for_compaction_on, table_path};
 use crate::delta::log::cache::LogCache;
+use crate::delta::log::state::LogState;
+use crate::delta::watch::{LogWatcher, WatchOptions};
 use crate::error::{EngineError, Result};
 use crate::location::Location;
 use crate::model::thresholds::Thresholds;
@@ -26,7 +29,31 @@ use crate::stats::table_report::TableReport;
 pub struct Table {
     loc: Location,
     cache: Arc<LogCache>,
+    /// The table's folder, read through `cache`.
+    store: Arc<dyn ObjectStore>,
     report: TableReport,
+    /// A Delta table's replayed log.
+    delta_log: Option<LogState>,
+}
+
+/// A Delta table's log as a `Table` read it, handed on to follow it live.
+pub struct OpenedLog {
+    store: Arc<dyn ObjectStore>,
+    uri: String,
+    name: String,
+    state: LogState,
+}
+
+impl OpenedLog {
+    /// The table's live log, starting at the version it was opened at.
+    pub fn watcher(self, opts: WatchOptions) -> LogWatcher {
+        LogWatcher::from_state(self.store, self.uri, self.name, opts, self.state)
+    }
+
+    /// The table's location as the report shows it.
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
 }
 
 impl Table {
@@ -45,7 +72,7 @@ impl Table {
         progress: &(dyn Fn(LoadProgress) + Send + Sync),
         wrap: Option<&StoreWrapper>,
     ) -> Result<Self> {
-        let mut root = root_store(loc, &opts.storage_options)?;
+        let mut root = loc.open_root_store(&opts.storage_options)?;
         if let Some(wrap) = wrap {
             root = wrap(root);
         }
@@ -55,8 +82,9 @@ impl Table {
             cache.clone() as Arc<dyn ObjectStore>,
             path,
         ));
-        // A table's files are untrusted input: a bug they trip is this table's error.
-        let report =
+        // A table's files are untrusted input: a bug they trip is this table's error, not the
+        // process's end (under a root, the other tables are still reported).
+        let loaded =
             match guarded(crate::formats::load_table_from(loc, &store, opts, progress)).await {
                 Ok(r) => r,
                 Err(panic) => Err(EngineError::Panicked {
@@ -64,8 +92,8 @@ impl Table {
                     detail: panic.0,
                 }),
             };
-        let report = match report {
-            Ok(r) => r,
+        let loaded = match loaded {
+            Ok(l) => l,
             Err(e) => {
                 cache.thaw();
                 return Err(e);
@@ -74,12 +102,31 @@ impl Table {
         Ok(Self {
             loc: loc.clone(),
             cache,
-            report,
+            store,
+            report: loaded.report,
+            delta_log: loaded.delta_log,
         })
     }
 
     pub fn report(&self) -> &TableReport {
         &self.report
+    }
+
+    pub fn into_report(self) -> TableReport {
+        self.report
+    }
+
+    /// The report, and a Delta table's log to follow live from where the report read it.
+    pub fn into_report_and_log(self) -> (TableReport, Option<OpenedLog>) {
+        // Whoever follows the log reads it as it is from now on.
+        self.cache.thaw();
+        let log = self.delta_log.map(|state| OpenedLog {
+            store: self.store,
+            uri: self.report.uri.clone(),
+            name: self.report.name.clone(),
+            state,
+        });
+        (self.report, log)
     }
 
     /// Plans `req` (a Delta table): delta-rs's snapshot is read through the log this table was

@@ -301,7 +301,7 @@ mod tests {
         deleted_rows(&store, &Url::parse("memory:///t/").unwrap(), dv).await
     }
 
-    /// Found by fuzzing (tests/it/fuzz.rs): delta-kernel indexes the first 4 bytes of an inline
+    /// Found by fuzzing (tests/cli/fuzz.rs): delta-kernel indexes the first 4 bytes of an inline
     /// vector without checking its length, so `""` panicked.
     #[tokio::test]
     async fn fuzz_regression_an_empty_inline_vector_is_an_error_not_a_panic() {

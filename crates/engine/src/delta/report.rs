@@ -15,6 +15,7 @@ use crate::delta::log::replay::{replay, replay_listed};
 use crate::delta::log::state::LogState;
 use crate::error::Result;
 use crate::location::Location;
+use crate::model::format::TableFormat;
 use crate::model::partition::PartitionValues;
 use crate::model::thresholds::DEFAULT_MAX_DELETED_RATIO;
 use crate::options::OpenOptions;
@@ -31,6 +32,18 @@ pub async fn load_delta(
     opts: &OpenOptions,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<TableReport> {
+    Ok(open_delta(loc, store, listing, opts, progress).await?.0)
+}
+
+/// `load_delta`, and the replayed state the report was built from (a `table::Table` keeps it,
+/// so its live log follows on from it instead of replaying the table again).
+pub async fn open_delta(
+    loc: &Location,
+    store: &Arc<dyn ObjectStore>,
+    listing: Option<LogListing>,
+    opts: &OpenOptions,
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<(TableReport, LogState)> {
     let uri = loc.display();
     let state = match listing {
         Some(l) => replay_listed(store, &uri, l, opts.replay, progress).await?,
@@ -41,7 +54,14 @@ pub async fn load_delta(
         true => Some(deleted_rows(store, &uri, &state, opts.replay.io_concurrency).await),
         false => None,
     };
-    let mut report = TableReport::build(uri, loc.name(), state, opts.thresholds, now_ms());
+    let mut report = TableReport::from_state(
+        TableFormat::Delta,
+        uri,
+        loc.name(),
+        &state,
+        opts.thresholds,
+        now_ms(),
+    );
     match deleted {
         Some(Ok(d)) => {
             report
@@ -54,7 +74,7 @@ pub async fn load_delta(
             .push(format!("deleted rows could not be counted: {e}")),
         None => {}
     }
-    Ok(report)
+    Ok((report, state))
 }
 
 fn uses_deletion_vectors(p: Option<&Protocol>) -> bool {

@@ -114,14 +114,25 @@ impl LogWatcher {
         opts: WatchOptions,
     ) -> Result<Self> {
         let state = replay(&store, &uri, opts.replay, &|_| {}).await?;
-        Ok(Self {
+        Ok(Self::from_state(store, uri, name, opts, state))
+    }
+
+    /// Follows on from a state already replayed (a `table::Table`'s): no second replay.
+    pub fn from_state(
+        store: Arc<dyn ObjectStore>,
+        uri: String,
+        name: String,
+        opts: WatchOptions,
+        state: LogState,
+    ) -> Self {
+        Self {
             tail: Tail::new(state, opts.replay.history_commits),
             store,
             uri,
             name,
             opts,
             polls: 0,
-        })
+        }
     }
 
     pub fn version(&self) -> u64 {
@@ -368,6 +379,15 @@ pub async fn follow(
             }
         }
     };
+    follow_from(watcher, tx, cancel).await;
+}
+
+/// Follows `watcher`'s table until `cancel`: the first event is `Reloaded { Started }`.
+pub async fn follow_from(
+    watcher: LogWatcher,
+    tx: mpsc::UnboundedSender<LogEvent>,
+    cancel: CancellationToken,
+) {
     let first = LogEvent::Reloaded {
         reason: ReloadReason::Started,
         report: Box::new(watcher.report()),

@@ -314,7 +314,7 @@ pub mod tests {
         );
     }
 
-    /// Found by fuzzing (tests/it/fuzz.rs): a zstandard manifest whose header holds an empty
+    /// Found by fuzzing (tests/cli/fuzz.rs): a zstandard manifest whose header holds an empty
     /// `avro.codec.compression_level` panicked apache-avro's reader (an index out of bounds).
     #[test]
     fn fuzz_regression_an_empty_codec_level_is_an_error_not_a_panic() {

@@ -14,7 +14,8 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
 
-use super::{check_write_protocol, open_delta};
+use super::{check_write_protocol, open_delta_listed};
+use crate::compact::table::StoreWrapper;
 use crate::delta::log::listing::LogListing;
 use crate::delta::log::replay::list_log;
 use crate::error::{EngineError, Result};
@@ -85,10 +86,25 @@ pub async fn checkpoint(
     loc: &Location,
     storage_options: &HashMap<String, String>,
 ) -> Result<CheckpointOutcome> {
+    checkpoint_with(loc, storage_options, None).await
+}
+
+/// `checkpoint` with the store wrapped (tests count its requests). The log is read once: the
+/// listing that finds the previous checkpoint and delta-rs's snapshot share it.
+pub async fn checkpoint_with(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+    wrap: Option<&StoreWrapper>,
+) -> Result<CheckpointOutcome> {
     let uri = loc.display();
     let store = loc.open_store(storage_options)?;
-    let listing = list_log(&store, &uri).await?;
-    let table = open_delta(loc, storage_options, "opening the table for a checkpoint").await?;
+    let (table, listing) = open_delta_listed(
+        loc,
+        storage_options,
+        "opening the table for a checkpoint",
+        wrap,
+    )
+    .await?;
     check_write_protocol(&table, &uri, "checkpoint", true)?;
     let version = table.version().unwrap_or_default();
     let previous = listing.usable_checkpoint(version).map(|c| c.version);

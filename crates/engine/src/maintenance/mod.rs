@@ -9,10 +9,17 @@ pub mod orphans;
 pub mod vacuum;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use deltalake::DeltaTable;
 use deltalake::table::builder::DeltaTableBuilder;
+use object_store::ObjectStore;
+use object_store::prefix::PrefixStore;
 
+use crate::compact::table::{StoreWrapper, table_path};
+use crate::delta::log::cache::LogCache;
+use crate::delta::log::listing::LogListing;
+use crate::delta::log::replay::list_log;
 use crate::error::{EngineError, Result};
 use crate::location::Location;
 
@@ -29,6 +36,46 @@ pub(crate) async fn open_delta(
         .load()
         .await
         .map_err(|e| EngineError::from_delta(&uri, what, e))
+}
+
+/// `open_delta` and `_delta_log/`'s listing (the checkpoints in it) from one read of the log:
+/// both go through a cache (`delta::log::cache`) that lists it once and fetches each commit
+/// once, then thaws, so what delta-rs does next reads the live log. `wrap` wraps the store
+/// under the cache (tests count its requests).
+pub(crate) async fn open_delta_listed(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+    what: &str,
+    wrap: Option<&StoreWrapper>,
+) -> Result<(DeltaTable, LogListing)> {
+    let uri = loc.display();
+    let mut root = loc.open_root_store(storage_options)?;
+    if let Some(wrap) = wrap {
+        root = wrap(root);
+    }
+    let cache = Arc::new(LogCache::new(root, &table_path(loc)?));
+    let folder: Arc<dyn ObjectStore> = Arc::new(PrefixStore::new(
+        cache.clone() as Arc<dyn ObjectStore>,
+        table_path(loc)?,
+    ));
+    let listing = match list_log(&folder, &uri).await {
+        Ok(l) => l,
+        Err(e) => {
+            cache.thaw();
+            return Err(e);
+        }
+    };
+    let table = DeltaTableBuilder::from_url(loc.url.clone())
+        .map_err(|e| EngineError::from_delta(&uri, what, e))?
+        .with_storage_backend(cache.clone(), loc.url.clone())
+        .with_storage_options(storage_options.clone())
+        .load()
+        .await;
+    cache.thaw();
+    Ok((
+        table.map_err(|e| EngineError::from_delta(&uri, what, e))?,
+        listing,
+    ))
 }
 
 /// Delta's `vacuumProtocolCheck` asks a vacuum to check the table's write protocol first;

@@ -23,7 +23,36 @@ pub struct Config {
     pub discovery: DiscoveryConfig,
     pub ui: UiConfig,
     pub stream: StreamConfig,
+    pub history: HistoryConfig,
     pub storage: HashMap<String, String>,
+}
+
+/// The janitor's history file (`watch`, the TUI's janitor): it rotates by size.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HistoryConfig {
+    pub max_size: ByteSize,
+    /// Rotated files kept beside the current one.
+    pub keep: usize,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        let r = crate::engine::janitor::history::Rotation::default();
+        Self {
+            max_size: ByteSize(r.max_bytes),
+            keep: r.keep,
+        }
+    }
+}
+
+impl HistoryConfig {
+    pub fn rotation(&self) -> crate::engine::janitor::history::Rotation {
+        crate::engine::janitor::history::Rotation {
+            max_bytes: self.max_size.0,
+            keep: self.keep,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -129,6 +158,12 @@ pub enum ConfigValueError {
     NoRows,
     #[error("{key} must be above zero (e.g. \"1s\"): it is the pause between repeated actions")]
     ZeroInterval { key: &'static str },
+    #[error(
+        "history.max_size must be at least 64 KiB (e.g. \"10MiB\"): smaller would rotate every few lines"
+    )]
+    HistoryTooSmall,
+    #[error("history.keep must be at least 1: with none kept, a rotation would delete the history")]
+    HistoryKeepsNone,
 }
 
 impl Config {
@@ -156,6 +191,12 @@ impl Config {
         }
         if self.stream.rows == 0 {
             return Err(ConfigValueError::NoRows);
+        }
+        if self.history.max_size.0 < 64 * crate::engine::size::KIB {
+            return Err(ConfigValueError::HistoryTooSmall);
+        }
+        if self.history.keep == 0 {
+            return Err(ConfigValueError::HistoryKeepsNone);
         }
         for (key, d) in [
             ("stream.interval", self.stream.interval),
@@ -255,6 +296,31 @@ mod tests {
         assert_eq!(t.target_file_size, 256 * MIB);
         assert_eq!(t.small_file_size, 64 * MIB);
         assert_eq!(c.ui.refresh_interval, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn the_history_rotation_is_configured_and_bad_values_are_named() {
+        let c = Config::parse(
+            "[history]\nmax_size = \"1MiB\"\nkeep = 2\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.history.rotation(),
+            crate::engine::janitor::history::Rotation {
+                max_bytes: MIB,
+                keep: 2
+            }
+        );
+        for (text, named) in [
+            ("[history]\nkeep = 0\n", "history.keep"),
+            ("[history]\nmax_size = \"1KiB\"\n", "history.max_size"),
+        ] {
+            let e = Config::parse(text, Path::new("c.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(named), "{e}");
+        }
     }
 
     #[test]

@@ -359,6 +359,10 @@ pub struct WatchArgs {
     /// Serve Prometheus metrics on http://HOST:PORT/metrics and liveness on /healthz.
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Tables given per-table series on /metrics (the most small files first); totals cover
+    /// every table, so a scrape stays bounded however many tables are watched.
+    #[arg(long, value_name = "N", default_value_t = crate::engine::janitor::metrics::DEFAULT_SERIES_LIMIT)]
+    pub metrics_tables: usize,
     /// The catalog Iceberg tables are compacted through (sqlite:///FILE, postgresql://…,
     /// http(s)://… for REST); overrides the policy's iceberg_catalog.
     #[arg(long, value_name = "URI")]

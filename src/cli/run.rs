@@ -234,16 +234,15 @@ pub async fn run(cli: Cli) -> Result<()> {
                     Some(p) => crate::engine::janitor::policy::Policy::load(p, s.open.thresholds)?,
                     None => crate::engine::janitor::policy::Policy::builtin(s.open.thresholds),
                 };
-                crate::tui::run(
-                    loc,
-                    s.open,
-                    s.config.ui.refresh_interval,
-                    cli.poll.poll,
-                    s.executor,
+                let tui = crate::tui::TuiOptions {
+                    refresh: s.config.ui.refresh_interval,
+                    poll: cli.poll.poll,
+                    executor: s.executor,
                     policy,
-                    cli.catalog.clone(),
-                )
-                .await
+                    iceberg_catalog: cli.catalog.clone(),
+                    history: s.config.history.rotation(),
+                };
+                crate::tui::run(loc, s.open, tui).await
             }
             None => {
                 use clap::CommandFactory;
@@ -385,7 +384,15 @@ async fn demo(a: DemoArgs, s: Settings, poll: Option<std::time::Duration>) -> Re
         .refresh_interval
         .min(std::time::Duration::from_secs(2));
     let policy = crate::engine::janitor::policy::Policy::builtin(s.open.thresholds);
-    let r = crate::tui::run(loc, s.open, refresh, poll, s.executor, policy, None).await;
+    let tui = crate::tui::TuiOptions {
+        refresh,
+        poll,
+        executor: s.executor,
+        policy,
+        iceberg_catalog: None,
+        history: s.config.history.rotation(),
+    };
+    let r = crate::tui::run(loc, s.open, tui).await;
     cancel.cancel();
     if let Some(w) = writer {
         let _ = tokio::task::spawn_blocking(move || w.join()).await;

@@ -137,7 +137,7 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
         .map(|u| Location::parse(u))
         .collect::<Result<Vec<_>, _>>()?;
     let path = a.history.clone().unwrap_or_else(history::default_path);
-    let history = History::open(&path)
+    let history = History::open_with(&path, s.config.history.rotation())
         .with_context(|| format!("cannot open the history file {}", path.display()))?;
     crate::errln!("policy: {}", policy.summary());
     if a.policy.is_none() {
@@ -170,7 +170,7 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
             .with_context(|| format!("cannot serve metrics on {addr}"))?;
         let bound = listener.local_addr().unwrap_or(addr);
         crate::errln!("metrics: http://{bound}/metrics, liveness: http://{bound}/healthz");
-        let m = Arc::new(Metrics::new(interval, now_ms()));
+        let m = Arc::new(Metrics::new(interval, now_ms()).with_series_limit(a.metrics_tables));
         janitor = janitor.with_metrics(m.clone());
         tokio::spawn(metrics::serve(listener, m, cancel.clone()));
     }

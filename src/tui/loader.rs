@@ -5,7 +5,6 @@
 //! Results and progress come back to `App::update` as `Action`s over one channel.
 
 use crate::tui::task_error::TaskError;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
@@ -19,6 +18,7 @@ use crate::engine::compact::job::{CompactRequest, PreparedJob, run_isolated};
 use crate::engine::compact::locks::PartitionLocks;
 use crate::engine::delta::watch::{LogEvent, WatchOptions, default_poll, follow, follow_from};
 use crate::engine::janitor::JobEnd;
+use crate::engine::janitor::history::HistoryFile;
 use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::throttle;
 use crate::engine::location::Location;
@@ -79,7 +79,7 @@ impl Loader {
             prepared: Parked::default(),
             janitor: JanitorRunner::new(
                 Policy::builtin(opts.thresholds),
-                crate::engine::janitor::history::default_path(),
+                crate::engine::janitor::history::default_path().into(),
             ),
             opts,
             locks,
@@ -90,8 +90,8 @@ impl Loader {
     }
 
     /// The janitor (`a`) decides by `policy` and appends its decisions to `history`.
-    pub fn set_janitor(&mut self, policy: Policy, history: PathBuf) {
-        self.janitor = JanitorRunner::new(policy, history);
+    pub fn set_janitor(&mut self, policy: Policy, history: impl Into<HistoryFile>) {
+        self.janitor = JanitorRunner::new(policy, history.into());
     }
 
     pub fn run(&mut self, effect: Effect) {

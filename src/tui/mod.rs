@@ -71,17 +71,29 @@ pub fn mouse_to_action(m: MouseEvent) -> Option<Action> {
     })
 }
 
-/// `poll`: how often the open table's log is read for new commits (None: the default for its
-/// location).
-pub async fn run(
-    loc: Location,
-    opts: OpenOptions,
-    refresh: Duration,
-    poll: Option<Duration>,
-    executor: crate::engine::compact::executor::Executor,
-    policy: crate::engine::janitor::policy::Policy,
-    iceberg_catalog: Option<String>,
-) -> Result<()> {
+/// What the TUI starts with besides the location and how tables open.
+pub struct TuiOptions {
+    /// How often a root's tables list is reloaded.
+    pub refresh: Duration,
+    /// How often the open table's log is read for new commits (None: the default for its
+    /// location).
+    pub poll: Option<Duration>,
+    pub executor: crate::engine::compact::executor::Executor,
+    pub policy: crate::engine::janitor::policy::Policy,
+    pub iceberg_catalog: Option<String>,
+    /// How the janitor's history file rotates.
+    pub history: crate::engine::janitor::history::Rotation,
+}
+
+pub async fn run(loc: Location, opts: OpenOptions, tui: TuiOptions) -> Result<()> {
+    let TuiOptions {
+        refresh,
+        poll,
+        executor,
+        policy,
+        iceberg_catalog,
+        history,
+    } = tui;
     let mut term = terminal::Terminal::enter()?;
     let size = term.size()?;
     let mut app = App::new(loc.display(), refresh, size);
@@ -92,7 +104,10 @@ pub async fn run(
     // The live forecasts use the janitor's policy, so "due in" and the janitor agree.
     app.policy = Some(policy.clone());
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
-    let history = crate::engine::janitor::history::default_path();
+    let history = crate::engine::janitor::history::HistoryFile {
+        path: crate::engine::janitor::history::default_path(),
+        rotation: history,
+    };
     let mut loader = loader::Loader::new(opts, tx.clone()).with_executor(executor);
     loader.set_janitor(policy, history);
     for e in app.start() {

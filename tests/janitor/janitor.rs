@@ -170,6 +170,60 @@ fn watch_once_with_the_default_policy_compacts_a_partition_of_50_small_files_and
     assert!(of_type(&lines, "result").is_empty());
 }
 
+/// Three due tables under one root and one job slot: `--once` runs every table's job, one after
+/// the other as the slot frees, and each waiting job says its place in the queue.
+#[test]
+fn watch_once_on_a_root_runs_every_due_tables_job_through_one_queue() {
+    let root = tempfile::tempdir().unwrap();
+    let tables = [("t1", 60), ("t2", 55), ("t3", 70)];
+    let mut before = Vec::new();
+    for (name, files) in tables {
+        let dir = root.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        sensor_table_with(&dir, &[("2026-11-01", files)]);
+        before.push(read_back(path(&dir), None));
+    }
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("history.jsonl");
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(&policy, "max_jobs = 1\n").unwrap();
+
+    let o = watch(
+        root.path(),
+        &history,
+        &["--json", "--policy", path(&policy)],
+    );
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    let lines = json_lines(&out);
+    let results = of_type(&lines, "result");
+    assert_eq!(results.len(), 3, "one job per table: {results:#?}");
+    for r in &results {
+        assert_eq!(r["outcome"], "compacted", "{r:#}");
+    }
+    let queued: Vec<&str> = of_type(&lines, "activity")
+        .into_iter()
+        .filter_map(|l| l["message"].as_str())
+        .filter(|m| m.starts_with("queued "))
+        .collect();
+    assert_eq!(queued.len(), 2, "two wait for the one slot: {queued:#?}");
+    assert!(
+        queued.iter().any(|m| m.starts_with("queued 2nd of 2: ")),
+        "{queued:#?}"
+    );
+    assert!(
+        queued.iter().all(|m| m.ends_with("at most 1 at once")),
+        "{queued:#?}"
+    );
+    for ((name, _), before) in tables.iter().zip(before) {
+        let after = read_back(path(&root.path().join(name)), None);
+        assert_eq!(after.files, 1, "{name} compacted");
+        assert_eq!(after.rows, before.rows, "{name}");
+        assert_eq!(after.distinct_ids, before.distinct_ids, "{name}");
+        assert_eq!(after.reading_sum, before.reading_sum, "{name}");
+    }
+}
+
 #[test]
 fn watch_once_on_a_healthy_table_prints_not_due_lines_with_reasons() {
     let t = table(&[("2026-11-01", 5), ("2026-11-02", 3), ("2026-11-03", 1)]);

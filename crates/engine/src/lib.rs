@@ -26,6 +26,7 @@ pub(crate) mod parquet_reader;
 pub mod progress;
 pub(crate) mod properties;
 pub mod root_links;
+pub mod rotating_file;
 pub mod secrets;
 pub mod size;
 pub mod stats;

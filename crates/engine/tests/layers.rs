@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
         "failpoint",
         "parquet_reader",
         "forward_store",
+        "rotating_file",
     ],
     &["properties"],
     &["error"],

@@ -5,7 +5,6 @@
 
 use crate::tui::task_error::TaskError;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -14,7 +13,7 @@ use super::state::Round;
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::executor::Executor;
 use crate::engine::compact::job::PreparedJob;
-use crate::engine::janitor::history::{History, Line};
+use crate::engine::janitor::history::{HistoryFile, Line};
 use crate::engine::janitor::policy::Policy;
 use crate::engine::janitor::{CallerJob, Janitor, JobEnd, Planned};
 use crate::engine::location::Location;
@@ -26,7 +25,7 @@ type Shared = Arc<tokio::sync::Mutex<Option<Janitor>>>;
 
 pub struct JanitorRunner {
     policy: Policy,
-    history: PathBuf,
+    history: HistoryFile,
     janitor: Shared,
     /// The last round's job per table URI, until the app starts it (a newer round replaces
     /// it; one never started was never marked in flight).
@@ -55,7 +54,7 @@ impl RunningJob {
 }
 
 impl JanitorRunner {
-    pub fn new(policy: Policy, history: PathBuf) -> Self {
+    pub fn new(policy: Policy, history: HistoryFile) -> Self {
         Self {
             policy,
             history,
@@ -78,10 +77,10 @@ impl JanitorRunner {
                 let loc = Location::parse(&uri).map_err(TaskError::from)?;
                 let mut guard = slot.lock().await;
                 if guard.is_none() {
-                    let history = History::open(&path).map_err(|e| {
+                    let history = path.open().map_err(|e| {
                         TaskError::from(format!(
                             "cannot open the history file {}: {e}",
-                            path.display()
+                            path.path.display()
                         ))
                     })?;
                     *guard = Some(Janitor::new(

@@ -13,6 +13,7 @@ use super::decide::DecisionKind;
 use super::schedule::TableSchedule;
 use crate::compact::events::ConflictRecord;
 use crate::model::partition::PartitionValues;
+use crate::rotating_file::{RotatingFile, rotated_paths};
 
 /// Schedule lines are looked for in this much of the history's end.
 const RESTORE_TAIL_BYTES: u64 = 8 * 1024 * 1024;
@@ -162,33 +163,71 @@ pub enum Line {
     },
 }
 
-/// The history file, opened for appending.
+/// How the history file rotates: at `max_bytes`, keeping `keep` older files (`PATH.1` newest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rotation {
+    pub max_bytes: u64,
+    pub keep: usize,
+}
+
+impl Default for Rotation {
+    fn default() -> Self {
+        Self {
+            max_bytes: 10 * crate::size::MIB,
+            keep: 5,
+        }
+    }
+}
+
+/// Where the history is written and how it rotates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryFile {
+    pub path: PathBuf,
+    pub rotation: Rotation,
+}
+
+impl From<PathBuf> for HistoryFile {
+    /// `path` with the default rotation.
+    fn from(path: PathBuf) -> Self {
+        Self {
+            path,
+            rotation: Rotation::default(),
+        }
+    }
+}
+
+impl HistoryFile {
+    pub fn open(&self) -> std::io::Result<History> {
+        History::open_with(&self.path, self.rotation)
+    }
+}
+
+/// The history file, opened for appending; it rotates by size.
 pub struct History {
-    path: PathBuf,
-    file: std::fs::File,
+    file: RotatingFile,
 }
 
 impl History {
+    /// Opens `path` with the default rotation (10 MiB, 5 older files kept).
     pub fn open(path: &Path) -> std::io::Result<Self> {
+        Self::open_with(path, Rotation::default())
+    }
+
+    pub fn open_with(path: &Path, rotation: Rotation) -> std::io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
         Ok(Self {
-            path: path.to_path_buf(),
-            file,
+            file: RotatingFile::open(path, rotation.max_bytes, rotation.keep)?,
         })
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     /// One line in one write: two janitors appending to one file never interleave inside a
-    /// line (O_APPEND).
+    /// line (O_APPEND), and a rotation never splits one.
     pub fn append(&mut self, line: &Line) -> std::io::Result<()> {
         let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
         let mut buf = crate::secrets::scrub(&text).into_owned().into_bytes();
@@ -197,25 +236,47 @@ impl History {
     }
 }
 
-/// The newest schedule line per table in the history's tail: failures carried over from the
-/// last run (so `--once` from cron backs off and suspends as a long-running janitor does).
+/// The history's last `max_bytes` as whole lines, across its rotated files (oldest first).
+pub fn tail_lines(path: &Path, max_bytes: u64) -> std::io::Result<Vec<Vec<u8>>> {
+    let mut chunks: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut left = max_bytes;
+    // Newest file first, until the budget is spent.
+    for p in rotated_paths(path).iter().rev() {
+        if left == 0 {
+            break;
+        }
+        let mut f = match std::fs::File::open(p) {
+            Ok(f) => f,
+            // Rotated away between the listing and the open: its lines are in the next file.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let len = f.metadata()?.len();
+        let start = len.saturating_sub(left);
+        f.seek(SeekFrom::Start(start))?;
+        let mut text = Vec::new();
+        f.read_to_end(&mut text)?;
+        left = left.saturating_sub(len - start);
+        let mut lines: Vec<Vec<u8>> = text
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        if start > 0 && !lines.is_empty() {
+            // A partial first line.
+            lines.remove(0);
+        }
+        chunks.push(lines);
+    }
+    chunks.reverse();
+    Ok(chunks.into_iter().flatten().collect())
+}
+
+/// The newest schedule line per table in the history's tail (across its rotation): failures
+/// carried over from the last run (so `--once` from cron backs off and suspends as a
+/// long-running janitor does).
 pub fn restore(path: &Path) -> std::io::Result<HashMap<String, TableSchedule>> {
     let mut out = HashMap::new();
-    let mut f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(e),
-    };
-    let len = f.metadata()?.len();
-    let start = len.saturating_sub(RESTORE_TAIL_BYTES);
-    f.seek(SeekFrom::Start(start))?;
-    let mut text = Vec::new();
-    f.read_to_end(&mut text)?;
-    let mut lines = text.split(|b| *b == b'\n');
-    if start > 0 {
-        // A partial first line.
-        lines.next();
-    }
     #[derive(serde::Deserialize)]
     struct ScheduleLine {
         #[serde(rename = "type")]
@@ -224,7 +285,11 @@ pub fn restore(path: &Path) -> std::io::Result<HashMap<String, TableSchedule>> {
         #[serde(flatten)]
         schedule: TableSchedule,
     }
-    for line in lines.filter(|l| l.windows(10).any(|w| w == b"\"schedule\"")) {
+    let lines = tail_lines(path, RESTORE_TAIL_BYTES)?;
+    for line in lines
+        .iter()
+        .filter(|l| l.windows(10).any(|w| w == b"\"schedule\""))
+    {
         if let Ok(s) = serde_json::from_slice::<ScheduleLine>(line)
             && s.kind == "schedule"
             && let Some(t) = s.table
@@ -293,5 +358,132 @@ mod tests {
         assert_eq!(r["a"], sched(3));
         assert_eq!(r["b"], sched(2));
         assert!(restore(&dir.path().join("none")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_history_rotates_by_size_and_every_line_stays_readable_across_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.jsonl");
+        let rotation = Rotation {
+            max_bytes: 1024,
+            keep: 50,
+        };
+        let mut h = History::open_with(&path, rotation).unwrap();
+        for i in 0..200 {
+            h.append(&Line::Stopped {
+                ts: ts(i),
+                reason: format!("line {i}"),
+            })
+            .unwrap();
+        }
+        let files = rotated_paths(&path);
+        assert!(files.len() > 5, "rotated: {files:?}");
+        for f in &files {
+            let len = std::fs::metadata(f).unwrap().len();
+            assert!(len <= rotation.max_bytes, "{f:?} holds {len} bytes");
+        }
+        let lines = tail_lines(&path, u64::MAX).unwrap();
+        let reasons: Vec<String> = lines
+            .iter()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_slice(l).unwrap();
+                v["reason"].as_str().unwrap().to_string()
+            })
+            .collect();
+        let expected: Vec<String> = (0..200).map(|i| format!("line {i}")).collect();
+        assert_eq!(reasons, expected, "every line once, whole, in order");
+    }
+
+    #[test]
+    fn only_the_configured_number_of_rotated_files_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.jsonl");
+        let rotation = Rotation {
+            max_bytes: 512,
+            keep: 2,
+        };
+        let mut h = History::open_with(&path, rotation).unwrap();
+        for i in 0..200 {
+            h.append(&Line::Stopped {
+                ts: ts(i),
+                reason: format!("line {i}"),
+            })
+            .unwrap();
+        }
+        assert_eq!(
+            rotated_paths(&path).len(),
+            3,
+            "the current file and 2 older"
+        );
+        let total: u64 = rotated_paths(&path)
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .sum();
+        assert!(total <= 3 * 512, "bounded: {total} bytes");
+    }
+
+    #[test]
+    fn a_schedule_written_before_a_rotation_is_restored_from_the_older_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.jsonl");
+        let mut h = History::open_with(
+            &path,
+            Rotation {
+                max_bytes: 400,
+                keep: 5,
+            },
+        )
+        .unwrap();
+        let sched = TableSchedule {
+            failures: 2,
+            last_failure_ms: Some(7),
+            last_error: Some("boom".into()),
+        };
+        h.append(&Line::Schedule {
+            ts: ts(0),
+            table: "t".into(),
+            schedule: sched.clone(),
+        })
+        .unwrap();
+        for i in 0..20 {
+            h.append(&Line::Stopped {
+                ts: ts(i),
+                reason: "cycle".into(),
+            })
+            .unwrap();
+        }
+        assert!(
+            !std::fs::read_to_string(&path).unwrap().contains("schedule"),
+            "the schedule line was rotated out of the current file"
+        );
+        assert_eq!(restore(&path).unwrap()["t"], sched);
+    }
+
+    #[test]
+    fn the_tail_stops_at_its_byte_budget_with_whole_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.jsonl");
+        let mut h = History::open_with(
+            &path,
+            Rotation {
+                max_bytes: 300,
+                keep: 20,
+            },
+        )
+        .unwrap();
+        for i in 0..100 {
+            h.append(&Line::Stopped {
+                ts: ts(i),
+                reason: format!("line {i}"),
+            })
+            .unwrap();
+        }
+        let lines = tail_lines(&path, 500).unwrap();
+        assert!(!lines.is_empty() && lines.len() < 100, "{}", lines.len());
+        for l in &lines {
+            serde_json::from_slice::<serde_json::Value>(l).unwrap();
+        }
+        let last: serde_json::Value = serde_json::from_slice(lines.last().unwrap()).unwrap();
+        assert_eq!(last["reason"], "line 99", "the newest line is last");
     }
 }

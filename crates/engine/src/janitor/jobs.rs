@@ -48,6 +48,8 @@ pub(super) struct JobSpec {
     pub table: String,
     pub loc: Location,
     pub partitions: Vec<DuePartition>,
+    /// What it saves readers and what it rewrites: its place in the queue (`queue`).
+    pub benefit: super::queue::Benefit,
     /// The table's write amplification over its recent log when the job was decided.
     pub rewrite: Rewrite,
     pub work: Work,

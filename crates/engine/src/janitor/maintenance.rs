@@ -4,7 +4,6 @@
 //! with its reason, and each run a result line, like compaction's.
 
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::Duration;
 
@@ -230,18 +229,10 @@ fn fail(line: &mut MaintenanceLine, e: String) {
 /// cron keeps its rhythm). Failed runs do not count.
 pub fn last_vacuums(path: &Path) -> HashMap<String, i64> {
     let mut out = HashMap::new();
-    let Ok(mut f) = std::fs::File::open(path) else {
+    // The history's last 8 MiB, across its rotated files.
+    let Ok(lines) = super::history::tail_lines(path, 8 * 1024 * 1024) else {
         return out;
     };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = len.saturating_sub(8 * 1024 * 1024);
-    if f.seek(SeekFrom::Start(start)).is_err() {
-        return out;
-    }
-    let mut text = Vec::new();
-    if f.read_to_end(&mut text).is_err() {
-        return out;
-    }
     #[derive(serde::Deserialize)]
     struct L {
         #[serde(rename = "type")]
@@ -251,7 +242,7 @@ pub fn last_vacuums(path: &Path) -> HashMap<String, i64> {
         action: MaintenanceAction,
         outcome: Option<String>,
     }
-    for line in text.split(|b| *b == b'\n') {
+    for line in &lines {
         if let Ok(l) = serde_json::from_slice::<L>(line)
             && l.kind == "maintenance"
             && l.action == MaintenanceAction::Vacuum

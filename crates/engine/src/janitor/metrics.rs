@@ -1,6 +1,8 @@
 //! What a long-running janitor exposes: per table, files, small files, health, due partitions,
 //! jobs run and failed, bytes compacted, the last decision's time (Prometheus text format on
-//! `/metrics`), and whether its loop is alive (`/healthz`: the last cycle against the
+//! `/metrics`; per-table series for the `series_limit` tables with the most small files, and
+//! totals over every table, so a scrape stays the same size at 10,000 tables), and whether its
+//! loop is alive (`/healthz`: the last cycle against the
 //! interval). Served by a minimal HTTP/1.1 responder over tokio (GET only, one response per
 //! connection): hyper is in the dependency tree only as a client.
 //!
@@ -58,6 +60,8 @@ struct Snapshot {
 #[derive(Debug)]
 pub struct Metrics {
     interval: Duration,
+    /// Tables given per-table series (the most small files first); the totals cover all.
+    series_limit: usize,
     started_ms: i64,
     state: Mutex<State>,
     snapshot: RwLock<Arc<Snapshot>>,
@@ -67,15 +71,24 @@ pub struct Metrics {
 /// log read) means the loop is stuck or gone.
 const STALE_INTERVALS: u32 = 3;
 const STALE_SLACK_MS: i64 = 60_000;
+/// Tables given per-table series by default.
+pub const DEFAULT_SERIES_LIMIT: usize = 100;
 
 impl Metrics {
     pub fn new(interval: Duration, now_ms: i64) -> Self {
         Self {
             interval,
+            series_limit: DEFAULT_SERIES_LIMIT,
             started_ms: now_ms,
             state: Mutex::new(State::default()),
             snapshot: RwLock::new(Arc::new(Snapshot::default())),
         }
+    }
+
+    /// Per-table series for at most `n` tables (the most small files first).
+    pub fn with_series_limit(mut self, n: usize) -> Self {
+        self.series_limit = n;
+        self
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> Option<R> {
@@ -86,7 +99,7 @@ impl Metrics {
     /// the snapshot is swapped in).
     fn refresh(&self) {
         let Some(snap) = self.with(|s| Snapshot {
-            tables_text: tables_text(&s.tables),
+            tables_text: tables_text(&s.tables, self.series_limit),
             cycles: s.cycles,
             cycle_started_ms: s.cycle_started_ms,
             last_cycle_end_ms: s.last_cycle_end_ms,
@@ -232,12 +245,21 @@ impl Metrics {
     }
 }
 
-/// The per-table series of `tables`, scrubbed.
-fn tables_text(tables: &BTreeMap<String, TableMetrics>) -> String {
+/// The per-table series of the `limit` tables with the most small files (then the most files,
+/// then by name), and totals over every table; scrubbed.
+fn tables_text(tables: &BTreeMap<String, TableMetrics>, limit: usize) -> String {
+    let mut shown: Vec<(&String, &TableMetrics)> = tables.iter().collect();
+    shown.sort_by(|(an, a), (bn, b)| {
+        b.small_files
+            .cmp(&a.small_files)
+            .then(b.files.cmp(&a.files))
+            .then(an.cmp(bn))
+    });
+    shown.truncate(limit);
     let mut out = String::new();
     for series in TABLE_SERIES {
         header(&mut out, series.name, series.kind, series.help);
-        for (t, m) in tables {
+        for (t, m) in &shown {
             let _ = writeln!(
                 out,
                 "lakehealth_{}{{table=\"{}\"}} {}",
@@ -246,6 +268,61 @@ fn tables_text(tables: &BTreeMap<String, TableMetrics>) -> String {
                 (series.value)(m)
             );
         }
+    }
+    let sum = |f: fn(&TableMetrics) -> u64| tables.values().map(f).sum::<u64>().to_string();
+    let totals = [
+        (
+            "tables",
+            "gauge",
+            "Tables the janitor reads.",
+            tables.len().to_string(),
+        ),
+        (
+            "tables_with_series",
+            "gauge",
+            "Tables given per-table series (the most small files first).",
+            shown.len().to_string(),
+        ),
+        (
+            "files",
+            "gauge",
+            "Active data files over every table.",
+            sum(|m| m.files),
+        ),
+        (
+            "small_files",
+            "gauge",
+            "Small files over every table.",
+            sum(|m| m.small_files),
+        ),
+        (
+            "due_partitions",
+            "gauge",
+            "Partitions the last cycle found due, over every table.",
+            sum(|m| m.due_partitions),
+        ),
+        (
+            "jobs_total",
+            "counter",
+            "Compaction jobs run.",
+            sum(|m| m.jobs_run),
+        ),
+        (
+            "jobs_failed_total",
+            "counter",
+            "Compaction jobs that failed.",
+            sum(|m| m.jobs_failed),
+        ),
+        (
+            "compacted_bytes_total",
+            "counter",
+            "Input bytes of the files compacted, over every table.",
+            sum(|m| m.bytes_compacted),
+        ),
+    ];
+    for (name, kind, help, value) in totals {
+        header(&mut out, name, kind, help);
+        let _ = writeln!(out, "lakehealth_{name} {value}");
     }
     scrub(&out).into_owned()
 }
@@ -579,6 +656,35 @@ fn response(head: &[u8], m: &Metrics) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn per_table_series_are_bounded_to_the_tables_with_most_small_files_and_totals_cover_all() {
+        let m = Metrics::new(Duration::from_secs(10), 0).with_series_limit(2);
+        for (i, small) in [3u64, 9, 1, 7, 5].into_iter().enumerate() {
+            m.table_read(&format!("t{i}"), 10, small, 50, 1, 0);
+        }
+        m.cycle_ended(1);
+        let text = m.render(2);
+        let with_series: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("lakehealth_table_files{table=\""))
+            .filter_map(|l| l.split('"').next())
+            .collect();
+        assert_eq!(
+            with_series,
+            ["t1", "t3"].into_iter().collect(),
+            "the two with the most small files:\n{text}"
+        );
+        for line in [
+            "lakehealth_tables 5",
+            "lakehealth_tables_with_series 2",
+            "lakehealth_files 50",
+            "lakehealth_small_files 25",
+            "lakehealth_due_partitions 5",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+        }
+    }
 
     #[test]
     fn renders_per_table_series_and_health() {

@@ -15,6 +15,7 @@ pub mod jobs;
 pub(crate) mod maintenance;
 pub mod metrics;
 pub mod policy;
+pub mod queue;
 mod round;
 pub(crate) mod schedule;
 pub mod throttle;
@@ -35,6 +36,7 @@ use self::jobs::{DuePartition, JobDone, JobSpec, JobState, Work};
 pub use self::jobs::{JobEnd, Planned};
 use self::metrics::Metrics;
 use self::policy::{CommitSpacing, Policy};
+use self::queue::{Benefit, JobQueue};
 use self::schedule::{Backoff, TableSchedule};
 use self::throttle::Throttle;
 use crate::clock::now_ms;
@@ -205,6 +207,10 @@ pub struct Janitor {
     logs: HashMap<String, LogWatcher>,
     /// Wraps the store each table's log is read through (tests count its requests).
     log_store_wrapper: Option<Arc<StoreWrapper>>,
+    /// Due jobs of every table waiting for a job slot (`queue`): one per table.
+    queue: JobQueue<JobSpec>,
+    /// The run's stop signal, given to the jobs started between cycles.
+    cancel: CancellationToken,
 }
 
 impl Janitor {
@@ -250,6 +256,8 @@ impl Janitor {
             ended: CycleStats::default(),
             logs: HashMap::new(),
             log_store_wrapper: None,
+            queue: JobQueue::default(),
+            cancel: CancellationToken::new(),
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -415,6 +423,10 @@ impl Janitor {
     /// Waits for every job in flight to end (each sees the cancel and stops before its next
     /// commit), records them, and says what the signal stopped.
     async fn stop(&mut self, mut stats: CycleStats) -> CycleStats {
+        // Nothing queued starts after a stop.
+        for q in self.queue.drain() {
+            self.ended.not_started += q.job.partitions.len() as u64;
+        }
         self.wait_for_jobs().await;
         let ended = std::mem::take(&mut self.ended);
         stats.cancelled.extend(ended.cancelled);
@@ -490,10 +502,13 @@ impl Janitor {
                     .entry(table)
                     .or_default()
                     .record_failure(now_ms(), error);
+                self.dispatch();
                 return;
             }
         };
         self.record_done(done);
+        // A slot is free: the next queued job starts now, not at the next cycle.
+        self.dispatch();
     }
 
     /// A job ended (its task did not fail): result lines, failure record, metrics.
@@ -896,6 +911,7 @@ impl Janitor {
             table: t.id.clone(),
             loc: t.loc.clone(),
             work,
+            benefit: benefit_of(&t.report, &due),
             partitions: due,
             rewrite: t.report.log.rewrite,
             thresholds: self.thresholds(),
@@ -936,8 +952,8 @@ impl Janitor {
         }
     }
 
-    /// One cycle: read, decide, start the due tables' jobs (at most `max_jobs` in flight; one
-    /// while a writer is active), maintain, record. With `wait`, the cycle waits for its jobs
+    /// One cycle: read, decide, queue the due tables' jobs and start what the budget allows
+    /// (`max_jobs` in flight, one per table; `queue` orders them), maintain, record. With `wait`, the cycle waits for its jobs
     /// (`--once`); otherwise they go on in the background and later cycles say so.
     pub async fn cycle(&mut self, cancel: &CancellationToken, wait: bool) -> CycleStats {
         let started = Instant::now();
@@ -961,6 +977,7 @@ impl Janitor {
         let present: std::collections::HashSet<&str> =
             tables.iter().map(|t| t.id.as_str()).collect();
         self.activity.retain(|k, _| present.contains(k.as_str()));
+        self.queue.retain_tables(|t| present.contains(t));
         // Checkpoints and vacuums are Delta log maintenance.
         let facts: Vec<maintenance::TableFacts> = tables
             .iter()
@@ -969,7 +986,13 @@ impl Janitor {
             .collect();
         drop(tables);
         stats.due = due.iter().map(|j| j.partitions.len() as u64).sum();
-        self.start_jobs(due, cancel);
+        self.cancel = cancel.clone();
+        self.queue.age();
+        for job in due {
+            self.queue.push(job.table.clone(), job.benefit, job);
+        }
+        self.dispatch();
+        self.say_queued();
         if wait {
             self.wait_for_jobs().await;
         }
@@ -1050,41 +1073,20 @@ impl Janitor {
         stats
     }
 
-    /// Starts the due tables' jobs in the background. Ingestion first: while a writer is active
-    /// one job at a time (each one bin at a time at a bounded read rate); otherwise up to
-    /// `max_jobs`, each on every core. A job that finds no room is decided again next cycle.
-    fn start_jobs(&mut self, due: Vec<JobSpec>, cancel: &CancellationToken) {
-        let writer_active = due
-            .iter()
-            .any(|j| j.throttle.budget.read_bytes_per_second.is_some());
-        let at_once = if writer_active {
-            1
-        } else {
-            self.policy.max_jobs.max(1)
-        };
-        for mut spec in due {
-            if cancel.is_cancelled() {
-                self.ended.not_started += spec.partitions.len() as u64;
-                continue;
+    /// Starts queued jobs while fewer than `max_jobs` are in flight, one per table at a time,
+    /// best first (`queue`). A writer paces its own table's job (its throttle), never the
+    /// others: a paced job holds one slot.
+    fn dispatch(&mut self) {
+        let budget = self.policy.max_jobs.max(1);
+        while self.in_flight.len() < budget {
+            if self.cancel.is_cancelled() {
+                return;
             }
-            if self.in_flight.len() >= at_once {
-                let msg = format!(
-                    "queued: {} job(s) in flight already (at most {at_once} at a time{}); decided again next cycle",
-                    self.in_flight.len(),
-                    if writer_active {
-                        " while a writer is active"
-                    } else {
-                        ""
-                    }
-                );
-                self.emit(Line::Activity {
-                    ts: ts(now_ms()),
-                    table: spec.table.clone(),
-                    partitions: spec.values(),
-                    message: msg,
-                });
-                continue;
-            }
+            let in_flight = &self.in_flight;
+            let Some(next) = self.queue.pop_next(|t| in_flight.contains_key(t)) else {
+                return;
+            };
+            let mut spec = next.job;
             spec.talk = Some(self.talk.clone());
             self.in_flight.insert(
                 spec.table.clone(),
@@ -1094,12 +1096,50 @@ impl Janitor {
                 },
             );
             let table = spec.table.clone();
-            let task = self
-                .jobs
-                .spawn(jobs::run_job(spec, self.locks.clone(), cancel.clone()));
+            let task =
+                self.jobs
+                    .spawn(jobs::run_job(spec, self.locks.clone(), self.cancel.clone()));
             self.tasks.insert(task.id(), table);
         }
     }
+
+    /// Each queued job's place and why it waits.
+    fn say_queued(&mut self) {
+        let now = now_ms();
+        let lines: Vec<Line> = self
+            .queue
+            .ranked()
+            .iter()
+            .enumerate()
+            .map(|(place, q)| Line::Activity {
+                ts: ts(now),
+                table: q.table.clone(),
+                partitions: q.job.values(),
+                message: format!(
+                    "{}; {} job(s) in flight, at most {} at once",
+                    self.queue.why_waiting(place),
+                    self.in_flight.len(),
+                    self.policy.max_jobs.max(1)
+                ),
+            })
+            .collect();
+        for l in lines {
+            self.emit(l);
+        }
+    }
+}
+
+/// What compacting `due` saves readers (files beyond the ideal count) for the bytes of its
+/// small files.
+fn benefit_of(report: &TableReport, due: &[DuePartition]) -> Benefit {
+    let mut b = Benefit::default();
+    for p in &report.partitions {
+        if due.iter().any(|d| d.values == p.values) {
+            b.files_removed += p.stats.excess_files;
+            b.bytes += p.stats.small_bytes;
+        }
+    }
+    b
 }
 
 /// Decisions of a cycle, counted by kind.

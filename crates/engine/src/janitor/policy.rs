@@ -123,6 +123,10 @@ pub enum PartitionsProblem {
     Predicate(#[source] crate::compact::selection::PredicateError),
 }
 
+/// Jobs in flight at once over every table (`max_jobs`): a table paced by its writer holds one
+/// of them, the others go on.
+pub const DEFAULT_MAX_JOBS: u64 = 4;
+
 /// A policy with every value resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -385,7 +389,7 @@ impl Policy {
             Some(n) => *n.get_ref(),
             None => preset.min_small_files(),
         };
-        let max_jobs = at.positive(&f.max_jobs, "max_jobs", 1)?;
+        let max_jobs = at.positive(&f.max_jobs, "max_jobs", DEFAULT_MAX_JOBS)?;
         let max_failures = at.positive(&f.max_failures, "max_failures", 4)?;
         let interval = match &f.interval {
             Some(i) if i.get_ref().0.is_zero() => {
@@ -868,7 +872,7 @@ mod tests {
         assert_eq!(p.min_file_size, 128 * MIB);
         assert_eq!(p.target_file_size, None);
         assert_eq!(p.interval, Duration::from_secs(10));
-        assert_eq!((p.max_jobs, p.max_failures), (1, 4));
+        assert_eq!((p.max_jobs, p.max_failures), (4, 4));
         assert_eq!(p.backoff_base, Duration::from_secs(30));
         assert_eq!(p.quiet_period, None);
         assert_eq!(p.horizon(), Duration::ZERO);

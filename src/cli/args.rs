@@ -341,9 +341,14 @@ pub struct WatchArgs {
     /// Policy file (TOML; example: assets/janitor-policy.toml). Default: the built-in policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Run one cycle and exit (non-zero if a job failed or a table could not be read).
+    /// Run one cycle and every job it queued, then exit (non-zero if a job failed or a table
+    /// could not be read).
     #[arg(long)]
     pub once: bool,
+    /// Stop after this long as on Ctrl-C (no new job starts, running jobs stop before their
+    /// next commit) and say what was left, e.g. "30m".
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    pub max_duration: Option<Duration>,
     /// Every decision and result as a JSON line on stdout.
     #[arg(long)]
     pub json: bool,

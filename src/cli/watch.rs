@@ -187,6 +187,18 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
         crate::errln!("{sig} again: exiting now");
         std::process::exit(130);
     });
+    if let Some(limit) = a.max_duration {
+        let c3 = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            crate::errln!(
+                "--max-duration {} reached: stopping; no new job starts, a running job stops \
+                 before its next commit",
+                humantime::format_duration(limit)
+            );
+            c3.cancel();
+        });
+    }
     let stats = janitor.run(once, cancel).await;
     if once && (stats.failed_jobs > 0 || stats.table_errors > 0) {
         bail!(

@@ -224,6 +224,31 @@ fn watch_once_on_a_root_runs_every_due_tables_job_through_one_queue() {
     }
 }
 
+/// `--max-duration` ends a run as a stop signal does: nothing new starts, and the last line
+/// says what was left; no row is lost or doubled whatever had started.
+#[test]
+fn max_duration_stops_the_janitor_and_says_what_was_left() {
+    let t = table(&[("2026-11-01", 60)]);
+    let before = read_back(path(t.path()), None);
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("history.jsonl");
+    let o = watch(t.path(), &history, &["--json", "--max-duration", "1ms"]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("--max-duration 1ms reached"), "{err}");
+    let lines = json_lines(&out);
+    let stopped = one(of_type(&lines, "stopped"), "stopped line");
+    let reason = stopped["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("not started") || reason.contains("stopped running jobs"),
+        "says what was left: {reason}"
+    );
+    let after = read_back(path(t.path()), None);
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.distinct_ids, before.distinct_ids);
+    assert_eq!(after.reading_sum, before.reading_sum);
+}
+
 #[test]
 fn watch_once_on_a_healthy_table_prints_not_due_lines_with_reasons() {
     let t = table(&[("2026-11-01", 5), ("2026-11-02", 3), ("2026-11-03", 1)]);
@@ -897,4 +922,81 @@ fn a_manual_job_is_recorded_apart_from_the_janitors_and_left_out_of_write_amplif
         out.contains("other compactions (by hand, other engines)"),
         "{out}"
     );
+}
+
+/// `watch ROOT` finds a table created under the root while it runs and compacts it, and a
+/// broken table is a line with its error each cycle while the others are served.
+#[test]
+fn a_table_created_under_the_root_while_watch_runs_is_discovered_and_compacted_beside_a_broken_one()
+{
+    let root = tempfile::tempdir().unwrap();
+    let first = root.path().join("db/t1");
+    std::fs::create_dir_all(&first).unwrap();
+    sensor_table_with(&first, &[("2026-11-01", 60)]);
+    let broken = root.path().join("db/broken/_delta_log");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("00000000000000000000.json"), "{not json\n").unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("h.jsonl");
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(&policy, "interval = \"1s\"\n").unwrap();
+    let read = |n: &str| std::fs::read_to_string(logs.path().join(n)).unwrap_or_default();
+    let watch = [
+        "watch",
+        path(root.path()),
+        "--json",
+        "--policy",
+        path(&policy),
+    ];
+    let mut janitor = logged(&watch, &["--history", path(&history)], logs.path(), "w")
+        .spawn()
+        .unwrap();
+    let compacted = |out: &str, table: &str| {
+        json_lines(out).into_iter().any(|l| {
+            l["type"] == "result"
+                && l["outcome"] == "compacted"
+                && l["table"].as_str().is_some_and(|t| t.ends_with(table))
+        })
+    };
+    let first_done = crate::support::eventually(std::time::Duration::from_secs(120), || {
+        compacted(&read("w.out"), "/db/t1")
+    });
+    let second = root.path().join("db/t2");
+    let mut before = None;
+    if first_done {
+        // Written beside the root, then moved in whole: the janitor never sees half a table.
+        let staging = logs.path().join("t2");
+        std::fs::create_dir_all(&staging).unwrap();
+        sensor_table_with(&staging, &[("2026-11-02", 55)]);
+        before = Some(read_back(path(&staging), None));
+        std::fs::rename(&staging, &second).unwrap();
+        crate::support::eventually(std::time::Duration::from_secs(120), || {
+            compacted(&read("w.out"), "/db/t2")
+        });
+    }
+    terminate(&janitor);
+    let status = janitor.wait().unwrap();
+    let (out, err) = (read("w.out"), read("w.err"));
+    assert!(status.success(), "{err}");
+    assert!(compacted(&out, "/db/t1"), "the first table:\n{out}");
+    assert!(
+        compacted(&out, "/db/t2"),
+        "the table created while it ran:\n{out}"
+    );
+    let lines = json_lines(&out);
+    let broken_lines = of_type(&lines, "table_error")
+        .into_iter()
+        .filter(|l| {
+            l["table"]
+                .as_str()
+                .is_some_and(|t| t.ends_with("/db/broken"))
+        })
+        .count();
+    assert!(broken_lines >= 2, "the broken table, every cycle:\n{out}");
+    let after = read_back(path(&second), None);
+    let before = before.unwrap();
+    assert_eq!(after.files, 1);
+    assert_eq!(after.rows, before.rows);
+    assert_eq!(after.distinct_ids, before.distinct_ids);
+    assert_eq!(after.reading_sum, before.reading_sum);
 }

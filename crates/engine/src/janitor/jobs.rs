@@ -50,6 +50,8 @@ pub(super) struct JobSpec {
     pub partitions: Vec<DuePartition>,
     /// What it saves readers and what it rewrites: its place in the queue (`queue`).
     pub benefit: super::queue::Benefit,
+    /// Why its target is what it is, when the policy chose it by the table's size.
+    pub target_reason: Option<String>,
     /// The table's write amplification over its recent log when the job was decided.
     pub rewrite: Rewrite,
     pub work: Work,
@@ -258,8 +260,13 @@ pub(super) async fn run_job(
         Planned::Ended(end) => return JobDone::new(spec, *end, started),
     };
     let talker = Talker::of(&spec);
+    let target = spec
+        .target_reason
+        .as_ref()
+        .map(|why| format!("; {why}"))
+        .unwrap_or_default();
     talker.say(format!(
-        "started: {} bin(s), {} files ({}) in {} partition(s); {}",
+        "started: {} bin(s), {} files ({}) in {} partition(s); {}{target}",
         job.plan.bins,
         job.plan.files_in,
         format_bytes(job.plan.bytes_in),

@@ -881,6 +881,14 @@ impl Janitor {
     /// The job over `t`'s due partitions, with this round's budget and the table's spacing.
     fn job_spec(&mut self, t: &Loaded, due: Vec<DuePartition>, now: i64) -> JobSpec {
         let throttle = self.throttle_for(t, now);
+        // The policy's target, else the table's own, else one by the table's size.
+        let auto = (self.policy.target_file_size.is_none()
+            && t.report.table_target_file_size.is_none())
+        .then(|| policy::auto_target(t.report.stats.bytes));
+        let target_file_size = self
+            .policy
+            .target_file_size
+            .or(auto.as_ref().map(|(t, _)| *t));
         let spacer = throttle.budget.commit_spacing_ms.map(|ms| {
             let last = self.last_commits.entry(t.id.clone()).or_default().clone();
             Arc::new(CommitSpacer::sharing(Duration::from_millis(ms), last))
@@ -888,7 +896,7 @@ impl Janitor {
         let work = match &t.source {
             Source::Delta { .. } => Work::Delta(Box::new(CompactRequest {
                 selection: Selection::Partitions(due.iter().map(|d| d.values.clone()).collect()),
-                target_file_size: self.policy.target_file_size,
+                target_file_size,
                 min_file_size: Some(self.policy.min_file_size),
                 parallelism: 1,
                 max_bin_bytes: None,
@@ -899,7 +907,7 @@ impl Janitor {
             Source::Iceberg { catalog } => Work::Iceberg(Box::new(iceberg_jobs::IcebergWork {
                 req: IceRequest {
                     catalog: catalog.clone(),
-                    target_file_size: self.policy.target_file_size,
+                    target_file_size,
                     partitions: due.iter().map(|d| d.values.label()).collect(),
                     max_retries: crate::iceberg::compact::job::MAX_RETRIES,
                     ..Default::default()
@@ -912,6 +920,7 @@ impl Janitor {
             loc: t.loc.clone(),
             work,
             benefit: benefit_of(&t.report, &due),
+            target_reason: auto.map(|(_, why)| why),
             partitions: due,
             rewrite: t.report.log.rewrite,
             thresholds: self.thresholds(),

@@ -210,7 +210,7 @@ struct PolicyFile {
     preset: Option<Preset>,
     min_small_files: Option<Spanned<u64>>,
     small_file_size: Option<Spanned<ByteSize>>,
-    target_file_size: Option<Spanned<ByteSize>>,
+    target_file_size: Option<Spanned<TargetSetting>>,
     min_file_size: Option<Spanned<ByteSize>>,
     aged_min_small_files: Option<Spanned<u64>>,
     #[serde(default, deserialize_with = "opt_duration")]
@@ -492,7 +492,7 @@ impl Policy {
             "; target {}; files >= {} untouched",
             self.target_file_size
                 .map(format_bytes)
-                .unwrap_or_else(|| "the table's delta.targetFileSize, else the config's".into()),
+                .unwrap_or_else(|| "the table's own, else auto by the table's size (256 MiB up to 2.5 TB, rising to 1 GiB at 10 TB)".into()),
             format_bytes(self.min_file_size)
         ));
         match self.strategy {
@@ -599,19 +599,76 @@ impl At<'_> {
     }
 }
 
-/// The target file size (None: the table's) and the small-file size.
+/// `target_file_size` as written: a size, or "auto" (the default: the table's own target, else
+/// one by the table's size, `auto_target`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TargetSetting {
+    Auto,
+    Size(ByteSize),
+}
+
+impl<'de> Deserialize<'de> for TargetSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(n) => Ok(TargetSetting::Size(ByteSize(n))),
+            Raw::Str(s) if s.trim().eq_ignore_ascii_case("auto") => Ok(TargetSetting::Auto),
+            Raw::Str(s) => s.parse().map(TargetSetting::Size).map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "{e}; or \"auto\" (the table's own target, else one by its size)"
+                ))
+            }),
+        }
+    }
+}
+
+/// Tables up to this size get `AUTO_TARGET_MIN` files; from `AUTO_LARGE_TABLE` on,
+/// `AUTO_TARGET_MAX`; in between the target rises linearly (Databricks' autotune by table size).
+pub const AUTO_SMALL_TABLE: u64 = 2_500_000_000_000;
+pub const AUTO_LARGE_TABLE: u64 = 10_000_000_000_000;
+pub const AUTO_TARGET_MIN: u64 = 256 * MIB;
+pub const AUTO_TARGET_MAX: u64 = 1024 * MIB;
+
+/// The target for a table of `bytes` that sets none of its own, and why.
+pub fn auto_target(bytes: u64) -> (u64, String) {
+    let target = if bytes <= AUTO_SMALL_TABLE {
+        AUTO_TARGET_MIN
+    } else if bytes >= AUTO_LARGE_TABLE {
+        AUTO_TARGET_MAX
+    } else {
+        let span = (AUTO_LARGE_TABLE - AUTO_SMALL_TABLE) as f64;
+        let at = (bytes - AUTO_SMALL_TABLE) as f64 / span;
+        let t = AUTO_TARGET_MIN as f64 + at * (AUTO_TARGET_MAX - AUTO_TARGET_MIN) as f64;
+        // Whole MiB.
+        (t / MIB as f64).round() as u64 * MIB
+    };
+    let why = format!(
+        "target {} (auto: the table holds {}; 256 MiB up to 2.5 TB, rising to 1 GiB at 10 TB)",
+        format_bytes(target),
+        format_bytes(bytes),
+    );
+    (target, why)
+}
+
+/// The target file size (None: the table's, else `auto_target`) and the small-file size.
 fn sizes(
     f: &PolicyFile,
     preset: Preset,
     base: Thresholds,
     at: At,
 ) -> Result<(Option<u64>, u64), PolicySettingError> {
-    let target = match &f.target_file_size {
-        Some(t) => {
+    let target = match f.target_file_size.as_ref().map(|t| (t, *t.get_ref())) {
+        Some((_, TargetSetting::Auto)) => None,
+        Some((t, TargetSetting::Size(size))) => {
             // Unnamed: the key is already in front of it.
-            crate::size::check_target_file_size(t.get_ref().0, "")
+            crate::size::check_target_file_size(size.0, "")
                 .map_err(|e| at.err(t.span(), "target_file_size", e.into()))?;
-            Some(t.get_ref().0)
+            Some(size.0)
         }
         None => preset.target(),
     };
@@ -1152,5 +1209,37 @@ mod tests {
                 .unwrap();
         assert!(p.matches(&[("ingestion_date".into(), Some("2026-02-27".into()))]));
         assert!(!p.matches(&[("ingestion_date".into(), Some("2026-02-26".into()))]));
+    }
+
+    #[test]
+    fn the_auto_target_follows_the_tables_size() {
+        let tb = 1_000_000_000_000u64;
+        assert_eq!(auto_target(0).0, 256 * MIB);
+        assert_eq!(auto_target(tb).0, 256 * MIB);
+        assert_eq!(auto_target(2_500_000_000_000).0, 256 * MIB);
+        assert_eq!(auto_target(6_250_000_000_000).0, 640 * MIB, "halfway");
+        assert_eq!(auto_target(10 * tb).0, 1024 * MIB);
+        assert_eq!(auto_target(50 * tb).0, 1024 * MIB);
+        let (_, why) = auto_target(3 * MIB);
+        assert!(
+            why.starts_with("target 256 MiB (auto: the table holds 3 MiB"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn target_file_size_auto_is_the_default_and_a_bad_word_is_named() {
+        let p = parse("target_file_size = \"auto\"\n").unwrap();
+        assert_eq!(p.target_file_size, None, "auto: chosen per table");
+        assert!(
+            p.summary().contains("auto by the table's size"),
+            "{}",
+            p.summary()
+        );
+        let p = parse("target_file_size = \"512MiB\"\n").unwrap();
+        assert_eq!(p.target_file_size, Some(512 * MIB));
+        let e = parse("target_file_size = \"autom\"\n").unwrap_err();
+        assert!(e.contains("line 1") && e.contains("\"autom\""), "{e}");
+        assert!(e.contains("or \"auto\""), "offers auto: {e}");
     }
 }

@@ -1097,6 +1097,10 @@ impl Janitor {
             };
             let mut spec = next.job;
             spec.talk = Some(self.talk.clone());
+            // Its age counts from its start, not from the decision that queued it.
+            if let Ok(mut state) = spec.state.lock() {
+                state.since_ms = now_ms();
+            }
             self.in_flight.insert(
                 spec.table.clone(),
                 InFlight {

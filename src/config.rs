@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+use crate::engine::model::cost::{Prices, Rates};
 use crate::engine::model::thresholds::Thresholds;
 use crate::engine::size::{ByteSize, GIB, MIB};
 
@@ -24,8 +25,50 @@ pub struct Config {
     pub ui: UiConfig,
     pub stream: StreamConfig,
     pub history: HistoryConfig,
+    /// Prices per store kind (`[price.s3]`, `[price.gs]`, `[price.az]`, `[price.file]`), each
+    /// key overriding that kind's default (`Rates::default_for_scheme`).
+    pub price: HashMap<String, RatesOverride>,
     pub storage: HashMap<String, String>,
 }
+
+/// Some of a store's prices, in US dollars: per 1,000 requests, per GiB.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatesOverride {
+    pub get_per_1000: Option<f64>,
+    pub put_per_1000: Option<f64>,
+    pub list_per_1000: Option<f64>,
+    pub delete_per_1000: Option<f64>,
+    pub read_per_gib: Option<f64>,
+    pub written_per_gib: Option<f64>,
+}
+
+impl RatesOverride {
+    fn over(&self, base: Rates) -> Rates {
+        Rates {
+            get_per_1000: self.get_per_1000.unwrap_or(base.get_per_1000),
+            put_per_1000: self.put_per_1000.unwrap_or(base.put_per_1000),
+            list_per_1000: self.list_per_1000.unwrap_or(base.list_per_1000),
+            delete_per_1000: self.delete_per_1000.unwrap_or(base.delete_per_1000),
+            read_per_gib: self.read_per_gib.unwrap_or(base.read_per_gib),
+            written_per_gib: self.written_per_gib.unwrap_or(base.written_per_gib),
+        }
+    }
+
+    fn values(&self) -> [(&'static str, Option<f64>); 6] {
+        [
+            ("get_per_1000", self.get_per_1000),
+            ("put_per_1000", self.put_per_1000),
+            ("list_per_1000", self.list_per_1000),
+            ("delete_per_1000", self.delete_per_1000),
+            ("read_per_gib", self.read_per_gib),
+            ("written_per_gib", self.written_per_gib),
+        ]
+    }
+}
+
+/// The store kinds `[price.<kind>]` may name: URL schemes lakehealth opens.
+const PRICED_SCHEMES: &[&str] = &["s3", "s3a", "gs", "az", "abfs", "abfss", "file"];
 
 /// The janitor's history file (`watch`, the TUI's janitor): it rotates by size.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -164,6 +207,14 @@ pub enum ConfigValueError {
     HistoryTooSmall,
     #[error("history.keep must be at least 1: with none kept, a rotation would delete the history")]
     HistoryKeepsNone,
+    #[error("[price.{0}]: not a store kind; use one of {list}", list = PRICED_SCHEMES.join(", "))]
+    UnknownPriceStore(String),
+    #[error("price.{store}.{key} is {value}: a price must be a finite number, zero or more")]
+    BadPrice {
+        store: String,
+        key: &'static str,
+        value: f64,
+    },
 }
 
 impl Config {
@@ -198,6 +249,20 @@ impl Config {
         if self.history.keep == 0 {
             return Err(ConfigValueError::HistoryKeepsNone);
         }
+        for (store, rates) in &self.price {
+            if !PRICED_SCHEMES.contains(&store.as_str()) {
+                return Err(ConfigValueError::UnknownPriceStore(store.clone()));
+            }
+            for (key, value) in rates.values() {
+                if let Some(value) = value.filter(|v| !v.is_finite() || *v < 0.0) {
+                    return Err(ConfigValueError::BadPrice {
+                        store: store.clone(),
+                        key,
+                        value,
+                    });
+                }
+            }
+        }
         for (key, d) in [
             ("stream.interval", self.stream.interval),
             ("ui.refresh_interval", self.ui.refresh_interval),
@@ -221,6 +286,23 @@ impl Config {
             small_file_size: self.small_file_size().0,
             max_file_size: self.health.max_file_size.0,
         }
+    }
+
+    /// What a store of URL scheme `scheme` charges: its kind's defaults, overridden by
+    /// `[price.<scheme>]`.
+    pub fn rates_for(&self, scheme: &str) -> Rates {
+        let base = Rates::default_for_scheme(scheme);
+        self.price.get(scheme).map_or(base, |o| o.over(base))
+    }
+
+    /// Every store kind's rates the config overrides.
+    pub fn prices(&self) -> Prices {
+        Prices(
+            self.price
+                .keys()
+                .map(|k| (k.clone(), self.rates_for(k)))
+                .collect(),
+        )
     }
 
     /// `config.toml` in the platform config directory.
@@ -259,6 +341,34 @@ mod tests {
     fn shipped_default_equals_built_in_default() {
         let c = Config::parse(DEFAULT_CONFIG, Path::new("assets/config.toml")).unwrap();
         assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn a_price_section_overrides_only_the_keys_it_names_for_its_store() {
+        let c = Config::parse(
+            "[price.s3]\nget_per_1000 = 0.001\n[price.file]\nput_per_1000 = 0.5\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let s3 = c.rates_for("s3");
+        assert_eq!(s3.get_per_1000, 0.001);
+        assert_eq!(s3.put_per_1000, Rates::S3_STANDARD.put_per_1000);
+        assert_eq!(c.rates_for("file").put_per_1000, 0.5);
+        assert_eq!(c.rates_for("gs"), Rates::S3_STANDARD);
+    }
+
+    #[test]
+    fn a_bad_price_names_its_store_and_key() {
+        for (text, want) in [
+            ("[price.s4]\nget_per_1000 = 1.0\n", "[price.s4]"),
+            ("[price.s3]\nput_per_1000 = -1.0\n", "price.s3.put_per_1000"),
+            ("[price.s3]\nget_per_thousand = 1.0\n", "get_per_thousand"),
+        ] {
+            let e = Config::parse(text, Path::new("c.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
     }
 
     #[test]

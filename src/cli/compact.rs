@@ -57,7 +57,27 @@ pub fn plan_text(p: &CompactionPlan) -> String {
     for n in &p.notes {
         o.push_str(&format!("  {}\n", n.text()));
     }
+    if p.bins > 0 {
+        o.push_str(&format!(
+            "  estimate: {}\n",
+            p.estimate.describe(format_bytes)
+        ));
+    }
     o
+}
+
+/// The job's requests and price beside the plan's estimate.
+fn cost_line(s: &JobSummary) -> Option<String> {
+    let actual = s.actual.as_deref()?;
+    let mut line = format!("cost: {}", actual.describe(format_bytes));
+    if let Some(e) = s.estimate.as_deref() {
+        line.push_str(&format!(
+            " (estimated {} requests, {})",
+            e.requests.total_requests(),
+            crate::engine::model::cost::usd_text(e.usd)
+        ));
+    }
+    Some(line)
 }
 
 /// The selection the flags ask for, checked against the table's partition columns.
@@ -340,6 +360,9 @@ pub async fn compact(a: CompactArgs, s: &Settings) -> Result<()> {
     let summary = run_isolated(job, locks, cancel_on_ctrl_c(), tx).await;
     let _ = printer.await;
     crate::errln!("{}", summary_line(&summary));
+    if let Some(line) = cost_line(&summary) {
+        crate::errln!("{line}");
+    }
     if a.json {
         print_json(&summary, &plan)?;
     }

@@ -183,6 +183,7 @@ pub fn settings(flags: &Flags) -> Result<Settings> {
         storage_options: storage,
         discovery_depth: flags.discovery.depth.unwrap_or(config.discovery.max_depth),
         trust_metadata_paths: flags.discovery.trust_metadata_paths,
+        prices: config.prices(),
     };
     Ok(Settings {
         config,

@@ -278,6 +278,7 @@ mod tests {
             deletion_vector_files: 0,
             deleted_rows: 0,
             notes: Vec::new(),
+            estimate: Default::default(),
             files_rewritten_for_deletes: 0,
         }
     }

@@ -475,3 +475,58 @@ fn the_demo_build_reports_each_day_as_it_lands_and_a_reused_demo_is_silent() {
     assert!(again.status.success(), "{}", stderr(&again));
     assert!(!stderr(&again).contains(" written, "), "{}", stderr(&again));
 }
+
+#[test]
+fn compact_json_shows_the_plans_estimate_and_the_jobs_actuals_at_the_configured_prices() {
+    let d = tempfile::tempdir().unwrap();
+    let table = d.path().join("t");
+    std::fs::create_dir_all(&table).unwrap();
+    sensor_table_with(&table, &[("2026-12-01", 12), ("2026-12-02", 9)]);
+    let t = table.to_str().unwrap();
+    // A local disk is free by default: the config prices it here.
+    let cfg = d.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[price.file]\nget_per_1000 = 1.0\nput_per_1000 = 10.0\nlist_per_1000 = 100.0\n",
+    )
+    .unwrap();
+    let c = cfg.to_str().unwrap();
+    let usd = |o: &serde_json::Value| {
+        let n = |k: &str| o[k].as_u64().unwrap_or_else(|| panic!("{k} in {o}")) as f64;
+        (n("get") + 10.0 * n("put") + 100.0 * n("list")) / 1000.0
+    };
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+
+    let o = lakehealth(&["compact", t, "--dry-run", "--json", "--config", c]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let e = &plan["estimate"];
+    for k in [
+        "get",
+        "put",
+        "list",
+        "delete",
+        "bytes_read",
+        "bytes_written",
+    ] {
+        assert!(e[k].as_u64().is_some(), "estimate.{k} in {e}");
+    }
+    assert!(
+        e["get"].as_u64().unwrap() >= 21,
+        "a GET per input at least: {e}"
+    );
+    assert!(near(e["usd"].as_f64().unwrap(), usd(e)), "{e}");
+
+    let o = lakehealth(&["compact", t, "--json", "--config", c]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let done: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (e, a) = (&done["estimate"], &done["actual"]);
+    assert_eq!(e, &plan["estimate"], "the job ran the plan it showed");
+    assert!(a["get"].as_u64().unwrap() >= 21, "{a}");
+    assert!(
+        a["put"].as_u64().unwrap() >= 2,
+        "an output and a commit per partition: {a}"
+    );
+    assert!(near(a["usd"].as_f64().unwrap(), usd(a)), "{a}");
+    assert!(stderr(&o).contains("cost: "), "{}", stderr(&o));
+}

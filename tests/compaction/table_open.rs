@@ -14,7 +14,6 @@ use object_store::{GetOptions, GetResult, ListResult, ObjectMeta, ObjectStore, R
 use crate::support::common::{runtime, sensor_table_with};
 use crate::support::harness::Moto;
 use crate::support::{RequestExt, request};
-use lakehealth::engine::location::Location;
 use lakehealth::engine::table::Table;
 
 /// Every request that reaches the store: `LIST <prefix>`, `GET <path>` (whole objects only).
@@ -72,26 +71,6 @@ fn count(seen: &[String]) -> BTreeMap<String, usize> {
     m
 }
 
-/// Uploads the local table at `dir` to `s3://lake/t` on `moto`.
-async fn upload(dir: &std::path::Path, moto: &Moto) -> Location {
-    use object_store::ObjectStoreExt;
-    let s3 = Location::parse("s3://lake/t").unwrap();
-    let store = s3.open_store(&moto.storage_options()).unwrap();
-    for f in crate::support::common::files_under(dir) {
-        let rel = f
-            .strip_prefix(dir)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        let bytes = std::fs::read(&f).unwrap();
-        store
-            .put(&Path::from(rel.as_str()), bytes.into())
-            .await
-            .unwrap();
-    }
-    s3
-}
-
 #[test]
 fn planning_a_compaction_on_s3_lists_the_log_once_and_reads_each_commit_once() {
     let tmp = tempfile::tempdir().unwrap();
@@ -117,7 +96,7 @@ fn planning_a_compaction_on_s3_lists_the_log_once_and_reads_each_commit_once() {
         })
     };
     runtime().block_on(async {
-        let s3 = upload(&dir, &moto).await;
+        let s3 = moto.upload(&dir, "s3://lake/t").await;
         let mut opts = crate::support::common::opts();
         opts.storage_options = moto.storage_options();
         let table = Table::open_with(&s3, &opts, &|_| {}, Some(&wrap))

@@ -144,6 +144,11 @@ fn watch_once_with_the_default_policy_compacts_a_partition_of_50_small_files_and
     assert!(r["duration_ms"].is_u64());
     assert_eq!(r["conflicts"], serde_json::json!([]));
     assert_eq!(r["errors"], serde_json::json!([]));
+    // Its price, planned and measured: a GET per input file at least, on a free local disk.
+    for k in ["estimate", "actual"] {
+        assert!(r[k]["get"].as_u64().unwrap() >= 60, "{k}: {r:#}");
+        assert_eq!(r[k]["usd"], 0.0, "{k}: {r:#}");
+    }
     assert!(for_partition(&lines, "result", "2026-11-02").is_empty());
     assert_eq!(
         r["versions"].as_array().unwrap()[0].as_u64(),

@@ -248,6 +248,30 @@ impl Moto {
         assert_eq!(code, 200, "creating bucket {bucket}: {body}");
     }
 
+    /// Copies the local table at `dir` to `uri` (`s3://bucket/prefix`, the bucket created).
+    pub async fn upload(
+        &self,
+        dir: &std::path::Path,
+        uri: &str,
+    ) -> lakehealth::engine::location::Location {
+        use object_store::ObjectStoreExt;
+        let loc = lakehealth::engine::location::Location::parse(uri).unwrap();
+        let store = loc.open_store(&self.storage_options()).unwrap();
+        for f in super::common::files_under(dir) {
+            let rel = f
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let bytes = std::fs::read(&f).unwrap();
+            store
+                .put(&object_store::path::Path::from(rel.as_str()), bytes.into())
+                .await
+                .unwrap();
+        }
+        loc
+    }
+
     /// The options delta-rs (lakehealth, via `-o KEY=VALUE`) and Python deltalake need for this
     /// server. Commits are `PUT` with `If-None-Match: *` (object_store's conditional put,
     /// `conditional_put=etag`, the default spelled out), which moto honours; no DynamoDB lock,

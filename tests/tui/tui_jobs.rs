@@ -306,6 +306,7 @@ fn one_bin_plan() -> lakehealth::engine::compact::plan::CompactionPlan {
         deleted_rows: 0,
         files_rewritten_for_deletes: 0,
         notes: vec![],
+        estimate: Default::default(),
     }
 }
 

@@ -126,6 +126,7 @@ async fn snapshot_a_commit_another_process_writes_appears_in_the_live_feed() {
         deleted_rows: 0,
         files_rewritten_for_deletes: 0,
         notes: vec![],
+        estimate: Default::default(),
     };
     for n in 1..=2 {
         t.app.jobs.push(lakehealth::tui::jobs::JobView::new(

@@ -40,6 +40,8 @@ pub struct OpenOptions {
     /// Iceberg: read manifest lists and manifests wherever the metadata points, not only under
     /// the table's folder (for tables copied or moved without rewriting their metadata).
     pub trust_metadata_paths: bool,
+    /// What each store charges: plans and jobs are priced at their table's store's rates.
+    pub prices: crate::model::cost::Prices,
 }
 
 /// Secret storage options never show, even in a debug print.
@@ -54,6 +56,7 @@ impl std::fmt::Debug for OpenOptions {
             )
             .field("discovery_depth", &self.discovery_depth)
             .field("trust_metadata_paths", &self.trust_metadata_paths)
+            .field("prices", &self.prices)
             .finish()
     }
 }
@@ -72,6 +75,7 @@ impl Default for OpenOptions {
             storage_options: HashMap::new(),
             discovery_depth: 3,
             trust_metadata_paths: false,
+            prices: Default::default(),
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct Table {
     report: TableReport,
     /// A Delta table's replayed log.
     delta_log: Option<LogState>,
+    /// What its store charges (its plans are priced at them).
+    rates: crate::model::cost::Rates,
 }
 
 /// A Delta table's log as a `Table` read it, handed on to follow it live.
@@ -105,6 +107,7 @@ impl Table {
             store,
             report: loaded.report,
             delta_log: loaded.delta_log,
+            rates: opts.prices.for_scheme(loc.url.scheme()),
         })
     }
 
@@ -146,6 +149,8 @@ impl Table {
         )
         .await;
         self.cache.thaw();
-        prepare_table(opened?, req, thresholds, ratio)
+        let mut job = prepare_table(opened?, req, thresholds, ratio)?;
+        job.set_rates(self.rates);
+        Ok(job)
     }
 }

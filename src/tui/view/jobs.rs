@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline};
 
 use super::{fit, style};
 use crate::engine::compact::events::CommitRecord;
+use crate::engine::model::cost::usd_text;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::size::{format_bytes, format_count};
 use crate::tui::app::App;
@@ -35,7 +36,7 @@ pub fn summary_line(j: &JobView, now: Instant) -> String {
         .bytes_per_second(now)
         .map_or("-".into(), |r| format_bytes(r as u64));
     format!(
-        "bins {}/{}  rows {}  {rate}/s  ETA {eta}{}{}",
+        "bins {}/{}  rows {}  {rate}/s  ETA {eta}{}{}{}",
         j.bins_done(),
         p.bins_total.max(j.bins_done()),
         format_count(p.rows),
@@ -45,6 +46,33 @@ pub fn summary_line(j: &JobView, now: Instant) -> String {
             .filter(|_| j.status().is_active())
             .map(|n| format!("  {}", n.text()))
             .unwrap_or_default(),
+        cost_text(j),
+    )
+}
+
+/// A finished job's requests and price beside its plan's estimate.
+fn cost_text(j: &JobView) -> String {
+    let Some((_, s)) = &j.finished else {
+        return String::new();
+    };
+    let Some(actual) = s.actual.as_deref() else {
+        return String::new();
+    };
+    let estimated = s
+        .estimate
+        .as_deref()
+        .map(|e| {
+            format!(
+                " (est. {}, {})",
+                e.requests.total_requests(),
+                usd_text(e.usd)
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "  cost {} requests, {}{estimated}",
+        actual.requests.total_requests(),
+        usd_text(actual.usd)
     )
 }
 

@@ -118,6 +118,10 @@ fn draw_plan(
         format!("Bins run on: {executor}; commits happen here.{notes}"),
         style::dim(),
     ));
+    let estimate = Line::from(Span::styled(
+        format!("Estimate: {}", p.estimate.describe(format_bytes)),
+        style::dim(),
+    ));
     // The same job headless (for cron or a janitor policy), whole: it wraps, never cut.
     let headless = Line::from(vec![
         Span::styled("headless: ", style::dim()),
@@ -125,7 +129,7 @@ fn draw_plan(
         Span::raw(crate::engine::secrets::scrub(command).into_owned()),
     ]);
     let [h, pace_area, t, cmd, foot] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(4),
         Constraint::Length(2),
         Constraint::Min(2),
         Constraint::Length(2),
@@ -139,9 +143,15 @@ fn draw_plan(
         usize::from(pace_area.height),
     );
     f.render_widget(Paragraph::new(pace_lines), pace_area);
-    let [h, r] = Layout::vertical([Constraint::Length(2), Constraint::Length(1)]).areas(h);
+    let [h, r, e] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(h);
     f.render_widget(Paragraph::new(head).wrap(Wrap { trim: true }), h);
     f.render_widget(Paragraph::new(runs_on), r);
+    f.render_widget(Paragraph::new(fit::clip(estimate, usize::from(e.width))), e);
     f.render_widget(partitions_table(p, t.width), t);
     f.render_widget(Paragraph::new(headless).wrap(Wrap { trim: false }), cmd);
     let footer = if p.bins == 0 {

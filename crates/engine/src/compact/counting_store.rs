@@ -1,12 +1,15 @@
 //! An object store wrapper that counts the bytes read and written through it: compaction
-//! progress is measured where the bytes flow, not estimated. It also counts requests (GETs and
-//! LISTs), so a reader's claim to read only what it needs can be checked.
+//! progress is measured where the bytes flow, not estimated. It also counts requests by kind, so
+//! a reader's claim to read only what it needs can be checked and a job's price is measured
+//! (`model::cost`).
 
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::model::cost::Requests;
 use async_trait::async_trait;
+use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::path::Path;
 use object_store::{
@@ -21,6 +24,10 @@ pub struct ByteCounters {
     /// GET requests (found or not), and LIST requests.
     pub gets: AtomicU64,
     pub lists: AtomicU64,
+    /// PUTs (a multipart upload's create, each part and its completion count one each).
+    pub puts: AtomicU64,
+    /// Objects asked to be deleted.
+    pub deletes: AtomicU64,
 }
 
 impl ByteCounters {
@@ -35,6 +42,17 @@ impl ByteCounters {
     }
     pub fn lists(&self) -> u64 {
         self.lists.load(Ordering::Relaxed)
+    }
+    /// Every count so far, as the requests a price is computed from.
+    pub fn requests(&self) -> Requests {
+        Requests {
+            get: self.gets(),
+            put: self.puts.load(Ordering::Relaxed),
+            list: self.lists(),
+            delete: self.deletes.load(Ordering::Relaxed),
+            bytes_read: self.read(),
+            bytes_written: self.written(),
+        }
     }
 }
 
@@ -68,10 +86,12 @@ impl MultipartUpload for CountingUpload {
         self.counters
             .written
             .fetch_add(data.content_length() as u64, Ordering::Relaxed);
+        self.counters.puts.fetch_add(1, Ordering::Relaxed);
         self.inner.put_part(data)
     }
 
     async fn complete(&mut self) -> Result<PutResult> {
+        self.counters.puts.fetch_add(1, Ordering::Relaxed);
         self.inner.complete().await
     }
 
@@ -89,6 +109,7 @@ impl ObjectStore for CountingStore {
         opts: PutOptions,
     ) -> Result<PutResult> {
         let n = payload.content_length() as u64;
+        self.counters.puts.fetch_add(1, Ordering::Relaxed);
         let r = self.inner.put_opts(location, payload, opts).await?;
         self.counters.written.fetch_add(n, Ordering::Relaxed);
         Ok(r)
@@ -99,6 +120,7 @@ impl ObjectStore for CountingStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
+        self.counters.puts.fetch_add(1, Ordering::Relaxed);
         let inner = self.inner.put_multipart_opts(location, opts).await?;
         Ok(Box::new(CountingUpload {
             inner,
@@ -119,7 +141,20 @@ impl ObjectStore for CountingStore {
         Ok(r)
     }
 
-    crate::forward_to_inner!(delete_stream, copy_opts);
+    crate::forward_to_inner!(copy_opts);
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        let counters = self.counters.clone();
+        let counted = locations
+            .inspect(move |_| {
+                counters.deletes.fetch_add(1, Ordering::Relaxed);
+            })
+            .boxed();
+        self.inner.delete_stream(counted)
+    }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
         self.counters.lists.fetch_add(1, Ordering::Relaxed);
@@ -163,6 +198,8 @@ mod tests {
             .unwrap();
         up.complete().await.unwrap();
         assert_eq!(c.written(), 13);
+        // One PUT, then a multipart upload: create, one part, complete.
+        assert_eq!(c.requests().put, 4);
         let got = s
             .get(&Path::from("b"))
             .await
@@ -178,6 +215,8 @@ mod tests {
         let _ = s.list(None);
         s.list_with_delimiter(None).await.unwrap();
         assert_eq!(c.lists(), 2);
+        s.delete(&Path::from("a")).await.unwrap();
+        assert_eq!(c.requests().delete, 1);
     }
 
     /// Which listing the inner store was asked for.

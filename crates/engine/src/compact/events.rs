@@ -256,6 +256,10 @@ pub struct JobSummary {
     pub seconds: f64,
     /// What killed jobs had left on the table, settled before this job ran (`job_ledger`).
     pub swept: Box<super::job_ledger::Sweep>,
+    /// The plan's requests, bytes and price (`price`), and what the job made (the store's
+    /// counters, from its plan to its end; with a remote executor, the coordinator's share).
+    pub estimate: Option<Box<crate::model::cost::Cost>>,
+    pub actual: Option<Box<crate::model::cost::Cost>>,
 }
 
 impl JobSummary {

@@ -534,7 +534,6 @@ impl<'a> Run<'a> {
         self.summary.bytes_read = self.ct.counters.read() - self.read0;
         self.summary.bytes_written = self.ct.counters.written() - self.written0;
         self.summary.seconds = self.started.elapsed().as_secs_f64();
-        self.send(JobEvent::Finished(self.summary.clone()));
         self.summary
     }
 }
@@ -568,6 +567,20 @@ fn follow_the_writer(
 /// Runs every bin of `plan` and commits each as it finishes. Never fails as a whole: errors
 /// are reported per bin/commit in the summary and as events; the final event is always sent.
 pub async fn execute(
+    ct: &CompactionTable,
+    plan: &CompactionPlan,
+    opts: &ExecOptions,
+    cancel: CancellationToken,
+    events: mpsc::UnboundedSender<JobEvent>,
+) -> JobSummary {
+    let summary = execute_bins(ct, plan, opts, cancel, events.clone()).await;
+    let _ = events.send(JobEvent::Finished(summary.clone()));
+    summary
+}
+
+/// `execute` without its final event: the job (`job::run_locked`) adds what it did around the
+/// bins (its sweep, its price) and sends it.
+pub(crate) async fn execute_bins(
     ct: &CompactionTable,
     plan: &CompactionPlan,
     opts: &ExecOptions,

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::{Brakes, Throttle};
 use super::events::{FailureKind, JobEvent, JobSummary};
-use super::execute::execute;
+use super::execute::execute_bins;
 use super::executor::ExecOptions;
 use super::locks::{PartitionLocks, key};
 use super::plan::{CompactionPlan, DeletedRows, PlanOptions, Selection, Strategy, plan};
@@ -19,6 +19,7 @@ use super::rewrite::RewriteOptions;
 use super::table::{CompactionTable, open_for_compaction};
 use crate::error::{EngineError, Result};
 use crate::location::Location;
+use crate::model::cost::{Cost, Rates, Requests};
 use crate::model::partition::PartitionValues;
 use crate::model::thresholds::Thresholds;
 use crate::size::format_bytes;
@@ -85,6 +86,10 @@ pub struct PreparedJob {
     /// The budget applied (`set_throttle`) and why; None: the request's parallelism, unbounded.
     pub throttle: Option<Throttle>,
     selection: Selection,
+    /// What the store charges (`set_rates`; by default, by its scheme).
+    rates: Rates,
+    /// The store's request counters when the plan was made: the job's actuals start there.
+    requests_at_plan: Requests,
 }
 
 impl PreparedJob {
@@ -92,6 +97,18 @@ impl PreparedJob {
     pub fn set_throttle(&mut self, t: Throttle) {
         self.set_budget(t.budget);
         self.throttle = Some(t);
+    }
+
+    /// Prices the plan (and later the job's actuals) at `rates`, a store's configured prices.
+    pub fn set_rates(&mut self, rates: Rates) {
+        self.rates = rates;
+        self.plan.estimate = rates.cost(self.plan.estimate.requests);
+    }
+
+    /// What the job made against the store since its plan, priced.
+    fn actual(&self) -> Cost {
+        self.rates
+            .cost(self.table.requests.requests().since(self.requests_at_plan))
     }
 
     /// What holds the job back, for lifting it while it runs (`Brakes::lift`).
@@ -138,6 +155,7 @@ impl PreparedJob {
             &self.exec.thresholds,
         );
         self.plan.notes = self.table.features.notes();
+        self.plan.estimate = self.rates.cost(self.plan.estimate.requests);
         Ok(true)
     }
 }
@@ -227,6 +245,9 @@ pub fn prepare_table(
         .map_err(|e| EngineError::InvalidRequest(e.to_string()))?;
     let mut plan = plan(table.version(), files, &selection, &o, &t);
     plan.notes = table.features.notes();
+    let rates = Rates::default_for_scheme(&table.scheme);
+    plan.estimate = rates.cost(plan.estimate.requests);
+    let requests_at_plan = table.requests.requests();
     let exec = ExecOptions {
         rewrite: RewriteOptions {
             target_file_size: target,
@@ -250,6 +271,8 @@ pub fn prepare_table(
         exec,
         throttle: None,
         selection,
+        rates,
+        requests_at_plan,
     })
 }
 
@@ -315,12 +338,15 @@ async fn run_locked(
             swept.refused.len()
         );
     }
-    let mut summary = execute(&job.table, &job.plan, &job.exec, cancel, events).await;
+    let mut summary = execute_bins(&job.table, &job.plan, &job.exec, cancel, events.clone()).await;
     // Every output committed or deleted: nothing for a later sweep to settle.
     if summary.unknown_outcome_files.is_empty() && summary.orphaned_files.is_empty() {
         super::job_ledger::remove(&job.table.ledger).await;
     }
     summary.swept = Box::new(swept);
+    summary.estimate = Some(Box::new(job.plan.estimate));
+    summary.actual = Some(Box::new(job.actual()));
+    let _ = events.send(JobEvent::Finished(summary.clone()));
     summary
 }
 

@@ -22,6 +22,7 @@ pub mod locks;
 pub(crate) mod pace;
 pub(crate) mod physical_writer;
 pub mod plan;
+pub mod price;
 pub(crate) mod priority;
 pub(crate) mod read_ahead;
 pub(crate) mod rewrite;

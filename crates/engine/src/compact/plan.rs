@@ -17,6 +17,7 @@ use super::tiers::due_groups;
 use crate::delta::features::FeatureNote;
 /// A file's row tracking fields, as the Delta protocol defines them.
 pub use crate::delta::row_tracking::RowIds;
+use crate::model::cost::Cost;
 use crate::model::partition::PartitionValues;
 use crate::model::thresholds::Thresholds;
 use crate::stats::file_sizes::SizeStats;
@@ -132,6 +133,8 @@ pub struct CompactionPlan {
     pub files_rewritten_for_deletes: u64,
     /// How the table's features shape the compaction (set by the job from the table).
     pub notes: Vec<FeatureNote>,
+    /// Its requests, bytes and price at the store's rates (set by the job: `price`).
+    pub estimate: Cost,
 }
 
 #[derive(Debug, Clone)]
@@ -441,7 +444,7 @@ pub fn plan(
     let files_rewritten_for_deletes = planned()
         .filter(|f| f.size >= o.min_file_size && f.rewritten_for_deletes(&o.deleted_rows))
         .count() as u64;
-    CompactionPlan {
+    let mut plan = CompactionPlan {
         table_version,
         target_file_size: o.target_file_size,
         min_file_size: o.min_file_size,
@@ -455,7 +458,11 @@ pub fn plan(
         deleted_rows,
         files_rewritten_for_deletes,
         notes: Vec::new(),
-    }
+        estimate: Cost::default(),
+    };
+    // Priced by the job, at its store's rates.
+    plan.estimate.requests = super::price::estimate(&plan);
+    plan
 }
 
 /// One partition's bins and the histogram predicted after them; None when it has no bin.

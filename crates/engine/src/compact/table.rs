@@ -23,7 +23,12 @@ use crate::properties::TableProps;
 
 pub struct CompactionTable {
     pub table: DeltaTable,
+    /// Bytes the job's reads and writes moved (its progress).
     pub counters: Arc<ByteCounters>,
+    /// Every request reaching the store, bookkeeping included (the job's price).
+    pub requests: Arc<ByteCounters>,
+    /// The store's URL scheme (its default rates).
+    pub scheme: String,
     pub uri: String,
     /// The table's properties when it was opened.
     pub props: TableProps,
@@ -93,7 +98,9 @@ pub async fn open_for_compaction_on(
     let root = table_path(loc)?;
     // Innermost: every output is listed durably just before the store creates it, and the
     // ledger's own writes are bookkeeping, not bytes the job wrote.
-    let ledger = super::job_ledger::ledger_store(root_store, root);
+    let requests = Arc::new(ByteCounters::default());
+    let counted: Arc<dyn ObjectStore> = Arc::new(CountingStore::new(root_store, requests.clone()));
+    let ledger = super::job_ledger::ledger_store(counted, root);
     let counters = Arc::new(ByteCounters::default());
     let mut store: Arc<dyn ObjectStore> = Arc::new(CountingStore::new(
         ledger.clone() as Arc<dyn ObjectStore>,
@@ -126,6 +133,8 @@ pub async fn open_for_compaction_on(
     Ok(CompactionTable {
         table,
         counters,
+        requests,
+        scheme: loc.url.scheme().to_string(),
         uri,
         props,
         features,

@@ -92,6 +92,12 @@ pub struct ResultLine {
     /// The table's bytes written by the janitor's compactions per byte its writers wrote, over
     /// its recent log when the job was decided (jobs run by hand left out; None: no ingest).
     pub write_amplification: Option<f64>,
+    /// The whole job's requests, bytes and price, planned and measured: on its first
+    /// partition's line only, so a sum over the history is what the janitor spent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<Box<crate::model::cost::Cost>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual: Option<Box<crate::model::cost::Cost>>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -57,6 +57,8 @@ pub(super) struct JobSpec {
     pub work: Work,
     pub thresholds: Thresholds,
     pub ratio: f64,
+    /// What the table's store charges: the job's estimate and actuals are priced at them.
+    pub rates: crate::model::cost::Rates,
     pub executor: Executor,
     /// The job's budget, from the writers the log showed this cycle.
     pub throttle: Throttle,
@@ -219,6 +221,7 @@ pub(super) async fn plan_job(spec: &JobSpec) -> Planned {
             nothing: Some(msg),
         }));
     }
+    job.set_rates(spec.rates);
     job.exec.executor = spec.executor.clone();
     job.set_throttle(spec.throttle.clone());
     job.exec.commit_spacing = spec.spacer.clone();
@@ -266,12 +269,13 @@ pub(super) async fn run_job(
         .map(|why| format!("; {why}"))
         .unwrap_or_default();
     talker.say(format!(
-        "started: {} bin(s), {} files ({}) in {} partition(s); {}{target}",
+        "started: {} bin(s), {} files ({}) in {} partition(s); {}{target}; estimate: {}",
         job.plan.bins,
         job.plan.files_in,
         format_bytes(job.plan.bytes_in),
         job.plan.partitions.len(),
-        spec.throttle.reason
+        spec.throttle.reason,
+        job.plan.estimate.describe(format_bytes)
     ));
     let (tx, rx) = mpsc::unbounded_channel();
     let drain = tokio::spawn(talker.follow(rx));
@@ -453,7 +457,8 @@ pub(super) fn results(d: &JobDone, rule: &str) -> Option<Vec<ResultLine>> {
         d.spec
             .partitions
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(i, p)| {
                 let s = summary.for_partition(&p.values);
                 let outcome = classify(&s);
                 let text = match (&d.nothing, outcome) {
@@ -482,6 +487,8 @@ pub(super) fn results(d: &JobDone, rule: &str) -> Option<Vec<ResultLine>> {
                     throttle: d.spec.throttle.reason.clone(),
                     pace: summary.pace.clone(),
                     write_amplification: d.spec.rewrite.write_amplification,
+                    estimate: summary.estimate.clone().filter(|_| i == 0),
+                    actual: summary.actual.clone().filter(|_| i == 0),
                 }
             })
             .collect(),

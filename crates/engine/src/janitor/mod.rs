@@ -925,6 +925,7 @@ impl Janitor {
             rewrite: t.report.log.rewrite,
             thresholds: self.thresholds(),
             ratio: observed_ratio(&t.report.commits),
+            rates: self.open.prices.for_scheme(t.loc.url.scheme()),
             executor: self.policy.executor.clone(),
             throttle,
             spacer,

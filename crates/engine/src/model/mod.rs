@@ -2,6 +2,7 @@
 //! layer uses. A leaf: nothing here imports other `crate` modules, so anything may
 //! import it without a cycle.
 
+pub mod cost;
 pub mod duration;
 pub mod format;
 pub mod partition;

@@ -49,12 +49,25 @@ for round in $(seq "${ROUNDS:-3}"); do
     uri="s3://bench$round/$tool"
     "$py" bench/s3_copy.py "http://127.0.0.1:$mport" "$work/base" "bench$round" "$tool"
     want=$(rows "$uri")
+    if [ "$tool" = lakehealth ]; then
+      # The requests of opening and planning alone (a dry run), so the proxy's count of the real
+      # run minus these is the job's, an independent check of the plan's estimate.
+      curl -s -X POST "http://127.0.0.1:$pport/__proxy/reset" > /dev/null
+      "$bin" compact "$uri" --target 128MiB --dry-run --json "${cli_opts[@]}" > "$work/plan.json"
+      planning=$(curl -s "http://127.0.0.1:$pport/__proxy/stats")
+    fi
     curl -s -X POST "http://127.0.0.1:$pport/__proxy/reset" > /dev/null
     t0=$(date +%s.%N)
     if [ "$tool" = lakehealth ]; then
       "$bin" compact "$uri" --target 128MiB --json "${cli_opts[@]}" > "$work/lh.json"
       secs=$(echo "$(date +%s.%N) - $t0" | bc)
-      extra=$("$py" -c "import json; s=json.load(open('$work/lh.json')); print(json.dumps({'files_removed': s['files_removed'], 'files_added': s['files_added'], 'commits': len(s['commits'])}))")
+      extra=$("$py" -c "
+import json
+s = json.load(open('$work/lh.json'))
+total = lambda c: c['get'] + c['put'] + c['list'] + c['delete']
+print(json.dumps({'files_removed': s['files_removed'], 'files_added': s['files_added'], 'commits': len(s['commits']),
+  'planning_requests': json.loads('$planning')['total'], 'estimate': total(s['estimate']), 'actual': total(s['actual']),
+  'estimate_usd': s['estimate']['usd'], 'actual_usd': s['actual']['usd']}))")
     else
       r=$(LH_STORAGE_OPTIONS="$opts_json" "$py" bench/py_optimize.py "$uri" "$target")
       secs=$("$py" -c "import json,sys; r=json.loads(sys.argv[1]); print(r['seconds'] + r['open_seconds'])" "$r")
@@ -77,6 +90,10 @@ med = lambda t, f: statistics.median(f(r) for r in by[t])
 lh, py = med("lakehealth", lambda r: r["seconds"]), med("python", lambda r: r["seconds"])
 lq, pq = med("lakehealth", lambda r: r["requests"]["total"]), med("python", lambda r: r["requests"]["total"])
 per = ", ".join(f"{a['seconds']/b['seconds']:.2f}" for a, b in zip(by["lakehealth"], by["python"]))
+for r in by["lakehealth"]:
+    proxy = r["requests"]["total"] - r["planning_requests"]
+    print(f"round {r['round']}: estimate {r['estimate']} requests (${r['estimate_usd']:.5f}), counted by lakehealth {r['actual']} (${r['actual_usd']:.5f}), "
+          f"by the proxy {proxy} (the run's {r['requests']['total']} minus the dry run's {r['planning_requests']}): estimate/proxy {r['estimate']/proxy:.3f}")
 print(f"S3 (moto) + {sys.argv[2]} ms per request, medians of {len(by['python'])} round(s): lakehealth compact {lh:.2f}s, "
       f"python deltalake open+optimize.compact() {py:.2f}s: ratio {lh/py:.2f} (per round: {per}); "
       f"requests {lq:.0f} vs {pq:.0f} ({lq/pq:.2f}x); by method lakehealth {by['lakehealth'][0]['requests']}, python {by['python'][0]['requests']}")

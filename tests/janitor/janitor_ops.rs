@@ -31,9 +31,10 @@ fn parse_metrics(text: &str) -> HashMap<(String, String), f64> {
             .unwrap_or_else(|_| panic!("bad value in {line}"));
         let (name, label) = match series.split_once('{') {
             Some((n, rest)) => {
+                // One label: `table="..."`, or `kind="..."` of the watch's requests.
                 let v = rest
-                    .strip_prefix("table=\"")
-                    .and_then(|r| r.strip_suffix("\"}"))
+                    .split_once("=\"")
+                    .and_then(|(_, r)| r.strip_suffix("\"}"))
                     .unwrap_or_else(|| panic!("bad labels in {line}"));
                 (n.to_string(), v.replace("\\\"", "\"").replace("\\\\", "\\"))
             }
@@ -147,6 +148,16 @@ fn metrics_equal_the_tables_report_and_the_history_and_healthz_says_alive() {
             .unwrap_or_else(|| panic!("{name}{{table={id}}} missing in {m:?}"))
     };
     assert_eq!(get("lakehealth_table_files"), r["files"].as_f64().unwrap());
+    // Watching's own requests: the log listed once, then read by GETs.
+    let watch = |kind: &str| {
+        m.get(&(
+            "lakehealth_janitor_watch_requests_total".to_string(),
+            kind.to_string(),
+        ))
+        .copied()
+        .unwrap_or_else(|| panic!("watch requests {kind} missing in {m:?}"))
+    };
+    assert!(watch("get") >= 1.0 && watch("list") >= 1.0, "{m:?}");
     assert_eq!(
         get("lakehealth_table_small_files"),
         r["small_files"].as_f64().unwrap()

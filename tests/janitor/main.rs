@@ -14,3 +14,4 @@ mod janitor;
 mod janitor_ops;
 mod maintenance;
 mod orphans;
+mod polling;

@@ -21,6 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::model::cost::Requests;
 use crate::secrets::scrub;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,6 +45,8 @@ struct State {
     cycles: u64,
     cycle_started_ms: Option<i64>,
     last_cycle_end_ms: Option<i64>,
+    /// What watching cost so far: the janitor's reads of logs and listings of roots.
+    watch: Requests,
 }
 
 /// What scrapes read: the per-table series as rendered at the last refresh, and the cycle
@@ -54,6 +57,8 @@ struct Snapshot {
     cycles: u64,
     cycle_started_ms: Option<i64>,
     last_cycle_end_ms: Option<i64>,
+    watch: Requests,
+    tables: usize,
 }
 
 /// Shared by the janitor (which records) and the server (which reads the snapshot only).
@@ -103,6 +108,8 @@ impl Metrics {
             cycles: s.cycles,
             cycle_started_ms: s.cycle_started_ms,
             last_cycle_end_ms: s.last_cycle_end_ms,
+            watch: s.watch,
+            tables: s.tables.len(),
         }) else {
             return;
         };
@@ -122,6 +129,11 @@ impl Metrics {
     pub fn cycle_started(&self, now_ms: i64) {
         self.with(|s| s.cycle_started_ms = Some(now_ms));
         self.refresh();
+    }
+
+    /// The requests watching has made so far (the janitor's store counters).
+    pub fn watched(&self, requests: Requests) {
+        self.with(|s| s.watch = requests);
     }
 
     pub fn cycle_ended(&self, now_ms: i64) {
@@ -241,8 +253,43 @@ impl Metrics {
             header(&mut out, name, kind, help);
             let _ = writeln!(out, "lakehealth_{name} {value}");
         }
+        watch_text(&mut out, &snap, now_ms - self.started_ms);
         out
     }
+}
+
+/// What watching costs: requests by kind, and per table per hour of running.
+fn watch_text(out: &mut String, snap: &Snapshot, running_ms: i64) {
+    let w = &snap.watch;
+    header(
+        out,
+        "janitor_watch_requests_total",
+        "counter",
+        "Requests made to read tables' logs and list roots (jobs' requests are in the history).",
+    );
+    for (kind, n) in [
+        ("get", w.get),
+        ("list", w.list),
+        ("put", w.put),
+        ("delete", w.delete),
+    ] {
+        let _ = writeln!(
+            out,
+            "lakehealth_janitor_watch_requests_total{{kind=\"{kind}\"}} {n}"
+        );
+    }
+    let hours = running_ms.max(1) as f64 / 3_600_000.0;
+    let per = w.total_requests() as f64 / snap.tables.max(1) as f64 / hours;
+    header(
+        out,
+        "janitor_watch_requests_per_table_hour",
+        "gauge",
+        "Watching's requests per table per hour since the janitor started.",
+    );
+    let _ = writeln!(
+        out,
+        "lakehealth_janitor_watch_requests_per_table_hour {per:.2}"
+    );
 }
 
 /// The per-table series of the `limit` tables with the most small files (then the most files,
@@ -655,6 +702,35 @@ fn response(head: &[u8], m: &Metrics) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn watching_is_reported_by_request_kind_and_per_table_hour() {
+        let m = Metrics::new(Duration::from_secs(10), 0);
+        for t in ["a", "b"] {
+            m.table_read(t, 10, 5, 90, 1, 0);
+        }
+        m.watched(Requests {
+            get: 30,
+            list: 10,
+            ..Default::default()
+        });
+        m.cycle_ended(1_800_000);
+        let body = m.render(1_800_000);
+        assert!(
+            body.contains("lakehealth_janitor_watch_requests_total{kind=\"get\"} 30"),
+            "{body}"
+        );
+        assert!(
+            body.contains("lakehealth_janitor_watch_requests_total{kind=\"list\"} 10"),
+            "{body}"
+        );
+        // 40 requests over 2 tables in half an hour.
+        assert!(
+            body.contains("lakehealth_janitor_watch_requests_per_table_hour 40.00"),
+            "{body}"
+        );
+    }
+
     use super::*;
 
     #[test]

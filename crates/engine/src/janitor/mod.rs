@@ -15,6 +15,7 @@ pub mod jobs;
 pub(crate) mod maintenance;
 pub mod metrics;
 pub mod policy;
+pub mod polling;
 pub mod queue;
 mod round;
 pub(crate) mod schedule;
@@ -211,6 +212,12 @@ pub struct Janitor {
     queue: JobQueue<JobSpec>,
     /// The run's stop signal, given to the jobs started between cycles.
     cancel: CancellationToken,
+    /// Which tables are read this cycle and when roots are listed again (`polling`).
+    polling: polling::Polling,
+    /// Tables whose last read failed: retried on `polling`'s back-off.
+    broken_ids: std::collections::HashSet<String>,
+    /// Every request watching makes (log reads, root listings): `/metrics`.
+    watch_requests: Arc<crate::compact::counting_store::ByteCounters>,
 }
 
 impl Janitor {
@@ -233,6 +240,8 @@ impl Janitor {
         };
         let last_vacuum = maintenance::last_vacuums(history.path());
         let (talk, heard) = mpsc::unbounded_channel();
+        let polling =
+            polling::Polling::new(policy.interval, policy.idle_poll_max, policy.discover_every);
         let mut j = Janitor {
             targets,
             policy,
@@ -258,6 +267,9 @@ impl Janitor {
             log_store_wrapper: None,
             queue: JobQueue::default(),
             cancel: CancellationToken::new(),
+            polling,
+            broken_ids: Default::default(),
+            watch_requests: Default::default(),
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -562,7 +574,7 @@ impl Janitor {
 
     /// Reads a Delta table, else an Iceberg table through the policy's catalog.
     async fn load(&mut self, loc: &Location) -> Result<Loaded> {
-        match self.load_delta(loc).await {
+        match self.load_delta(loc, true).await {
             Err(EngineError::NotATable { uri, depth }) => {
                 match crate::iceberg::is_iceberg_location(loc, &self.open).await {
                     Ok(true) => self.load_iceberg(loc).await,
@@ -602,18 +614,30 @@ impl Janitor {
     }
 
     /// Reads a Delta table with the janitor's thresholds; keeps what the activity reader needs.
-    /// A table read before is advanced by its new commits (`LogWatcher::poll`), not replayed.
-    async fn load_delta(&mut self, loc: &Location) -> Result<Loaded> {
+    /// A table read before is advanced by its new commits (`LogWatcher::poll`), not replayed;
+    /// unless `read`, it is taken as last read (`polling`: an idle table between its reads).
+    async fn load_delta(&mut self, loc: &Location, read: bool) -> Result<Loaded> {
         let id = table_id(loc);
         let watcher = match self.logs.remove(&id) {
+            Some(w) if !read => w,
             Some(mut w) => match w.poll().await {
-                Ok(_) => w,
+                Ok(events) => {
+                    let changed = !events.is_empty() || self.busy(&id);
+                    self.polling.read(&id, self.cycle, changed);
+                    w
+                }
                 Err(e) => {
                     tracing::debug!("janitor: {id}: following the log failed ({e}); replaying it");
-                    self.open_log(loc).await?
+                    let w = self.open_log(loc).await?;
+                    self.polling.read(&id, self.cycle, true);
+                    w
                 }
             },
-            None => self.open_log(loc).await?,
+            None => {
+                let w = self.open_log(loc).await?;
+                self.polling.read(&id, self.cycle, true);
+                w
+            }
         };
         let state = watcher.state();
         // Logical -> physical names of mapped columns, for partitionValues in commits.
@@ -638,10 +662,7 @@ impl Janitor {
 
     /// A table's log, replayed once, to be followed by its new commits from then on.
     async fn open_log(&self, loc: &Location) -> Result<LogWatcher> {
-        let mut store = loc.open_store(&self.open.storage_options)?;
-        if let Some(wrap) = &self.log_store_wrapper {
-            store = wrap(store);
-        }
+        let store = self.store_for(loc)?;
         let mut opts = WatchOptions::new(&self.open, Duration::ZERO);
         opts.thresholds = self.thresholds();
         // The janitor decides on the whole backlog at once: no intermediate statistics.
@@ -649,17 +670,62 @@ impl Janitor {
         LogWatcher::open(store, loc.display(), loc.name(), opts).await
     }
 
+    /// The store of `loc` the janitor reads logs and listings through.
+    fn store_for(&self, loc: &Location) -> Result<Arc<dyn ObjectStore>> {
+        let store: Arc<dyn ObjectStore> =
+            Arc::new(crate::compact::counting_store::CountingStore::new(
+                loc.open_store(&self.open.storage_options)?,
+                self.watch_requests.clone(),
+            ));
+        Ok(match &self.log_store_wrapper {
+            Some(wrap) => wrap(store),
+            None => store,
+        })
+    }
+
     /// Every target as a table, or the tables found under it (found again every cycle, so
     /// new tables are picked up).
     async fn tables(&mut self, stats: &mut CycleStats) -> Vec<Loaded> {
         let mut out = Vec::new();
+        // Every table tried this cycle, read or not (what is not tried is gone).
+        let mut tried = std::collections::HashSet::new();
         for target in self.targets.clone() {
-            match self.load(&target).await {
-                Ok(t) => out.push(t),
-                Err(EngineError::NotATable { .. }) => {
-                    let found = match target.open_store(&self.open.storage_options) {
-                        Ok(store) => self.discover(&store, &target).await,
-                        Err(e) => Err(e),
+            tried.insert(table_id(&target));
+            let root = target.display();
+            // A root listed recently is not read as a table, nor listed, again.
+            let listed = self
+                .polling
+                .listing(&root, self.cycle)
+                .map(|rels| rels.to_vec());
+            let as_table = match listed {
+                Some(rels) => Err((
+                    EngineError::NotATable {
+                        uri: root,
+                        depth: 0,
+                    },
+                    Some(rels),
+                )),
+                None => self.load_due(&target).await.map_err(|e| (e, None)),
+            };
+            match as_table {
+                Ok(Some(t)) => out.push(t),
+                Ok(None) => stats.table_errors += 1,
+                Err((EngineError::NotATable { .. }, listed)) => {
+                    let found = match listed {
+                        Some(rels) => Ok(rels),
+                        None => {
+                            let found = match self.store_for(&target) {
+                                Ok(store) => self.discover(&store, &target).await,
+                                Err(e) => Err(e),
+                            };
+                            if let Ok(rels) = &found
+                                && !rels.is_empty()
+                            {
+                                self.polling
+                                    .listed(&target.display(), rels.clone(), self.cycle);
+                            }
+                            found
+                        }
                     };
                     let rels = match found {
                         Ok(r) if r.is_empty() => {
@@ -679,21 +745,58 @@ impl Janitor {
                     };
                     for rel in rels {
                         let loaded = match target.join(&rel) {
-                            Ok(loc) => self.load(&loc).await.map_err(|e| (loc, e)),
+                            Ok(loc) => {
+                                tried.insert(table_id(&loc));
+                                self.load_due(&loc).await.map_err(|e| (loc, e))
+                            }
                             Err(e) => Err((target.clone(), e)),
                         };
                         match loaded {
-                            Ok(t) => out.push(t),
+                            Ok(Some(t)) => out.push(t),
+                            Ok(None) => stats.table_errors += 1,
                             Err((loc, e)) => self.table_error(&loc, e.to_string(), stats),
                         }
                     }
                 }
-                Err(e) => self.table_error(&target, e.to_string(), stats),
+                Err((e, _)) => self.table_error(&target, e.to_string(), stats),
             }
         }
         // A table no longer found (or unreadable this cycle) is read afresh if it comes back.
         self.logs.retain(|id, _| out.iter().any(|t| t.id == *id));
+        self.broken_ids.retain(|id| tried.contains(id));
+        self.polling.retain(|id| tried.contains(id));
         out
+    }
+
+    /// A table for this cycle: read when `polling` says so, else as last read. A broken one
+    /// waits out its own back-off (None; its error is said again when it is retried).
+    async fn load_due(&mut self, loc: &Location) -> Result<Option<Loaded>> {
+        let id = table_id(loc);
+        let due = self.polling.due(&id, self.cycle) || self.busy(&id);
+        if self.broken_ids.contains(&id) && !due {
+            return Ok(None);
+        }
+        let loaded = match self.logs.contains_key(&id) {
+            true => self.load_delta(loc, due).await,
+            false => self.load(loc).await,
+        };
+        match loaded {
+            Ok(t) => {
+                self.broken_ids.remove(&id);
+                Ok(Some(t))
+            }
+            Err(e @ EngineError::NotATable { .. }) => Err(e),
+            Err(e) => {
+                self.broken_ids.insert(id.clone());
+                self.polling.read(&id, self.cycle, false);
+                Err(e)
+            }
+        }
+    }
+
+    /// A table with a job queued or running: read every cycle (its state moves).
+    fn busy(&self, id: &str) -> bool {
+        self.in_flight.contains_key(id) || self.queue.contains(id)
     }
 
     /// The tables below `target`: Delta tables, and Iceberg tables when a catalog is named.
@@ -728,7 +831,7 @@ impl Janitor {
     /// go to the history and the sink too), without running a job: the caller runs the due
     /// partitions' job through its own runner (see `CallerJob`).
     pub async fn decide_only(&mut self, loc: &Location) -> Result<TableDecisions> {
-        let t = self.load_delta(loc).await?;
+        let t = self.load_delta(loc, true).await?;
         let mut counts = Counts::default();
         let (job, decisions) = self.decide_table(&t, now_ms(), &mut counts).await;
         Ok(TableDecisions {
@@ -1078,6 +1181,7 @@ impl Janitor {
             duration_ms: started.elapsed().as_millis() as u64,
         });
         if let Some(m) = &self.metrics {
+            m.watched(self.watch_requests.requests());
             m.cycle_ended(now_ms());
         }
         stats

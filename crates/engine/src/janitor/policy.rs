@@ -127,6 +127,11 @@ pub enum PartitionsProblem {
 /// of them, the others go on.
 pub const DEFAULT_MAX_JOBS: u64 = 4;
 
+/// An idle table is read at least this often (a GET per read: about 12 an hour).
+pub const DEFAULT_IDLE_POLL_MAX: Duration = Duration::from_secs(300);
+/// A root is listed for new and removed tables this often (a LIST per folder it holds).
+pub const DEFAULT_DISCOVER_EVERY: Duration = Duration::from_secs(300);
+
 /// A policy with every value resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -149,6 +154,11 @@ pub struct Policy {
     pub max_failures: u32,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
+    /// The longest an idle table goes unread (`polling`): a table without a new commit is read
+    /// at doubling intervals up to this, and every cycle again after a commit.
+    pub idle_poll_max: Duration,
+    /// How often a root is listed again for new and removed tables (the first cycle always).
+    pub discover_every: Duration,
     /// Checkpoint and vacuum by policy (see `maintenance`).
     pub maintenance: MaintenancePolicy,
     /// Where the jobs' bins are rewritten (commits always happen in the janitor).
@@ -227,6 +237,10 @@ struct PolicyFile {
     backoff_base: Option<Duration>,
     #[serde(default, deserialize_with = "opt_duration")]
     backoff_max: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    idle_poll_max: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    discover_every: Option<Duration>,
     checkpoint_after_commits: Option<Spanned<u64>>,
     #[serde(default, deserialize_with = "opt_duration")]
     vacuum_every: Option<Duration>,
@@ -436,6 +450,8 @@ impl Policy {
             max_failures: max_failures.min(u32::MAX as u64) as u32,
             backoff_base,
             backoff_max,
+            idle_poll_max: f.idle_poll_max.unwrap_or(DEFAULT_IDLE_POLL_MAX),
+            discover_every: f.discover_every.unwrap_or(DEFAULT_DISCOVER_EVERY),
             maintenance: MaintenancePolicy {
                 checkpoint_after_commits,
                 vacuum_every: f.vacuum_every.filter(|d| !d.is_zero()),
@@ -519,6 +535,19 @@ impl Policy {
             self.max_jobs,
             self.max_failures
         ));
+        // Said when changed: the defaults are in the README.
+        if self.idle_poll_max != DEFAULT_IDLE_POLL_MAX {
+            s.push_str(&format!(
+                "; idle tables read at least every {}",
+                whole_units(self.idle_poll_max)
+            ));
+        }
+        if self.discover_every != DEFAULT_DISCOVER_EVERY {
+            s.push_str(&format!(
+                "; roots listed for new tables every {}",
+                whole_units(self.discover_every)
+            ));
+        }
         if let Some(m) = self.maintenance.summary() {
             s.push_str(&format!("; {m}"));
         }
@@ -551,6 +580,8 @@ impl Policy {
             "max_failures": self.max_failures,
             "backoff_base_s": self.backoff_base.as_secs_f64(),
             "backoff_max_s": self.backoff_max.as_secs_f64(),
+            "idle_poll_max_s": self.idle_poll_max.as_secs_f64(),
+            "discover_every_s": self.discover_every.as_secs_f64(),
             "checkpoint_after_commits": self.maintenance.checkpoint_after_commits,
             "vacuum_every_s": secs(self.maintenance.vacuum_every),
             "vacuum_retention_s": secs(self.maintenance.vacuum_retention),

@@ -96,6 +96,11 @@ impl<T> JobQueue<T> {
     }
 
     /// Keeps only the jobs of tables `keep` says are still there.
+    /// Whether `table` has a job waiting.
+    pub fn contains(&self, table: &str) -> bool {
+        self.entries.iter().any(|e| e.table == table)
+    }
+
     pub fn retain_tables(&mut self, keep: impl Fn(&str) -> bool) {
         self.entries.retain(|e| keep(&e.table));
     }

@@ -1,0 +1,159 @@
+//! Watching many tables cheaply: an idle table is read at doubling intervals (and costs no
+//! request between its reads), a new commit brings it back to every cycle, and a root is listed
+//! for new tables only every `discover_every`.
+
+use std::sync::{Arc, Mutex};
+
+use object_store::ObjectStore;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::common::{loc, opts, runtime, sensor_table_with};
+use crate::support::tally::Tally;
+use lakehealth::engine::compact::table::StoreWrapper;
+use lakehealth::engine::janitor::Janitor;
+use lakehealth::engine::janitor::history::History;
+use lakehealth::engine::janitor::policy::Policy;
+
+/// A janitor over `targets` whose every log and listing request is noted in `seen`.
+fn janitor(
+    targets: Vec<lakehealth::engine::location::Location>,
+    policy: &str,
+    history: &std::path::Path,
+    seen: &Arc<Mutex<Vec<String>>>,
+) -> Janitor {
+    let s2 = seen.clone();
+    let wrap: Arc<StoreWrapper> = Arc::new(move |inner: Arc<dyn ObjectStore>| {
+        Arc::new(Tally {
+            inner,
+            seen: s2.clone(),
+        }) as Arc<dyn ObjectStore>
+    });
+    let policy = Policy::parse(policy, "p.toml", opts().thresholds).unwrap();
+    Janitor::new(
+        targets,
+        policy,
+        opts(),
+        History::open(history).unwrap(),
+        Box::new(|_| {}),
+        false,
+    )
+    .with_log_store_wrapper(wrap)
+}
+
+/// Runs cycles `from..=to`; the cycles in which any request was made.
+async fn cycles_reading(
+    j: &mut Janitor,
+    seen: &Arc<Mutex<Vec<String>>>,
+    range: std::ops::RangeInclusive<u64>,
+) -> Vec<u64> {
+    let cancel = CancellationToken::new();
+    let mut read = Vec::new();
+    for c in range {
+        seen.lock().unwrap().clear();
+        j.cycle(&cancel, true).await;
+        if !seen.lock().unwrap().is_empty() {
+            read.push(c);
+        }
+    }
+    read
+}
+
+#[test]
+fn an_idle_table_is_read_at_doubling_intervals_and_a_new_commit_brings_it_back_to_every_cycle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Six small files: never due, so nothing but the janitor's reads touches the table.
+    sensor_table_with(&dir, &[("2026-12-01", 6)]);
+    let l = loc(&dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    // 10 s cycles, an idle table read at least every 80 s: after its first read (cycle 1, all
+    // new), gaps of 1, 1, 2, 4, then 8 cycles.
+    let mut j = janitor(
+        vec![l.clone()],
+        "interval = \"10s\"\nidle_poll_max = \"80s\"\n",
+        &tmp.path().join("h.jsonl"),
+        &seen,
+    );
+    runtime().block_on(async {
+        assert_eq!(
+            cycles_reading(&mut j, &seen, 1..=9).await,
+            vec![1, 2, 3, 5, 9]
+        );
+        lakehealth::engine::demo::seed_small_files(&l, &["2026-12-01".to_string()], 1, 50)
+            .await
+            .unwrap();
+        let version = std::fs::read_dir(dir.join("_delta_log"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "json")
+            })
+            .count()
+            - 1;
+        seen.lock().unwrap().clear();
+        let read = cycles_reading(&mut j, &seen, 10..=17).await;
+        assert_eq!(read, vec![17], "the next read, 8 cycles after the last");
+        let got = seen.lock().unwrap().clone();
+        assert!(
+            got.iter()
+                .any(|r| r == &format!("GET _delta_log/{version:020}.json")),
+            "the new commit was read: {got:#?}"
+        );
+        assert_eq!(
+            cycles_reading(&mut j, &seen, 18..=19).await,
+            vec![18, 19],
+            "a table that just changed is read every cycle again (1, then 2 cycles apart)"
+        );
+    });
+}
+
+#[test]
+fn a_root_is_listed_for_new_tables_every_discover_every_and_its_tables_in_between_are_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("lake");
+    for t in ["a", "b"] {
+        let dir = root.join("db").join(t);
+        std::fs::create_dir_all(&dir).unwrap();
+        sensor_table_with(&dir, &[("2026-12-01", 4)]);
+    }
+    // Made beside the root, moved in while the janitor runs.
+    let staged = tmp.path().join("c");
+    std::fs::create_dir_all(&staged).unwrap();
+    sensor_table_with(&staged, &[("2026-12-01", 4)]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    // Listed every 3 cycles; idle tables read at least every 2.
+    let mut j = janitor(
+        vec![loc(&root)],
+        "interval = \"10s\"\nidle_poll_max = \"20s\"\ndiscover_every = \"30s\"\n",
+        &tmp.path().join("h.jsonl"),
+        &seen,
+    );
+    runtime().block_on(async {
+        let cancel = CancellationToken::new();
+        let mut listings = Vec::new();
+        let mut tables = Vec::new();
+        for c in 1..=7u64 {
+            if c == 5 {
+                // A table appears under the root: found at the next listing (cycle 7).
+                std::fs::rename(&staged, root.join("db").join("c")).unwrap();
+            }
+            seen.lock().unwrap().clear();
+            let stats = j.cycle(&cancel, true).await;
+            tables.push(stats.tables);
+            // Discovery lists folders with a delimiter (a table's log is listed without).
+            if seen.lock().unwrap().iter().any(|r| r.starts_with("LIST/ ")) {
+                listings.push(c);
+            }
+        }
+        assert_eq!(listings, vec![1, 4, 7], "listed every 3 cycles");
+        assert_eq!(
+            tables,
+            vec![2, 2, 2, 2, 2, 2, 3],
+            "the new table from cycle 7"
+        );
+    });
+}

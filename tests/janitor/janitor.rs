@@ -175,6 +175,62 @@ fn watch_once_with_the_default_policy_compacts_a_partition_of_50_small_files_and
     assert!(of_type(&lines, "result").is_empty());
 }
 
+/// Two databases of two due tables each, four job slots, one job per database at a time: two
+/// jobs start, the other two wait saying their database runs its quota, and `--once` still
+/// serves every table, rows exact.
+#[test]
+fn a_database_quota_holds_a_databases_second_job_while_every_table_is_still_served() {
+    let root = tempfile::tempdir().unwrap();
+    let mut before = Vec::new();
+    for db in ["db1", "db2"] {
+        for t in ["a", "b"] {
+            let dir = root.path().join(db).join(t);
+            std::fs::create_dir_all(&dir).unwrap();
+            sensor_table_with(&dir, &[("2026-11-01", 52)]);
+            before.push((dir.clone(), read_back(path(&dir), None)));
+        }
+    }
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("history.jsonl");
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(&policy, "max_jobs = 4\nmax_jobs_per_database = 1\n").unwrap();
+    let o = watch(
+        root.path(),
+        &history,
+        &["--json", "--policy", path(&policy)],
+    );
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    let lines = json_lines(&out);
+    assert!(
+        lines[0]["policy"]["max_jobs_per_database"] == 1,
+        "{:#}",
+        lines[0]
+    );
+    let held: Vec<&str> = of_type(&lines, "activity")
+        .into_iter()
+        .filter_map(|l| l["message"].as_str())
+        .filter(|m| m.starts_with("queued ") && m.contains("runs its quota of 1 job(s)"))
+        .collect();
+    assert_eq!(
+        held.len(),
+        2,
+        "one table of each database waits: {held:#?}\n{out}"
+    );
+    let results = of_type(&lines, "result");
+    assert_eq!(results.len(), 4, "{results:#?}");
+    assert!(
+        results.iter().all(|r| r["outcome"] == "compacted"),
+        "{results:#?}"
+    );
+    for (dir, b) in before {
+        let after = read_back(path(&dir), None);
+        assert_eq!(after.files, 1, "{}", dir.display());
+        assert_eq!((after.rows, after.distinct_ids), (b.rows, b.distinct_ids));
+        assert_eq!(after.reading_sum, b.reading_sum);
+    }
+}
+
 /// Three due tables under one root and one job slot: `--once` runs every table's job, one after
 /// the other as the slot frees, and each waiting job says its place in the queue.
 #[test]

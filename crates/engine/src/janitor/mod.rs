@@ -1197,7 +1197,10 @@ impl Janitor {
                 return;
             }
             let in_flight = &self.in_flight;
-            let Some(next) = self.queue.pop_next(|t| in_flight.contains_key(t)) else {
+            let quota = self.policy.max_jobs_per_database;
+            let Some(next) = self.queue.pop_next(|t| {
+                in_flight.contains_key(t) || queue::database_at_quota(t, in_flight.keys(), quota)
+            }) else {
                 return;
             };
             let mut spec = next.job;
@@ -1229,16 +1232,28 @@ impl Janitor {
             .ranked()
             .iter()
             .enumerate()
-            .map(|(place, q)| Line::Activity {
-                ts: ts(now),
-                table: q.table.clone(),
-                partitions: q.job.values(),
-                message: format!(
-                    "{}; {} job(s) in flight, at most {} at once",
-                    self.queue.why_waiting(place),
-                    self.in_flight.len(),
-                    self.policy.max_jobs.max(1)
-                ),
+            .map(|(place, q)| {
+                let quota = self.policy.max_jobs_per_database;
+                let held = match quota {
+                    Some(n) if queue::database_at_quota(&q.table, self.in_flight.keys(), quota) => {
+                        format!(
+                            "; its database {} runs its quota of {n} job(s)",
+                            queue::database_of(&q.table)
+                        )
+                    }
+                    _ => String::new(),
+                };
+                Line::Activity {
+                    ts: ts(now),
+                    table: q.table.clone(),
+                    partitions: q.job.values(),
+                    message: format!(
+                        "{}; {} job(s) in flight, at most {} at once{held}",
+                        self.queue.why_waiting(place),
+                        self.in_flight.len(),
+                        self.policy.max_jobs.max(1)
+                    ),
+                }
             })
             .collect();
         for l in lines {

@@ -151,6 +151,9 @@ pub struct Policy {
     pub quiet_period: Option<Duration>,
     pub interval: Duration,
     pub max_jobs: usize,
+    /// Jobs at once in one database (the folder holding the tables), so one busy database
+    /// cannot take every slot; None: `max_jobs`.
+    pub max_jobs_per_database: Option<usize>,
     pub max_failures: u32,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
@@ -232,6 +235,7 @@ struct PolicyFile {
     quiet_period: Option<Duration>,
     interval: Option<Spanned<Seconds>>,
     max_jobs: Option<Spanned<u64>>,
+    max_jobs_per_database: Option<Spanned<u64>>,
     max_failures: Option<Spanned<u64>>,
     #[serde(default, deserialize_with = "opt_duration")]
     backoff_base: Option<Duration>,
@@ -405,6 +409,10 @@ impl Policy {
         };
         let max_jobs = at.positive(&f.max_jobs, "max_jobs", DEFAULT_MAX_JOBS)?;
         let max_failures = at.positive(&f.max_failures, "max_failures", 4)?;
+        let per_database = match &f.max_jobs_per_database {
+            Some(_) => Some(at.positive(&f.max_jobs_per_database, "max_jobs_per_database", 1)?),
+            None => None,
+        };
         let interval = match &f.interval {
             Some(i) if i.get_ref().0.is_zero() => {
                 return Err(at.err(i.span(), "interval", SettingProblem::Zero));
@@ -447,6 +455,7 @@ impl Policy {
             quiet_period: f.quiet_period.filter(|d| !d.is_zero()),
             interval,
             max_jobs: max_jobs.min(64) as usize,
+            max_jobs_per_database: per_database.map(|n| n.min(64) as usize),
             max_failures: max_failures.min(u32::MAX as u64) as u32,
             backoff_base,
             backoff_max,
@@ -535,6 +544,9 @@ impl Policy {
             self.max_jobs,
             self.max_failures
         ));
+        if let Some(n) = self.max_jobs_per_database {
+            s.push_str(&format!("; at most {n} job(s) at once per database"));
+        }
         // Said when changed: the defaults are in the README.
         if self.idle_poll_max != DEFAULT_IDLE_POLL_MAX {
             s.push_str(&format!(
@@ -577,6 +589,7 @@ impl Policy {
             "quiet_period_s": secs(self.quiet_period),
             "interval_s": self.interval.as_secs_f64(),
             "max_jobs": self.max_jobs,
+            "max_jobs_per_database": self.max_jobs_per_database,
             "max_failures": self.max_failures,
             "backoff_base_s": self.backoff_base.as_secs_f64(),
             "backoff_max_s": self.backoff_max.as_secs_f64(),

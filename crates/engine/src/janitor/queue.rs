@@ -179,6 +179,27 @@ impl<T> JobQueue<T> {
     }
 }
 
+/// The database of a table: the folder that holds it (`s3://b/lake/db3` for
+/// `s3://b/lake/db3/t7`); a table at a bucket's root is its own.
+pub fn database_of(table: &str) -> &str {
+    let t = table.trim_end_matches('/');
+    match t.rsplit_once('/') {
+        Some((db, _)) if !db.ends_with('/') && !db.is_empty() => db,
+        _ => t,
+    }
+}
+
+/// Whether `table`'s database already runs `quota` jobs among `running`.
+pub fn database_at_quota<'a>(
+    table: &str,
+    running: impl Iterator<Item = &'a String>,
+    quota: Option<usize>,
+) -> bool {
+    let Some(quota) = quota else { return false };
+    let db = database_of(table);
+    running.filter(|t| database_of(t) == db).count() >= quota
+}
+
 fn ordinal(n: usize) -> String {
     let suffix = match (n % 10, n % 100) {
         (_, 11..=13) => "th",
@@ -192,6 +213,38 @@ fn ordinal(n: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_tables_database_is_its_folder_and_a_full_database_holds_its_next_job() {
+        assert_eq!(database_of("s3://b/lake/db3/t7"), "s3://b/lake/db3");
+        assert_eq!(database_of("/data/lake/db1/t1/"), "/data/lake/db1");
+        assert_eq!(database_of("s3://b/t"), "s3://b");
+        let running = [
+            "s3://b/lake/db1/a".to_string(),
+            "s3://b/lake/db2/a".to_string(),
+        ];
+        assert!(database_at_quota(
+            "s3://b/lake/db1/b",
+            running.iter(),
+            Some(1)
+        ));
+        assert!(!database_at_quota(
+            "s3://b/lake/db3/b",
+            running.iter(),
+            Some(1)
+        ));
+        assert!(!database_at_quota(
+            "s3://b/lake/db1/b",
+            running.iter(),
+            Some(2)
+        ));
+        assert!(!database_at_quota(
+            "s3://b/lake/db1/b",
+            running.iter(),
+            None
+        ));
+    }
+
     use super::*;
 
     fn b(files_removed: u64, mib: u64) -> Benefit {

@@ -946,3 +946,61 @@ async fn ray_workers_apply_deletion_vectors_from_their_specs() {
     assert_eq!(kernel_read(d.path()).rows, before.rows);
     assert!(files_with_dv(d.path()).is_empty());
 }
+
+/// `watch ROOT` with the Ray executor: the jobs of two tables go to the cluster in two of the
+/// janitor's slots, the coordinator commits each, and every value of both tables is kept.
+#[test]
+fn the_janitor_runs_the_jobs_of_several_tables_on_the_ray_cluster_and_keeps_every_value() {
+    let root = tempfile::tempdir().unwrap();
+    let mut before = Vec::new();
+    for t in ["a", "b"] {
+        let dir = root.path().join("db").join(t);
+        std::fs::create_dir_all(&dir).unwrap();
+        sensor_table_with(&dir, &[("2026-11-01", 52)]);
+        before.push((dir.clone(), dump(&dir)));
+    }
+    let logs = tempfile::tempdir().unwrap();
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "executor = \"ray\"\nray_address = \"{}\"\nworker_binary = \"{}\"\nmax_jobs = 2\n",
+            ray_head().address,
+            env!("CARGO_BIN_EXE_lakehealth")
+        ),
+    )
+    .unwrap();
+    let o = lakehealth_cmd()
+        .args(["watch", root.path().to_str().unwrap(), "--once", "--json"])
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--history")
+        .arg(logs.path().join("h.jsonl"))
+        .arg("--log-file")
+        .arg(logs.path().join("log"))
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{err}");
+    let results: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["type"] == "result")
+        .collect();
+    assert_eq!(results.len(), 2, "{out}");
+    assert!(
+        results.iter().all(|r| r["outcome"] == "compacted"),
+        "{results:#?}"
+    );
+    assert!(err.contains("Ray cluster at"), "the bins ran on Ray: {err}");
+    for (dir, b) in before {
+        let after = dump(&dir);
+        assert_eq!(after["fingerprint"], b["fingerprint"], "{}", dir.display());
+        assert_eq!(after["rows"], b["rows"]);
+        assert_eq!(after["files"], serde_json::json!(1));
+        assert_eq!(leftover_files(&dir), Vec::<String>::new());
+    }
+}

@@ -4,11 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use object_store::ObjectStore;
-
 use crate::support::common::{runtime, sensor_table_with};
 use crate::support::harness::Moto;
-use crate::support::tally::{Tally, count};
+use crate::support::tally::count;
 use crate::support::{RequestExt, request};
 use lakehealth::engine::table::Table;
 
@@ -29,18 +27,12 @@ fn planning_a_compaction_on_s3_lists_the_log_once_and_reads_each_commit_once() {
     let moto = Moto::start();
     moto.create_bucket("lake");
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let s2 = seen.clone();
-    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
-        Arc::new(Tally {
-            inner,
-            seen: s2.clone(),
-        })
-    };
+    let wrap = crate::support::tally::wrapper(&seen);
     runtime().block_on(async {
         let s3 = moto.upload(&dir, "s3://lake/t").await;
         let mut opts = crate::support::common::opts();
         opts.storage_options = moto.storage_options();
-        let table = Table::open_with(&s3, &opts, &|_| {}, Some(&wrap))
+        let table = Table::open_with(&s3, &opts, &|_| {}, Some(&*wrap))
             .await
             .unwrap();
         let req = request()
@@ -86,7 +78,6 @@ fn planning_a_compaction_on_s3_lists_the_log_once_and_reads_each_commit_once() {
 
 #[test]
 fn the_janitor_advances_a_table_by_its_new_commits_instead_of_replaying_it() {
-    use lakehealth::engine::compact::table::StoreWrapper;
     use lakehealth::engine::janitor::Janitor;
     use lakehealth::engine::janitor::history::History;
     use lakehealth::engine::janitor::policy::Policy;
@@ -96,13 +87,7 @@ fn the_janitor_advances_a_table_by_its_new_commits_instead_of_replaying_it() {
     sensor_table_with(&dir, &[("2026-12-01", 6)]);
     let l = crate::support::common::loc(&dir);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let s2 = seen.clone();
-    let wrap: Arc<StoreWrapper> = Arc::new(move |inner: Arc<dyn ObjectStore>| {
-        Arc::new(Tally {
-            inner,
-            seen: s2.clone(),
-        }) as Arc<dyn ObjectStore>
-    });
+    let wrap = crate::support::tally::wrapper(&seen);
     runtime().block_on(async {
         let base = crate::support::common::opts().thresholds;
         let policy = Policy::parse("", "p.toml", base).unwrap();
@@ -159,16 +144,10 @@ fn a_table_opened_for_its_report_is_followed_live_from_the_version_read_without_
     sensor_table_with(&dir, &[("2026-12-01", 6)]);
     let l = crate::support::common::loc(&dir);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let s2 = seen.clone();
-    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
-        Arc::new(Tally {
-            inner,
-            seen: s2.clone(),
-        })
-    };
+    let wrap = crate::support::tally::wrapper(&seen);
     runtime().block_on(async {
         let opts = crate::support::common::opts();
-        let table = Table::open_with(&l, &opts, &|_| {}, Some(&wrap))
+        let table = Table::open_with(&l, &opts, &|_| {}, Some(&*wrap))
             .await
             .unwrap();
         let (report, log) = table.into_report_and_log();
@@ -219,19 +198,13 @@ fn a_checkpoint_lists_the_log_once_for_its_listing_and_delta_rs_snapshot() {
     sensor_table_with(&dir, &[("2026-12-01", 6), ("2026-12-02", 6)]);
     let l = crate::support::common::loc(&dir);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let s2 = seen.clone();
-    let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
-        Arc::new(Tally {
-            inner,
-            seen: s2.clone(),
-        })
-    };
+    let wrap = crate::support::tally::wrapper(&seen);
     runtime().block_on(async {
         let opts = crate::support::common::opts();
         let first = checkpoint(&l, &opts.storage_options).await.unwrap();
         assert!(first.written, "{first:?}");
         // The latest version now has its checkpoint: this run reads the log and writes nothing.
-        let again = checkpoint_with(&l, &opts.storage_options, Some(&wrap))
+        let again = checkpoint_with(&l, &opts.storage_options, Some(&*wrap))
             .await
             .unwrap();
         assert!(!again.written, "{again:?}");

@@ -4,12 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use object_store::ObjectStore;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::common::{loc, opts, runtime, sensor_table_with};
-use crate::support::tally::Tally;
-use lakehealth::engine::compact::table::StoreWrapper;
 use lakehealth::engine::janitor::Janitor;
 use lakehealth::engine::janitor::history::History;
 use lakehealth::engine::janitor::policy::Policy;
@@ -21,13 +18,7 @@ fn janitor(
     history: &std::path::Path,
     seen: &Arc<Mutex<Vec<String>>>,
 ) -> Janitor {
-    let s2 = seen.clone();
-    let wrap: Arc<StoreWrapper> = Arc::new(move |inner: Arc<dyn ObjectStore>| {
-        Arc::new(Tally {
-            inner,
-            seen: s2.clone(),
-        }) as Arc<dyn ObjectStore>
-    });
+    let wrap = crate::support::tally::wrapper(seen);
     let policy = Policy::parse(policy, "p.toml", opts().thresholds).unwrap();
     Janitor::new(
         targets,

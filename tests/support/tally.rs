@@ -64,3 +64,17 @@ pub fn count(seen: &[String]) -> BTreeMap<String, usize> {
     }
     m
 }
+
+/// A store wrapper (for `Table::open_with`, the janitor, a checkpoint) noting every request in
+/// `seen`.
+pub fn wrapper(
+    seen: &Arc<Mutex<Vec<String>>>,
+) -> Arc<lakehealth::engine::compact::table::StoreWrapper> {
+    let seen = seen.clone();
+    Arc::new(move |inner: Arc<dyn ObjectStore>| {
+        Arc::new(Tally {
+            inner,
+            seen: seen.clone(),
+        }) as Arc<dyn ObjectStore>
+    })
+}

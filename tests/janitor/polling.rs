@@ -148,3 +148,54 @@ fn a_root_is_listed_for_new_tables_every_discover_every_and_its_tables_in_betwee
         );
     });
 }
+
+#[test]
+fn a_partition_not_due_for_the_same_reason_is_said_once_and_again_when_its_reason_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    sensor_table_with(&dir, &[("2026-12-01", 6)]);
+    let l = loc(&dir);
+    let said = Arc::new(Mutex::new(Vec::<String>::new()));
+    let s2 = said.clone();
+    let policy = Policy::parse("interval = \"10s\"\n", "p.toml", opts().thresholds).unwrap();
+    let mut j = Janitor::new(
+        vec![l.clone()],
+        policy,
+        opts(),
+        History::open(&tmp.path().join("h.jsonl")).unwrap(),
+        Box::new(move |line| {
+            let v = serde_json::to_value(line).unwrap();
+            if v["type"] == "decision" {
+                s2.lock()
+                    .unwrap()
+                    .push(v["reason"].as_str().unwrap().to_string());
+            }
+        }),
+        false,
+    );
+    runtime().block_on(async {
+        let cancel = CancellationToken::new();
+        for _ in 0..3 {
+            j.cycle(&cancel, true).await;
+        }
+        assert_eq!(
+            *said.lock().unwrap(),
+            vec!["not due: 6 small files < 50".to_string()],
+            "said once in three cycles"
+        );
+        lakehealth::engine::demo::seed_small_files(&l, &["2026-12-01".to_string()], 1, 50)
+            .await
+            .unwrap();
+        // Read again within a few cycles (the table is idle: doubling gaps).
+        for _ in 0..4 {
+            j.cycle(&cancel, true).await;
+        }
+        assert_eq!(
+            said.lock().unwrap().last().map(String::as_str),
+            Some("not due: 7 small files < 50"),
+            "said again with its new reason"
+        );
+        assert_eq!(said.lock().unwrap().len(), 2);
+    });
+}

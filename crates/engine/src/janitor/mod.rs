@@ -216,6 +216,8 @@ pub struct Janitor {
     polling: polling::Polling,
     /// Tables whose last read failed: retried on `polling`'s back-off.
     broken_ids: std::collections::HashSet<String>,
+    /// Each partition's last "not due" reason said, by table: said again only when it changes.
+    said: HashMap<(String, PartitionValues), String>,
     /// Every request watching makes (log reads, root listings): `/metrics`.
     watch_requests: Arc<crate::compact::counting_store::ByteCounters>,
 }
@@ -270,6 +272,7 @@ impl Janitor {
             polling,
             broken_ids: Default::default(),
             watch_requests: Default::default(),
+            said: HashMap::new(),
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -1061,6 +1064,17 @@ impl Janitor {
             m.rewrite(&t.id, t.report.log.rewrite);
         }
         for d in lines {
+            // A partition not due for the same reason as last cycle is not said again: at
+            // thousands of tables those lines would be nearly all of the history.
+            let key = (d.table.clone(), d.partition.clone());
+            if d.decision == DecisionKind::NotDue {
+                if self.said.get(&key) == Some(&d.reason) {
+                    continue;
+                }
+                self.said.insert(key, d.reason.clone());
+            } else {
+                self.said.remove(&key);
+            }
             self.emit(Line::Decision(d.clone()));
         }
     }
@@ -1090,6 +1104,7 @@ impl Janitor {
         let present: std::collections::HashSet<&str> =
             tables.iter().map(|t| t.id.as_str()).collect();
         self.activity.retain(|k, _| present.contains(k.as_str()));
+        self.said.retain(|(t, _), _| present.contains(t.as_str()));
         self.queue.retain_tables(|t| present.contains(t));
         // Checkpoints and vacuums are Delta log maintenance.
         let facts: Vec<maintenance::TableFacts> = tables

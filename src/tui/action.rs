@@ -53,6 +53,8 @@ pub enum Command {
     Vacuum,
     /// Switch the janitor on / off for the open table (`tui::janitor`).
     Janitor,
+    /// Switch the lakehouse janitor on / off for every table of the root (`tui::fleet`).
+    Fleet,
     /// Show the janitor's last decisions and why.
     Why,
     /// Full speed (as `--no-throttle`): in the compaction preview, start without the writers'
@@ -124,6 +126,16 @@ pub enum Action {
     Maintenance {
         id: u64,
         event: MaintenanceEvent,
+    },
+    /// The lakehouse janitor `id` over the root: every table's state, debt, last job, spend.
+    FleetUpdated {
+        id: u64,
+        snapshot: std::sync::Arc<crate::engine::janitor::fleet::FleetSnapshot>,
+    },
+    /// The lakehouse janitor `id` stopped (switched off: Ok), or could not start.
+    FleetStopped {
+        id: u64,
+        result: Result<(), TaskError>,
     },
     /// The janitor's decisions for the open table (every partition), and its job if due.
     JanitorDecided {
@@ -222,6 +234,16 @@ pub enum Effect {
     Checkpoint {
         id: u64,
         uri: String,
+    },
+    /// Run the lakehouse janitor over `root` (every table, as `watch ROOT`) until stopped; its
+    /// fleet comes back as `Action::FleetUpdated`, its end as `Action::FleetStopped`.
+    StartFleet {
+        id: u64,
+        root: String,
+    },
+    /// Stop it: running jobs stop before their next commit.
+    StopFleet {
+        id: u64,
     },
     /// Let the janitor decide for the table; comes back as `Action::JanitorDecided`.
     JanitorCycle {

@@ -19,7 +19,7 @@ use super::preview::{
     AnyPreview, Compaction, CompactionRequest, Conversion, IcebergCompaction, OnConfirm,
     PlannedJob, Preview, PreviewKind,
 };
-use super::root::{RootRow, RootView};
+use super::root::{RootEntry, RootRow, RootView};
 use super::view;
 use crate::engine::compact::events::JobEvent;
 use crate::engine::compact::executor::Executor;
@@ -219,6 +219,8 @@ pub struct App {
     pub policy: Option<Policy>,
     /// The janitor, when switched on for the open table (`a`).
     pub janitor: TuiJanitor,
+    /// The janitor over the root (`a` on the tables list).
+    pub fleet: super::fleet::Fleet,
     next_id: u64,
     /// The number the next job gets (jobs are numbered 1, 2, 3, … as the user sees them; their
     /// task ids are the effects' and skip).
@@ -271,6 +273,7 @@ impl App {
             janitor: TuiJanitor::new(&Policy::builtin(
                 crate::engine::options::OpenOptions::default().thresholds,
             )),
+            fleet: Default::default(),
             next_id: 1,
             next_job_number: 1,
             notice: None,
@@ -341,6 +344,7 @@ impl App {
                     })
             }
             Command::Janitor => self.table.as_ref().is_some_and(|t| t.format.can_compact()),
+            Command::Fleet => self.root.is_some(),
             Command::Why => self.janitor.is_on() || !self.janitor.why.is_empty(),
             Command::Convert => self.table.as_ref().is_some_and(|t| t.format.can_convert()),
             _ => true,
@@ -408,6 +412,8 @@ impl App {
             Action::ConvertPlanReady { id, result } => self.preview_ready::<Conversion>(id, result),
             Action::Converted { id, result } => self.converted(id, result),
             Action::JanitorDecided { id, result } => self.janitor_decided(id, result),
+            Action::FleetUpdated { id, snapshot } => self.fleet_updated(id, snapshot),
+            Action::FleetStopped { id, result } => self.fleet_stopped(id, result),
             Action::VacuumPlanReady { id, result } => self.vacuum_plan_ready(id, result),
             Action::Maintenance { id, event } => self.maintenance_event(id, event),
             Action::Log { watch, event } => {
@@ -700,6 +706,7 @@ impl App {
             Command::ToggleMark => self.toggle_mark(),
             Command::CancelJob => self.ask_cancel(),
             Command::Janitor => return self.toggle_janitor(),
+            Command::Fleet => return self.toggle_fleet(),
             Command::Why => self.modals.open(Modal::Why { scroll: 0 }),
             Command::FullSpeed => return self.lift_paces(),
             _ => {}
@@ -889,7 +896,8 @@ impl App {
     }
 
     fn set_root(&mut self, r: RootReport) {
-        let r = RootView::from(r);
+        let mut r = RootView::from(r);
+        self.fleet.unlisted = r.apply_fleet(self.fleet.snapshot.as_deref());
         let keep = self
             .root
             .as_ref()
@@ -935,12 +943,12 @@ impl App {
             .as_ref()
             .and_then(|r| self.tables.selected(&r.rows))
             .cloned();
-        match picked {
-            Some(RootRow::Table(t)) => {
+        match picked.map(|r| r.entry) {
+            Some(RootEntry::Table(t)) => {
                 self.screen = Screen::Table;
                 self.set_table(*t);
             }
-            Some(RootRow::Broken(b)) => self
+            Some(RootEntry::Broken(b)) => self
                 .modals
                 .show_error(format!("{} could not be read: {}", b.uri, b.error)),
             None => {}

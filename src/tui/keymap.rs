@@ -241,6 +241,13 @@ pub static BINDINGS: &[Binding] = &[
         Some("open"),
     ),
     bind(
+        &[k(KeyCode::Char('a'))],
+        C::Fleet,
+        L,
+        "janitor on / off for every table under the root (state, debt, last job, spend per row)",
+        Some("janitor"),
+    ),
+    bind(
         &[k(KeyCode::Char(' '))],
         C::ToggleMark,
         T,
@@ -690,7 +697,7 @@ mod tests {
         let tables = hint_line(Context::Tables, |c| c != Command::Back);
         assert_eq!(
             tables,
-            "Enter open · j/k move · s sort · / filter · r reload · ? help · q quit"
+            "Enter open · a janitor · j/k move · s sort · / filter · r reload · ? help · q quit"
         );
         assert_eq!(
             hint_line(Context::Filter, |_| true),

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::marker::PhantomData;
 
+use crate::engine::janitor::fleet::FleetRow;
 use crate::engine::stats::file_sizes::SizeStats;
 use crate::engine::stats::table_report::{PartitionReport, TableReport};
 
@@ -21,6 +22,10 @@ pub trait ListRow {
     /// What the filter matches and the name sort orders by.
     fn name(&self) -> Cow<'_, str>;
     fn stats(&self) -> &SizeStats;
+    /// What the lakehouse janitor does with it, while it runs (the fleet sort keys).
+    fn fleet(&self) -> Option<&FleetRow> {
+        None
+    }
 }
 
 impl ListRow for TableReport {
@@ -58,18 +63,41 @@ pub enum SortKey {
     Bytes,
     Files,
     Name,
+    /// The janitor's state, what needs a look first (broken, suspended, backing off, running,
+    /// queued, idle). The four fleet keys sort only while the janitor runs over the root.
+    State,
+    /// Small bytes waiting for a compaction.
+    Debt,
+    /// When its last janitor job ended.
+    LastJob,
+    /// The month's estimated spend on it.
+    Spend,
 }
 
 impl SortKey {
-    pub fn next(self) -> Self {
+    /// The next sort column; the fleet's columns are in the cycle when `fleet`.
+    pub fn next(self, fleet: bool) -> Self {
         match self {
             SortKey::Excess => SortKey::SmallShare,
             SortKey::SmallShare => SortKey::Bytes,
             SortKey::Bytes => SortKey::Files,
             SortKey::Files => SortKey::Name,
-            SortKey::Name => SortKey::Health,
+            SortKey::Name if fleet => SortKey::State,
+            SortKey::State if fleet => SortKey::Debt,
+            SortKey::Debt if fleet => SortKey::LastJob,
+            SortKey::LastJob if fleet => SortKey::Spend,
+            SortKey::Name | SortKey::State | SortKey::Debt | SortKey::LastJob | SortKey::Spend => {
+                SortKey::Health
+            }
             SortKey::Health => SortKey::Excess,
         }
+    }
+
+    pub fn is_fleet(self) -> bool {
+        matches!(
+            self,
+            SortKey::State | SortKey::Debt | SortKey::LastJob | SortKey::Spend
+        )
     }
 
     pub fn label(self) -> &'static str {
@@ -80,16 +108,39 @@ impl SortKey {
             SortKey::Files => "files",
             SortKey::Name => "name",
             SortKey::Health => "health",
+            SortKey::State => "janitor state",
+            SortKey::Debt => "debt",
+            SortKey::LastJob => "last job",
+            SortKey::Spend => "spend",
         }
     }
 
     /// Names read best ascending, health worst-first (ascending), other numbers worst-first.
     pub fn default_desc(self) -> bool {
-        !matches!(self, SortKey::Name | SortKey::Health)
+        !matches!(self, SortKey::Name | SortKey::Health | SortKey::State)
     }
 
-    fn compare(self, a: &SizeStats, b: &SizeStats, names: (&str, &str)) -> Ordering {
+    fn compare<R: ListRow>(self, ra: &R, rb: &R, names: (&str, &str)) -> Ordering {
+        let (a, b) = (ra.stats(), rb.stats());
+        let (fa, fb) = (ra.fleet(), rb.fleet());
         match self {
+            // A row the janitor does not know sorts after those it does, either way up.
+            SortKey::State => {
+                let urgency = |f: Option<&FleetRow>| f.map_or(u8::MAX, |f| f.state.urgency());
+                urgency(fa).cmp(&urgency(fb))
+            }
+            SortKey::Debt => {
+                let debt = |f: Option<&FleetRow>| f.and_then(|f| f.debt).map(|d| d.small_bytes);
+                debt(fa).cmp(&debt(fb))
+            }
+            SortKey::LastJob => {
+                let ended = |f: Option<&FleetRow>| f.and_then(|f| f.last_job.as_ref()).map(|j| j.ended_ms);
+                ended(fa).cmp(&ended(fb))
+            }
+            SortKey::Spend => {
+                let usd = |f: Option<&FleetRow>| f.map_or(-1.0, |f| f.month_usd);
+                usd(fa).total_cmp(&usd(fb))
+            }
             SortKey::Excess => a.excess_files.cmp(&b.excess_files),
             SortKey::SmallShare => a.small_share().total_cmp(&b.small_share()),
             SortKey::Bytes => a.bytes.cmp(&b.bytes),
@@ -157,6 +208,8 @@ pub struct SortedList<R: ListRow> {
     offset: usize,
     filter: String,
     sort: Sort,
+    /// The fleet's sort keys are offered (the janitor runs over the root).
+    fleet_keys: bool,
     rows: PhantomData<fn(&R)>,
 }
 
@@ -168,12 +221,21 @@ impl<R: ListRow> SortedList<R> {
             offset: 0,
             filter: String::new(),
             sort,
+            fleet_keys: false,
             rows: PhantomData,
         }
     }
 
     pub fn sort(&self) -> Sort {
         self.sort
+    }
+
+    /// Offers the fleet's sort keys, or stops (a fleet sort goes back to health).
+    pub fn set_fleet_keys(&mut self, on: bool) {
+        self.fleet_keys = on;
+        if !on && self.sort.key.is_fleet() {
+            self.sort = Sort::by(SortKey::Health);
+        }
     }
 
     pub fn filter(&self) -> &str {
@@ -249,7 +311,7 @@ impl<R: ListRow> SortedList<R> {
                 return self.fit(height);
             }
             ListOp::SetFilter(f) => self.filter = f,
-            ListOp::CycleSort => self.sort = Sort::by(self.sort.key.next()),
+            ListOp::CycleSort => self.sort = Sort::by(self.sort.key.next(self.fleet_keys)),
             ListOp::ReverseSort => self.sort.desc = !self.sort.desc,
         }
         self.rebuild(rows, keep.as_ref(), height);
@@ -267,7 +329,7 @@ impl<R: ListRow> SortedList<R> {
         let Sort { key, desc } = self.sort;
         order.sort_by(|&a, &b| {
             let (na, nb) = (names[a].as_ref(), names[b].as_ref());
-            let ord = key.compare(rows[a].stats(), rows[b].stats(), (na, nb));
+            let ord = key.compare(&rows[a], &rows[b], (na, nb));
             let ord = if desc { ord.reverse() } else { ord };
             ord.then_with(|| na.cmp(nb))
                 .then_with(|| rows[a].id().cmp(rows[b].id()))

@@ -123,6 +123,8 @@ impl Loader {
             }
             Effect::DiscardVacuum { id } => self.maintenance.discard(id),
             Effect::Checkpoint { id, uri } => self.maintenance.checkpoint(id, uri),
+            Effect::StartFleet { id, root } => self.start_fleet(id, root),
+            Effect::StopFleet { id } => self.tasks.cancel(id, TaskKind::Janitor),
             Effect::JanitorCycle { id, uri } => {
                 self.janitor
                     .cycle(id, uri, self.opts.clone(), self.tx.clone())
@@ -411,14 +413,33 @@ impl Loader {
         let _ = self.tx.send(Action::Progress { task: id, progress });
     }
 
-    /// Jobs still running (they stop before their next commit once cancelled).
+    /// The janitor over the root `root` as task `id`, with the janitor's policy and history
+    /// and the loader's executor (`tui::fleet`).
+    fn start_fleet(&mut self, id: u64, root: String) {
+        let cancel = self.tasks.start(id, TaskKind::Janitor);
+        let mut policy = self.janitor.policy().clone();
+        policy.executor = self.executor.clone();
+        let run = super::fleet::runner::FleetRun {
+            id,
+            root,
+            policy,
+            history: self.janitor.history().clone(),
+            opts: self.opts.clone(),
+        };
+        let handle = super::fleet::runner::start(run, cancel, self.tx.clone());
+        self.tasks.attach(id, handle);
+    }
+
+    /// Jobs still running (they stop before their next commit once cancelled), the janitor
+    /// over a root counted as one.
     pub fn active_jobs(&self) -> usize {
-        self.tasks.active(TaskKind::Job)
+        self.tasks.active(TaskKind::Job) + self.tasks.active(TaskKind::Janitor)
     }
 
     /// Waits up to `limit` for cancelled jobs to stop, so no output is left half-written.
     pub async fn wait_jobs(&mut self, limit: std::time::Duration) {
-        let tasks = self.tasks.take_handles(TaskKind::Job);
+        let mut tasks = self.tasks.take_handles(TaskKind::Job);
+        tasks.extend(self.tasks.take_handles(TaskKind::Janitor));
         let _ = tokio::time::timeout(limit, futures::future::join_all(tasks)).await;
     }
 

@@ -6,6 +6,7 @@ pub mod action;
 pub mod app;
 pub mod clock;
 pub mod command_line;
+pub mod fleet;
 mod iceberg;
 pub mod janitor;
 pub mod jobs;

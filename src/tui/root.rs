@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use super::list::ListRow;
+use crate::engine::janitor::fleet::{FleetRow, FleetSnapshot};
 use crate::engine::open::RootReport;
 use crate::engine::options::OpenOptions;
 use crate::engine::stats::file_sizes::SizeStats;
@@ -40,25 +41,41 @@ impl BrokenTable {
     }
 }
 
+/// What a row of the root is: a table read, or one that could not be.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RootRow {
+pub enum RootEntry {
     /// Boxed: a report is large, a broken table small.
     Table(Box<TableReport>),
     Broken(BrokenTable),
 }
 
+/// A row of the tables list: the table, and what the lakehouse janitor does with it while it
+/// runs over the root (`fleet`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RootRow {
+    pub entry: RootEntry,
+    pub fleet: Option<FleetRow>,
+}
+
 impl RootRow {
     pub fn table(&self) -> Option<&TableReport> {
-        match self {
-            RootRow::Table(t) => Some(t.as_ref()),
-            RootRow::Broken(_) => None,
+        match &self.entry {
+            RootEntry::Table(t) => Some(t.as_ref()),
+            RootEntry::Broken(_) => None,
         }
     }
 
     pub fn broken(&self) -> Option<&BrokenTable> {
-        match self {
-            RootRow::Broken(b) => Some(b),
-            RootRow::Table(_) => None,
+        match &self.entry {
+            RootEntry::Broken(b) => Some(b),
+            RootEntry::Table(_) => None,
+        }
+    }
+
+    pub fn uri(&self) -> &str {
+        match &self.entry {
+            RootEntry::Table(t) => &t.uri,
+            RootEntry::Broken(b) => &b.uri,
         }
     }
 }
@@ -66,22 +83,25 @@ impl RootRow {
 impl ListRow for RootRow {
     type Id = String;
     fn id(&self) -> &String {
-        match self {
-            RootRow::Table(t) => &t.uri,
-            RootRow::Broken(b) => &b.uri,
+        match &self.entry {
+            RootEntry::Table(t) => &t.uri,
+            RootEntry::Broken(b) => &b.uri,
         }
     }
     fn name(&self) -> Cow<'_, str> {
-        match self {
-            RootRow::Table(t) => Cow::Borrowed(&t.name),
-            RootRow::Broken(b) => Cow::Borrowed(&b.name),
+        match &self.entry {
+            RootEntry::Table(t) => Cow::Borrowed(&t.name),
+            RootEntry::Broken(b) => Cow::Borrowed(&b.name),
         }
     }
     fn stats(&self) -> &SizeStats {
-        match self {
-            RootRow::Table(t) => &t.stats,
-            RootRow::Broken(b) => &b.stats,
+        match &self.entry {
+            RootEntry::Table(t) => &t.stats,
+            RootEntry::Broken(b) => &b.stats,
         }
+    }
+    fn fleet(&self) -> Option<&FleetRow> {
+        self.fleet.as_ref()
     }
 }
 
@@ -101,6 +121,28 @@ impl RootView {
     pub fn broken(&self) -> impl Iterator<Item = &BrokenTable> {
         self.rows.iter().filter_map(RootRow::broken)
     }
+
+    /// Each row's janitor state from `fleet` (None: the janitor is off). Returns how many
+    /// tables the janitor watches that this list does not have (found since it was read).
+    pub fn apply_fleet(&mut self, fleet: Option<&FleetSnapshot>) -> usize {
+        let Some(f) = fleet else {
+            for r in &mut self.rows {
+                r.fleet = None;
+            }
+            return 0;
+        };
+        // By id: thousands of rows, a snapshot every second while jobs run.
+        let by_id: std::collections::HashMap<&str, &FleetRow> =
+            f.rows.iter().map(|r| (r.table.as_str(), r)).collect();
+        let mut matched = 0;
+        for r in &mut self.rows {
+            r.fleet = by_id
+                .get(r.uri().trim_end_matches('/'))
+                .map(|row| (*row).clone());
+            matched += usize::from(r.fleet.is_some());
+        }
+        f.rows.len().saturating_sub(matched)
+    }
 }
 
 impl From<RootReport> for RootView {
@@ -108,14 +150,15 @@ impl From<RootReport> for RootView {
         let broken = r
             .errors
             .into_iter()
-            .map(|e| RootRow::Broken(BrokenTable::new(e.uri, &e.error)));
+            .map(|e| RootEntry::Broken(BrokenTable::new(e.uri, &e.error)));
         RootView {
             root: r.root,
             rows: r
                 .tables
                 .into_iter()
-                .map(|t| RootRow::Table(Box::new(t)))
+                .map(|t| RootEntry::Table(Box::new(t)))
                 .chain(broken)
+                .map(|entry| RootRow { entry, fleet: None })
                 .collect(),
         }
     }

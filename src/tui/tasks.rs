@@ -20,6 +20,9 @@ pub enum TaskKind {
     Watch,
     /// A vacuum (cancelled before it deletes, it deletes nothing).
     Maintenance,
+    /// The lakehouse janitor: its jobs stop before their next commit once cancelled; waited
+    /// for on quit as jobs are.
+    Janitor,
 }
 
 struct Task {
@@ -84,7 +87,7 @@ impl Tasks {
             return;
         };
         t.cancel.cancel();
-        if kind != TaskKind::Job {
+        if !matches!(kind, TaskKind::Job | TaskKind::Janitor) {
             self.map.remove(&id);
         }
     }

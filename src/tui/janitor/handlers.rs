@@ -15,6 +15,13 @@ impl App {
         let Some(t) = self.table.as_ref() else {
             return vec![];
         };
+        if self.fleet.is_on() && !self.janitor.is_on() {
+            self.modals.show_error(
+                "the janitor over the root already watches this table (its row on the tables list shows what it does); switch it off there with `a` to run this table's own"
+                    .to_string(),
+            );
+            return vec![];
+        }
         if t.format != TableFormat::Delta && !self.janitor.is_on() {
             let why = match t.format {
                 TableFormat::Iceberg => "the TUI's janitor watches Delta tables; an Iceberg table's janitor runs as `lakehealth watch TABLE --catalog URI` (its jobs commit through the catalog)".to_string(),

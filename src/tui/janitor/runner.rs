@@ -54,6 +54,15 @@ impl RunningJob {
 }
 
 impl JanitorRunner {
+    /// The policy and history the janitor over a root uses too (`tui::fleet`).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn history(&self) -> &HistoryFile {
+        &self.history
+    }
+
     pub fn new(policy: Policy, history: HistoryFile) -> Self {
         Self {
             policy,

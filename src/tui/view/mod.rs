@@ -3,6 +3,7 @@
 mod commits;
 pub(super) mod convert_dialog;
 mod findings;
+pub mod fleet;
 pub mod fit;
 pub mod header;
 mod help;
@@ -55,7 +56,7 @@ pub fn table_shape(app: &App) -> layout::Shape {
 pub fn tables_shape(app: &App) -> layout::TablesShape {
     let width = app.size.0;
     let header_rows = app.root.as_ref().map_or(3, |r| {
-        let lines = tables::header_lines(r, width);
+        let lines = tables::header_lines(r, &app.fleet, width);
         let n = fit::wrapped_rows(&lines, usize::from(width.saturating_sub(2)));
         u16::try_from(n).unwrap_or(u16::MAX).saturating_add(2)
     });

@@ -12,7 +12,8 @@ use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::table_report::TableReport;
 use crate::tui::app::App;
 use crate::tui::layout::TablesAreas;
-use crate::tui::root::{BrokenTable, RootRow, RootView};
+use crate::tui::fleet::Fleet;
+use crate::tui::root::{BrokenTable, RootEntry, RootRow, RootView};
 
 /// The number columns, in display order, after the name.
 const HEADERS: [&str; 8] = [
@@ -32,13 +33,13 @@ const NAME_MIN: usize = 12;
 
 pub fn draw(f: &mut Frame, a: &TablesAreas, app: &App) {
     let Some(r) = &app.root else { return };
-    draw_totals(f, a.header, r);
+    draw_totals(f, a.header, r, &app.fleet);
     draw_list(f, a.list, app, r);
     draw_detail(f, a.detail, app);
 }
 
 /// Totals over the root's tables, how many could not be read, and what the health colours mean.
-pub fn header_lines(r: &RootView, width: u16) -> Vec<Line<'static>> {
+pub fn header_lines(r: &RootView, fleet: &Fleet, width: u16) -> Vec<Line<'static>> {
     let tables: Vec<&TableReport> = r.tables().collect();
     let files: u64 = tables.iter().map(|t| t.stats.files).sum();
     let bytes: u64 = tables.iter().map(|t| t.stats.bytes).sum();
@@ -59,6 +60,9 @@ pub fn header_lines(r: &RootView, width: u16) -> Vec<Line<'static>> {
             style::score(0),
         )]);
     }
+    if fleet.is_on() {
+        items.push(super::fleet::header_item(fleet));
+    }
     items.push(super::health_legend());
     let inner = usize::from(width.saturating_sub(2));
     let mut lines = fit::flow(items, "  ", inner.saturating_sub(1));
@@ -68,9 +72,9 @@ pub fn header_lines(r: &RootView, width: u16) -> Vec<Line<'static>> {
     lines
 }
 
-fn draw_totals(f: &mut Frame, area: Rect, r: &RootView) {
+fn draw_totals(f: &mut Frame, area: Rect, r: &RootView, fleet: &Fleet) {
     f.render_widget(
-        Paragraph::new(header_lines(r, area.width))
+        Paragraph::new(header_lines(r, fleet, area.width))
             .wrap(Wrap { trim: false })
             .block(
                 Block::default()
@@ -79,6 +83,43 @@ fn draw_totals(f: &mut Frame, area: Rect, r: &RootView) {
             ),
         area,
     );
+}
+
+/// The columns of the list: the table's numbers, or the janitor's while it runs.
+struct Columns {
+    headers: &'static [&'static str],
+    drop: &'static [usize],
+    /// Coloured by the table's health score.
+    health: usize,
+    /// Coloured by the janitor's state.
+    state: Option<usize>,
+}
+
+const TABLE_COLUMNS: Columns = Columns {
+    headers: &HEADERS,
+    drop: &DROP,
+    health: 7,
+    state: None,
+};
+
+const FLEET_COLUMNS: Columns = Columns {
+    headers: &super::fleet::HEADERS,
+    drop: &super::fleet::DROP,
+    health: super::fleet::HEALTH,
+    state: Some(super::fleet::STATE),
+};
+
+/// A row's cells for `cols` (None: a table that could not be read, unless the janitor has it).
+fn row_cells(row: &RootRow, app: &App, now_ms: i64) -> Option<Vec<String>> {
+    if app.fleet.is_on() {
+        let early = app.fleet.snapshot.as_ref().is_some_and(|s| s.early());
+        let health = row.table().map_or(0, |t| t.stats.health_score);
+        if row.table().is_none() && row.fleet.is_none() {
+            return None;
+        }
+        return Some(super::fleet::cells(row.fleet.as_ref(), early, health, now_ms).to_vec());
+    }
+    row.table().map(|t| table_cells(t, now_ms).to_vec())
 }
 
 fn table_cells(t: &TableReport, now_ms: i64) -> [String; 8] {
@@ -101,11 +142,17 @@ fn table_cells(t: &TableReport, now_ms: i64) -> [String; 8] {
 fn name(row: &RootRow) -> String {
     match row {
         // Delta is the default: other formats are labelled.
-        RootRow::Table(t) => match t.format {
+        RootRow {
+            entry: RootEntry::Table(t),
+            ..
+        } => match t.format {
             TableFormat::Delta => t.name.clone(),
             other => format!("{} [{}]", t.name, other.label()),
         },
-        RootRow::Broken(b) => format!("{} [unreadable]", b.name),
+        RootRow {
+            entry: RootEntry::Broken(b),
+            ..
+        } => format!("{} [unreadable]", b.name),
     }
 }
 
@@ -117,18 +164,30 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, r: &RootView) {
         .visible(height)
         .filter_map(|(pos, idx)| Some((pos, r.rows.get(idx)?)))
         .collect();
-    let cells: Vec<Option<[String; 8]>> = visible
+    let cols = if app.fleet.is_on() {
+        &FLEET_COLUMNS
+    } else {
+        &TABLE_COLUMNS
+    };
+    let cells: Vec<Option<Vec<String>>> = visible
         .iter()
-        .map(|(_, row)| row.table().map(|t| table_cells(t, now_ms)))
+        .map(|(_, row)| row_cells(row, app, now_ms))
         .collect();
-    let widths: Vec<usize> = (0..HEADERS.len())
-        .map(|i| fit::column_width(HEADERS[i], cells.iter().flatten().map(|c| c[i].as_str())))
+    let widths: Vec<usize> = (0..cols.headers.len())
+        .map(|i| {
+            fit::column_width(
+                cols.headers[i],
+                cells.iter().flatten().map(|c| c[i].as_str()),
+            )
+        })
         .collect();
-    let shown = shown_columns(area, &visible, &widths);
+    let shown = shown_columns(area, &visible, &widths, cols);
     let rows: Vec<Row> = visible
         .iter()
         .zip(&cells)
-        .map(|((pos, row), c)| super::mark_selected(list_row(row, c.as_ref(), &shown), *pos, list))
+        .map(|((pos, row), c)| {
+            super::mark_selected(list_row(row, c.as_deref(), &shown, cols), *pos, list)
+        })
         .collect();
     let title = Line::from(vec![
         Span::styled(" Tables ", style::title()),
@@ -139,7 +198,7 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, r: &RootView) {
     ]);
     let header = Row::new(
         std::iter::once("table".to_string()).chain(
-            HEADERS
+            cols.headers
                 .iter()
                 .zip(&shown)
                 .filter(|(_, s)| **s)
@@ -165,33 +224,49 @@ fn draw_list(f: &mut Frame, area: Rect, app: &App, r: &RootView) {
 }
 
 /// The number columns that fit beside the names; when none do, the fewest.
-fn shown_columns(area: Rect, visible: &[(usize, &RootRow)], widths: &[usize]) -> Vec<bool> {
+fn shown_columns(
+    area: Rect,
+    visible: &[(usize, &RootRow)],
+    widths: &[usize],
+    cols: &Columns,
+) -> Vec<bool> {
     let avail = usize::from(area.width.saturating_sub(2));
     let name_w = visible
         .iter()
         .map(|(_, row)| fit::width(&name(row)))
         .fold(NAME_MIN, usize::max);
-    fit::columns(avail, name_w.min(avail / 2).max(NAME_MIN), widths, &DROP).unwrap_or_else(|| {
-        let mut s = vec![true; HEADERS.len()];
-        for d in DROP {
-            s[d] = false;
-        }
-        s
-    })
+    fit::columns(avail, name_w.min(avail / 2).max(NAME_MIN), widths, cols.drop).unwrap_or_else(
+        || {
+            let mut s = vec![true; cols.headers.len()];
+            for d in cols.drop {
+                s[*d] = false;
+            }
+            s
+        },
+    )
 }
 
 /// A table's row (its name and shown numbers), or an unreadable one's (dashes, "error").
-fn list_row(row: &RootRow, cells: Option<&[String; 8]>, shown: &[bool]) -> Row<'static> {
-    let mut out = vec![match row {
-        RootRow::Table(_) => Cell::from(name(row)),
-        RootRow::Broken(_) => Cell::from(Span::styled(name(row), style::score(0))),
+fn list_row(
+    row: &RootRow,
+    cells: Option<&[String]>,
+    shown: &[bool],
+    cols: &Columns,
+) -> Row<'static> {
+    let mut out = vec![match row.entry {
+        RootEntry::Table(_) => Cell::from(name(row)),
+        RootEntry::Broken(_) => Cell::from(Span::styled(name(row), style::score(0))),
     }];
     match cells {
         Some(c) => {
             for (i, text) in c.iter().enumerate().filter(|(i, _)| shown[*i]) {
-                out.push(if i == 7 {
+                out.push(if i == cols.health {
                     let score = row.table().map_or(0, |t| t.stats.health_score);
                     Cell::from(Span::styled(text.clone(), style::score(score)))
+                } else if Some(i) == cols.state
+                    && let Some(f) = &row.fleet
+                {
+                    Cell::from(Span::styled(text.clone(), super::fleet::state_style(&f.state)))
                 } else {
                     Cell::from(text.clone())
                 });
@@ -207,46 +282,60 @@ fn list_row(row: &RootRow, cells: Option<&[String; 8]>, shown: &[bool]) -> Row<'
     Row::new(out)
 }
 
-/// The selected row's error, when it is a table that could not be read.
-pub fn selected_broken(app: &App) -> Option<&BrokenTable> {
+/// What the panel under the list shows of the selected row: a table that could not be read
+/// (its error), or, while the janitor runs, why the janitor does what it does with it.
+struct Detail {
+    title: String,
+    lines: Vec<Line<'static>>,
+    border: ratatui::style::Style,
+}
+
+fn detail(app: &App, width: u16) -> Option<Detail> {
     let r = app.root.as_ref()?;
-    app.tables.selected(&r.rows)?.broken()
+    let row = app.tables.selected(&r.rows)?;
+    if let Some(f) = row.fleet.as_ref().filter(|_| app.fleet.is_on()) {
+        return Some(Detail {
+            title: format!(" {}: the janitor ", name(row)),
+            lines: super::fleet::detail_lines(f, width),
+            border: super::fleet::state_style(&f.state),
+        });
+    }
+    let b = row.broken()?;
+    Some(Detail {
+        title: format!(" {} could not be read ", b.name),
+        lines: broken_lines(b, width),
+        border: style::score(0),
+    })
 }
 
 /// The error panel's lines at `width` (its outer width).
-pub fn detail_lines(b: &BrokenTable, width: u16) -> Vec<Line<'static>> {
+fn broken_lines(b: &BrokenTable, width: u16) -> Vec<Line<'static>> {
     let inner = usize::from(width.saturating_sub(2));
     let mut lines = fit::words(&b.uri, style::dim(), inner);
     lines.extend(fit::words(&b.error, style::score(0), inner));
     lines
 }
 
-/// Rows the error panel takes (0: the selected row is a table).
+/// Rows the panel under the list takes (0: nothing to say of the selected row).
 pub fn detail_rows(app: &App, width: u16) -> u16 {
-    selected_broken(app).map_or(0, |b| {
-        let n = fit::wrapped_rows(
-            &detail_lines(b, width),
-            usize::from(width.saturating_sub(2)),
-        );
+    detail(app, width).map_or(0, |d| {
+        let n = fit::wrapped_rows(&d.lines, usize::from(width.saturating_sub(2)));
         u16::try_from(n).unwrap_or(u16::MAX).saturating_add(2)
     })
 }
 
 fn draw_detail(f: &mut Frame, area: Rect, app: &App) {
-    let Some(b) = selected_broken(app).filter(|_| area.height > 0) else {
+    let Some(d) = detail(app, area.width).filter(|_| area.height > 0) else {
         return;
     };
     f.render_widget(
-        Paragraph::new(detail_lines(b, area.width))
+        Paragraph::new(d.lines)
             .wrap(Wrap { trim: false })
             .block(
                 Block::default()
                     .borders(Borders::ALL)
-                    .border_style(style::score(0))
-                    .title(Span::styled(
-                        format!(" {} could not be read ", b.name),
-                        style::score(0),
-                    )),
+                    .border_style(d.border)
+                    .title(Span::styled(d.title, d.border)),
             ),
         area,
     );

@@ -77,7 +77,7 @@ impl JobSpec {
 }
 
 /// What a running job is doing, as the decisions of later cycles describe it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobState {
     /// When the job started (ms since the epoch).
     pub since_ms: i64,
@@ -85,6 +85,10 @@ pub struct JobState {
     pub commit_slot_ms: Option<i64>,
     /// Commits landed so far.
     pub commits: u64,
+    /// Share of its input read so far, 0.0–1.0 (`Progress::ratio`).
+    pub done: f64,
+    /// The read pace it follows now; None: unbounded.
+    pub pace_bytes_per_second: Option<u64>,
 }
 
 impl JobState {
@@ -288,8 +292,12 @@ pub(super) async fn run_job(
 pub fn observe(state: &Mutex<JobState>, ev: &JobEvent) {
     let Ok(mut s) = state.lock() else { return };
     match ev {
-        JobEvent::Progress(p) if p.commit_wait_ms > 0 => {
-            s.commit_slot_ms = Some(now_ms() + p.commit_wait_ms.min(i64::MAX as u64) as i64);
+        JobEvent::Progress(p) => {
+            s.done = p.ratio();
+            s.pace_bytes_per_second = p.pace_bytes_per_second;
+            if p.commit_wait_ms > 0 {
+                s.commit_slot_ms = Some(now_ms() + p.commit_wait_ms.min(i64::MAX as u64) as i64);
+            }
         }
         JobEvent::Committed(_) => {
             s.commit_slot_ms = None;
@@ -529,6 +537,7 @@ mod tests {
             since_ms: 10_000,
             commit_slot_ms: Some(30_500),
             commits: 1,
+            ..Default::default()
         };
         assert_eq!(
             s.describe(22_000),

@@ -8,6 +8,7 @@
 
 pub(crate) mod activity;
 pub mod decide;
+pub mod fleet;
 pub mod forecast;
 pub mod history;
 mod iceberg_jobs;
@@ -172,7 +173,12 @@ enum Wake {
     Cancelled,
     Heard(Box<Line>),
     Ended(Box<std::result::Result<(tokio::task::Id, JobDone), tokio::task::JoinError>>),
+    /// Time to publish the fleet again (jobs are running: their progress moved).
+    Refresh,
 }
+
+/// How often the fleet is published while jobs run.
+const FLEET_REFRESH: Duration = Duration::from_secs(1);
 
 pub struct Janitor {
     targets: Vec<Location>,
@@ -220,6 +226,13 @@ pub struct Janitor {
     said: HashMap<(String, PartitionValues), String>,
     /// Every request watching makes (log reads, root listings): `/metrics`.
     watch_requests: Arc<crate::compact::counting_store::ByteCounters>,
+    /// Each table's fleet row in the making (`fleet`): a few numbers per table.
+    book: HashMap<String, fleet::Book>,
+    /// When the run started (the month's spend is extrapolated from it).
+    started_ms: i64,
+    /// Where the fleet is published (the TUI), when anyone looks.
+    fleet: Option<tokio::sync::watch::Sender<Arc<fleet::FleetSnapshot>>>,
+    next_refresh: tokio::time::Instant,
 }
 
 impl Janitor {
@@ -273,6 +286,10 @@ impl Janitor {
             broken_ids: Default::default(),
             watch_requests: Default::default(),
             said: HashMap::new(),
+            book: HashMap::new(),
+            started_ms: now_ms(),
+            fleet: None,
+            next_refresh: tokio::time::Instant::now(),
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -305,13 +322,20 @@ impl Janitor {
         self
     }
 
-    /// Jobs ignore the writers: every core, unbounded reads (for comparison).
+    /// Publishes every table's state, debt, last job and spend to `tx` (`fleet`): after each
+    /// cycle, each job's end, and every second while jobs run.
+    pub fn with_fleet(mut self, tx: tokio::sync::watch::Sender<Arc<fleet::FleetSnapshot>>) -> Self {
+        self.fleet = Some(tx);
+        self
+    }
+
     /// Reads every table's log through `wrap(store)` (tests count the requests with it).
     pub fn with_log_store_wrapper(mut self, wrap: Arc<StoreWrapper>) -> Self {
         self.log_store_wrapper = Some(wrap);
         self
     }
 
+    /// Jobs ignore the writers: every core, unbounded reads (for comparison).
     pub fn unthrottled(mut self) -> Self {
         self.throttle = false;
         self
@@ -411,9 +435,16 @@ impl Janitor {
                     }
                     Wake::Heard(line) => self.emit(*line),
                     Wake::Ended(done) => self.ended(*done),
+                    Wake::Refresh => self.refresh(),
                 }
             }
         }
+    }
+
+    /// Publishes the fleet now, and again in `FLEET_REFRESH` while jobs run.
+    fn refresh(&mut self) {
+        self.publish();
+        self.next_refresh = tokio::time::Instant::now() + FLEET_REFRESH;
     }
 
     /// The next thing to act on: a line a job said, a job that ended, the tick at `until`, or
@@ -426,11 +457,13 @@ impl Janitor {
         let ticking = until.is_some();
         let at = until.unwrap_or_else(tokio::time::Instant::now);
         let busy = !self.jobs.is_empty();
+        let (refreshing, refresh_at) = (busy && self.fleet.is_some(), self.next_refresh);
         tokio::select! {
             biased;
             Some(line) = self.heard.recv() => Wake::Heard(Box::new(line)),
             Some(done) = self.jobs.join_next_with_id(), if busy => Wake::Ended(Box::new(done)),
             _ = cancel.cancelled(), if ticking => Wake::Cancelled,
+            _ = tokio::time::sleep_until(refresh_at), if refreshing => Wake::Refresh,
             _ = tokio::time::sleep_until(at), if ticking => Wake::Tick,
         }
     }
@@ -480,6 +513,7 @@ impl Janitor {
             match self.wake(None, &never).await {
                 Wake::Heard(line) => self.emit(*line),
                 Wake::Ended(done) => self.ended(*done),
+                Wake::Refresh => self.refresh(),
                 Wake::Tick | Wake::Cancelled => {}
             }
         }
@@ -513,17 +547,26 @@ impl Janitor {
                 });
                 self.ended.jobs += 1;
                 self.ended.failed_jobs += 1;
+                let book = self.book.entry(table.clone()).or_default();
+                book.last_job = Some(fleet::LastJob {
+                    ended_ms: now_ms(),
+                    outcome: Outcome::Failed,
+                    summary: error.clone(),
+                    usd: None,
+                });
                 self.schedules
                     .entry(table)
                     .or_default()
                     .record_failure(now_ms(), error);
                 self.dispatch();
+                self.publish();
                 return;
             }
         };
         self.record_done(done);
         // A slot is free: the next queued job starts now, not at the next cycle.
         self.dispatch();
+        self.publish();
     }
 
     /// A job ended (its task did not fail): result lines, failure record, metrics.
@@ -539,6 +582,18 @@ impl Janitor {
         let failure = done.failure();
         if failure.is_some() {
             self.ended.failed_jobs += 1;
+        }
+        if let Some(s) = &done.summary {
+            let outcome = jobs::classify(s);
+            let usd = s.actual.as_ref().map(|c| c.usd);
+            let book = self.book.entry(table.clone()).or_default();
+            book.jobs_usd += usd.unwrap_or(0.0);
+            book.last_job = Some(fleet::LastJob {
+                ended_ms: now_ms(),
+                outcome,
+                summary: jobs::describe(s, outcome),
+                usd,
+            });
         }
         if let Some(m) = &self.metrics {
             let bytes = done.summary.as_ref().map_or(0, |s| s.bytes_removed);
@@ -664,8 +719,13 @@ impl Janitor {
     }
 
     /// A table's log, replayed once, to be followed by its new commits from then on.
-    async fn open_log(&self, loc: &Location) -> Result<LogWatcher> {
-        let store = self.store_for(loc)?;
+    async fn open_log(&mut self, loc: &Location) -> Result<LogWatcher> {
+        let book = self.book.entry(table_id(loc)).or_default();
+        book.rates = Some(self.open.prices.for_scheme(loc.url.scheme()));
+        let counters = book.watch.clone();
+        let store: Arc<dyn ObjectStore> = Arc::new(
+            crate::compact::counting_store::CountingStore::new(self.store_for(loc)?, counters),
+        );
         let mut opts = WatchOptions::new(&self.open, Duration::ZERO);
         opts.thresholds = self.thresholds();
         // The janitor decides on the whole backlog at once: no intermediate statistics.
@@ -724,6 +784,7 @@ impl Janitor {
                             if let Ok(rels) = &found
                                 && !rels.is_empty()
                             {
+                                self.book.remove(&table_id(&target));
                                 self.polling
                                     .listed(&target.display(), rels.clone(), self.cycle);
                             }
@@ -768,6 +829,10 @@ impl Janitor {
         self.logs.retain(|id, _| out.iter().any(|t| t.id == *id));
         self.broken_ids.retain(|id| tried.contains(id));
         self.polling.retain(|id| tried.contains(id));
+        // A root that lists is not a row of its own (its error, if it had one, is gone).
+        self.book.retain(|id, b| {
+            tried.contains(id) && (b.debt.is_some() || b.error.is_some() || b.last_job.is_some())
+        });
         out
     }
 
@@ -823,6 +888,7 @@ impl Janitor {
 
     fn table_error(&mut self, loc: &Location, error: String, stats: &mut CycleStats) {
         stats.table_errors += 1;
+        self.book.entry(table_id(loc)).or_default().error = Some(error.clone());
         self.emit(Line::TableError {
             ts: ts(now_ms()),
             table: table_id(loc),
@@ -860,6 +926,7 @@ impl Janitor {
                 state: job.spec.state.clone(),
             },
         );
+        self.publish();
     }
 
     /// The caller's `job` ended: its result lines, the table's failure record, the metrics, as
@@ -869,6 +936,7 @@ impl Janitor {
         self.record_done(done);
         // A caller has no cycle lines: what ended is not counted in one.
         self.ended = CycleStats::default();
+        self.publish();
     }
 
     /// One table through the pipeline's read and decide steps: its recent writes are read, every
@@ -925,6 +993,10 @@ impl Janitor {
         };
         let round = round::decide_table(&self.policy, &read, now);
         drop(read);
+        let book = self.book.entry(t.id.clone()).or_default();
+        book.debt = Some(fleet::Debt::of(&t.report));
+        book.reason = fleet::idle_reason(&round.lines);
+        book.error = None;
         self.activity.insert(t.id.clone(), activity);
         let job = (!round.due.is_empty()).then(|| self.job_spec(t, round.due, now));
         for d in &round.lines {
@@ -1199,7 +1271,94 @@ impl Janitor {
             m.watched(self.watch_requests.requests());
             m.cycle_ended(now_ms());
         }
+        self.refresh();
         stats
+    }
+
+    /// Sends the fleet as it is now to whoever looks (nothing when no one does).
+    fn publish(&self) {
+        if let Some(tx) = &self.fleet {
+            tx.send_replace(Arc::new(self.fleet_snapshot()));
+        }
+    }
+
+    /// Every table's row (`fleet`): its job's progress, its place in the queue, its back-off or
+    /// error, else why it is idle.
+    pub fn fleet_snapshot(&self) -> fleet::FleetSnapshot {
+        use fleet::FleetState;
+        let now = now_ms();
+        let waiting = self.queue.waiting();
+        let of = waiting.len();
+        let mut queued: HashMap<&str, (usize, String)> = waiting
+            .into_iter()
+            .enumerate()
+            .map(|(i, (q, why))| (q.table.as_str(), (i + 1, why)))
+            .collect();
+        let backoff = self.backoff();
+        let rows = self
+            .book
+            .iter()
+            .map(|(id, b)| {
+                let state = if let Some(job) = self.in_flight.get(id) {
+                    let s = job.state.lock().map(|s| s.clone()).unwrap_or_default();
+                    FleetState::Running {
+                        partitions: job.partitions.len(),
+                        done: s.done,
+                        pace_bytes_per_second: s.pace_bytes_per_second,
+                        doing: s.describe(now),
+                    }
+                } else if let Some((place, why)) = queued.remove(id.as_str()) {
+                    FleetState::Queued { place, of, why }
+                } else if let Some(error) = &b.error {
+                    FleetState::Broken {
+                        error: error.clone(),
+                    }
+                } else {
+                    let schedule = self.schedules.get(id);
+                    let error = || {
+                        schedule
+                            .and_then(|s| s.last_error.clone())
+                            .unwrap_or_else(|| "unknown".into())
+                    };
+                    match schedule.map(|s| s.gate(&backoff, now)) {
+                        Some(schedule::Gate::BackingOff {
+                            failures,
+                            retry_in_ms,
+                        }) => FleetState::BackingOff {
+                            failures,
+                            retry_in_ms,
+                            error: error(),
+                        },
+                        Some(schedule::Gate::Suspended { failures, .. }) => {
+                            FleetState::Suspended {
+                                failures,
+                                error: error(),
+                            }
+                        }
+                        _ => FleetState::Idle {
+                            reason: b.reason.clone(),
+                        },
+                    }
+                };
+                let spent_usd = b.spent_usd();
+                fleet::FleetRow {
+                    table: id.clone(),
+                    state,
+                    debt: b.debt,
+                    last_job: b.last_job.clone(),
+                    spent_usd,
+                    month_usd: fleet::per_month(spent_usd, now.saturating_sub(self.started_ms)),
+                }
+            })
+            .collect();
+        fleet::FleetSnapshot {
+            at_ms: now,
+            cycle: self.cycle,
+            since_ms: self.started_ms,
+            running: self.in_flight.len(),
+            max_jobs: self.policy.max_jobs.max(1),
+            rows,
+        }
     }
 
     /// Starts queued jobs while fewer than `max_jobs` are in flight, one per table at a time,
@@ -1244,10 +1403,9 @@ impl Janitor {
         let now = now_ms();
         let lines: Vec<Line> = self
             .queue
-            .ranked()
-            .iter()
-            .enumerate()
-            .map(|(place, q)| {
+            .waiting()
+            .into_iter()
+            .map(|(q, why)| {
                 let quota = self.policy.max_jobs_per_database;
                 let held = match quota {
                     Some(n) if queue::database_at_quota(&q.table, self.in_flight.keys(), quota) => {
@@ -1263,8 +1421,7 @@ impl Janitor {
                     table: q.table.clone(),
                     partitions: q.job.values(),
                     message: format!(
-                        "{}; {} job(s) in flight, at most {} at once{held}",
-                        self.queue.why_waiting(place),
+                        "{why}; {} job(s) in flight, at most {} at once{held}",
                         self.in_flight.len(),
                         self.policy.max_jobs.max(1)
                     ),

@@ -48,6 +48,8 @@ pub const DEFAULT_MAX_WAIT: u32 = 3;
 #[derive(Debug)]
 pub struct JobQueue<T> {
     entries: Vec<Queued<T>>,
+    /// The tables of `entries`: `contains` is asked for every table read each cycle.
+    tables: std::collections::HashSet<String>,
     max_wait: u32,
 }
 
@@ -61,6 +63,7 @@ impl<T> JobQueue<T> {
     pub fn new(max_wait: u32) -> Self {
         Self {
             entries: Vec::new(),
+            tables: Default::default(),
             max_wait,
         }
     }
@@ -80,6 +83,7 @@ impl<T> JobQueue<T> {
             Some(i) => self.entries.swap_remove(i).waited,
             None => 0,
         };
+        self.tables.insert(table.clone());
         self.entries.push(Queued {
             table,
             benefit,
@@ -98,11 +102,12 @@ impl<T> JobQueue<T> {
     /// Keeps only the jobs of tables `keep` says are still there.
     /// Whether `table` has a job waiting.
     pub fn contains(&self, table: &str) -> bool {
-        self.entries.iter().any(|e| e.table == table)
+        self.tables.contains(table)
     }
 
     pub fn retain_tables(&mut self, keep: impl Fn(&str) -> bool) {
         self.entries.retain(|e| keep(&e.table));
+        self.tables.retain(|t| keep(t));
     }
 
     fn overdue(&self, e: &Queued<T>) -> bool {
@@ -137,18 +142,31 @@ impl<T> JobQueue<T> {
             .find(|e| !busy(&e.table))
             .map(|e| e.table.clone())?;
         let i = self.entries.iter().position(|e| e.table == next)?;
+        self.tables.remove(&next);
         Some(self.entries.swap_remove(i))
     }
 
     /// Every queued job (a stop: none of them starts).
     pub fn drain(&mut self) -> Vec<Queued<T>> {
+        self.tables.clear();
         std::mem::take(&mut self.entries)
     }
 
     /// Why the job at `place` (0-based, in `ranked` order) waits, naming up to two that go
     /// first.
     pub fn why_waiting(&self, place: usize) -> String {
+        self.why_in(&self.ranked(), place)
+    }
+
+    /// Every queued job in `ranked` order, with why it waits (one ranking for all of them).
+    pub fn waiting(&self) -> Vec<(&Queued<T>, String)> {
         let ranked = self.ranked();
+        (0..ranked.len())
+            .map(|place| (ranked[place], self.why_in(&ranked, place)))
+            .collect()
+    }
+
+    fn why_in(&self, ranked: &[&Queued<T>], place: usize) -> String {
         let Some(me) = ranked.get(place) else {
             return String::new();
         };

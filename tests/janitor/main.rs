@@ -10,6 +10,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod fleet;
 mod janitor;
 mod janitor_ops;
 mod maintenance;

@@ -434,7 +434,10 @@ impl Janitor {
                         return self.stop(stats).await;
                     }
                     Wake::Heard(line) => self.emit(*line),
-                    Wake::Ended(done) => self.ended(*done),
+                    Wake::Ended(done) => {
+                        let table = self.ended(*done);
+                        self.reread(table).await;
+                    }
                     Wake::Refresh => self.refresh(),
                 }
             }
@@ -512,7 +515,10 @@ impl Janitor {
         while !self.jobs.is_empty() {
             match self.wake(None, &never).await {
                 Wake::Heard(line) => self.emit(*line),
-                Wake::Ended(done) => self.ended(*done),
+                Wake::Ended(done) => {
+                    let table = self.ended(*done);
+                    self.reread(table).await;
+                }
                 Wake::Refresh => self.refresh(),
                 Wake::Tick | Wake::Cancelled => {}
             }
@@ -526,7 +532,7 @@ impl Janitor {
     fn ended(
         &mut self,
         done: std::result::Result<(tokio::task::Id, JobDone), tokio::task::JoinError>,
-    ) {
+    ) -> Option<Location> {
         while let Ok(line) = self.heard.try_recv() {
             self.emit(line);
         }
@@ -560,13 +566,32 @@ impl Janitor {
                     .record_failure(now_ms(), error);
                 self.dispatch();
                 self.publish();
-                return;
+                return None;
             }
         };
+        let table = done.spec.loc.clone();
         self.record_done(done);
         // A slot is free: the next queued job starts now, not at the next cycle.
         self.dispatch();
         self.publish();
+        Some(table)
+    }
+
+    /// Reads a Delta table's new commits after its job ended, so its fleet row's debt is what
+    /// the job left (one request: the log is followed, not replayed).
+    async fn reread(&mut self, table: Option<Location>) {
+        let Some(loc) = table else { return };
+        let id = table_id(&loc);
+        if !self.logs.contains_key(&id) {
+            return;
+        }
+        match self.load_delta(&loc, true).await {
+            Ok(t) => {
+                self.book.entry(id).or_default().debt = Some(fleet::Debt::of(&t.report));
+                self.publish();
+            }
+            Err(e) => tracing::debug!("janitor: {id}: reading it after its job: {e}"),
+        }
     }
 
     /// A job ended (its task did not fail): result lines, failure record, metrics.

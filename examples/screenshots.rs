@@ -13,6 +13,8 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use lakehealth::engine::compact::events::JobEvent;
 use lakehealth::engine::demo::{DemoShape, ensure_demo_table};
+use lakehealth::engine::janitor::fleet::FleetState;
+use lakehealth::engine::janitor::policy::Policy;
 use lakehealth::engine::location::Location;
 use lakehealth::engine::options::OpenOptions;
 use lakehealth::tui::action::{Action, Effect, TaskProgress};
@@ -278,6 +280,26 @@ async fn run(out: &Path) -> Res<()> {
     let mut d = Driven::new(root.display());
     d.settle().await?;
     shot(&d.app, out, "tables")?;
+
+    // The janitor over the root (`a`): one job slot, so one table runs while the other waits.
+    let history = tempfile::tempdir()?;
+    d.loader.set_janitor(
+        Policy::parse("max_jobs = 1\n", "policy.toml", OpenOptions::default().thresholds)?,
+        history.path().join("history.jsonl"),
+    );
+    d.keys(&[KeyCode::Char('a')]).await?;
+    d.until(|a, _| {
+        a.fleet.snapshot.as_ref().is_some_and(|s| {
+            s.rows.iter().any(|r| {
+                matches!(r.state, FleetState::Running { done, .. } if done > 0.2)
+            }) && s.rows.iter().any(|r| matches!(r.state, FleetState::Queued { .. }))
+        })
+    })
+    .await?;
+    shot(&d.app, out, "fleet")?;
+    d.keys(&[KeyCode::Char('a')]).await?;
+    d.until(|a, _| !a.fleet.is_on()).await?;
+    d.loader.wait_jobs(Duration::from_secs(60)).await;
 
     let empty = tempfile::tempdir()?;
     let mut d = Driven::new(empty.path().display().to_string());

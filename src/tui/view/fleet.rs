@@ -205,7 +205,7 @@ mod tests {
             pace_bytes_per_second: Some(24 * 1024 * 1024),
             doing: "x".into(),
         };
-        assert_eq!(state_text(&running), "running 46% 24.0 MiB/s");
+        assert_eq!(state_text(&running), "running 46% 24 MiB/s");
         let queued = FleetState::Queued {
             place: 3,
             of: 12,

@@ -236,6 +236,21 @@ async fn run(out: &Path) -> Res<()> {
     )
     .await?;
 
+    // A third due table: with one job slot, the janitor over the root has one running while
+    // another waits its turn.
+    ensure_demo_table(
+        &lake.path().join("orders"),
+        DemoShape {
+            small_days: 1,
+            small_files_per_day: 300,
+            healthy_days: 0,
+            healthy_file_bytes: 0,
+        },
+        false,
+        &|_| {},
+    )
+    .await?;
+
     // Followed, as a streaming table is watched: the live log shows beside a running job.
     let mut d = Driven::following(demo.display(), Follow::On { poll: None });
     d.settle().await?;

@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod heap;
 pub use lakehealth_engine as engine;
 pub use lakehealth_engine::forward_to_inner;
 pub mod logging;

@@ -170,7 +170,11 @@ pub async fn watch(a: WatchArgs, s: &Settings) -> Result<()> {
             .with_context(|| format!("cannot serve metrics on {addr}"))?;
         let bound = listener.local_addr().unwrap_or(addr);
         crate::errln!("metrics: http://{bound}/metrics, liveness: http://{bound}/healthz");
-        let m = Arc::new(Metrics::new(interval, now_ms()).with_series_limit(a.metrics_tables));
+        let m = Arc::new(
+            Metrics::new(interval, now_ms())
+                .with_series_limit(a.metrics_tables)
+                .with_heap(crate::heap::heap_in_use),
+        );
         janitor = janitor.with_metrics(m.clone());
         tokio::spawn(metrics::serve(listener, m, cancel.clone()));
     }

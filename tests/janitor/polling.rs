@@ -199,3 +199,56 @@ fn a_partition_not_due_for_the_same_reason_is_said_once_and_again_when_its_reaso
         assert_eq!(said.lock().unwrap().len(), 2);
     });
 }
+
+/// Memory follows the tables that move: a table idle for three reads in a row keeps only its
+/// summary (no file list), is still decided from it, costs one request per read as before, and
+/// a new commit brings its log back (replayed once, the new file counted).
+#[test]
+fn an_idle_table_keeps_only_its_summary_and_a_new_commit_brings_its_files_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    sensor_table_with(&dir, &[("2026-12-01", 6)]);
+    let l = loc(&dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut j = janitor(
+        vec![l.clone()],
+        "interval = \"10s\"\nidle_poll_max = \"80s\"\n",
+        &tmp.path().join("h.jsonl"),
+        &seen,
+    );
+    let small = |j: &Janitor| {
+        j.fleet_snapshot().rows[0]
+            .debt
+            .expect("read")
+            .small_files
+    };
+    runtime().block_on(async {
+        // Read at cycles 1 (new), 2, 3 and 5: the third quiet read is at 5.
+        assert_eq!(cycles_reading(&mut j, &seen, 1..=4).await, vec![1, 2, 3]);
+        assert_eq!(j.summarized_tables(), 0, "two quiet reads: still followed");
+        assert_eq!(cycles_reading(&mut j, &seen, 5..=5).await, vec![5]);
+        assert_eq!(j.summarized_tables(), 1, "three quiet reads: its summary only");
+        let got = seen.lock().unwrap().clone();
+        assert_eq!(got.len(), 1, "one request for the read: {got:?}");
+        assert_eq!(small(&j), 6, "decided from its summary");
+
+        lakehealth::engine::demo::seed_small_files(&l, &["2026-12-01".to_string()], 1, 50)
+            .await
+            .unwrap();
+        assert_eq!(
+            cycles_reading(&mut j, &seen, 6..=9).await,
+            vec![9],
+            "a summary is read on the same back-off"
+        );
+        assert_eq!(j.summarized_tables(), 0, "it moved: followed again");
+        assert_eq!(small(&j), 7, "the new commit's file counted");
+        // Quiet again: reads at 10, 11, 13; summarized at the third.
+        assert_eq!(
+            cycles_reading(&mut j, &seen, 10..=13).await,
+            vec![10, 11, 13]
+        );
+        assert_eq!(j.summarized_tables(), 1);
+        assert_eq!(small(&j), 7);
+    });
+}

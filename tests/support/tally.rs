@@ -33,7 +33,9 @@ impl ObjectStore for Tally {
     lakehealth::forward_to_inner!(put_opts, put_multipart_opts, delete_stream, copy_opts);
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        if options.range.is_none() && !options.head {
+        if options.head {
+            self.note(format!("HEAD {location}"));
+        } else if options.range.is_none() {
             self.note(format!("GET {location}"));
         }
         self.inner.get_opts(location, options).await

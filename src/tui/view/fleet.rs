@@ -86,6 +86,8 @@ pub fn cells(row: Option<&FleetRow>, early: bool, health: u8, now_ms: i64) -> [S
         ];
     };
     let debt = r.debt;
+    // The janitor's read is newer than the list's.
+    let health = debt.map_or(health, |d| d.health);
     [
         state_text(&r.state),
         debt.map_or_else(dash, |d| format_count(d.small_files)),
@@ -97,6 +99,11 @@ pub fn cells(row: Option<&FleetRow>, early: bool, health: u8, now_ms: i64) -> [S
         debt.map_or_else(dash, |d| format_count(d.files)),
         health.to_string(),
     ]
+}
+
+/// The health score a row shows: the janitor's latest read, else the list's.
+pub fn health(row: Option<&FleetRow>, listed: u8) -> u8 {
+    row.and_then(|r| r.debt).map_or(listed, |d| d.health)
 }
 
 /// The header's janitor item: what runs, waits and fails, the month's spend.

@@ -261,7 +261,8 @@ fn list_row(
         Some(c) => {
             for (i, text) in c.iter().enumerate().filter(|(i, _)| shown[*i]) {
                 out.push(if i == cols.health {
-                    let score = row.table().map_or(0, |t| t.stats.health_score);
+                    let listed = row.table().map_or(0, |t| t.stats.health_score);
+                    let score = super::fleet::health(row.fleet.as_ref(), listed);
                     Cell::from(Span::styled(text.clone(), style::score(score)))
                 } else if Some(i) == cols.state
                     && let Some(f) = &row.fleet

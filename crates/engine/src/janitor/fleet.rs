@@ -93,6 +93,8 @@ pub struct Debt {
     pub small_bytes: u64,
     /// Files beyond the count its bytes need at the target size.
     pub excess_files: u64,
+    /// Its health score (0–100), as `report` scores it.
+    pub health: u8,
 }
 
 impl Debt {
@@ -104,6 +106,7 @@ impl Debt {
             small_files: s.small_files,
             small_bytes: s.small_bytes,
             excess_files: s.excess_files,
+            health: s.health_score,
         }
     }
 }

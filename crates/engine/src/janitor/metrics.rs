@@ -47,6 +47,8 @@ struct State {
     last_cycle_end_ms: Option<i64>,
     /// What watching cost so far: the janitor's reads of logs and listings of roots.
     watch: Requests,
+    /// Delta tables followed with their files, and idle ones kept as a summary.
+    kept: (usize, usize),
 }
 
 /// What scrapes read: the per-table series as rendered at the last refresh, and the cycle
@@ -59,6 +61,7 @@ struct Snapshot {
     last_cycle_end_ms: Option<i64>,
     watch: Requests,
     tables: usize,
+    kept: (usize, usize),
 }
 
 /// Shared by the janitor (which records) and the server (which reads the snapshot only).
@@ -70,6 +73,8 @@ pub struct Metrics {
     started_ms: i64,
     state: Mutex<State>,
     snapshot: RwLock<Arc<Snapshot>>,
+    /// The process's heap in use, when the binary's allocator says (`with_heap`).
+    heap: Option<fn() -> Option<u64>>,
 }
 
 /// A cycle that ended longer ago than this many intervals (plus a minute of slack for a slow
@@ -87,6 +92,7 @@ impl Metrics {
             started_ms: now_ms,
             state: Mutex::new(State::default()),
             snapshot: RwLock::new(Arc::new(Snapshot::default())),
+            heap: None,
         }
     }
 
@@ -110,6 +116,7 @@ impl Metrics {
             last_cycle_end_ms: s.last_cycle_end_ms,
             watch: s.watch,
             tables: s.tables.len(),
+            kept: s.kept,
         }) else {
             return;
         };
@@ -134,6 +141,17 @@ impl Metrics {
     /// The requests watching has made so far (the janitor's store counters).
     pub fn watched(&self, requests: Requests) {
         self.with(|s| s.watch = requests);
+    }
+
+    /// Delta tables followed with their files, and idle ones kept only as a summary.
+    pub fn kept(&self, followed: usize, summarized: usize) {
+        self.with(|s| s.kept = (followed, summarized));
+    }
+
+    /// Reports the heap in use (and per table) from `heap` (the binary's allocator).
+    pub fn with_heap(mut self, heap: fn() -> Option<u64>) -> Self {
+        self.heap = Some(heap);
+        self
     }
 
     pub fn cycle_ended(&self, now_ms: i64) {
@@ -254,8 +272,33 @@ impl Metrics {
             let _ = writeln!(out, "lakehealth_{name} {value}");
         }
         watch_text(&mut out, &snap, now_ms - self.started_ms);
+        memory_text(&mut out, &snap, self.heap.and_then(|f| f()));
         out
     }
+}
+
+/// What the tables cost in memory: how many keep their files, and the heap per table.
+fn memory_text(out: &mut String, snap: &Snapshot, heap: Option<u64>) {
+    header(
+        out,
+        "janitor_tables_kept",
+        "gauge",
+        "Delta tables whose log is followed with its files (log), and idle ones kept as a summary without them (summary).",
+    );
+    let (followed, summarized) = snap.kept;
+    let _ = writeln!(out, "lakehealth_janitor_tables_kept{{as=\"log\"}} {followed}");
+    let _ = writeln!(out, "lakehealth_janitor_tables_kept{{as=\"summary\"}} {summarized}");
+    let Some(heap) = heap else { return };
+    header(out, "janitor_heap_bytes", "gauge", "Heap in use by the process.");
+    let _ = writeln!(out, "lakehealth_janitor_heap_bytes {heap}");
+    header(
+        out,
+        "janitor_heap_bytes_per_table",
+        "gauge",
+        "Heap in use per table watched (jobs in flight included).",
+    );
+    let per = heap / snap.tables.max(1) as u64;
+    let _ = writeln!(out, "lakehealth_janitor_heap_bytes_per_table {per}");
 }
 
 /// What watching costs: requests by kind, and per table per hour of running.
@@ -702,6 +745,26 @@ fn response(head: &[u8], m: &Metrics) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn memory_is_reported_as_tables_kept_with_and_without_files_and_heap_per_table() {
+        let m = Metrics::new(Duration::from_secs(10), 0).with_heap(|| Some(1_000_000));
+        m.cycle_started(0);
+        for t in ["a", "b", "c", "d"] {
+            m.table_read(t, 10, 1, 90, 0, 0);
+        }
+        m.kept(1, 3);
+        m.cycle_ended(1_000);
+        let body = m.render(1_000);
+        for line in [
+            "lakehealth_janitor_tables_kept{as=\"log\"} 1",
+            "lakehealth_janitor_tables_kept{as=\"summary\"} 3",
+            "lakehealth_janitor_heap_bytes 1000000",
+            "lakehealth_janitor_heap_bytes_per_table 250000",
+        ] {
+            assert!(body.contains(line), "{line} in {body}");
+        }
+    }
 
     #[test]
     fn watching_is_reported_by_request_kind_and_per_table_hour() {

@@ -10,6 +10,7 @@ pub(crate) mod activity;
 pub mod decide;
 pub mod fleet;
 pub mod forecast;
+mod followed;
 pub mod history;
 mod iceberg_jobs;
 pub mod jobs;
@@ -33,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::activity::{Activity, Columns};
 use self::decide::DecisionKind;
+use self::followed::Followed;
 use self::history::{DecisionLine, History, Line, Outcome, ts};
 use self::jobs::{DuePartition, JobDone, JobSpec, JobState, Work};
 pub use self::jobs::{JobEnd, Planned};
@@ -48,7 +50,6 @@ use crate::compact::plan::Selection;
 use crate::compact::selection::Predicate;
 use crate::compact::spacing::{CommitSpacer, LastCommit};
 use crate::compact::table::StoreWrapper;
-use crate::delta::log::actions::physical_names;
 use crate::delta::watch::{LogWatcher, WatchOptions};
 use crate::discover::discover;
 use crate::error::{EngineError, Result};
@@ -211,7 +212,7 @@ pub struct Janitor {
     ended: CycleStats,
     /// Each Delta table's log as read so far: a cycle reads only its new commits (a full replay
     /// only the first time, after a fallback the tail cannot apply, or after an error).
-    logs: HashMap<String, LogWatcher>,
+    logs: HashMap<String, Followed>,
     /// Wraps the store each table's log is read through (tests count its requests).
     log_store_wrapper: Option<Arc<StoreWrapper>>,
     /// Due jobs of every table waiting for a job slot (`queue`): one per table.
@@ -587,7 +588,9 @@ impl Janitor {
         }
         match self.load_delta(&loc, true).await {
             Ok(t) => {
-                self.book.entry(id).or_default().debt = Some(fleet::Debt::of(&t.report));
+                let book = self.book.entry(id).or_default();
+                book.debt = Some(fleet::Debt::of(&t.report));
+                book.reason = "read again after its job ended; decided again at the next cycle".into();
                 self.publish();
             }
             Err(e) => tracing::debug!("janitor: {id}: reading it after its job: {e}"),
@@ -701,46 +704,62 @@ impl Janitor {
     /// unless `read`, it is taken as last read (`polling`: an idle table between its reads).
     async fn load_delta(&mut self, loc: &Location, read: bool) -> Result<Loaded> {
         let id = table_id(loc);
-        let watcher = match self.logs.remove(&id) {
-            Some(w) if !read => w,
-            Some(mut w) => match w.poll().await {
+        let followed = match self.logs.remove(&id) {
+            Some(f) if !read => f,
+            Some(Followed::Full(mut w)) => match w.poll().await {
                 Ok(events) => {
                     let changed = !events.is_empty() || self.busy(&id);
                     self.polling.read(&id, self.cycle, changed);
-                    w
+                    Followed::Full(w)
                 }
                 Err(e) => {
                     tracing::debug!("janitor: {id}: following the log failed ({e}); replaying it");
-                    let w = self.open_log(loc).await?;
-                    self.polling.read(&id, self.cycle, true);
-                    w
+                    self.replayed(loc, &id).await?
                 }
             },
-            None => {
-                let w = self.open_log(loc).await?;
-                self.polling.read(&id, self.cycle, true);
-                w
+            Some(Followed::Summary(s)) => {
+                match followed::has_new_commit(&s.store, &s.report.uri, s.version).await {
+                    Ok(false) => {
+                        let busy = self.busy(&id);
+                        self.polling.read(&id, self.cycle, busy);
+                        Followed::Summary(s)
+                    }
+                    // It moved: replayed once, followed again.
+                    Ok(true) => self.replayed(loc, &id).await?,
+                    Err(e) => {
+                        self.logs.insert(id.clone(), Followed::Summary(s));
+                        return Err(e);
+                    }
+                }
             }
+            None => self.replayed(loc, &id).await?,
         };
-        let state = watcher.state();
-        // Logical -> physical names of mapped columns, for partitionValues in commits.
-        let physical = physical_names(&state.metadata.schema_string)
-            .into_iter()
-            .map(|(p, l)| (l, p))
-            .collect();
-        let report = watcher.report();
-        let cols = Columns {
-            logical: report.partition_columns.clone(),
-            physical,
+        // Idle long enough: only its summary is kept (memory follows the tables that move).
+        let followed = if self.polling.quiet_reads(&id) >= followed::SUMMARIZE_AFTER
+            && !self.busy(&id)
+        {
+            followed.summarized()
+        } else {
+            followed
         };
-        let store = watcher.store();
-        self.logs.insert(id.clone(), watcher);
+        let view = followed.view();
+        self.logs.insert(id.clone(), followed);
         Ok(Loaded {
             loc: loc.clone(),
             id,
-            report,
-            source: Source::Delta { store, cols },
+            report: view.report,
+            source: Source::Delta {
+                store: view.store,
+                cols: view.cols,
+            },
         })
+    }
+
+    /// `loc`'s log replayed, to be followed from now on (a read that found it changed).
+    async fn replayed(&mut self, loc: &Location, id: &str) -> Result<Followed> {
+        let w = self.open_log(loc).await?;
+        self.polling.read(id, self.cycle, true);
+        Ok(Followed::Full(w))
     }
 
     /// A table's log, replayed once, to be followed by its new commits from then on.
@@ -1294,10 +1313,17 @@ impl Janitor {
         });
         if let Some(m) = &self.metrics {
             m.watched(self.watch_requests.requests());
+            let summarized = self.summarized_tables();
+            m.kept(self.logs.len() - summarized, summarized);
             m.cycle_ended(now_ms());
         }
         self.refresh();
         stats
+    }
+
+    /// Delta tables idle long enough that only their summary is kept (`followed`).
+    pub fn summarized_tables(&self) -> usize {
+        self.logs.values().filter(|f| f.is_summary()).count()
     }
 
     /// Sends the fleet as it is now to whoever looks (nothing when no one does).

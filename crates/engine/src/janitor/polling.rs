@@ -79,6 +79,11 @@ impl Polling {
         }
     }
 
+    /// Reads in a row of table `id` that found nothing new.
+    pub fn quiet_reads(&self, id: &str) -> u32 {
+        self.tables.get(id).map_or(0, |q| q.reads)
+    }
+
     /// A root's listing made in `cycle`, still fresh then (None: list it again).
     pub fn listing(&self, root: &str, cycle: u64) -> Option<&[String]> {
         self.roots

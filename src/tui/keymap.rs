@@ -183,7 +183,7 @@ pub static BINDINGS: &[Binding] = &[
         &[k(KeyCode::Char('s'))],
         C::CycleSort,
         G,
-        "sort by next column (excess, small share, bytes, files, name, health; while the janitor runs over the root: its state, debt, last job, spend)",
+        "sort by next column (excess, small share, bytes, files, name, health; the janitor's too while it runs)",
         Some("sort"),
     ),
     bind(

@@ -234,6 +234,9 @@ pub struct Janitor {
     /// Where the fleet is published (the TUI), when anyone looks.
     fleet: Option<tokio::sync::watch::Sender<Arc<fleet::FleetSnapshot>>>,
     next_refresh: tokio::time::Instant,
+    /// A table with a writer active this cycle: the other tables' jobs then yield the cores
+    /// to it (lowest CPU priority, one bin each), without waiting for it.
+    active_writer: Option<String>,
 }
 
 impl Janitor {
@@ -291,6 +294,7 @@ impl Janitor {
             started_ms: now_ms(),
             fleet: None,
             next_refresh: tokio::time::Instant::now(),
+            active_writer: None,
         };
         let now = now_ms();
         j.emit(Line::Policy {
@@ -365,6 +369,11 @@ impl Janitor {
             now,
             throttle::WINDOW_MS,
         );
+        if !w.active()
+            && let Some(other) = self.active_writer.as_ref().filter(|o| **o != t.id)
+        {
+            return throttle::yielding(&w, other, cores);
+        }
         let mut t = throttle::choose(&w, cores, throttle::ACTIVE_READ_RATE);
         if t.budget.commit_spacing_ms.is_some() {
             t.budget.commit_spacing_ms = match self.policy.commit_spacing {
@@ -1208,6 +1217,7 @@ impl Janitor {
         }
         let tables = self.tables(&mut stats).await;
         stats.tables = tables.len() as u64;
+        self.active_writer = self.throttle.then(|| active_writer(&tables, now)).flatten();
         let mut counts = Counts::default();
         let mut due = Vec::new();
         for t in &tables {
@@ -1483,6 +1493,23 @@ impl Janitor {
             self.emit(l);
         }
     }
+}
+
+/// A Delta table whose writer is active now (the first found), if any.
+fn active_writer(tables: &[Loaded], now: i64) -> Option<String> {
+    tables
+        .iter()
+        .filter(|t| matches!(t.source, Source::Delta { .. }))
+        .find(|t| {
+            throttle::measure(
+                &t.report.commits,
+                &t.report.streaming_writers,
+                now,
+                throttle::WINDOW_MS,
+            )
+            .active()
+        })
+        .map(|t| t.id.clone())
 }
 
 /// What compacting `due` saves readers (files beyond the ideal count) for the bytes of its

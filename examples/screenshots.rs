@@ -299,15 +299,22 @@ async fn run(out: &Path) -> Res<()> {
     // The janitor over the root (`a`): one job slot, so one table runs while the other waits.
     let history = tempfile::tempdir()?;
     d.loader.set_janitor(
-        Policy::parse("max_jobs = 1\n", "policy.toml", OpenOptions::default().thresholds)?,
+        Policy::parse(
+            "max_jobs = 1\n",
+            "policy.toml",
+            OpenOptions::default().thresholds,
+        )?,
         history.path().join("history.jsonl"),
     );
     d.keys(&[KeyCode::Char('a')]).await?;
     d.until(|a, _| {
         a.fleet.snapshot.as_ref().is_some_and(|s| {
-            s.rows.iter().any(|r| {
-                matches!(r.state, FleetState::Running { done, .. } if done > 0.2)
-            }) && s.rows.iter().any(|r| matches!(r.state, FleetState::Queued { .. }))
+            s.rows
+                .iter()
+                .any(|r| matches!(r.state, FleetState::Running { done, .. } if done > 0.2))
+                && s.rows
+                    .iter()
+                    .any(|r| matches!(r.state, FleetState::Queued { .. }))
         })
     })
     .await?;

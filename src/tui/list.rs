@@ -134,7 +134,8 @@ impl SortKey {
                 debt(fa).cmp(&debt(fb))
             }
             SortKey::LastJob => {
-                let ended = |f: Option<&FleetRow>| f.and_then(|f| f.last_job.as_ref()).map(|j| j.ended_ms);
+                let ended =
+                    |f: Option<&FleetRow>| f.and_then(|f| f.last_job.as_ref()).map(|j| j.ended_ms);
                 ended(fa).cmp(&ended(fb))
             }
             SortKey::Spend => {

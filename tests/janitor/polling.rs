@@ -217,18 +217,17 @@ fn an_idle_table_keeps_only_its_summary_and_a_new_commit_brings_its_files_back()
         &tmp.path().join("h.jsonl"),
         &seen,
     );
-    let small = |j: &Janitor| {
-        j.fleet_snapshot().rows[0]
-            .debt
-            .expect("read")
-            .small_files
-    };
+    let small = |j: &Janitor| j.fleet_snapshot().rows[0].debt.expect("read").small_files;
     runtime().block_on(async {
         // Read at cycles 1 (new), 2, 3 and 5: the third quiet read is at 5.
         assert_eq!(cycles_reading(&mut j, &seen, 1..=4).await, vec![1, 2, 3]);
         assert_eq!(j.summarized_tables(), 0, "two quiet reads: still followed");
         assert_eq!(cycles_reading(&mut j, &seen, 5..=5).await, vec![5]);
-        assert_eq!(j.summarized_tables(), 1, "three quiet reads: its summary only");
+        assert_eq!(
+            j.summarized_tables(),
+            1,
+            "three quiet reads: its summary only"
+        );
         let got = seen.lock().unwrap().clone();
         assert_eq!(got.len(), 1, "one request for the read: {got:?}");
         assert_eq!(small(&j), 6, "decided from its summary");

@@ -41,7 +41,7 @@ fn compacted(app: &App, t: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn janitor_key_on_the_tables_list_runs_every_due_table_shows_each_rows_state_and_sorts_by_it()
- {
+{
     let d = tempfile::tempdir().unwrap();
     let root = d.path().join("lake");
     let mut before = Vec::new();
@@ -63,15 +63,24 @@ async fn janitor_key_on_the_tables_list_runs_every_due_table_shows_each_rows_sta
         .map(|(_, dir)| read_back(dir.to_str().unwrap(), None))
         .collect();
 
-    let mut t = Driven::new(loc(&root).display(), SIZE).frozen().open().await;
+    let mut t = Driven::new(loc(&root).display(), SIZE)
+        .frozen()
+        .open()
+        .await;
     let opts = OpenOptions::default();
     t.loader.set_janitor(
         Policy::parse("max_jobs = 1\n", "p.toml", opts.thresholds).unwrap(),
         d.path().join("history.jsonl"),
     );
     let screen = t.screen();
-    assert!(screen.contains("a janitor"), "the hint bar offers it:\n{screen}");
-    assert!(screen.contains("version"), "the tables' numbers first:\n{screen}");
+    assert!(
+        screen.contains("a janitor"),
+        "the hint bar offers it:\n{screen}"
+    );
+    assert!(
+        screen.contains("version"),
+        "the tables' numbers first:\n{screen}"
+    );
 
     t.key(KeyCode::Char('a'));
     assert!(t.app.fleet.is_on());

@@ -93,7 +93,11 @@ pub fn cells(row: Option<&FleetRow>, early: bool, health: u8, now_ms: i64) -> [S
         debt.map_or_else(dash, |d| format_count(d.small_files)),
         debt.map_or_else(dash, |d| format_bytes(d.small_bytes)),
         r.last_job.as_ref().map_or_else(dash, |j| {
-            format!("{} {}", ago(Some(j.ended_ms), now_ms), outcome_word(j.outcome))
+            format!(
+                "{} {}",
+                ago(Some(j.ended_ms), now_ms),
+                outcome_word(j.outcome)
+            )
         }),
         format!("{}{}", if early { "~" } else { "" }, usd_text(r.month_usd)),
         debt.map_or_else(dash, |d| format_count(d.files)),
@@ -181,7 +185,10 @@ pub fn detail_lines(r: &FleetRow, width: u16) -> Vec<Line<'static>> {
         ));
     }
     if let Some(j) = &r.last_job {
-        let cost = j.usd.map(|u| format!(" ({})", usd_text(u))).unwrap_or_default();
+        let cost = j
+            .usd
+            .map(|u| format!(" ({})", usd_text(u)))
+            .unwrap_or_default();
         lines.extend(fit::words(
             &format!("last job: {}{cost}", j.summary),
             style::dim(),

@@ -3,8 +3,8 @@
 mod commits;
 pub(super) mod convert_dialog;
 mod findings;
-pub mod fleet;
 pub mod fit;
+pub mod fleet;
 pub mod header;
 mod help;
 pub mod histogram;

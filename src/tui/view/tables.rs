@@ -11,8 +11,8 @@ use crate::engine::model::format::TableFormat;
 use crate::engine::size::{format_bytes, format_count};
 use crate::engine::stats::table_report::TableReport;
 use crate::tui::app::App;
-use crate::tui::layout::TablesAreas;
 use crate::tui::fleet::Fleet;
+use crate::tui::layout::TablesAreas;
 use crate::tui::root::{BrokenTable, RootEntry, RootRow, RootView};
 
 /// The number columns, in display order, after the name.
@@ -235,15 +235,19 @@ fn shown_columns(
         .iter()
         .map(|(_, row)| fit::width(&name(row)))
         .fold(NAME_MIN, usize::max);
-    fit::columns(avail, name_w.min(avail / 2).max(NAME_MIN), widths, cols.drop).unwrap_or_else(
-        || {
-            let mut s = vec![true; cols.headers.len()];
-            for d in cols.drop {
-                s[*d] = false;
-            }
-            s
-        },
+    fit::columns(
+        avail,
+        name_w.min(avail / 2).max(NAME_MIN),
+        widths,
+        cols.drop,
     )
+    .unwrap_or_else(|| {
+        let mut s = vec![true; cols.headers.len()];
+        for d in cols.drop {
+            s[*d] = false;
+        }
+        s
+    })
 }
 
 /// A table's row (its name and shown numbers), or an unreadable one's (dashes, "error").
@@ -267,7 +271,10 @@ fn list_row(
                 } else if Some(i) == cols.state
                     && let Some(f) = &row.fleet
                 {
-                    Cell::from(Span::styled(text.clone(), super::fleet::state_style(&f.state)))
+                    Cell::from(Span::styled(
+                        text.clone(),
+                        super::fleet::state_style(&f.state),
+                    ))
                 } else {
                     Cell::from(text.clone())
                 });
@@ -330,14 +337,12 @@ fn draw_detail(f: &mut Frame, area: Rect, app: &App) {
         return;
     };
     f.render_widget(
-        Paragraph::new(d.lines)
-            .wrap(Wrap { trim: false })
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .border_style(d.border)
-                    .title(Span::styled(d.title, d.border)),
-            ),
+        Paragraph::new(d.lines).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(d.border)
+                .title(Span::styled(d.title, d.border)),
+        ),
         area,
     );
 }

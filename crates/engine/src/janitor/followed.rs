@@ -12,8 +12,8 @@
 
 use std::sync::Arc;
 
-use object_store::{ObjectStore, ObjectStoreExt};
 use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::activity::Columns;
 use crate::delta::log::actions::physical_names;
@@ -33,7 +33,7 @@ pub struct Summary {
 }
 
 pub enum Followed {
-    Full(LogWatcher),
+    Full(Box<LogWatcher>),
     Summary(Box<Summary>),
 }
 

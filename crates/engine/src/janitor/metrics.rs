@@ -286,10 +286,21 @@ fn memory_text(out: &mut String, snap: &Snapshot, heap: Option<u64>) {
         "Delta tables whose log is followed with its files (log), and idle ones kept as a summary without them (summary).",
     );
     let (followed, summarized) = snap.kept;
-    let _ = writeln!(out, "lakehealth_janitor_tables_kept{{as=\"log\"}} {followed}");
-    let _ = writeln!(out, "lakehealth_janitor_tables_kept{{as=\"summary\"}} {summarized}");
+    let _ = writeln!(
+        out,
+        "lakehealth_janitor_tables_kept{{as=\"log\"}} {followed}"
+    );
+    let _ = writeln!(
+        out,
+        "lakehealth_janitor_tables_kept{{as=\"summary\"}} {summarized}"
+    );
     let Some(heap) = heap else { return };
-    header(out, "janitor_heap_bytes", "gauge", "Heap in use by the process.");
+    header(
+        out,
+        "janitor_heap_bytes",
+        "gauge",
+        "Heap in use by the process.",
+    );
     let _ = writeln!(out, "lakehealth_janitor_heap_bytes {heap}");
     header(
         out,

@@ -9,8 +9,8 @@
 pub(crate) mod activity;
 pub mod decide;
 pub mod fleet;
-pub mod forecast;
 mod followed;
+pub mod forecast;
 pub mod history;
 mod iceberg_jobs;
 pub mod jobs;
@@ -599,7 +599,8 @@ impl Janitor {
             Ok(t) => {
                 let book = self.book.entry(id).or_default();
                 book.debt = Some(fleet::Debt::of(&t.report));
-                book.reason = "read again after its job ended; decided again at the next cycle".into();
+                book.reason =
+                    "read again after its job ended; decided again at the next cycle".into();
                 self.publish();
             }
             Err(e) => tracing::debug!("janitor: {id}: reading it after its job: {e}"),
@@ -744,13 +745,12 @@ impl Janitor {
             None => self.replayed(loc, &id).await?,
         };
         // Idle long enough: only its summary is kept (memory follows the tables that move).
-        let followed = if self.polling.quiet_reads(&id) >= followed::SUMMARIZE_AFTER
-            && !self.busy(&id)
-        {
-            followed.summarized()
-        } else {
-            followed
-        };
+        let followed =
+            if self.polling.quiet_reads(&id) >= followed::SUMMARIZE_AFTER && !self.busy(&id) {
+                followed.summarized()
+            } else {
+                followed
+            };
         let view = followed.view();
         self.logs.insert(id.clone(), followed);
         Ok(Loaded {
@@ -768,7 +768,7 @@ impl Janitor {
     async fn replayed(&mut self, loc: &Location, id: &str) -> Result<Followed> {
         let w = self.open_log(loc).await?;
         self.polling.read(id, self.cycle, true);
-        Ok(Followed::Full(w))
+        Ok(Followed::Full(Box::new(w)))
     }
 
     /// A table's log, replayed once, to be followed by its new commits from then on.
@@ -1390,12 +1390,10 @@ impl Janitor {
                             retry_in_ms,
                             error: error(),
                         },
-                        Some(schedule::Gate::Suspended { failures, .. }) => {
-                            FleetState::Suspended {
-                                failures,
-                                error: error(),
-                            }
-                        }
+                        Some(schedule::Gate::Suspended { failures, .. }) => FleetState::Suspended {
+                            failures,
+                            error: error(),
+                        },
                         _ => FleetState::Idle {
                             reason: b.reason.clone(),
                         },

@@ -335,7 +335,8 @@ mod tests {
         assert_eq!(t.budget.read_bytes_per_second, None, "not paced");
         assert_eq!(t.budget.commit_spacing_ms, None);
         assert!(
-            t.reason.contains("a writer is active on s3://b/lake/db1/stream"),
+            t.reason
+                .contains("a writer is active on s3://b/lake/db1/stream"),
             "{}",
             t.reason
         );

@@ -372,7 +372,7 @@ impl Janitor {
         if !w.active()
             && let Some(other) = self.active_writer.as_ref().filter(|o| **o != t.id)
         {
-            return throttle::yielding(&w, other, cores);
+            return throttle::yielding(&w.describe(), other, cores);
         }
         let mut t = throttle::choose(&w, cores, throttle::ACTIVE_READ_RATE);
         if t.budget.commit_spacing_ms.is_some() {
@@ -1438,6 +1438,13 @@ impl Janitor {
             };
             let mut spec = next.job;
             spec.talk = Some(self.talk.clone());
+            // Decided before a writer became active elsewhere: it yields from its start.
+            if let Some(other) = self.active_writer.as_ref().filter(|o| **o != spec.table)
+                && !spec.throttle.budget.background
+            {
+                spec.throttle =
+                    throttle::yielding(&spec.throttle.writers, other, throttle::cores());
+            }
             // Its age counts from its start, not from the decision that queued it.
             if let Ok(mut state) = spec.state.lock() {
                 state.since_ms = now_ms();

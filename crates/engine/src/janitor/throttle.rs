@@ -280,7 +280,7 @@ pub fn choose(w: &Writers, cores: usize, active_rate: u64) -> Throttle {
 /// The budget of a table without an active writer while `other` has one: its job yields the
 /// machine's cores to that writer (one bin at a time at the lowest CPU priority) but is not
 /// paced or held back: a writer paces its own table's job only.
-pub fn yielding(w: &Writers, other: &str, cores: usize) -> Throttle {
+pub fn yielding(writers: &str, other: &str, cores: usize) -> Throttle {
     Throttle {
         budget: Budget {
             parallelism: 1,
@@ -288,10 +288,9 @@ pub fn yielding(w: &Writers, other: &str, cores: usize) -> Throttle {
             ..Budget::full(cores)
         },
         reason: format!(
-            "{}; a writer is active on {other}: 1 bin at a time at the lowest CPU priority, unpaced (that writer has the cores first)",
-            w.describe()
+            "{writers}; a writer is active on {other}: 1 bin at a time at the lowest CPU priority, unpaced (that writer has the cores first)"
         ),
-        writers: w.describe(),
+        writers: writers.to_string(),
     }
 }
 
@@ -329,7 +328,7 @@ mod tests {
     fn a_table_beside_another_tables_writer_yields_the_cores_but_is_not_paced() {
         let quiet = measure(&[], &[], 1_000_000, WINDOW_MS);
         assert!(!quiet.active());
-        let t = yielding(&quiet, "s3://b/lake/db1/stream", 8);
+        let t = yielding(&quiet.describe(), "s3://b/lake/db1/stream", 8);
         assert_eq!(t.budget.parallelism, 1);
         assert!(t.budget.background, "lowest CPU priority");
         assert_eq!(t.budget.read_bytes_per_second, None, "not paced");

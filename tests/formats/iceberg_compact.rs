@@ -1162,3 +1162,49 @@ async fn an_iceberg_table_linked_out_of_its_folder_is_neither_compacted_nor_read
         stderr(&o)
     );
 }
+
+/// An idle Iceberg table is read through its catalog on the janitor's doubling back-off, as a
+/// Delta table is, and decided from its last read in between: broken after the read of cycle 3,
+/// its error shows at cycle 5 (its next read), not at 4.
+#[test]
+fn an_idle_iceberg_table_is_read_at_doubling_intervals_and_decided_from_its_last_read_between() {
+    use lakehealth::engine::janitor::Janitor;
+    use lakehealth::engine::janitor::history::History;
+    use lakehealth::engine::janitor::policy::Policy;
+    let t = Table::new(3);
+    let o = lakehealth::engine::options::OpenOptions::default();
+    let policy = Policy::parse(
+        &format!(
+            "interval = \"10s\"\nidle_poll_max = \"80s\"\niceberg_catalog = \"{}\"\n",
+            t.catalog_uri()
+        ),
+        "p.toml",
+        o.thresholds,
+    )
+    .unwrap();
+    let mut j = Janitor::new(
+        vec![loc(&t.table)],
+        policy,
+        o,
+        History::open(&t.dir.path().join("h.jsonl")).unwrap(),
+        Box::new(|_| {}),
+        false,
+    );
+    let cancel = tokio_util::sync::CancellationToken::new();
+    runtime().block_on(async {
+        for cycle in 1..=3 {
+            let s = j.cycle(&cancel, true).await;
+            assert_eq!((s.tables, s.table_errors), (1, 0), "cycle {cycle}");
+            assert_eq!(s.due, 0, "3 small files: never due");
+        }
+        std::fs::rename(t.table.join("metadata"), t.table.join("metadata.gone")).unwrap();
+        let s = j.cycle(&cancel, true).await;
+        assert_eq!(
+            (s.tables, s.table_errors),
+            (1, 0),
+            "cycle 4: decided from the read of cycle 3, not read"
+        );
+        let s = j.cycle(&cancel, true).await;
+        assert_eq!(s.table_errors, 1, "cycle 5: read, and its error said");
+    });
+}

@@ -93,8 +93,8 @@ enum Source {
         store: Arc<dyn ObjectStore>,
         cols: Columns,
     },
-    /// The current metadata its catalog names; compacted through that catalog.
-    Iceberg { catalog: String },
+    /// The current metadata its catalog names (`metadata`); compacted through that catalog.
+    Iceberg { catalog: String, metadata: String },
 }
 
 /// A table's job the janitor decided, for a caller that runs it itself (the TUI: its jobs
@@ -223,6 +223,8 @@ pub struct Janitor {
     polling: polling::Polling,
     /// Tables whose last read failed: retried on `polling`'s back-off.
     broken_ids: std::collections::HashSet<String>,
+    /// Each Iceberg table as last read: between its reads (`polling`) it is decided from this.
+    iceberg: HashMap<String, IcebergSeen>,
     /// Each partition's last "not due" reason said, by table: said again only when it changes.
     said: HashMap<(String, PartitionValues), String>,
     /// Every request watching makes (log reads, root listings): `/metrics`.
@@ -291,6 +293,7 @@ impl Janitor {
             watch_requests: Default::default(),
             said: HashMap::new(),
             book: HashMap::new(),
+            iceberg: HashMap::new(),
             started_ms: now_ms(),
             fleet: None,
             next_refresh: tokio::time::Instant::now(),
@@ -705,7 +708,7 @@ impl Janitor {
             loc: loc.clone(),
             id: table_id(loc),
             report,
-            source: Source::Iceberg { catalog },
+            source: Source::Iceberg { catalog, metadata },
         })
     }
 
@@ -881,6 +884,7 @@ impl Janitor {
         // A table no longer found (or unreadable this cycle) is read afresh if it comes back.
         self.logs.retain(|id, _| out.iter().any(|t| t.id == *id));
         self.broken_ids.retain(|id| tried.contains(id));
+        self.iceberg.retain(|id, _| tried.contains(id));
         self.polling.retain(|id| tried.contains(id));
         // A root that lists is not a row of its own (its error, if it had one, is gone).
         self.book.retain(|id, b| {
@@ -897,9 +901,11 @@ impl Janitor {
         if self.broken_ids.contains(&id) && !due {
             return Ok(None);
         }
-        let loaded = match self.logs.contains_key(&id) {
-            true => self.load_delta(loc, due).await,
-            false => self.load(loc).await,
+        let loaded = match (self.logs.contains_key(&id), self.iceberg.get(&id)) {
+            (true, _) => self.load_delta(loc, due).await,
+            // An Iceberg table between its reads: as last read.
+            (false, Some(seen)) if !due => Ok(seen.loaded(loc, &id)),
+            (false, _) => self.load(loc).await.inspect(|t| self.seen_iceberg(t)),
         };
         match loaded {
             Ok(t) => {
@@ -913,6 +919,28 @@ impl Janitor {
                 Err(e)
             }
         }
+    }
+
+    /// An Iceberg table just read: kept for the cycles it is not read, and read again next
+    /// cycle only if its catalog named new metadata (or work is pending on it).
+    fn seen_iceberg(&mut self, t: &Loaded) {
+        let Source::Iceberg { catalog, metadata } = &t.source else {
+            return;
+        };
+        let changed = self
+            .iceberg
+            .get(&t.id)
+            .is_none_or(|seen| seen.metadata != *metadata)
+            || self.busy(&t.id);
+        self.polling.read(&t.id, self.cycle, changed);
+        self.iceberg.insert(
+            t.id.clone(),
+            IcebergSeen {
+                catalog: catalog.clone(),
+                metadata: metadata.clone(),
+                report: t.report.clone(),
+            },
+        );
     }
 
     /// A table with a job queued or running: read every cycle (its state moves).
@@ -1135,7 +1163,7 @@ impl Janitor {
                 deleted_rows: self.policy.deleted_rows,
                 storage_options: self.open.storage_options.clone(),
             })),
-            Source::Iceberg { catalog } => Work::Iceberg(Box::new(iceberg_jobs::IcebergWork {
+            Source::Iceberg { catalog, .. } => Work::Iceberg(Box::new(iceberg_jobs::IcebergWork {
                 req: IceRequest {
                     catalog: catalog.clone(),
                     target_file_size,
@@ -1496,6 +1524,27 @@ impl Janitor {
             .collect();
         for l in lines {
             self.emit(l);
+        }
+    }
+}
+
+/// An Iceberg table as last read through its catalog.
+struct IcebergSeen {
+    catalog: String,
+    metadata: String,
+    report: TableReport,
+}
+
+impl IcebergSeen {
+    fn loaded(&self, loc: &Location, id: &str) -> Loaded {
+        Loaded {
+            loc: loc.clone(),
+            id: id.to_string(),
+            report: self.report.clone(),
+            source: Source::Iceberg {
+                catalog: self.catalog.clone(),
+                metadata: self.metadata.clone(),
+            },
         }
     }
 }

@@ -6,7 +6,7 @@
 # the root listed every cycle: the janitor before this change). Reports watching's requests by
 # kind and per table per hour (its /metrics, scraped until it stops), the price of a month of
 # it at S3 Standard's rates, and the process's peak RSS. One JSON line per run.
-# Usage: [DBS=10] [TABLES=1000] [DURATION=240s] [INTERVAL=10s] bench/idle.sh
+# Usage: [DBS=10] [TABLES=1000] [DURATION=240s] [INTERVAL=10s] [RUNS="default every_cycle"] bench/idle.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/lakehealth/target}
@@ -72,9 +72,14 @@ print(json.dumps(dict(run=sys.argv[2], tables=tables, duration=sys.argv[5], cycl
                       per_table_hour=per, usd_month_s3=round(usd_month, 2), peak_rss_mib=round(int(sys.argv[4]) / 1024, 1))))
 PY
 }
-run default "interval = \"$interval\"
-"
-run every_cycle "interval = \"$interval\"
+runs=${RUNS:-default every_cycle}
+for r in $runs; do
+  case $r in
+    default) run default "interval = \"$interval\"
+" ;;
+    every_cycle) run every_cycle "interval = \"$interval\"
 idle_poll_max = \"$interval\"
 discover_every = \"$interval\"
-"
+" ;;
+  esac
+done

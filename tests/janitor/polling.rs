@@ -31,6 +31,31 @@ fn janitor(
     .with_log_store_wrapper(wrap)
 }
 
+/// One table of six small files (never due, so nothing but the janitor's reads touches it)
+/// and a janitor over it noting every request in `seen`: 10 s cycles, an idle table read at
+/// least every 80 s (after its first read, all new, gaps of 1, 1, 2, 4, then 8 cycles).
+fn idle_table(
+    tmp: &tempfile::TempDir,
+) -> (
+    std::path::PathBuf,
+    lakehealth::engine::location::Location,
+    Arc<Mutex<Vec<String>>>,
+    Janitor,
+) {
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    sensor_table_with(&dir, &[("2026-12-01", 6)]);
+    let l = loc(&dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let j = janitor(
+        vec![l.clone()],
+        "interval = \"10s\"\nidle_poll_max = \"80s\"\n",
+        &tmp.path().join("h.jsonl"),
+        &seen,
+    );
+    (dir, l, seen, j)
+}
+
 /// Runs cycles `from..=to`; the cycles in which any request was made.
 async fn cycles_reading(
     j: &mut Janitor,
@@ -52,20 +77,7 @@ async fn cycles_reading(
 #[test]
 fn an_idle_table_is_read_at_doubling_intervals_and_a_new_commit_brings_it_back_to_every_cycle() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t");
-    std::fs::create_dir_all(&dir).unwrap();
-    // Six small files: never due, so nothing but the janitor's reads touches the table.
-    sensor_table_with(&dir, &[("2026-12-01", 6)]);
-    let l = loc(&dir);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    // 10 s cycles, an idle table read at least every 80 s: after its first read (cycle 1, all
-    // new), gaps of 1, 1, 2, 4, then 8 cycles.
-    let mut j = janitor(
-        vec![l.clone()],
-        "interval = \"10s\"\nidle_poll_max = \"80s\"\n",
-        &tmp.path().join("h.jsonl"),
-        &seen,
-    );
+    let (dir, l, seen, mut j) = idle_table(&tmp);
     runtime().block_on(async {
         assert_eq!(
             cycles_reading(&mut j, &seen, 1..=9).await,
@@ -206,17 +218,7 @@ fn a_partition_not_due_for_the_same_reason_is_said_once_and_again_when_its_reaso
 #[test]
 fn an_idle_table_keeps_only_its_summary_and_a_new_commit_brings_its_files_back() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t");
-    std::fs::create_dir_all(&dir).unwrap();
-    sensor_table_with(&dir, &[("2026-12-01", 6)]);
-    let l = loc(&dir);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut j = janitor(
-        vec![l.clone()],
-        "interval = \"10s\"\nidle_poll_max = \"80s\"\n",
-        &tmp.path().join("h.jsonl"),
-        &seen,
-    );
+    let (_, l, seen, mut j) = idle_table(&tmp);
     let small = |j: &Janitor| j.fleet_snapshot().rows[0].debt.expect("read").small_files;
     runtime().block_on(async {
         // Read at cycles 1 (new), 2, 3 and 5: the third quiet read is at 5.

@@ -882,7 +882,8 @@ impl Janitor {
             }
         }
         // A table no longer found (or unreadable this cycle) is read afresh if it comes back.
-        self.logs.retain(|id, _| out.iter().any(|t| t.id == *id));
+        let read: std::collections::HashSet<&str> = out.iter().map(|t| t.id.as_str()).collect();
+        self.logs.retain(|id, _| read.contains(id.as_str()));
         self.broken_ids.retain(|id| tried.contains(id));
         self.iceberg.retain(|id, _| tried.contains(id));
         self.polling.retain(|id| tried.contains(id));

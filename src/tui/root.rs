@@ -137,7 +137,7 @@ impl RootView {
         let mut matched = 0;
         for r in &mut self.rows {
             r.fleet = by_id
-                .get(r.uri().trim_end_matches('/'))
+                .get(crate::engine::janitor::fleet::table_key(r.uri()))
                 .map(|row| (*row).clone());
             matched += usize::from(r.fleet.is_some());
         }

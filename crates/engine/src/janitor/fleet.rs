@@ -153,7 +153,7 @@ pub struct FleetSnapshot {
 
 impl FleetSnapshot {
     pub fn row(&self, table: &str) -> Option<&FleetRow> {
-        let t = table.trim_end_matches('/');
+        let t = table_key(table);
         self.rows.iter().find(|r| r.table == t)
     }
 
@@ -166,6 +166,11 @@ impl FleetSnapshot {
     pub fn early(&self) -> bool {
         self.at_ms.saturating_sub(self.since_ms) < EXTRAPOLATE_FROM_MS
     }
+}
+
+/// A table's URI as fleet rows name it (`table_id`: no trailing slash), to match a list's rows.
+pub fn table_key(uri: &str) -> &str {
+    uri.trim_end_matches('/')
 }
 
 const MONTH_MS: f64 = 30.0 * 24.0 * 3_600_000.0;

@@ -591,9 +591,11 @@ impl Janitor {
     }
 
     /// Reads a Delta table's new commits after its job ended, so its fleet row's debt is what
-    /// the job left (one request: the log is followed, not replayed).
+    /// the job left (one request: the log is followed, not replayed). Only for a fleet view.
     async fn reread(&mut self, table: Option<Location>) {
-        let Some(loc) = table else { return };
+        let Some(loc) = table.filter(|_| self.fleet.is_some()) else {
+            return;
+        };
         let id = table_id(&loc);
         if !self.logs.contains_key(&id) {
             return;

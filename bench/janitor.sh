@@ -8,8 +8,13 @@
 # span with no janitor, run first), and every row exactly once (read back by Python deltalake).
 # JANITOR_PERIOD sets the writer's period (default 0.5 s), JANITOR_POLICY=default runs the
 # janitor with its default policy instead (the "10 commits/s for 25 s" run:
-# JANITOR_PERIOD=0.1 JANITOR_SECONDS=25 JANITOR_POLICY=default).
-# Usage: [JANITOR_SECONDS=240] [JANITOR_PERIOD=0.5] [JANITOR_POLICY=stream|default] bench/janitor.sh
+# JANITOR_PERIOD=0.1 JANITOR_SECONDS=25 JANITOR_POLICY=default). JANITOR_WRITER=mixed writes
+# the mixed stream instead (50-500 rows a commit into today's `day` partition, late rows for an
+# older day every 10th commit; the issue's ten-minute run: JANITOR_WRITER=mixed
+# JANITOR_PERIOD=0.2 JANITOR_SECONDS=600 JANITOR_POLICY=default), and the summary adds the hot
+# partition's own peak.
+# Usage: [JANITOR_SECONDS=240] [JANITOR_PERIOD=0.5] [JANITOR_POLICY=stream|default]
+#        [JANITOR_WRITER=two|mixed] bench/janitor.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/lakehealth/target}
@@ -28,16 +33,19 @@ else
   printf 'min_small_files = 20\ninterval = "5s"\ntarget_file_size = "64MiB"\n' > "$work/policy.toml"
 fi
 
+shape=()
+[ "${JANITOR_WRITER:-two}" = mixed ] && shape=(--mixed)
+
 for mode in alone janitor; do
   t="$work/$mode"
-  "$py" bench/janitor_writer.py "$t" "$period" 0 --create > "$work/$mode.created.json"
+  "$py" bench/janitor_writer.py "$t" "$period" 0 --create "${shape[@]}" > "$work/$mode.created.json"
   jpid=""
   if [ "$mode" = janitor ]; then
     "$bin" watch "$t" --json --policy "$work/policy.toml" --history "$work/$mode.history" \
       --log-file "$work/$mode.log" > "$work/$mode.out" 2> "$work/$mode.err" &
     jpid=$!
   fi
-  "$py" bench/janitor_writer.py "$t" "$period" "$secs" > "$work/$mode.writer.jsonl"
+  "$py" bench/janitor_writer.py "$t" "$period" "$secs" "${shape[@]}" > "$work/$mode.writer.jsonl"
   if [ -n "$jpid" ]; then
     sleep 12  # two more cycles after the last append
     kill -TERM "$jpid"; wait "$jpid" || true
@@ -58,12 +66,15 @@ for mode in ["alone", "janitor"]:
 lines = [json.loads(l) for l in open(f"{work}/janitor.out") if l.startswith("{")]
 cycles = []
 cur = {}
+peak = {}  # each partition's most files at a cycle's end
 for l in lines:
     if l["type"] == "decision":
         cur["/".join(f"{k}={v}" for k, v in l["partition"].items())] = l["files"]
     if l["type"] == "cycle":
         if cur:
             cycles.append(max(cur.values()))
+            for p, n in cur.items():
+                peak[p] = max(peak.get(p, 0), n)
         cur = {}
 # The log: bytes the writer added, bytes compaction added, OPTIMIZE commits.
 writer_bytes = comp_bytes = optimizes = 0
@@ -79,7 +90,7 @@ dt = DeltaTable(f"{work}/janitor")
 rows = dt.to_pyarrow_table()
 final = {}
 for f in dt.file_uris():
-    p = next(x for x in f.split("/") if x.startswith("part="))
+    p = next(x for x in f.split("/") if "=" in x)
     final[p] = final.get(p, 0) + 1
 last = [json.loads(l) for l in open(f"{work}/janitor.writer.jsonl") if l.startswith("{")][-1]
 created = json.load(open(f"{work}/janitor.created.json"))["rows"]
@@ -91,6 +102,7 @@ out["janitor"].update({
     "write_amplification": round(comp_bytes / writer_bytes, 2) if writer_bytes else None,
     "rows": len(ids), "rows_written": created + last["rows_total"], "distinct_ids": len(set(ids)),
     "files_per_partition_end": {p: n for p, n in cur.items()} or None,
+    "peak_files_per_partition_at_cycle_end": peak,
     "files_per_partition_final": final,
     # One file per partition per commit (and the first commit's).
     "writer_alone_adds_per_partition": out["janitor"]["writer"]["commits"] + 1,

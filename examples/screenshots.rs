@@ -260,7 +260,12 @@ async fn run(out: &Path) -> Res<()> {
     d.resize(WIDE);
     d.keys(&[KeyCode::Char('G'), KeyCode::Char('k')]).await?;
     shot(&d.app, out, "table-healthy-partition")?;
-    d.keys(&[KeyCode::Char('?')]).await?;
+    // The skipping panel (`d`): each column's depth from the file statistics.
+    d.keys(&[KeyCode::Char('d')]).await?;
+    d.until(|_, a| matches!(a, Some(Action::SkippingReady { .. })))
+        .await?;
+    shot(&d.app, out, "skipping")?;
+    d.keys(&[KeyCode::Esc, KeyCode::Char('?')]).await?;
     shot(&d.app, out, "help")?;
     d.keys(&[
         KeyCode::Esc,

@@ -390,6 +390,10 @@ pub struct ReportArgs {
     /// folder and reads every live path, so it costs what the table holds; off by default.
     #[arg(long)]
     pub orphans: bool,
+    /// Also measure how well the files skip for a value of each column (overlap depth from
+    /// the log's min/max statistics; reads every file's statistics, so off by default).
+    #[arg(long)]
+    pub skipping: bool,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]

@@ -6,6 +6,7 @@ pub mod compact;
 pub mod compact_iceberg;
 pub mod convert;
 pub mod print;
+pub mod report_skipping;
 pub mod report_text;
 pub mod run;
 pub mod vacuum;

@@ -101,6 +101,9 @@ pub fn table_text(t: &TableReport) -> String {
             findings_text(t, &mut o);
             deleted_rows_text(t, &mut o);
             orphans_text(t, &mut o);
+            if let Some(h) = &t.skipping {
+                super::report_skipping::skipping_text(h, &mut o);
+            }
         }
     }
     folder_text(t, &mut o);

@@ -10,6 +10,7 @@ use super::args::{
     Cli, Command, Common, DemoArgs, DiscoveryArgs, ExecutorArg, ExecutorArgs, ReportArgs, SizeArgs,
     StorageArgs, StreamArgs,
 };
+use super::report_skipping::attach_skipping_to;
 use super::report_text::{root_text, table_text};
 use crate::config::{Config, DEFAULT_CONFIG};
 use crate::engine::compact::executor::{Executor, RayOptions};
@@ -262,6 +263,9 @@ async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
     // (opening a 1M-file table reads neither).
     if a.orphans {
         attach_orphans_to(&mut opened, &s.open.storage_options).await;
+    }
+    if a.skipping {
+        attach_skipping_to(&mut opened, &s.open.storage_options).await;
     }
     match (&opened, a.json) {
         (Opened::Table(t), true) => crate::outln!("{}", scrub(&serde_json::to_string_pretty(t)?)),

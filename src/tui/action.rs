@@ -7,6 +7,7 @@ use crate::engine::model::partition::PartitionValues;
 use crate::engine::open::Opened;
 use crate::engine::parquet_folder::convert::{ConvertOutcome, ConvertPlan};
 use crate::engine::progress::LoadProgress;
+use crate::engine::stats::skipping::SkippingHealth;
 use crate::tui::janitor::Round;
 use crate::tui::maintenance::MaintenanceEvent;
 use crate::tui::preview::PlannedJob;
@@ -57,6 +58,8 @@ pub enum Command {
     Fleet,
     /// Show the janitor's last decisions and why.
     Why,
+    /// Measure how well the open Delta table's files skip, per column (`skipping`).
+    Skipping,
     /// Full speed (as `--no-throttle`): in the compaction preview, start without the writers'
     /// throttle (again: with it); on the table view, lift the pace of the running jobs.
     FullSpeed,
@@ -116,6 +119,11 @@ pub enum Action {
     Log {
         watch: u64,
         event: LogEvent,
+    },
+    /// The skipping health of `Effect::MeasureSkipping { id }`.
+    SkippingReady {
+        id: u64,
+        result: Result<Box<SkippingHealth>, TaskError>,
     },
     /// The vacuum dry run of `Effect::PlanVacuum { id }`.
     VacuumPlanReady {
@@ -217,6 +225,12 @@ pub enum Effect {
     },
     StopWatch {
         id: u64,
+    },
+    /// Read the table's file statistics for its skipping health; it comes back as
+    /// `Action::SkippingReady`.
+    MeasureSkipping {
+        id: u64,
+        uri: String,
     },
     /// Make a vacuum dry run; it comes back as `Action::VacuumPlanReady`.
     PlanVacuum {

@@ -101,6 +101,9 @@ pub type ConvertDialog = Preview<Conversion>;
 /// outcome.
 pub type IcebergDialog = Preview<IcebergCompaction>;
 
+/// The skipping panel (`tui::preview::Skipping`), opened on the partition then selected.
+pub type SkippingDialog = Preview<super::preview::Skipping>;
+
 /// A dialog over the screen that takes the keys.
 #[derive(Debug)]
 pub enum Modal {
@@ -128,6 +131,7 @@ pub enum Modal {
     },
     Convert(ConvertDialog),
     Iceberg(IcebergDialog),
+    Skipping(SkippingDialog),
 }
 
 /// What covers the screen: at most one modal, and over it at most one error (errors come from
@@ -347,6 +351,10 @@ impl App {
             Command::Fleet => self.root.is_some(),
             Command::Why => self.janitor.is_on() || !self.janitor.why.is_empty(),
             Command::Convert => self.table.as_ref().is_some_and(|t| t.format.can_convert()),
+            Command::Skipping => self
+                .table
+                .as_ref()
+                .is_some_and(|t| t.format == crate::engine::model::format::TableFormat::Delta),
             _ => true,
         }
     }
@@ -415,6 +423,9 @@ impl App {
             Action::FleetUpdated { id, snapshot } => self.fleet_updated(id, snapshot),
             Action::FleetStopped { id, result } => self.fleet_stopped(id, result),
             Action::VacuumPlanReady { id, result } => self.vacuum_plan_ready(id, result),
+            Action::SkippingReady { id, result } => {
+                self.preview_ready::<super::preview::Skipping>(id, result)
+            }
             Action::Maintenance { id, event } => self.maintenance_event(id, event),
             Action::Log { watch, event } => {
                 self.log_event(watch, event);
@@ -694,6 +705,7 @@ impl App {
                 return self.preview_compaction(true);
             }
             Command::Vacuum => return self.preview_vacuum(),
+            Command::Skipping => return self.measure_skipping(),
             Command::Checkpoint => return self.checkpoint(),
             Command::Convert => return self.preview_convert(),
             Command::Enter => self.open_selected_table(),
@@ -1130,6 +1142,27 @@ impl App {
         self.modals
             .open(Modal::Vacuum(VacuumDialog::new(id, uri.clone(), ())));
         vec![Effect::PlanVacuum { id, uri }]
+    }
+
+    /// Opens the skipping panel and measures the open Delta table (other formats: a notice).
+    fn measure_skipping(&mut self) -> Vec<Effect> {
+        if !self.can(Command::Skipping) {
+            self.notice = Some(
+                "skipping health reads Delta statistics: this table is not a Delta table".into(),
+            );
+            return vec![];
+        }
+        let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
+            return vec![];
+        };
+        let id = self.next_id();
+        let partition = self.selected_partition().map(|p| p.values.clone());
+        self.modals.open(Modal::Skipping(SkippingDialog::new(
+            id,
+            uri.clone(),
+            partition,
+        )));
+        vec![Effect::MeasureSkipping { id, uri }]
     }
 
     fn vacuum_plan_ready(

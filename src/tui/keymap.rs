@@ -297,6 +297,13 @@ pub static BINDINGS: &[Binding] = &[
         Some("histogram"),
     ),
     bind(
+        &[k(KeyCode::Char('d'))],
+        C::Skipping,
+        T,
+        "skipping: how many files a lookup of one value opens, per column (overlap depth)",
+        None,
+    ),
+    bind(
         &[k(KeyCode::Char('K'))],
         C::Checkpoint,
         T,

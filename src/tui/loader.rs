@@ -117,6 +117,7 @@ impl Loader {
             } => self.watch(id, uri, name, poll),
             Effect::StopWatch { id } => self.tasks.cancel(id, TaskKind::Watch),
             Effect::PlanVacuum { id, uri } => self.maintenance.plan_vacuum(id, uri),
+            Effect::MeasureSkipping { id, uri } => self.maintenance.measure_skipping(id, uri),
             Effect::StartVacuum { id } => {
                 let cancel = self.tasks.start(id, TaskKind::Maintenance);
                 self.maintenance.start_vacuum(id, cancel)

@@ -1,6 +1,7 @@
 //! Runs the maintenance effects for the loader: the vacuum dry run (kept until the user
-//! confirms or closes the preview), the vacuum job it previewed, and checkpoints. Results come
-//! back as `Action::VacuumPlanReady` and `Action::Maintenance`.
+//! confirms or closes the preview), the vacuum job it previewed, checkpoints, and the
+//! skipping measure. Results come back as `Action::VacuumPlanReady`, `Action::Maintenance`
+//! and `Action::SkippingReady`.
 
 use crate::tui::task_error::TaskError;
 use std::collections::HashMap;
@@ -92,6 +93,22 @@ impl MaintenanceTasks {
                 .map(MaintenanceResult::Vacuum)
                 .map_err(TaskError::from);
             Self::send(&tx, id, MaintenanceEvent::Finished(result));
+        });
+    }
+
+    /// The table's skipping health (read-only; a closed panel drops it when it comes).
+    pub fn measure_skipping(&mut self, id: u64, uri: String) {
+        let tx = self.tx.clone();
+        let opts = self.storage_options.clone();
+        tokio::spawn(async move {
+            let result = match Location::parse(&uri) {
+                Ok(loc) => crate::engine::delta::skipping::skipping_health(&loc, &opts)
+                    .await
+                    .map(Box::new)
+                    .map_err(TaskError::from),
+                Err(e) => Err(TaskError::from(e)),
+            };
+            let _ = tx.send(Action::SkippingReady { id, result });
         });
     }
 

@@ -16,6 +16,7 @@ use crate::engine::iceberg::compact::job::IceSummary;
 use crate::engine::maintenance::vacuum::VacuumPlan;
 use crate::engine::model::partition::PartitionValues;
 use crate::engine::parquet_folder::convert::ConvertPlan;
+use crate::engine::stats::skipping::SkippingHealth;
 
 /// A preview: planning (`result` None), then the plan or why there is none; `running` once
 /// confirmed while it stays open, and `outcome` when the work reports into the dialog.
@@ -123,6 +124,7 @@ impl Modal {
             Modal::Vacuum(p) => p,
             Modal::Convert(p) => p,
             Modal::Iceberg(p) => p,
+            Modal::Skipping(p) => p,
             Modal::Help { .. }
             | Modal::Filter
             | Modal::ConfirmCancel { .. }
@@ -139,6 +141,7 @@ impl Modal {
             Modal::Vacuum(p) => p,
             Modal::Convert(p) => p,
             Modal::Iceberg(p) => p,
+            Modal::Skipping(p) => p,
             Modal::Help { .. }
             | Modal::Filter
             | Modal::ConfirmCancel { .. }
@@ -260,6 +263,39 @@ impl PreviewKind for IcebergCompaction {
     fn of(m: &mut Modal) -> Option<&mut Preview<Self>> {
         match m {
             Modal::Iceberg(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// The skipping panel: read-only (confirming does nothing), its plan the measure.
+#[derive(Debug)]
+pub struct Skipping;
+
+impl PreviewKind for Skipping {
+    /// The partition selected when it opened (its depths are shown too).
+    type Request = Option<PartitionValues>;
+    type Plan = SkippingHealth;
+    fn has_work(_: &SkippingHealth) -> bool {
+        false
+    }
+    /// Never asked: nothing to start (`has_work`).
+    fn on_confirm(p: &Preview<Self>) -> OnConfirm {
+        OnConfirm::RunInPlace(Effect::MeasureSkipping {
+            id: p.id,
+            uri: p.table_uri.clone(),
+        })
+    }
+    /// The measure parks nothing.
+    fn discard(_: u64) -> Option<Effect> {
+        None
+    }
+    fn view(p: &Preview<Self>) -> PreviewView<'_> {
+        super::view::skipping_dialog::view(p)
+    }
+    fn of(m: &mut Modal) -> Option<&mut Preview<Self>> {
+        match m {
+            Modal::Skipping(p) => Some(p),
             _ => None,
         }
     }

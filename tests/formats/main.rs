@@ -17,4 +17,5 @@ mod iceberg;
 mod iceberg_compact;
 mod replay;
 mod root_links;
+mod skipping;
 mod stream;

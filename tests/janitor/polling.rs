@@ -1,6 +1,6 @@
 //! Watching many tables cheaply: an idle table is read at doubling intervals (and costs no
 //! request between its reads), a new commit brings it back to every cycle, and a root is listed
-//! for new tables only every `discover_every`.
+//! for new tables only every `discover_every`, its known tables not probed again.
 
 use std::sync::{Arc, Mutex};
 
@@ -118,7 +118,7 @@ fn an_idle_table_is_read_at_doubling_intervals_and_a_new_commit_brings_it_back_t
 fn a_root_is_listed_for_new_tables_every_discover_every_and_its_tables_in_between_are_not() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("lake");
-    for t in ["a", "b"] {
+    for t in ["a", "b", "gone"] {
         let dir = root.join("db").join(t);
         std::fs::create_dir_all(&dir).unwrap();
         sensor_table_with(&dir, &[("2026-12-01", 4)]);
@@ -138,26 +138,59 @@ fn a_root_is_listed_for_new_tables_every_discover_every_and_its_tables_in_betwee
     runtime().block_on(async {
         let cancel = CancellationToken::new();
         let mut listings = Vec::new();
+        let mut folders_listed = Vec::new();
         let mut tables = Vec::new();
         for c in 1..=7u64 {
             if c == 5 {
-                // A table appears under the root: found at the next listing (cycle 7).
+                // A table appears under the root and one is removed: both seen at the next
+                // listing (cycle 7).
                 std::fs::rename(&staged, root.join("db").join("c")).unwrap();
+                std::fs::remove_dir_all(root.join("db").join("gone")).unwrap();
             }
             seen.lock().unwrap().clear();
             let stats = j.cycle(&cancel, true).await;
             tables.push(stats.tables);
             // Discovery lists folders with a delimiter (a table's log is listed without).
-            if seen.lock().unwrap().iter().any(|r| r.starts_with("LIST/ ")) {
+            let listed: Vec<String> = seen
+                .lock()
+                .unwrap()
+                .iter()
+                .filter_map(|r| r.strip_prefix("LIST/ ").map(str::to_string))
+                .collect();
+            if !listed.is_empty() {
                 listings.push(c);
+                folders_listed.push(listed);
             }
         }
         assert_eq!(listings, vec![1, 4, 7], "listed every 3 cycles");
         assert_eq!(
             tables,
-            vec![2, 2, 2, 2, 2, 2, 3],
-            "the new table from cycle 7"
+            vec![3, 3, 3, 3, 3, 3, 3],
+            "the new table and the removed one both from cycle 7"
         );
+        let mut relisted = folders_listed[1].clone();
+        relisted.sort();
+        assert_eq!(
+            relisted,
+            vec!["".to_string(), "db".to_string()],
+            "a re-listing lists the folders above the tables, not each known table"
+        );
+        let mut with_new = folders_listed[2].clone();
+        with_new.sort();
+        assert_eq!(
+            with_new,
+            vec!["".to_string(), "db".to_string(), "db/c".to_string()],
+            "only the new folder is probed"
+        );
+        let fleet: Vec<String> = j
+            .fleet_snapshot()
+            .rows
+            .into_iter()
+            .map(|r| r.table.rsplit('/').next().unwrap_or_default().to_string())
+            .collect();
+        let mut fleet = fleet;
+        fleet.sort();
+        assert_eq!(fleet, vec!["a", "b", "c"], "the removed table is retired");
     });
 }
 

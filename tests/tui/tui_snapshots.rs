@@ -308,3 +308,41 @@ async fn the_header_counts_the_healthy_partitions_beside_the_tables_score() {
     // 103 files where 4 would do: 3/100, and three of the four partitions are fine.
     assert!(s.contains("health   3/100 (3 of 4 partitions ok)"), "{s}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_skipping_panel_measures_the_open_table_through_the_real_runner() {
+    let d = lake(&[SMALL_FILES]);
+    let mut t = open(&d.path().join(SMALL_FILES)).await;
+    t.keys(&[KeyCode::Char('d')]).await;
+    t.until("the skipping measure", |a| {
+        matches!(
+            a.modals.modal(),
+            Some(lakehealth::tui::app::Modal::Skipping(s)) if s.result.is_some()
+        )
+    })
+    .await;
+    let health = match t.app.modals.modal() {
+        Some(lakehealth::tui::app::Modal::Skipping(s)) => match &s.result {
+            Some(Ok(h)) => h.clone(),
+            other => panic!("no measure: {other:?}"),
+        },
+        _ => unreachable!(),
+    };
+    assert_eq!(health.files, 11);
+    let s = t.text(&d);
+    assert!(
+        s.contains("Skipping: files a lookup of one value opens"),
+        "{s}"
+    );
+    assert!(
+        s.contains("11 files; from the log's min/max statistics"),
+        "{s}"
+    );
+    assert!(
+        health.columns.iter().all(|c| s.contains(&c.column)),
+        "every column has its row: {s}"
+    );
+    insta::assert_snapshot!("skipping_panel", s);
+    t.key(KeyCode::Esc);
+    assert!(t.app.modals.modal().is_none(), "Esc closes it");
+}

@@ -1,6 +1,8 @@
 //! Finding tables under a root folder or bucket prefix: any folder that `formats::probe_format`
 //! recognises (Delta, a Spark file sink, Iceberg, a Parquet folder) is a table, labelled with its
-//! format; its subfolders are not searched. Bounded depth, concurrent listing.
+//! format; its subfolders are not searched. Bounded depth, concurrent listing. A re-listing
+//! (`rediscover`) trusts the tables it already knows: their parent's listing shows they are
+//! still there, so it costs one LIST per folder above the tables, not one per table.
 
 use std::sync::Arc;
 
@@ -32,6 +34,25 @@ pub async fn discover(
     max_depth: usize,
     progress: &(dyn Fn(LoadProgress) + Send + Sync),
 ) -> Result<Vec<FoundTable>> {
+    rediscover(store, uri, max_depth, &[], progress).await
+}
+
+/// As `discover`, but a folder among `known` (tables an earlier listing found) is taken as
+/// that table without listing it, as long as its parent still lists it: a table removed is
+/// gone from the result, a new one is probed. (A known folder whose log alone was deleted
+/// stays a table until the folder goes: its reads then find nothing new.)
+pub async fn rediscover(
+    store: &Arc<dyn ObjectStore>,
+    uri: &str,
+    max_depth: usize,
+    known: &[FoundTable],
+    progress: &(dyn Fn(LoadProgress) + Send + Sync),
+) -> Result<Vec<FoundTable>> {
+    let known: std::collections::HashMap<&str, TableFormat> = known
+        .iter()
+        .filter(|t| !t.rel.is_empty())
+        .map(|t| (t.rel.as_str(), t.format))
+        .collect();
     let mut tables = Vec::new();
     let mut frontier: Vec<Option<Path>> = vec![None];
     let mut folders = 0;
@@ -76,13 +97,17 @@ pub async fn discover(
                 continue;
             }
             if depth < max_depth {
-                next.extend(
-                    children
-                        .folders
-                        .iter()
-                        .filter(|c| !skip(c))
-                        .map(|c| Some(child(prefix.as_ref(), c))),
-                );
+                for c in children.folders.iter().filter(|c| !skip(c)) {
+                    let path = child(prefix.as_ref(), c);
+                    let key: &str = path.as_ref();
+                    match known.get(key) {
+                        Some(&format) => tables.push(FoundTable {
+                            rel: path.to_string(),
+                            format,
+                        }),
+                        None => next.push(Some(path)),
+                    }
+                }
             }
         }
         progress(LoadProgress::Discovering {
@@ -100,6 +125,45 @@ mod tests {
     use super::*;
     use object_store::memory::InMemory;
     use object_store::{ObjectStoreExt, PutPayload};
+
+    async fn put(store: &Arc<dyn ObjectStore>, paths: &[&str]) {
+        for p in paths {
+            store
+                .put(&Path::from(*p), PutPayload::from_static(b"{}"))
+                .await
+                .unwrap();
+        }
+    }
+
+    fn found(rel: &str) -> FoundTable {
+        FoundTable {
+            rel: rel.into(),
+            format: TableFormat::Delta,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_relisting_takes_known_tables_from_their_parents_listing_and_drops_removed_ones() {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        put(
+            &store,
+            &[
+                "db/a/_delta_log/00000000000000000000.json",
+                "db/new/_delta_log/00000000000000000000.json",
+                // Known as a table but holding none now: not probed, so still taken as one.
+                "db/kept/data.txt",
+            ],
+        )
+        .await;
+        let known = [found("db/a"), found("db/kept"), found("db/removed")];
+        let got = rediscover(&store, "mem", 2, &known, &|_| {}).await.unwrap();
+        let rels: Vec<&str> = got.iter().map(|t| t.rel.as_str()).collect();
+        assert_eq!(
+            rels,
+            vec!["db/a", "db/kept", "db/new"],
+            "known and present kept unprobed, new found, removed gone"
+        );
+    }
 
     #[tokio::test]
     async fn finds_tables_and_stops_at_depth() {

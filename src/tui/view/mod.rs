@@ -16,6 +16,7 @@ mod overlays;
 mod partitions;
 pub(super) mod plan_dialog;
 pub mod preview_dialog;
+pub(super) mod skipping_dialog;
 mod status;
 pub mod tables;
 pub(super) mod vacuum_dialog;

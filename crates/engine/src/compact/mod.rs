@@ -19,6 +19,7 @@ pub mod job_ledger;
 pub(crate) mod ledger_store;
 pub(crate) mod liveness;
 pub mod locks;
+pub mod ordering;
 pub(crate) mod pace;
 pub(crate) mod physical_writer;
 pub mod plan;

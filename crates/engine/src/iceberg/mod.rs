@@ -505,6 +505,7 @@ pub async fn load_iceberg(
         ))),
         folder: None,
         orphans: None,
+        skipping: None,
         deleted_rows: None,
     })
 }

@@ -51,7 +51,7 @@ use crate::compact::selection::Predicate;
 use crate::compact::spacing::{CommitSpacer, LastCommit};
 use crate::compact::table::StoreWrapper;
 use crate::delta::watch::{LogWatcher, WatchOptions};
-use crate::discover::discover;
+use crate::discover::{FoundTable, rediscover};
 use crate::error::{EngineError, Result};
 use crate::iceberg::compact::job::IceRequest;
 use crate::location::Location;
@@ -817,7 +817,7 @@ impl Janitor {
             let listed = self
                 .polling
                 .listing(&root, self.cycle)
-                .map(|rels| rels.to_vec());
+                .map(|found| found.to_vec());
             let as_table = match listed {
                 Some(rels) => Err((
                     EngineError::NotATable {
@@ -865,8 +865,8 @@ impl Janitor {
                             continue;
                         }
                     };
-                    for rel in rels {
-                        let loaded = match target.join(&rel) {
+                    for found in rels {
+                        let loaded = match target.join(&found.rel) {
                             Ok(loc) => {
                                 tried.insert(table_id(&loc));
                                 self.load_due(&loc).await.map_err(|e| (loc, e))
@@ -952,20 +952,22 @@ impl Janitor {
     }
 
     /// The tables below `target`: Delta tables, and Iceberg tables when a catalog is named.
+    /// The tables its last listing found are not probed again (see `rediscover`).
     async fn discover(
         &self,
         store: &Arc<dyn ObjectStore>,
         target: &Location,
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<FoundTable>> {
         let iceberg = self.policy.iceberg_catalog.is_some();
+        let root = target.display();
+        let known = self.polling.known(&root);
         Ok(
-            discover(store, &target.display(), self.open.discovery_depth, &|_| {})
+            rediscover(store, &root, self.open.discovery_depth, known, &|_| {})
                 .await?
                 .into_iter()
                 .filter(|t| {
                     t.format == TableFormat::Delta || (iceberg && t.format == TableFormat::Iceberg)
                 })
-                .map(|t| t.rel)
                 .collect(),
         )
     }

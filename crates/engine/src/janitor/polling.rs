@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::discover::FoundTable;
+
 /// A table's reads since its last change.
 #[derive(Debug, Clone, Copy)]
 struct Quiet {
@@ -20,7 +22,7 @@ struct Quiet {
 /// A root's tables as last listed.
 #[derive(Debug, Clone)]
 struct Listed {
-    rels: Vec<String>,
+    tables: Vec<FoundTable>,
     cycle: u64,
 }
 
@@ -85,15 +87,21 @@ impl Polling {
     }
 
     /// A root's listing made in `cycle`, still fresh then (None: list it again).
-    pub fn listing(&self, root: &str, cycle: u64) -> Option<&[String]> {
+    pub fn listing(&self, root: &str, cycle: u64) -> Option<&[FoundTable]> {
         self.roots
             .get(root)
             .filter(|l| cycle < l.cycle + self.discover_gap)
-            .map(|l| l.rels.as_slice())
+            .map(|l| l.tables.as_slice())
     }
 
-    pub fn listed(&mut self, root: &str, rels: Vec<String>, cycle: u64) {
-        self.roots.insert(root.to_string(), Listed { rels, cycle });
+    /// A root's last listing, fresh or not: the tables a re-listing need not probe again.
+    pub fn known(&self, root: &str) -> &[FoundTable] {
+        self.roots.get(root).map_or(&[], |l| l.tables.as_slice())
+    }
+
+    pub fn listed(&mut self, root: &str, tables: Vec<FoundTable>, cycle: u64) {
+        self.roots
+            .insert(root.to_string(), Listed { tables, cycle });
     }
 
     /// Forgets tables no longer found (a table that comes back is read afresh).
@@ -168,8 +176,14 @@ mod tests {
     fn a_roots_listing_is_kept_for_discover_every_then_listed_again() {
         let mut p = polling();
         assert!(p.listing("r", 1).is_none());
-        p.listed("r", vec!["a".into()], 1);
-        assert_eq!(p.listing("r", 3), Some(&["a".to_string()][..]));
+        let a = FoundTable {
+            rel: "a".into(),
+            format: crate::model::format::TableFormat::Delta,
+        };
+        p.listed("r", vec![a.clone()], 1);
+        assert_eq!(p.listing("r", 3), Some(&[a.clone()][..]));
         assert!(p.listing("r", 4).is_none(), "30 s of 10 s cycles: 3 cycles");
+        assert_eq!(p.known("r"), &[a][..], "known after it went stale");
+        assert!(p.known("other").is_empty());
     }
 }

@@ -23,20 +23,7 @@ use crate::delta::log::replay::list_log;
 use crate::error::{EngineError, Result};
 use crate::location::Location;
 
-/// Loads the latest version of the table with delta-rs (any storage the other commands read).
-pub(crate) async fn open_delta(
-    loc: &Location,
-    storage_options: &HashMap<String, String>,
-    what: &str,
-) -> Result<DeltaTable> {
-    let uri = loc.display();
-    DeltaTableBuilder::from_url(loc.url.clone())
-        .map_err(|e| EngineError::from_delta(&uri, what, e))?
-        .with_storage_options(storage_options.clone())
-        .load()
-        .await
-        .map_err(|e| EngineError::from_delta(&uri, what, e))
-}
+pub(crate) use crate::delta::delta_rs::load as open_delta;
 
 /// `open_delta` and `_delta_log/`'s listing (the checkpoints in it) from one read of the log:
 /// both go through a cache (`delta::log::cache`) that lists it once and fetches each commit

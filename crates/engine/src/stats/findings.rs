@@ -25,6 +25,9 @@ pub enum FindingKind {
     /// Files whose deletion vectors mark more than the ratio of their rows deleted
     /// (`versions` is empty; `deleted_rows` of the report has them).
     DeletedRowsOverRatio,
+    /// A clustering column whose files overlap past the bound (`skipping` of the report has
+    /// its depth; `versions` is empty).
+    ClusteringDepth,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,6 +73,26 @@ impl FindingsCoverage {
             _ => range,
         }
     }
+}
+
+/// The findings of a table's skipping health for its report (a clustering column past its
+/// bound).
+pub fn skipping_findings(h: &super::skipping::SkippingHealth) -> Vec<Finding> {
+    use super::skipping::SkippingFinding;
+    h.findings
+        .iter()
+        .filter(|f| matches!(f, SkippingFinding::ClusteringDepth { .. }))
+        .map(|f| Finding {
+            kind: FindingKind::ClusteringDepth,
+            versions: Vec::new(),
+            operations: Vec::new(),
+            engines: Vec::new(),
+            first_remove_in_checkpoint: None,
+            files: h.files as u64,
+            bytes: 0,
+            message: f.message(),
+        })
+        .collect()
 }
 
 /// The finding for files over the deleted-rows ratio, when there are any.

@@ -61,6 +61,10 @@ pub struct TableReport {
     /// (`maintenance::orphans`; the TUI does not list them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub orphans: Option<OrphanScan>,
+    /// Delta tables, when `report --skipping` read the file statistics: how well the files
+    /// skip for a value of each column (`skipping`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipping: Option<Box<crate::stats::skipping::SkippingHealth>>,
     /// Delta tables with deletion vectors: rows they mark deleted, per partition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted_rows: Option<DeletedRows>,
@@ -143,6 +147,7 @@ impl TableReport {
             folder: None,
             iceberg: None,
             orphans: None,
+            skipping: None,
             deleted_rows: None,
         }
     }

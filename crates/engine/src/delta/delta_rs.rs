@@ -1,0 +1,26 @@
+//! Loading a table with delta-rs, for what our own log reader does not read (file statistics,
+//! domain metadata) and the operations delta-rs runs.
+
+use std::collections::HashMap;
+
+use deltalake::DeltaTable;
+use deltalake::table::builder::DeltaTableBuilder;
+
+use crate::error::{EngineError, Result};
+use crate::location::Location;
+
+/// Loads the latest version of the table with delta-rs (any storage the other commands read);
+/// `what` names the operation in its error.
+pub(crate) async fn load(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+    what: &str,
+) -> Result<DeltaTable> {
+    let uri = loc.display();
+    DeltaTableBuilder::from_url(loc.url.clone())
+        .map_err(|e| EngineError::from_delta(&uri, what, e))?
+        .with_storage_options(storage_options.clone())
+        .load()
+        .await
+        .map_err(|e| EngineError::from_delta(&uri, what, e))
+}

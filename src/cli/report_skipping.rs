@@ -97,6 +97,9 @@ pub fn skipping_text(h: &SkippingHealth, o: &mut String) {
             h.columns.len() - COLUMNS_SHOWN
         );
     }
+    if let Some(note) = crate::engine::stats::skipping::without_stats_note(h) {
+        let _ = writeln!(o, "  {note}");
+    }
     if !h.clustering_columns.is_empty() {
         let _ = writeln!(
             o,

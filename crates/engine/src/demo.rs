@@ -196,11 +196,29 @@ fn encode(batch: &RecordBatch, big: bool) -> Result<Bytes> {
     Ok(Bytes::from(buf))
 }
 
+/// The file's statistics as a Delta writer records them (row count, min, max and null count
+/// of every data column, by delta-kernel's collector), so the demo's files skip as a real
+/// writer's do.
+fn file_stats(batch: &RecordBatch) -> Result<String> {
+    use delta_kernel::expressions::ColumnName;
+    let data = batch.project(&[0, 1, 2, 3, 4]).map_err(encode_err)?;
+    let fields: Vec<StructField> = columns().into_iter().take(5).collect();
+    let names: Vec<ColumnName> = fields.iter().map(|f| ColumnName::new([f.name()])).collect();
+    let schema = delta_kernel::schema::StructType::try_new(fields).map_err(encode_err)?;
+    let mut stats = delta_kernel_engine::stats::FileStatsAccumulator::new(&names, &schema);
+    stats.merge(&data).map_err(encode_err)?;
+    let collected = stats
+        .finish()
+        .map_err(encode_err)?
+        .ok_or_else(|| encode_err(std::io::Error::other("no statistics collected")))?;
+    crate::compact::physical_writer::stats_json(&collected).map_err(encode_err)
+}
+
 async fn write_file(store: Arc<dyn ObjectStore>, p: Planned) -> Result<Add> {
     let date = p.date.clone();
-    let (bytes, rows) = tokio::task::spawn_blocking(move || {
+    let (bytes, stats) = tokio::task::spawn_blocking(move || {
         let batch = sensor_batch(SEED_QUERY, p.seed, p.rows, &p.date, 0).map_err(encode_err)?;
-        Ok::<_, EngineError>((encode(&batch, p.big)?, p.rows))
+        Ok::<_, EngineError>((encode(&batch, p.big)?, file_stats(&batch)?))
     })
     .await
     .map_err(encode_err)??;
@@ -219,7 +237,7 @@ async fn write_file(store: Arc<dyn ObjectStore>, p: Planned) -> Result<Add> {
         size,
         modification_time: Utc::now().timestamp_millis(),
         data_change: true,
-        stats: Some(format!("{{\"numRecords\":{rows}}}")),
+        stats: Some(stats),
         tags: None,
         deletion_vector: None,
         base_row_id: None,

@@ -77,6 +77,12 @@ fn health_lines(
             style::dim(),
         )));
     }
+    if let Some(note) = crate::engine::stats::skipping::without_stats_note(h) {
+        lines.push(Line::from(Span::styled(
+            format!(" {note}"),
+            style::score(30),
+        )));
+    }
     if !h.clustering_columns.is_empty() {
         lines.push(Line::from(Span::styled(
             format!(" * clustering column ({})", h.clustering_columns.join(", ")),

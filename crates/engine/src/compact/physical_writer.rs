@@ -240,7 +240,9 @@ fn codec_name(c: parquet::basic::Compression) -> &'static str {
 
 /// The file's statistics as the `add` carries them: delta-kernel's JSON encoding of its
 /// collected statistics (timestamps to the millisecond, as Delta writes them).
-fn stats_json(stats: &arrow::array::StructArray) -> Result<String, arrow::error::ArrowError> {
+pub(crate) fn stats_json(
+    stats: &arrow::array::StructArray,
+) -> Result<String, arrow::error::ArrowError> {
     let json = to_json(stats as &dyn arrow::array::Datum)?;
     let strings = json.as_string_opt::<i32>().ok_or_else(|| {
         arrow::error::ArrowError::InvalidArgumentError("statistics JSON is not a string".into())

@@ -145,6 +145,23 @@ impl SkippingHealth {
     }
 }
 
+/// "3176 files carry no min/max for event_id, sensor_id: ..." when any file lacks a column's
+/// statistics (its writer wrote none, or `delta.dataSkippingNumIndexedCols` left it out).
+pub fn without_stats_note(h: &SkippingHealth) -> Option<String> {
+    let missing: Vec<&ColumnSkipping> = h
+        .columns
+        .iter()
+        .filter(|c| c.depth.without_stats > 0)
+        .collect();
+    let most = missing.iter().map(|c| c.depth.without_stats).max()?;
+    let names: Vec<&str> = missing.iter().map(|c| c.column.as_str()).collect();
+    Some(format!(
+        "up to {most} of {} files carry no min/max for {}: every lookup opens them",
+        h.files,
+        names.join(", ")
+    ))
+}
+
 fn findings(cols: &[ColumnSkipping], clustering: &[String]) -> Vec<SkippingFinding> {
     if cols.is_empty() {
         return vec![SkippingFinding::NoStatistics];
@@ -254,6 +271,18 @@ mod tests {
             assert_eq!(p.files, 3);
             assert_eq!((p.columns[0].worst_depth, p.columns[1].worst_depth), (3, 1));
         }
+    }
+
+    #[test]
+    fn files_without_a_columns_statistics_are_said() {
+        let mut h = SkippingHealth::from_adds(1, &adds(&[(0, 1)], &[(0, 1)], &["a"]), vec![]);
+        assert_eq!(without_stats_note(&h), None);
+        h.columns[0].depth.without_stats = 1;
+        let note = without_stats_note(&h).unwrap();
+        assert!(
+            note.contains("up to 1 of 1 files carry no min/max for"),
+            "{note}"
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn view(d: &SkippingDialog) -> PreviewView<'_> {
         title: " Skipping: files a lookup of one value opens ",
         border: Color::Cyan,
         width: 90,
-        height: 26,
+        height: 30,
         body: Body::Lines(lines, None),
     }
 }
@@ -106,8 +106,18 @@ fn health_lines(
             .max()
             .unwrap_or(0)
             .max(1);
-        let mut from = 0;
-        for b in &first.depth.histogram {
+        // Empty buckets below the first file are one line, so deep tables fit the panel.
+        let hist = &first.depth.histogram;
+        let skip = hist.iter().take_while(|b| b.files == 0).count();
+        let mut from = skip.checked_sub(1).map_or(0, |i| hist[i].upto);
+        if from > 0 {
+            lines.push(Line::from(format!(
+                "   {:>9}  {:>6}",
+                format!("1-{from}"),
+                0
+            )));
+        }
+        for b in &hist[skip..] {
             let label = if b.upto == from + 1 {
                 b.upto.to_string()
             } else {

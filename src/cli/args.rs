@@ -267,6 +267,26 @@ pub struct CompactArgs {
     /// committed in the last minute, else 1 at a bounded read rate (ingestion first).
     #[arg(long, value_parser = parse_parallelism)]
     pub parallelism: Option<usize>,
+    /// Rewrite every file of each chosen partition sorted by these columns, first to last
+    /// (e.g. --sort-by ts). Rows are only reordered: proven as a multiset.
+    #[arg(long, value_name = "COLS", value_delimiter = ',', conflicts_with_all = ["zorder", "unclustered"])]
+    pub sort_by: Vec<String>,
+    /// Rewrite every file of each chosen partition z-ordered over these columns, as OPTIMIZE
+    /// ZORDER BY does (e.g. --zorder sensor,ts): lookups on any of them skip more files.
+    #[arg(
+        long,
+        value_name = "COLS",
+        value_delimiter = ',',
+        conflicts_with = "unclustered"
+    )]
+    pub zorder: Vec<String>,
+    /// A clustered (liquid) table's small files are merged without clustering them (by
+    /// default they are clustered by its clustering columns, as Spark's OPTIMIZE does).
+    #[arg(long)]
+    pub unclustered: bool,
+    /// Memory a bin's sort holds before it spills to the temp folder (default 512MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub sort_memory: Option<ByteSize>,
     /// Print the plan and change nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -13,6 +13,7 @@ use crate::engine::clock::now_ms;
 use crate::engine::compact::events::{JobEvent, JobSummary, Progress};
 use crate::engine::compact::job::{CompactRequest, PreparedJob, run_isolated};
 use crate::engine::compact::locks::PartitionLocks;
+use crate::engine::compact::ordering::{LayoutRequest, OrderKind};
 use crate::engine::compact::plan::{CompactionPlan, DeletedRows, Selection};
 use crate::engine::compact::selection::Predicate;
 use crate::engine::exec::pickup::{PickupMode, PickupSummary, pickup};
@@ -52,6 +53,12 @@ pub fn plan_text(p: &CompactionPlan) -> String {
         o.push_str(&format!(
             "  {} files with deletion vectors: their {} deleted rows are left out of the outputs ({} rewritten for their deleted rows alone)\n",
             p.deletion_vector_files, p.deleted_rows, p.files_rewritten_for_deletes
+        ));
+    }
+    if let Some(order) = &p.order {
+        o.push_str(&format!(
+            "  order: {}; rows are only reordered (proven as a multiset)\n",
+            order.describe()
         ));
     }
     for n in &p.notes {
@@ -223,6 +230,25 @@ pub(super) fn cancel_on_ctrl_c() -> CancellationToken {
     cancel
 }
 
+/// The row order the flags ask for (clap keeps them exclusive).
+fn layout(a: &CompactArgs) -> LayoutRequest {
+    if !a.sort_by.is_empty() {
+        LayoutRequest::Order {
+            kind: OrderKind::Sort,
+            columns: a.sort_by.clone(),
+        }
+    } else if !a.zorder.is_empty() {
+        LayoutRequest::Order {
+            kind: OrderKind::ZOrder,
+            columns: a.zorder.clone(),
+        }
+    } else if a.unclustered {
+        LayoutRequest::Unclustered
+    } else {
+        LayoutRequest::Auto
+    }
+}
+
 /// Plans the compaction the flags ask for (the plan is printed on stderr).
 async fn plan_job(a: &CompactArgs, s: &Settings) -> Result<PreparedJob> {
     let loc = Location::parse(&a.uri)?;
@@ -247,6 +273,8 @@ async fn plan_job(a: &CompactArgs, s: &Settings) -> Result<PreparedJob> {
             max_ratio: a.max_deleted_ratio,
             purge: a.purge,
         },
+        layout: layout(a),
+        sort_memory: a.sort_memory.map(|m| m.0 as usize),
         storage_options: s.open.storage_options.clone(),
     };
     let mut job = table.prepare_compaction(&req, s.open.thresholds).await?;
@@ -326,6 +354,12 @@ pub async fn compact(a: CompactArgs, s: &Settings) -> Result<()> {
         .await
         .unwrap_or(false)
     {
+        if !a.sort_by.is_empty() || !a.zorder.is_empty() {
+            bail!(
+                "{}: --sort-by and --zorder compact Delta tables; an Iceberg table is compacted by size only (nothing was changed)",
+                a.uri
+            );
+        }
         return super::compact_iceberg::compact(&a, &loc, s).await;
     }
     let job = plan_job(&a, s).await?;

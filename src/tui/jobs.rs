@@ -279,6 +279,7 @@ mod tests {
             deleted_rows: 0,
             notes: Vec::new(),
             estimate: Default::default(),
+            order: None,
             files_rewritten_for_deletes: 0,
         }
     }

@@ -14,6 +14,7 @@ use lakehealth::engine::compact::events::{FailureKind, JobEvent, JobSummary};
 use lakehealth::engine::compact::execute::execute;
 use lakehealth::engine::compact::job::{CompactRequest, prepare, prepare_table, run_isolated};
 use lakehealth::engine::compact::locks::PartitionLocks;
+use lakehealth::engine::compact::ordering::{LayoutRequest, OrderKind};
 use lakehealth::engine::compact::table::{StoreWrapper, open_for_compaction_with};
 use lakehealth::engine::location::Location;
 use lakehealth::engine::size::KIB;
@@ -322,6 +323,16 @@ struct Faults {
 }
 
 async fn compact_through(l: &Location, f: Faults) -> JobSummary {
+    compact_through_with(l, f, &request(), 2).await
+}
+
+/// `req` through the faulty store; its plan has at least `min_bins` bins.
+async fn compact_through_with(
+    l: &Location,
+    f: Faults,
+    req: &CompactRequest,
+    min_bins: u64,
+) -> JobSummary {
     let wrap: Box<StoreWrapper> = Box::new(move |inner| {
         Arc::new(Faulty {
             inner,
@@ -336,8 +347,8 @@ async fn compact_through(l: &Location, f: Faults) -> JobSummary {
     let table = open_for_compaction_with(l, &HashMap::new(), Some(wrap.as_ref()))
         .await
         .unwrap();
-    let job = prepare_table(table, &request(), kib64_thresholds(), 1.0).unwrap();
-    assert!(job.plan.bins >= 2);
+    let job = prepare_table(table, req, kib64_thresholds(), 1.0).unwrap();
+    assert!(job.plan.bins >= min_bins);
     run_job(job).await
 }
 
@@ -441,6 +452,41 @@ async fn an_output_that_reads_back_with_one_value_changed_is_never_committed() {
         Vec::<String>::new(),
         "no output left on storage"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sorted_output_that_reads_back_with_one_value_changed_is_never_committed() {
+    // The multiset proof of a reordered bin catches what the in-order proof catches.
+    let (d, l, rows) = seeded(40).await;
+    let before = crate::values::dump(d.path().to_str().unwrap());
+    let zorder = LayoutRequest::Order {
+        kind: OrderKind::ZOrder,
+        columns: vec!["sensor_id".into(), "reading".into()],
+    };
+    let s = compact_through_with(
+        &l,
+        Faults {
+            tamper_outputs: true,
+            ..Faults::default()
+        },
+        &request().layout(zorder),
+        1,
+    )
+    .await;
+    assert!(s.commits.is_empty(), "{:?}", s.commits);
+    assert_eq!(optimize_commits(d.path()), 0);
+    assert!(!s.failures.is_empty());
+    for f in &s.failures {
+        assert_eq!(f.failure.kind, FailureKind::Verify, "{f:?}");
+        assert!(
+            f.failure.message.contains("as many with different content"),
+            "{f:?}"
+        );
+    }
+    let after = crate::values::dump(d.path().to_str().unwrap());
+    assert_eq!(after.fingerprint, before.fingerprint);
+    assert_exact(d.path(), rows);
+    assert_eq!(leftover_files(d.path()), Vec::<String>::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

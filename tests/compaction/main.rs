@@ -18,6 +18,7 @@ mod deletion_vectors;
 mod dv_tables;
 mod kernel_reader;
 mod kernel_writer;
+mod ordering;
 mod price;
 mod race;
 mod ray;

@@ -8,6 +8,9 @@ in lakehealth's sweep cannot agree with itself.
                                      50 values, `note` is null except in the last append
   skipping_depth.py measure URI COL...   one JSON object: per column (and per partition)
                                      files, worst, mean, point_files, all_null, without_stats
+  skipping_depth.py admits URI COL VALUE  {"files": n, "admitting": k, "paths": [...]}: the files whose
+                                     min/max admit COL = VALUE (an integer when it parses as
+                                     one); a file without both counts as admitting
 """
 import json
 import random
@@ -59,7 +62,21 @@ def measure(uri, cols):
     print(json.dumps(out))
 
 
+def admits(uri, col, value):
+    try:
+        value = int(value)
+    except ValueError:
+        pass
+    adds = pa.table(DeltaTable(uri).get_add_actions(flatten=True)).to_pylist()
+    hit = [a["path"] for a in adds
+           if a.get(f"min.{col}") is None or a.get(f"max.{col}") is None
+           or a[f"min.{col}"] <= value <= a[f"max.{col}"]]
+    print(json.dumps({"files": len(adds), "admitting": len(hit), "paths": hit}))
+
+
 if sys.argv[1] == "make":
     make(sys.argv[2])
+elif sys.argv[1] == "admits":
+    admits(sys.argv[2], sys.argv[3], sys.argv[4])
 else:
     measure(sys.argv[2], sys.argv[3:])

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use lakehealth::engine::compact::job::CompactRequest;
+use lakehealth::engine::compact::ordering::LayoutRequest;
 use lakehealth::engine::compact::plan::{DeletedRows, Selection};
 use lakehealth::engine::size::KIB;
 
@@ -18,6 +19,8 @@ pub fn request() -> CompactRequest {
         max_bin_bytes: None,
         strategy: Default::default(),
         deleted_rows: Default::default(),
+        layout: Default::default(),
+        sort_memory: None,
         storage_options: HashMap::new(),
     }
 }
@@ -33,6 +36,8 @@ pub trait RequestExt {
     fn max_bin(self, bytes: u64) -> Self;
     fn deleted_rows(self, d: DeletedRows) -> Self;
     fn storage_options(self, o: HashMap<String, String>) -> Self;
+    /// The order rows are written in.
+    fn layout(self, l: LayoutRequest) -> Self;
 }
 
 impl RequestExt for CompactRequest {
@@ -58,6 +63,10 @@ impl RequestExt for CompactRequest {
     }
     fn storage_options(mut self, o: HashMap<String, String>) -> Self {
         self.storage_options = o;
+        self
+    }
+    fn layout(mut self, l: LayoutRequest) -> Self {
+        self.layout = l;
         self
     }
 }

@@ -307,6 +307,7 @@ fn one_bin_plan() -> lakehealth::engine::compact::plan::CompactionPlan {
         files_rewritten_for_deletes: 0,
         notes: vec![],
         estimate: Default::default(),
+        order: None,
     }
 }
 

@@ -127,6 +127,7 @@ async fn snapshot_a_commit_another_process_writes_appears_in_the_live_feed() {
         files_rewritten_for_deletes: 0,
         notes: vec![],
         estimate: Default::default(),
+        order: None,
     };
     for n in 1..=2 {
         t.app.jobs.push(lakehealth::tui::jobs::JobView::new(

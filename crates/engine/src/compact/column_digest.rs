@@ -185,7 +185,7 @@ fn valid(nulls: Option<&NullBuffer>, r: usize) -> bool {
 
 /// A map is a list of key/value structs; encoding it as one keeps every entry (and its order)
 /// while using the row format's list codec, which handles every nesting depth.
-fn maps_as_lists(a: &ArrayRef) -> ArrayRef {
+pub(super) fn maps_as_lists(a: &ArrayRef) -> ArrayRef {
     match a.data_type() {
         DataType::Map(_, _) => {
             let Some(m) = a.as_any().downcast_ref::<MapArray>() else {

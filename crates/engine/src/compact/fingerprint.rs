@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_128_with_seed;
 
 use super::column_digest::ColumnDigest;
+use super::row_set_digest::RowSetHasher;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
@@ -115,6 +116,45 @@ impl ContentHasher {
         Fingerprint {
             rows: self.rows,
             digest: xxh3_128_with_seed(&bytes, SEED),
+        }
+    }
+}
+
+/// Which proof a bin gives: its outputs hold its inputs' rows in the order read (bin-packing),
+/// or in any order (a sorted or z-ordered bin: `row_set_digest`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowsProof {
+    #[default]
+    InOrder,
+    AnyOrder,
+}
+
+/// A content hasher of either proof.
+pub enum ProofHasher {
+    InOrder(ContentHasher),
+    AnyOrder(RowSetHasher),
+}
+
+impl ProofHasher {
+    pub fn new(proof: RowsProof) -> Self {
+        match proof {
+            RowsProof::InOrder => Self::InOrder(ContentHasher::default()),
+            RowsProof::AnyOrder => Self::AnyOrder(RowSetHasher::default()),
+        }
+    }
+
+    pub fn update(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
+        match self {
+            Self::InOrder(h) => h.update(batch),
+            Self::AnyOrder(h) => h.update(batch),
+        }
+    }
+
+    pub fn finish(&self) -> Fingerprint {
+        match self {
+            Self::InOrder(h) => h.finish(),
+            Self::AnyOrder(h) => h.finish(),
         }
     }
 }

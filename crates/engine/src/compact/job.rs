@@ -14,9 +14,12 @@ use super::events::{FailureKind, JobEvent, JobSummary};
 use super::execute::execute_bins;
 use super::executor::ExecOptions;
 use super::locks::{PartitionLocks, key};
+use super::ordering::sorter::{DEFAULT_SORT_MEMORY, MIN_SORT_MEMORY};
+use super::ordering::{LayoutRequest, PlannedOrder, plan_order};
 use super::plan::{CompactionPlan, DeletedRows, PlanOptions, Selection, Strategy, plan};
 use super::rewrite::RewriteOptions;
 use super::table::{CompactionTable, open_for_compaction};
+use crate::delta::features::FeatureNote;
 use crate::error::{EngineError, Result};
 use crate::location::Location;
 use crate::model::cost::{Cost, Rates, Requests};
@@ -38,6 +41,10 @@ pub struct CompactRequest {
     pub strategy: Strategy,
     /// Which files are rewritten for their deleted rows (ratio, purge).
     pub deleted_rows: DeletedRows,
+    /// The order rows are written in (a clustered table's clustering by default).
+    pub layout: LayoutRequest,
+    /// Bytes a bin's sort holds before it spills; None: `DEFAULT_SORT_MEMORY`.
+    pub sort_memory: Option<usize>,
     pub storage_options: HashMap<String, String>,
 }
 
@@ -52,6 +59,8 @@ impl std::fmt::Debug for CompactRequest {
             .field("max_bin_bytes", &self.max_bin_bytes)
             .field("strategy", &self.strategy)
             .field("deleted_rows", &self.deleted_rows)
+            .field("layout", &self.layout)
+            .field("sort_memory", &self.sort_memory)
             .field(
                 "storage_options",
                 &crate::secrets::redacted_options(&self.storage_options),
@@ -74,6 +83,8 @@ impl CompactRequest {
             max_bin_bytes: None,
             strategy: Strategy::BinPack,
             deleted_rows: DeletedRows::default(),
+            layout: LayoutRequest::Auto,
+            sort_memory: None,
             storage_options,
         }
     }
@@ -222,6 +233,18 @@ pub fn prepare_table(
         )));
     }
     let min = req.min_file_size.unwrap_or(thresholds.small_file_size);
+    if let Some(m) = req.sort_memory.filter(|m| *m < MIN_SORT_MEMORY) {
+        return Err(EngineError::InvalidRequest(format!(
+            "the sort memory must be at least {} (got {})",
+            format_bytes(MIN_SORT_MEMORY as u64),
+            format_bytes(m as u64)
+        )));
+    }
+    let order = planned_order(&table, &req.layout)?;
+    let strategy = match &order {
+        Some(o) if o.whole_partitions => Strategy::WholePartition,
+        _ => req.strategy,
+    };
     let o = PlanOptions {
         target_file_size: target,
         min_file_size: min,
@@ -229,7 +252,7 @@ pub fn prepare_table(
         max_bin_bytes: req
             .max_bin_bytes
             .unwrap_or((8 * target).max(512 * 1024 * 1024)),
-        strategy: req.strategy,
+        strategy,
         deleted_rows: req.deleted_rows,
     };
     let t = Thresholds {
@@ -245,6 +268,14 @@ pub fn prepare_table(
         .map_err(|e| EngineError::InvalidRequest(e.to_string()))?;
     let mut plan = plan(table.version(), files, &selection, &o, &t);
     plan.notes = table.features.notes();
+    if order.as_ref().is_some_and(|o| o.clustering) {
+        plan.notes.retain(|n| *n != FeatureNote::NotReclustered);
+    }
+    if table.clustering.is_empty() {
+        // CLUSTER BY NONE: nothing to keep.
+        plan.notes.retain(|n| *n != FeatureNote::NotReclustered);
+    }
+    plan.order = order.clone();
     let rates = Rates::default_for_scheme(&table.scheme);
     plan.estimate = rates.cost(plan.estimate.requests);
     let requests_at_plan = table.requests.requests();
@@ -254,6 +285,9 @@ pub fn prepare_table(
             compression: Compression::SNAPPY,
             compression_ratio: ratio,
             pace: None,
+            clustering_provider: order.as_ref().and_then(|o| o.clustering_provider()),
+            order: order.map(|o| o.order),
+            sort_memory: req.sort_memory.unwrap_or(DEFAULT_SORT_MEMORY),
         },
         parallelism: super::budget::bounded_parallelism(req.parallelism),
         predicate: selection.describe(),
@@ -274,6 +308,24 @@ pub fn prepare_table(
         rates,
         requests_at_plan,
     })
+}
+
+/// The order the request asks of the table, its columns checked against the table's.
+fn planned_order(table: &CompactionTable, layout: &LayoutRequest) -> Result<Option<PlannedOrder>> {
+    if *layout == LayoutRequest::Auto && table.clustering.is_empty() {
+        return Ok(None);
+    }
+    let schema = super::schema::file_schema(&table.table).map_err(|e| {
+        EngineError::InvalidRequest(format!("{}: reading the schema: {e}", table.uri))
+    })?;
+    plan_order(
+        layout,
+        &table.clustering,
+        &table.partition_columns()?,
+        &table.data_columns()?,
+        &schema,
+    )
+    .map_err(|e| EngineError::InvalidRequest(format!("{}: {e}", table.uri)))
 }
 
 /// A summary for a job that ended before executing, and its final event.

@@ -27,6 +27,7 @@ pub mod price;
 pub(crate) mod priority;
 pub(crate) mod read_ahead;
 pub(crate) mod rewrite;
+pub(crate) mod row_set_digest;
 pub(crate) mod schema;
 pub mod selection;
 pub(crate) mod sink;

@@ -12,6 +12,7 @@ use crate::model::thresholds::DEFAULT_MAX_DELETED_RATIO;
 use deltalake::kernel::DeletionVectorDescriptor;
 use serde::Serialize;
 
+use super::ordering::PlannedOrder;
 use super::selection::Predicate;
 use super::tiers::due_groups;
 use crate::delta::features::FeatureNote;
@@ -135,6 +136,8 @@ pub struct CompactionPlan {
     pub notes: Vec<FeatureNote>,
     /// Its requests, bytes and price at the store's rates (set by the job: `price`).
     pub estimate: Cost,
+    /// The order its bins write rows in (set by the job); None: as read.
+    pub order: Option<PlannedOrder>,
 }
 
 #[derive(Debug, Clone)]
@@ -354,6 +357,10 @@ pub enum Strategy {
     /// janitor's default); lower tiers merge early so that fewer than `keep_below` small files
     /// stay (the policy's threshold).
     Tiered { fanout: u32, keep_below: u64 },
+    /// Every file of the partition, whatever its size, in one bin (sorted or z-ordered as a
+    /// whole: `ordering`), as Delta's `OPTIMIZE ... ZORDER BY` does. A partition of one file
+    /// is rewritten only when it makes more than one output.
+    WholePartition,
 }
 
 /// Predicted output file sizes of `input` bytes: equal shares, each at least the target
@@ -459,6 +466,7 @@ pub fn plan(
         files_rewritten_for_deletes,
         notes: Vec::new(),
         estimate: Cost::default(),
+        order: None,
     };
     // Priced by the job, at its store's rates.
     plan.estimate.requests = super::price::estimate(&plan);
@@ -477,7 +485,11 @@ fn plan_partition(
     let histogram_before = SizeStats::from_sizes(&mut before, thresholds, &edges).histogram;
     let candidates: Vec<FileRef> = files
         .iter()
-        .filter(|f| f.size < o.min_file_size || f.rewritten_for_deletes(&o.deleted_rows))
+        .filter(|f| {
+            o.strategy == Strategy::WholePartition
+                || f.size < o.min_file_size
+                || f.rewritten_for_deletes(&o.deleted_rows)
+        })
         .cloned()
         .collect();
     let bins = bins_of(candidates, o);
@@ -535,7 +547,23 @@ fn bins_of(candidates: Vec<FileRef>, o: &PlanOptions) -> Vec<Bin> {
             bins.extend(pack(for_deletes, o));
             bins
         }
+        Strategy::WholePartition => whole(candidates, o).into_iter().collect(),
     }
+}
+
+/// The partition's files as one bin, unless it is one file that would stay one file.
+fn whole(mut files: Vec<FileRef>, o: &PlanOptions) -> Option<Bin> {
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let bytes = files.iter().map(|f| f.size).sum();
+    let predicted_outputs = predicted_output_count(bytes, o.compression_ratio, o.target_file_size);
+    if files.is_empty() || (files.len() == 1 && predicted_outputs < 2) {
+        return None;
+    }
+    Some(Bin {
+        files,
+        bytes,
+        predicted_outputs,
+    })
 }
 
 #[cfg(test)]
@@ -823,5 +851,31 @@ mod tests {
             "d IN ('1', '2') OR `my col` IS NULL"
         );
         assert_eq!(Selection::Labels(vec!["d=1".into()]).describe(), None);
+    }
+
+    #[test]
+    fn an_ordered_plan_takes_every_file_of_a_partition_into_one_bin() {
+        let o = PlanOptions {
+            strategy: Strategy::WholePartition,
+            max_bin_bytes: 256 * MIB,
+            ..o()
+        };
+        // Healthy files too, and more than one bin's worth: one bin, sorted as a whole.
+        let mut f = files("d=1", &[MIB; 300]);
+        f.extend(files("d=1/big", &[200 * MIB, 500 * MIB]));
+        let one_small = files("d=2", &[MIB]);
+        let one_large = files("d=3", &[GIB]);
+        let p = plan(
+            7,
+            vec![(pv("1"), f), (pv("2"), one_small), (pv("3"), one_large)],
+            &Selection::All,
+            &o,
+            &t(),
+        );
+        let parts: Vec<&PartitionValues> = p.partitions.iter().map(|p| &p.values).collect();
+        assert_eq!(parts, vec![&pv("1"), &pv("3")], "a lone small file stays");
+        assert_eq!(p.partitions[0].bins.len(), 1);
+        assert_eq!(p.partitions[0].files_in, 302);
+        assert_eq!(p.partitions[1].bins[0].predicted_outputs, 8);
     }
 }

@@ -162,6 +162,7 @@ mod tests {
             files_rewritten_for_deletes: 0,
             notes: Vec::new(),
             estimate: Default::default(),
+            order: None,
         };
         assert_eq!(estimate(&plan), Requests::default());
     }

@@ -38,6 +38,8 @@ pub struct CompactionTable {
     pub column_mapped: bool,
     /// This job's durable list of the outputs it writes (`job_ledger`).
     pub ledger: Arc<LedgerStore>,
+    /// Its clustering columns by logical name (empty: not clustered).
+    pub clustering: Vec<String>,
 }
 
 fn derr(uri: &str, e: deltalake::DeltaTableError) -> EngineError {
@@ -130,6 +132,12 @@ pub async fn open_for_compaction_on(
     );
     let column_mapped = column_mapping_mode(&uri, &props)? != ColumnMappingMode::None;
     let features = honoured_features(&table, &uri)?;
+    // Only a table whose protocol lists clustering has a clustering domain to read.
+    let clustering = if features.clustered {
+        crate::delta::skipping::clustering_of(&table, &uri).await?
+    } else {
+        Vec::new()
+    };
     Ok(CompactionTable {
         table,
         counters,
@@ -140,6 +148,7 @@ pub async fn open_for_compaction_on(
         features,
         column_mapped,
         ledger,
+        clustering,
     })
 }
 
@@ -234,6 +243,26 @@ impl CompactionTable {
                 source,
                 remedy: "pass --target",
             })
+    }
+
+    /// Its top-level columns as (logical, physical) names: the names a user orders by, and
+    /// the names its files hold (the same unless column-mapped).
+    pub fn data_columns(&self) -> Result<Vec<(String, String)>> {
+        let snapshot = self.table.snapshot().map_err(|e| derr(&self.uri, e))?;
+        let mode = snapshot
+            .snapshot()
+            .table_configuration()
+            .column_mapping_mode();
+        Ok(snapshot
+            .schema()
+            .fields()
+            .map(|f| {
+                (
+                    f.name().clone(),
+                    crate::delta::column_mapping::physical_name(f, mode).to_string(),
+                )
+            })
+            .collect())
     }
 
     /// Active files grouped by partition, in partition-column order.

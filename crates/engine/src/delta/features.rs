@@ -9,8 +9,9 @@
 //! while rewriting), `timestampNtz`, `typeWidening` (outputs in the table's widened type, every
 //! cast checked to cast back exactly; new adds carry `defaultRowCommitVersion`),
 //! `domainMetadata` (never dropped: the commit writes no domain but row tracking's),
-//! `clustering`/`liquid` (bin-packing a clustered table is allowed; outputs are unclustered
-//! files, so the plan says lakehealth compacts but does not re-cluster), `rowTracking` (fresh
+//! `clustering`/`liquid` (a clustered table's bins are z-ordered by its clustering columns and
+//! their adds carry `clusteringProvider`, as Spark's OPTIMIZE writes them; compacting it
+//! unclustered must be asked for, and the plan says what it costs), `rowTracking` (fresh
 //! row ids and commit versions on new adds and the high-water mark, and, when enabled, every
 //! row's stable id and commit version materialized), `inCommitTimestamp`, `v2Checkpoint` and
 //! `checkpointProtection` (a compaction writes no checkpoint and cleans no log),
@@ -47,7 +48,8 @@ pub struct WriteFeatures {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FeatureNote {
-    /// A clustered (liquid) table: bins are packed by size; outputs are unclustered files.
+    /// A clustered (liquid) table compacted without its clustering (asked for): its new files
+    /// are unclustered.
     NotReclustered,
     /// Row tracking is enabled: every row keeps its row id and row commit version.
     RowIdsKept,
@@ -60,7 +62,7 @@ impl FeatureNote {
     pub fn text(self) -> &'static str {
         match self {
             FeatureNote::NotReclustered => {
-                "clustered table: lakehealth compacts it but does not re-cluster"
+                "clustered table compacted unclustered: lookups on its clustering columns open more files until it is clustered again"
             }
             FeatureNote::RowIdsKept => {
                 "row tracking: every row keeps its row id and commit version"

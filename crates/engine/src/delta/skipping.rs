@@ -59,7 +59,7 @@ pub fn clustering_columns(
 
 /// The table's clustering columns by logical name, from the newest clustering domain its
 /// snapshot holds (read by delta-kernel's log replay: delta-rs refuses `delta.*` domains).
-async fn clustering_of(table: &DeltaTable, uri: &str) -> Result<Vec<String>> {
+pub(crate) async fn clustering_of(table: &DeltaTable, uri: &str) -> Result<Vec<String>> {
     let what = "reading the clustering domain";
     let Some(version) = table.version() else {
         return Ok(Vec::new());

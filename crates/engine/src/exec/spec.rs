@@ -9,7 +9,13 @@ use object_store::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::compact::events::{Failure, FailureKind};
-use crate::compact::fingerprint::Fingerprint;
+use crate::compact::fingerprint::{Fingerprint, RowsProof};
+use crate::compact::ordering::RowOrder;
+use crate::compact::ordering::sorter::DEFAULT_SORT_MEMORY;
+
+fn default_sort_memory() -> usize {
+    DEFAULT_SORT_MEMORY
+}
 use crate::compact::ledger_store::STATE_DIR;
 use crate::compact::plan::{Bin, FileRef};
 use crate::compact::rewrite::{BinError, BinFailure, BinOutput};
@@ -52,6 +58,15 @@ pub struct BinSpec {
     pub target_file_size: u64,
     /// Parquet codec name (e.g. SNAPPY).
     pub compression: String,
+    /// The order the worker writes rows in (absent: as read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<RowOrder>,
+    /// Written on every output's `add` (a clustered table's `liquid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clustering_provider: Option<String>,
+    /// Bytes the worker's sort holds before it spills.
+    #[serde(default = "default_sort_memory")]
+    pub sort_memory: usize,
     pub compression_ratio: f64,
     /// Where the result and the output ledger go, relative to the table root
     /// (`_lakehealth/jobs/<job>`). Data files go where the table's writer puts them.
@@ -88,8 +103,19 @@ impl BinSpec {
                 .collect(),
             target_file_size: rewrite.target_file_size,
             compression: codec_name(rewrite.compression),
+            order: rewrite.order.clone(),
+            clustering_provider: rewrite.clustering_provider.clone(),
+            sort_memory: rewrite.sort_memory,
             compression_ratio: rewrite.compression_ratio,
             output_prefix: job_prefix(job_id),
+        }
+    }
+
+    /// The proof the bin's outputs give: in order, or as a multiset when sorted.
+    pub fn proof(&self) -> RowsProof {
+        match self.order {
+            None => RowsProof::InOrder,
+            Some(_) => RowsProof::AnyOrder,
         }
     }
 
@@ -226,6 +252,8 @@ impl BinReport {
                 bytes_in,
                 fingerprint,
                 verify_seconds: self.metrics.verify_seconds,
+                // A worker's spill is its own machine's.
+                spilled_bytes: 0,
             }),
             Outcome::Failed {
                 kind,
@@ -283,6 +311,9 @@ mod tests {
             compression: parquet::basic::Compression::SNAPPY,
             compression_ratio: 0.5,
             pace: None,
+            order: None,
+            clustering_provider: None,
+            sort_memory: DEFAULT_SORT_MEMORY,
         };
         let spec = BinSpec::new("/t", "j1", 3, 7, &values, &bin, &rw);
         let back: BinSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();

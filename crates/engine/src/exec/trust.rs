@@ -273,6 +273,9 @@ mod tests {
                 .collect(),
             target_file_size: 1 << 20,
             compression: "SNAPPY".into(),
+            order: None,
+            clustering_provider: None,
+            sort_memory: crate::compact::ordering::sorter::DEFAULT_SORT_MEMORY,
             compression_ratio: 1.0,
             output_prefix: "_lakehealth/jobs/j".into(),
         }

@@ -301,6 +301,9 @@ async fn rewrite(
             compression_ratio: spec.compression_ratio,
             // The cluster's workers are not paced: the throttle is for a shared local machine.
             pace: None,
+            order: spec.order.clone(),
+            clustering_provider: spec.clustering_provider.clone(),
+            sort_memory: spec.sort_memory,
         },
         cancel,
         counters,

@@ -1166,6 +1166,9 @@ impl Janitor {
                 max_bin_bytes: None,
                 strategy: self.policy.strategy,
                 deleted_rows: self.policy.deleted_rows,
+                // A clustered table's small files are clustered as they are merged.
+                layout: Default::default(),
+                sort_memory: None,
                 storage_options: self.open.storage_options.clone(),
             })),
             Source::Iceberg { catalog, .. } => Work::Iceberg(Box::new(iceberg_jobs::IcebergWork {

@@ -525,6 +525,9 @@ impl Policy {
                 s.push_str(&format!("; merges tiers of {fanout} files (each byte rewritten about log{fanout}(files) times)"))
             }
             Strategy::BinPack => s.push_str("; merges every small file each time"),
+            Strategy::WholePartition => {
+                s.push_str("; rewrites every file of a due partition in order")
+            }
         }
         if let Some(p) = &self.partitions {
             s.push_str(&format!("; partitions {}", p.text));
@@ -603,7 +606,7 @@ impl Policy {
             "iceberg_catalog": self.iceberg_catalog.as_deref().map(crate::secrets::redact_url),
             "tier_fanout": match self.strategy {
                 Strategy::Tiered { fanout, .. } => fanout,
-                Strategy::BinPack => 0,
+                Strategy::BinPack | Strategy::WholePartition => 0,
             },
         })
     }

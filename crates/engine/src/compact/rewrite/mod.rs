@@ -30,7 +30,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::events::{Failure, FailureKind};
-use super::fingerprint::{ContentHasher, Fingerprint};
+use super::fingerprint::{Fingerprint, ProofHasher, RowsProof};
+use super::ordering::RowOrder;
 use super::pace::Pacer;
 use super::physical_writer::PhysicalWriter;
 use super::plan::{Bin, FileRef};
@@ -44,6 +45,8 @@ use crate::delta::row_tracking::{FileRows, RowTrackingError};
 use crate::model::partition::PartitionValues;
 use crate::parquet_reader::StoreReader;
 
+mod ordered;
+
 #[derive(Debug, Clone)]
 pub struct RewriteOptions {
     /// Output files are rolled when their encoded size reaches this.
@@ -54,6 +57,22 @@ pub struct RewriteOptions {
     pub compression_ratio: f64,
     /// The job's read budget while a writer is active (`janitor::throttle`); None: unbounded.
     pub pace: Option<Arc<Pacer>>,
+    /// The order rows are written in; None: as read (bin-packing).
+    pub order: Option<RowOrder>,
+    /// Written on every output's `add` (`liquid` when the table is clustered by `order`).
+    pub clustering_provider: Option<String>,
+    /// Bytes a bin's sort holds before it spills to disk.
+    pub sort_memory: usize,
+}
+
+impl RewriteOptions {
+    /// The proof a bin gives: its rows in the order read, or in any order when sorted.
+    pub fn proof(&self) -> RowsProof {
+        match self.order {
+            None => RowsProof::InOrder,
+            Some(_) => RowsProof::AnyOrder,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -76,6 +95,8 @@ pub struct BinOutput {
     pub fingerprint: Fingerprint,
     /// Time spent reading the outputs back and fingerprinting them.
     pub verify_seconds: f64,
+    /// Bytes its sort spilled to disk (0: not sorted, or it fit in memory).
+    pub spilled_bytes: u64,
 }
 
 impl BinOutput {
@@ -305,6 +326,7 @@ async fn fingerprint_outputs(
     adds: &[Add],
     schema: &SchemaRef,
     pace: Option<&Pacer>,
+    proof: RowsProof,
 ) -> Result<Fingerprint, ProveError> {
     let files: Vec<FileToProve> = adds
         .iter()
@@ -317,19 +339,20 @@ async fn fingerprint_outputs(
         .collect();
     // Outputs have no deletion vector: the root is never used.
     let root = url::Url::parse("file:///")?;
-    fingerprint_files(store, &root, &files, schema, pace).await
+    fingerprint_files(store, &root, &files, schema, pace, proof).await
 }
 
-/// The fingerprint of `files`' rows in order, each conformed to the table's file schema as a
-/// rewrite reads them (so inputs and outputs of one bin compare).
+/// The fingerprint of `files`' rows (in order, or as a multiset: `proof`), each conformed to
+/// the table's file schema as a rewrite reads them (so inputs and outputs of one bin compare).
 pub async fn fingerprint_files(
     store: &Arc<dyn ObjectStore>,
     root: &url::Url,
     files: &[FileToProve],
     schema: &SchemaRef,
     pace: Option<&Pacer>,
+    proof: RowsProof,
 ) -> Result<Fingerprint, ProveError> {
-    let mut hasher = ContentHasher::default();
+    let mut hasher = ProofHasher::new(proof);
     for f in files {
         let read = |e: ReadError| ProveError::Read {
             name: f.name.clone(),
@@ -470,8 +493,10 @@ struct Writing {
     /// Shared with the caller, so outputs are known even if this task panics.
     ledger: Arc<Mutex<Vec<String>>>,
     roll: Roller,
-    /// The rows conformed so far, in the order they were written.
-    input: ContentHasher,
+    /// The rows conformed so far (in the order read, or as a multiset when sorted).
+    input: ProofHasher,
+    /// When the bin is sorted: where rows go instead of the writer.
+    feed: Option<ordered::Feed>,
     pace: Option<Arc<Pacer>>,
     /// Row tracking is enabled: every row's stable id and commit version go into these hidden
     /// columns (`row_tracking`).
@@ -556,17 +581,22 @@ impl Writing {
             self.input
                 .update(&batch)
                 .map_err(|e| BinFailure::Verify(e.to_string()))?;
-            self.writer
-                .write(batch, widen)
-                .await
-                .map_err(BinFailure::Write)?;
             rows_file += n;
             counters.rows.fetch_add(n, Ordering::Relaxed);
-            let consumed = self.roll.consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
             if let Some(p) = &self.pace {
                 p.consume((f.size as f64 * n as f64 / file_rows) as u64)
                     .await;
             }
+            if let Some(feed) = &self.feed {
+                // Sorted: files roll as the sort gives the rows back (`ordered`).
+                feed.send(batch).await?;
+                continue;
+            }
+            self.writer
+                .write(batch, widen)
+                .await
+                .map_err(BinFailure::Write)?;
+            let consumed = self.roll.consumed_done + f.size as f64 * (rows_file as f64 / file_rows);
             if self
                 .roll
                 .should_roll(consumed, self.writer.buffer_len() as u64)
@@ -590,9 +620,14 @@ impl Writing {
         store: &Arc<dyn ObjectStore>,
         file_schema: &SchemaRef,
     ) -> Result<Fingerprint, BinFailure> {
-        let output_fp = fingerprint_outputs(store, &self.adds, file_schema, self.pace.as_deref())
-            .await
-            .map_err(|e| BinFailure::Verify(e.to_string()))?;
+        let proof = match self.input {
+            ProofHasher::InOrder(_) => RowsProof::InOrder,
+            ProofHasher::AnyOrder(_) => RowsProof::AnyOrder,
+        };
+        let output_fp =
+            fingerprint_outputs(store, &self.adds, file_schema, self.pace.as_deref(), proof)
+                .await
+                .map_err(|e| BinFailure::Verify(e.to_string()))?;
         let input_fp = self.input.finish();
         if output_fp == input_fp {
             return Ok(input_fp);
@@ -638,8 +673,18 @@ pub async fn rewrite_bin(
         cancel: &cancel,
         counters: &counters,
     };
-    let deleted = match inputs.copy(&mut w, &bin).await {
-        Ok(deleted) => deleted,
+    let copied = match &opts.order {
+        None => inputs.copy(&mut w, &bin).await.map(|d| (d, 0)),
+        Some(order) => {
+            let sort = ordered::SortSpec {
+                order,
+                memory: opts.sort_memory,
+            };
+            sort.copy(&inputs, &mut w, &bin).await
+        }
+    };
+    let (deleted, spilled_bytes) = match copied {
+        Ok(done) => done,
         Err(e) => return Err(fail(e, w.abandon().await)),
     };
     if let Err(e) = w.flush().await {
@@ -649,6 +694,7 @@ pub async fn rewrite_bin(
     let tier = output_tier(&bin.files).to_string();
     for a in &mut w.adds {
         a.data_change = false;
+        a.clustering_provider = opts.clustering_provider.clone();
         a.tags
             .get_or_insert_with(HashMap::new)
             .insert(TIER_TAG.to_string(), Some(tier.clone()));
@@ -667,6 +713,7 @@ pub async fn rewrite_bin(
         bytes_in: bin.bytes,
         fingerprint,
         verify_seconds: started.elapsed().as_secs_f64(),
+        spilled_bytes,
         adds: w.adds,
     })
 }
@@ -722,7 +769,8 @@ fn start_writing(
             row_group: row_group as f64,
             goal: opts.target_file_size as f64 * ROLL_MARGIN,
         },
-        input: ContentHasher::default(),
+        input: ProofHasher::new(opts.proof()),
+        feed: None,
         pace: opts.pace.clone(),
         materialize,
     })

@@ -60,6 +60,9 @@ pub fn plan_text(p: &CompactionPlan) -> String {
             "  order: {}; rows are only reordered (proven as a multiset)\n",
             order.describe()
         ));
+        if let Some(d) = order.depths_text() {
+            o.push_str(&format!("  {d}\n"));
+        }
     }
     for n in &p.notes {
         o.push_str(&format!("  {}\n", n.text()));

@@ -164,6 +164,27 @@ async fn snapshot_plan_preview_of_eleven_small_files() {
     insta::assert_snapshot!("plan_preview", s);
 }
 
+#[tokio::test]
+async fn snapshot_plan_preview_of_a_clustered_table_says_its_order_and_expected_depth() {
+    let d = lake(&["table_with_liquid_clustering"]);
+    let mut t = open(&d.path().join("table_with_liquid_clustering")).await;
+    t.keys(&[KeyCode::Char('c')]).await;
+    let plan = match t.app.plan().and_then(|p| p.result.as_ref()) {
+        Some(Ok(p)) => p.plan.clone(),
+        other => panic!("no plan: {other:?}"),
+    };
+    let order = plan.order.expect("a clustered table is clustered");
+    assert_eq!(order.order.columns, ["id"]);
+    let s = t.text(&d);
+    assert!(
+        s.contains("Order: sort by id (the table's clustering), the small files."),
+        "{s}"
+    );
+    // One id per file: already depth 1, and kept so.
+    assert!(s.contains("id 1 → ~1"), "{s}");
+    insta::assert_snapshot!("plan_preview_clustered", s);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_cancel_confirmation_over_a_job_waiting_for_its_partition() {
     let d = lake(&[SMALL_FILES]);

@@ -149,6 +149,27 @@ fn draw_plan(
         Constraint::Length(1),
     ])
     .areas(h);
+    // The order the rows are written in, and what it is expected to do to lookups.
+    let (order, t) = match &p.order {
+        Some(o) => {
+            let [order, t] = Layout::vertical([Constraint::Length(2), Constraint::Min(2)]).areas(t);
+            let text = match o.depths_text() {
+                Some(d) => format!("Order: {}. {d}", o.describe()),
+                None => format!("Order: {}.", o.describe()),
+            };
+            (Some((order, text)), t)
+        }
+        None => (None, t),
+    };
+    if let Some((area, text)) = order {
+        let lines = fit::words_in_rows(
+            &text,
+            style::dim(),
+            usize::from(area.width),
+            usize::from(area.height),
+        );
+        f.render_widget(Paragraph::new(lines), area);
+    }
     f.render_widget(Paragraph::new(head).wrap(Wrap { trim: true }), h);
     f.render_widget(Paragraph::new(runs_on), r);
     f.render_widget(Paragraph::new(fit::clip(estimate, usize::from(e.width))), e);

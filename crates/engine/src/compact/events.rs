@@ -251,6 +251,9 @@ pub struct JobSummary {
     pub unknown_outcome_files: Vec<String>,
     /// Time spent reading outputs back to prove their content (the cost of the check).
     pub verify_seconds: f64,
+    /// Bytes sorted bins spilled to the temp folder (0: none, or none sorted).
+    #[serde(default)]
+    pub spilled_bytes: u64,
     /// The last pace and why, when the job followed a writer's cadence.
     pub pace: Option<super::cadence::PaceNote>,
     pub seconds: f64,

@@ -214,6 +214,7 @@ impl<'a> Run<'a> {
     async fn commit_ready(&mut self, outs: Vec<BinOutput>) -> Vec<(PartitionValues, Bin)> {
         for out in &outs {
             self.summary.verify_seconds += out.verify_seconds;
+            self.summary.spilled_bytes += out.spilled_bytes;
             self.send(JobEvent::BinFinished {
                 partition: out.partition.clone(),
                 files_in: out.removes.len() as u64,

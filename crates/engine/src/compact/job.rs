@@ -15,6 +15,7 @@ use super::execute::execute_bins;
 use super::executor::ExecOptions;
 use super::locks::{PartitionLocks, key};
 use super::ordering::sorter::{DEFAULT_SORT_MEMORY, MIN_SORT_MEMORY};
+use super::ordering::what_if::what_if;
 use super::ordering::{LayoutRequest, PlannedOrder, plan_order};
 use super::plan::{CompactionPlan, DeletedRows, PlanOptions, Selection, Strategy, plan};
 use super::rewrite::RewriteOptions;
@@ -26,6 +27,8 @@ use crate::model::cost::{Cost, Rates, Requests};
 use crate::model::partition::PartitionValues;
 use crate::model::thresholds::Thresholds;
 use crate::size::format_bytes;
+use crate::stats::skipping::SkippingHealth;
+use crate::stats::skipping::columns::AddColumns;
 
 #[derive(Clone)]
 pub struct CompactRequest {
@@ -275,7 +278,17 @@ pub fn prepare_table(
         // CLUSTER BY NONE: nothing to keep.
         plan.notes.retain(|n| *n != FeatureNote::NotReclustered);
     }
-    plan.order = order.clone();
+    plan.order = order.clone().map(|mut o| {
+        let outputs = plan
+            .partitions
+            .iter()
+            .flat_map(|p| p.bins.iter().map(|b| b.predicted_outputs))
+            .max()
+            .unwrap_or(1);
+        let now = depth_now(&table);
+        o.what_if = what_if(&o.order, outputs, |c| now.get(c).copied());
+        o
+    });
     let rates = Rates::default_for_scheme(&table.scheme);
     plan.estimate = rates.cost(plan.estimate.requests);
     let requests_at_plan = table.requests.requests();
@@ -308,6 +321,27 @@ pub fn prepare_table(
         rates,
         requests_at_plan,
     })
+}
+
+/// Each column's mean overlap depth now, from the statistics of the snapshot the plan was made
+/// from (empty when they cannot be read: the what-if then shows no "now").
+fn depth_now(table: &CompactionTable) -> HashMap<String, f64> {
+    let Ok(state) = table.table.snapshot() else {
+        return HashMap::new();
+    };
+    let Ok(batches) = state.add_actions_batches(true) else {
+        return HashMap::new();
+    };
+    let health = SkippingHealth::from_adds(
+        state.version(),
+        &AddColumns::new(batches),
+        table.clustering.clone(),
+    );
+    health
+        .columns
+        .into_iter()
+        .map(|c| (c.column, c.depth.mean))
+        .collect()
 }
 
 /// The order the request asks of the table, its columns checked against the table's.

@@ -112,6 +112,7 @@ pub fn without_keys(batch: RecordBatch) -> Result<RecordBatch, ArrowError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compact::ordering::zorder::BUCKET_BITS;
     use arrow::array::{Int64Array, StringArray};
 
     fn batch() -> RecordBatch {
@@ -145,11 +146,13 @@ mod tests {
         let z = ZKeys::new(&b.schema(), &cols, &samples, 2).unwrap();
         let keys = z.keys(&b).unwrap();
         let key = |i: usize| u128::from_be_bytes(keys.value(i).try_into().unwrap());
-        // Buckets (sensor, ts): (0, 1), (1, 0), (0 for null, 0), (1, 1).
-        assert_eq!(key(0), interleave(&[0, 1]));
-        assert_eq!(key(1), interleave(&[1, 0]));
+        // Buckets (sensor, ts): (low, high), (high, low), (low for null, low), (high, high);
+        // two buckets spread over the range: 0 and 512.
+        let high = 1 << (BUCKET_BITS - 1);
+        assert_eq!(key(0), interleave(&[0, high]));
+        assert_eq!(key(1), interleave(&[high, 0]));
         assert_eq!(key(2), 0, "a null is below every value");
-        assert_eq!(key(3), interleave(&[1, 1]));
+        assert_eq!(key(3), interleave(&[high, high]));
         assert!(key(3) > key(1) && key(1) > key(0));
         let keyed = ZKeys::keyed_schema(&b.schema());
         let with = z.with_keys(b.clone(), &keyed).unwrap();

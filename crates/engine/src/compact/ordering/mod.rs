@@ -8,6 +8,7 @@
 pub mod keys;
 pub mod sample;
 pub mod sorter;
+pub mod what_if;
 pub mod zorder;
 
 use arrow::datatypes::{DataType, Schema};
@@ -78,7 +79,7 @@ pub enum LayoutRequest {
 }
 
 /// The order a plan writes rows in, and what it rewrites for it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlannedOrder {
     pub order: RowOrder,
     /// The table's clustering: new files carry `clusteringProvider`.
@@ -86,6 +87,9 @@ pub struct PlannedOrder {
     /// Every file of a partition is rewritten (an explicit order), not only its small ones
     /// (a clustered table's incremental clustering of its new files).
     pub whole_partitions: bool,
+    /// Each column's overlap depth now and expected among the largest bin's outputs (set by
+    /// the job).
+    pub what_if: Vec<what_if::DepthWhatIf>,
 }
 
 /// Spark's liquid clustering's `clusteringProvider`.
@@ -94,6 +98,25 @@ pub const LIQUID_PROVIDER: &str = "liquid";
 impl PlannedOrder {
     pub fn clustering_provider(&self) -> Option<String> {
         self.clustering.then(|| LIQUID_PROVIDER.to_string())
+    }
+
+    /// The what-if as one line: `overlap depth now → expected: sensor 400 → ~20, ts 400 → ~20`.
+    pub fn depths_text(&self) -> Option<String> {
+        if self.what_if.is_empty() {
+            return None;
+        }
+        let cols: Vec<String> = self
+            .what_if
+            .iter()
+            .map(|w| {
+                let now = w.now.map_or("?".to_string(), |n| format!("{n:.0}"));
+                format!("{} {now} → ~{:.0}", w.column, w.expected)
+            })
+            .collect();
+        Some(format!(
+            "overlap depth now → expected among the new files: {}",
+            cols.join(", ")
+        ))
     }
 
     /// One line for the plan: `z-order by sensor, ts (the table's clustering), every file`.
@@ -229,6 +252,7 @@ pub fn plan_order(
             order: resolve(OrderKind::ZOrder, clustering)?,
             clustering: true,
             whole_partitions: false,
+            what_if: Vec::new(),
         })),
         LayoutRequest::Order { kind, columns } => {
             if !clustering.is_empty() && columns.as_slice() != clustering {
@@ -241,6 +265,7 @@ pub fn plan_order(
                 order: resolve(*kind, columns)?,
                 clustering: !clustering.is_empty(),
                 whole_partitions: true,
+                what_if: Vec::new(),
             }))
         }
     }

@@ -25,9 +25,13 @@ pub fn boundaries(mut sample: Vec<Vec<u8>>, buckets: usize) -> Vec<Vec<u8>> {
     out
 }
 
-/// The bucket of `value` among `boundaries`: how many boundaries are at or below it.
+/// The bucket of `value` among `boundaries`: how many boundaries are at or below it, spread
+/// over the whole `BUCKET_BITS` range (a column of 500 distinct values has 500 buckets; spread,
+/// its top bit splits it in halves like every other column's, instead of never being set).
 pub fn bucket(boundaries: &[Vec<u8>], value: &[u8]) -> u32 {
-    boundaries.partition_point(|b| b.as_slice() <= value) as u32
+    let rank = boundaries.partition_point(|b| b.as_slice() <= value) as u64;
+    let buckets = boundaries.len() as u64 + 1;
+    ((rank << BUCKET_BITS) / buckets) as u32
 }
 
 /// The buckets of one row (one per column, each below 2^`BUCKET_BITS`) interleaved most
@@ -79,9 +83,15 @@ mod tests {
         assert_eq!(b.len(), 11, "a, then b0..b9");
         assert_eq!(b.first().map(Vec::as_slice), Some(&b"a"[..]));
         assert!(b.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
-        assert_eq!(bucket(&b, b"a"), 1);
+        // 12 buckets spread over 1,024: the first at 0, the last past the middle's top bit.
         assert_eq!(bucket(&b, b""), 0, "below every boundary");
+        assert_eq!(bucket(&b, b"a"), 1024 / 12);
         assert!(bucket(&b, &[b'b', 9]) > bucket(&b, &[b'b', 0]));
+        assert_eq!(bucket(&b, &[b'b', 9]), 11 * 1024 / 12);
+        assert!(
+            bucket(&b, &[b'b', 9]) >= 1 << (BUCKET_BITS - 1),
+            "the top bit is used"
+        );
         assert!(boundaries(Vec::new(), 10).is_empty());
     }
 }

@@ -239,11 +239,13 @@ fn layout(a: &CompactArgs) -> LayoutRequest {
         LayoutRequest::Order {
             kind: OrderKind::Sort,
             columns: a.sort_by.clone(),
+            whole_partitions: true,
         }
     } else if !a.zorder.is_empty() {
         LayoutRequest::Order {
             kind: OrderKind::ZOrder,
             columns: a.zorder.clone(),
+            whole_partitions: true,
         }
     } else if a.unclustered {
         LayoutRequest::Unclustered

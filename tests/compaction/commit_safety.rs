@@ -462,6 +462,7 @@ async fn a_sorted_output_that_reads_back_with_one_value_changed_is_never_committ
     let zorder = LayoutRequest::Order {
         kind: OrderKind::ZOrder,
         columns: vec!["sensor_id".into(), "reading".into()],
+        whole_partitions: true,
     };
     let s = compact_through_with(
         &l,

@@ -29,6 +29,7 @@ fn order(kind: OrderKind, columns: &[&str]) -> LayoutRequest {
     LayoutRequest::Order {
         kind,
         columns: columns.iter().map(|c| c.to_string()).collect(),
+        whole_partitions: true,
     }
 }
 

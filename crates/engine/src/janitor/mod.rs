@@ -1167,7 +1167,7 @@ impl Janitor {
                 strategy: self.policy.strategy,
                 deleted_rows: self.policy.deleted_rows,
                 // A clustered table's small files are clustered as they are merged.
-                layout: Default::default(),
+                layout: self.policy.layout.clone(),
                 sort_memory: None,
                 storage_options: self.open.storage_options.clone(),
             })),

@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use super::maintenance::MaintenancePolicy;
 use crate::compact::executor::{Executor, RayOptions};
+use crate::compact::ordering::{LayoutRequest, OrderKind};
 use crate::compact::plan::{DeletedRows, Strategy};
 use crate::compact::tiers::DEFAULT_FANOUT;
 use crate::model::duration::whole_units;
@@ -174,6 +175,9 @@ pub struct Policy {
     /// Files whose deletion vectors mark more than this share of their rows deleted are
     /// rewritten whatever their size (`max_deleted_ratio`, 0.05 by default as in Delta).
     pub deleted_rows: DeletedRows,
+    /// The order a job writes rows in (`strategy`, `columns`): a clustered table's clustering
+    /// by default; sorted or z-ordered bins of small files; or rows as read.
+    pub layout: LayoutRequest,
     /// The catalog Iceberg tables are compacted through (`iceberg_catalog`, or `watch
     /// --catalog`); None: Iceberg tables are decided but not compacted, and say why.
     pub iceberg_catalog: Option<String>,
@@ -253,6 +257,8 @@ struct PolicyFile {
     executor: Option<Spanned<String>>,
     commit_spacing: Option<Spanned<String>>,
     tier_fanout: Option<Spanned<u64>>,
+    strategy: Option<Spanned<String>>,
+    columns: Option<Spanned<Vec<String>>>,
     max_deleted_ratio: Option<Spanned<f64>>,
     ray_address: Option<Spanned<String>>,
     worker_binary: Option<String>,
@@ -340,6 +346,12 @@ pub enum SettingProblem {
     IcebergCatalog(Box<crate::iceberg::compact::catalog::CatalogError>),
     #[error("must be 0 (merge every small file each time) or from 2 to 1024")]
     TierFanout,
+    #[error("is {0:?}; expected \"auto\" (a clustered table's clustering), \"binpack\", \"sort\" or \"zorder\"")]
+    UnknownStrategy(String),
+    #[error("{0:?} needs `columns` (e.g. columns = [\"sensor\", \"ts\"])")]
+    ColumnsNeeded(String),
+    #[error("names columns, which only \"sort\" and \"zorder\" take")]
+    ColumnsUnused,
     #[error("must be from 0 to 1 (the share of a file's rows deleted, e.g. 0.05)")]
     DeletedRatio,
 }
@@ -443,6 +455,7 @@ impl Policy {
             executor: executor(&f, at)?,
             commit_spacing,
             strategy: strategy(&f, min_small_files, at)?,
+            layout: layout(&f, at)?,
             source: source.to_string(),
             preset,
             min_small_files,
@@ -529,6 +542,17 @@ impl Policy {
                 s.push_str("; rewrites every file of a due partition in order")
             }
         }
+        match &self.layout {
+            LayoutRequest::Auto => {}
+            LayoutRequest::Unclustered => {
+                s.push_str("; rows as read, clustered tables too (strategy binpack)")
+            }
+            LayoutRequest::Order { kind, columns, .. } => s.push_str(&format!(
+                "; each job's rows in {} by {}",
+                kind.label(),
+                columns.join(", ")
+            )),
+        }
         if let Some(p) = &self.partitions {
             s.push_str(&format!("; partitions {}", p.text));
         }
@@ -607,6 +631,16 @@ impl Policy {
             "tier_fanout": match self.strategy {
                 Strategy::Tiered { fanout, .. } => fanout,
                 Strategy::BinPack | Strategy::WholePartition => 0,
+            },
+            "strategy": match &self.layout {
+                LayoutRequest::Auto => "auto",
+                LayoutRequest::Unclustered => "binpack",
+                LayoutRequest::Order { kind: OrderKind::Sort, .. } => "sort",
+                LayoutRequest::Order { kind: OrderKind::ZOrder, .. } => "zorder",
+            },
+            "columns": match &self.layout {
+                LayoutRequest::Order { columns, .. } => columns.clone(),
+                _ => Vec::new(),
             },
         })
     }
@@ -815,6 +849,51 @@ fn iceberg_catalog(f: &PolicyFile, at: At) -> Result<Option<String>, PolicySetti
     }
 }
 
+/// The order jobs write rows in (`strategy`, `columns`).
+fn layout(f: &PolicyFile, at: At) -> Result<LayoutRequest, PolicySettingError> {
+    let columns: Vec<String> = f
+        .columns
+        .as_ref()
+        .map(|c| c.get_ref().iter().map(|s| s.trim().to_string()).collect())
+        .unwrap_or_default();
+    let kind = match f.strategy.as_ref().map(|s| (s, s.get_ref().trim())) {
+        None | Some((_, "auto")) => None,
+        Some((_, "binpack")) => {
+            if let Some(c) = &f.columns {
+                return Err(at.err(c.span(), "columns", SettingProblem::ColumnsUnused));
+            }
+            return Ok(LayoutRequest::Unclustered);
+        }
+        Some((_, "sort")) => Some(OrderKind::Sort),
+        Some((_, "zorder")) => Some(OrderKind::ZOrder),
+        Some((s, other)) => {
+            return Err(at.err(
+                s.span(),
+                "strategy",
+                SettingProblem::UnknownStrategy(other.to_string()),
+            ));
+        }
+    };
+    match (kind, &f.columns) {
+        (None, Some(c)) => Err(at.err(c.span(), "columns", SettingProblem::ColumnsUnused)),
+        (None, None) => Ok(LayoutRequest::Auto),
+        (Some(_), _) if columns.iter().all(|c| c.is_empty()) => {
+            let s = f.strategy.as_ref().map(|s| s.span()).unwrap_or_default();
+            let name = f
+                .strategy
+                .as_ref()
+                .map(|s| s.get_ref().clone())
+                .unwrap_or_default();
+            Err(at.err(s, "strategy", SettingProblem::ColumnsNeeded(name)))
+        }
+        (Some(kind), _) => Ok(LayoutRequest::Order {
+            kind,
+            columns,
+            whole_partitions: false,
+        }),
+    }
+}
+
 /// Tiers of `tier_fanout` files (0: merge every small file each time).
 fn strategy(f: &PolicyFile, min_small_files: u64, at: At) -> Result<Strategy, PolicySettingError> {
     match &f.tier_fanout {
@@ -965,6 +1044,32 @@ mod tests {
 
     fn date(s: &str) -> NaiveDate {
         NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn strategy_and_columns_choose_the_order_jobs_write_rows_in_and_mistakes_are_named() {
+        assert_eq!(parse("").unwrap().layout, LayoutRequest::Auto);
+        assert_eq!(
+            parse("strategy = \"binpack\"").unwrap().layout,
+            LayoutRequest::Unclustered
+        );
+        let z = parse("strategy = \"zorder\"\ncolumns = [\"sensor\", \"ts\"]").unwrap();
+        assert_eq!(
+            z.layout,
+            LayoutRequest::Order {
+                kind: OrderKind::ZOrder,
+                columns: vec!["sensor".into(), "ts".into()],
+                whole_partitions: false,
+            }
+        );
+        assert!(z.summary().contains("each job's rows in z-order by sensor, ts"));
+        assert_eq!(z.to_json()["strategy"], "zorder");
+        let e = parse("strategy = \"zorder\"").unwrap_err();
+        assert!(e.contains("line 1") && e.contains("needs `columns`"), "{e}");
+        let e = parse("\ncolumns = [\"a\"]").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("only \"sort\" and \"zorder\""), "{e}");
+        let e = parse("strategy = \"hilbert\"").unwrap_err();
+        assert!(e.contains("\"hilbert\"") && e.contains("expected"), "{e}");
     }
 
     #[test]

@@ -71,10 +71,14 @@ pub enum LayoutRequest {
     Auto,
     /// Rows as read, even on a clustered table (its new files are then unclustered).
     Unclustered,
-    /// Every file of each chosen partition rewritten in this order.
+    /// Rows in this order: every file of each chosen partition rewritten (`whole_partitions`,
+    /// as `compact --zorder` does), or each bin of small files ordered as it is merged (the
+    /// janitor's: new data clustered as it is compacted, each byte rewritten as often as
+    /// bin-packing rewrites it).
     Order {
         kind: OrderKind,
         columns: Vec<String>,
+        whole_partitions: bool,
     },
 }
 
@@ -254,7 +258,11 @@ pub fn plan_order(
             whole_partitions: false,
             what_if: Vec::new(),
         })),
-        LayoutRequest::Order { kind, columns } => {
+        LayoutRequest::Order {
+            kind,
+            columns,
+            whole_partitions,
+        } => {
             if !clustering.is_empty() && columns.as_slice() != clustering {
                 return Err(OrderError::NotItsClustering {
                     clustering: clustering.join(", "),
@@ -264,7 +272,7 @@ pub fn plan_order(
             Ok(Some(PlannedOrder {
                 order: resolve(*kind, columns)?,
                 clustering: !clustering.is_empty(),
-                whole_partitions: true,
+                whole_partitions: *whole_partitions,
                 what_if: Vec::new(),
             }))
         }
@@ -359,6 +367,7 @@ mod tests {
         let other = LayoutRequest::Order {
             kind: OrderKind::Sort,
             columns: cols(&["ts"]),
+            whole_partitions: true,
         };
         assert!(matches!(
             plan_order(&other, &clustering, &[], &same(), &s),

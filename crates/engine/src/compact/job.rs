@@ -161,6 +161,9 @@ impl PreparedJob {
             return Ok(false);
         }
         let files = self.table.partition_files()?;
+        // The order and the notes the job was prepared with still hold (the rewrite options
+        // carry the order).
+        let (order, notes) = (self.plan.order.take(), std::mem::take(&mut self.plan.notes));
         self.plan = plan(
             self.table.version(),
             files,
@@ -168,7 +171,8 @@ impl PreparedJob {
             &self.exec.plan_options,
             &self.exec.thresholds,
         );
-        self.plan.notes = self.table.features.notes();
+        self.plan.notes = notes;
+        self.plan.order = order;
         self.plan.estimate = self.rates.cost(self.plan.estimate.requests);
         Ok(true)
     }

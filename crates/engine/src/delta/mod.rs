@@ -8,6 +8,7 @@ pub(crate) mod column_mapping;
 pub mod commit;
 pub mod deletion_vectors;
 pub(crate) mod delta_rs;
+pub(crate) mod domains;
 pub mod features;
 pub mod log;
 pub(crate) mod report;

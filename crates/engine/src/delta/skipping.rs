@@ -11,6 +11,7 @@ use deltalake::DeltaTable;
 use serde::Deserialize;
 
 use super::column_mapping::physical_name;
+use super::domains::first_domain;
 use crate::error::{EngineError, Result};
 use crate::location::Location;
 use crate::stats::skipping::SkippingHealth;
@@ -60,32 +61,12 @@ pub fn clustering_columns(
 /// The table's clustering columns by logical name, from the newest clustering domain its
 /// snapshot holds (read by delta-kernel's log replay: delta-rs refuses `delta.*` domains).
 pub(crate) async fn clustering_of(table: &DeltaTable, uri: &str) -> Result<Vec<String>> {
-    let what = "reading the clustering domain";
-    let Some(version) = table.version() else {
-        return Ok(Vec::new());
-    };
-    let engine = table.log_store().engine(None);
-    let url = table.table_url().clone();
-    let found = tokio::task::spawn_blocking(move || {
-        let snapshot = delta_kernel::Snapshot::builder_for(url)
-            .at_version(version)
-            .build(engine.as_ref())?;
-        for domain in [CLUSTERING_DOMAIN, LIQUID_DOMAIN] {
-            if let Some(c) = snapshot.get_domain_metadata_internal(domain, engine.as_ref())? {
-                return Ok::<_, delta_kernel::Error>(Some((domain, c)));
-            }
-        }
-        Ok(None)
-    })
-    .await
-    .map_err(|e| EngineError::Unsupported {
-        uri: uri.to_string(),
-        detail: format!("{what}: {e}"),
-    })?
-    .map_err(|e| EngineError::Unsupported {
-        uri: uri.to_string(),
-        detail: format!("{what}: {e}"),
-    })?;
+    let found = first_domain(table, &[CLUSTERING_DOMAIN, LIQUID_DOMAIN])
+        .await
+        .map_err(|e| EngineError::Unsupported {
+            uri: uri.to_string(),
+            detail: format!("reading the clustering domain: {e}"),
+        })?;
     let Some((domain, configuration)) = found else {
         return Ok(Vec::new());
     };

@@ -346,7 +346,9 @@ pub enum SettingProblem {
     IcebergCatalog(Box<crate::iceberg::compact::catalog::CatalogError>),
     #[error("must be 0 (merge every small file each time) or from 2 to 1024")]
     TierFanout,
-    #[error("is {0:?}; expected \"auto\" (a clustered table's clustering), \"binpack\", \"sort\" or \"zorder\"")]
+    #[error(
+        "is {0:?}; expected \"auto\" (a clustered table's clustering), \"binpack\", \"sort\" or \"zorder\""
+    )]
     UnknownStrategy(String),
     #[error("{0:?} needs `columns` (e.g. columns = [\"sensor\", \"ts\"])")]
     ColumnsNeeded(String),
@@ -1062,12 +1064,18 @@ mod tests {
                 whole_partitions: false,
             }
         );
-        assert!(z.summary().contains("each job's rows in z-order by sensor, ts"));
+        assert!(
+            z.summary()
+                .contains("each job's rows in z-order by sensor, ts")
+        );
         assert_eq!(z.to_json()["strategy"], "zorder");
         let e = parse("strategy = \"zorder\"").unwrap_err();
         assert!(e.contains("line 1") && e.contains("needs `columns`"), "{e}");
         let e = parse("\ncolumns = [\"a\"]").unwrap_err();
-        assert!(e.contains("line 2") && e.contains("only \"sort\" and \"zorder\""), "{e}");
+        assert!(
+            e.contains("line 2") && e.contains("only \"sort\" and \"zorder\""),
+            "{e}"
+        );
         let e = parse("strategy = \"hilbert\"").unwrap_err();
         assert!(e.contains("\"hilbert\"") && e.contains("expected"), "{e}");
     }

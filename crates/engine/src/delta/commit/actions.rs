@@ -21,6 +21,7 @@ use deltalake::logstore::LogStore;
 use deltalake::protocol::DeltaOperation;
 use serde_json::Value;
 
+use crate::delta::domains::first_domain;
 use crate::delta::features::WriteFeatures;
 use crate::delta::log::actions::commit_info;
 
@@ -117,23 +118,17 @@ fn records(a: &Add) -> Option<i64> {
 /// by delta-kernel's log replay of the `delta.rowTracking` domain.
 async fn high_water_mark(table: &DeltaTable) -> Result<i64, PrepareError> {
     let err = |e: String| PrepareError::HighWaterMark(e);
-    let version = table
-        .version()
-        .ok_or_else(|| err("no version loaded".into()))?;
-    let engine = table.log_store().engine(None);
-    let url = table.table_url().clone();
-    let config = tokio::task::spawn_blocking(move || {
-        let snapshot = delta_kernel::Snapshot::builder_for(url)
-            .at_version(version)
-            .build(engine.as_ref())?;
-        snapshot.get_domain_metadata_internal(ROW_TRACKING_DOMAIN, engine.as_ref())
-    })
-    .await
-    .map_err(|e| err(e.to_string()))?
-    .map_err(|e| err(e.to_string()))?;
-    match config {
+    if table.version().is_none() {
+        return Err(err("no version loaded".into()));
+    }
+    match first_domain(table, &[ROW_TRACKING_DOMAIN])
+        .await
+        .map_err(err)?
+    {
         None => Ok(-1),
-        Some(c) => parse_high_water_mark(&c).ok_or_else(|| err(format!("unreadable domain {c}"))),
+        Some((_, c)) => {
+            parse_high_water_mark(&c).ok_or_else(|| err(format!("unreadable domain {c}")))
+        }
     }
 }
 

@@ -17,6 +17,8 @@ use crate::model::partition::PartitionValues;
 /// The add actions of a table as one set of columns (delta-rs hands them over in batches).
 pub struct AddColumns {
     batches: Vec<RecordBatch>,
+    /// Each file's `num_records` (None when the statistics lack it).
+    records: Option<Int64Array>,
 }
 
 /// What a file's statistics say of one column.
@@ -59,7 +61,15 @@ impl ColumnSpans {
 
 impl AddColumns {
     pub fn new(batches: Vec<RecordBatch>) -> Self {
-        Self { batches }
+        let mut c = Self {
+            batches,
+            records: None,
+        };
+        // Read by every column's spans: concatenated once.
+        c.records = c
+            .column("num_records")
+            .and_then(|a| a.as_any().downcast_ref::<Int64Array>().cloned());
+        c
     }
 
     pub fn files(&self) -> usize {
@@ -139,10 +149,7 @@ impl AddColumns {
         let nulls = self
             .column(&format!("null_count.{column}"))
             .and_then(|a| a.as_any().downcast_ref::<Int64Array>().cloned());
-        let records = self
-            .column("num_records")
-            .and_then(|a| a.as_any().downcast_ref::<Int64Array>().cloned());
-        let all_null = |i: usize| match (&nulls, &records) {
+        let all_null = |i: usize| match (&nulls, &self.records) {
             (Some(n), Some(r)) if n.is_valid(i) && r.is_valid(i) => n.value(i) == r.value(i),
             _ => false,
         };

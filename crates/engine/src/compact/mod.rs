@@ -19,6 +19,8 @@ pub mod job_ledger;
 pub(crate) mod ledger_store;
 pub(crate) mod liveness;
 pub mod locks;
+pub(crate) mod order_sample;
+pub(crate) mod ordered_bin;
 pub mod ordering;
 pub(crate) mod pace;
 pub(crate) mod physical_writer;

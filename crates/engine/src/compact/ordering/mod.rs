@@ -1,12 +1,12 @@
 //! Orders a compaction can write a bin's rows in, beside the order it reads them
 //! (bin-packing): a linear sort by columns, or a z-order over them (`zorder`, keys from
-//! quantile boundaries `sample`d from the bin, computed per batch by `keys`), both through
-//! DataFusion's spilling sort (`sorter`), so a bin larger than memory sorts in bounded memory.
+//! quantile boundaries sampled from the bin by `compact::order_sample`, computed per batch by
+//! `keys`), both through DataFusion's spilling sort (`sorter`), so a bin larger than memory
+//! sorts in bounded memory (`compact::ordered_bin` runs a bin so).
 //! Such a bin is proven with the order-insensitive digest (`row_set_digest`): its rows are
 //! only reordered.
 
 pub mod keys;
-pub mod sample;
 pub mod sorter;
 pub mod what_if;
 pub mod zorder;

@@ -10,15 +10,16 @@ use arrow::datatypes::SchemaRef;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use super::{Bin, BinFailure, Inputs, Writing};
+use super::order_sample::sample;
+use super::plan::Bin;
+use super::rewrite::{BinFailure, Inputs, Writing};
 use crate::compact::ordering::keys::{KEY_COLUMN, ZKeys, without_keys};
-use crate::compact::ordering::sample::sample;
 use crate::compact::ordering::sorter::{self, Fed};
 use crate::compact::ordering::zorder::BUCKET_BITS;
 use crate::compact::ordering::{OrderKind, RowOrder};
 
 /// Where a sorted bin's rows go as they are read: keyed when z-ordered.
-pub(super) struct Feed {
+pub(crate) struct Feed {
     tx: mpsc::Sender<Fed>,
     keys: Option<ZKeys>,
     /// The schema the sort takes: the file schema, with the key column when z-ordered.
@@ -26,7 +27,7 @@ pub(super) struct Feed {
 }
 
 impl Feed {
-    pub(super) async fn send(&self, batch: RecordBatch) -> Result<(), BinFailure> {
+    pub(crate) async fn send(&self, batch: RecordBatch) -> Result<(), BinFailure> {
         let keyed = match &self.keys {
             Some(k) => k.with_keys(batch, &self.schema),
             None => RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec()),
@@ -44,7 +45,7 @@ const MAX_SLICE_ROWS: usize = 8 * 1024;
 
 const SORT_STOPPED: &str = "the sort stopped before every row was fed to it";
 
-pub(super) struct SortSpec<'a> {
+pub(crate) struct SortSpec<'a> {
     pub order: &'a RowOrder,
     /// Bytes the sort holds before it spills.
     pub memory: usize,
@@ -79,7 +80,7 @@ impl SortSpec<'_> {
 
     /// Feeds every input's live rows to the sort, then writes them back in order, rolling
     /// outputs by size; returns the rows left out as deleted and the bytes the sort spilled.
-    pub(super) async fn copy(
+    pub(crate) async fn copy(
         &self,
         inputs: &Inputs<'_>,
         w: &mut Writing,

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::conform::{ConformError, conform, int96_safe_metadata};
 use super::events::{Failure, FailureKind};
 use super::fingerprint::{Fingerprint, ProofHasher, RowsProof};
+use super::ordered_bin::{Feed, SortSpec};
 use super::ordering::RowOrder;
 use super::pace::Pacer;
 use super::physical_writer::PhysicalWriter;
@@ -44,8 +45,6 @@ use crate::delta::features::{MaterializedColumns, hidden_columns};
 use crate::delta::row_tracking::{FileRows, RowTrackingError};
 use crate::model::partition::PartitionValues;
 use crate::parquet_reader::StoreReader;
-
-mod ordered;
 
 #[derive(Debug, Clone)]
 pub struct RewriteOptions {
@@ -399,7 +398,7 @@ fn row_group_bytes(target: u64) -> u64 {
     (target / ROW_GROUPS_PER_TARGET).max(1)
 }
 
-struct Roller {
+pub(crate) struct Roller {
     total_in: f64,
     consumed_done: f64,
     consumed_at_flush: f64,
@@ -407,7 +406,7 @@ struct Roller {
     ratio: Option<f64>,
     /// Row group bytes the writer closes groups at (the open one is the measure's error).
     row_group: f64,
-    goal: f64,
+    pub(crate) goal: f64,
 }
 
 impl Roller {
@@ -419,7 +418,7 @@ impl Roller {
     /// The remainder is predicted from the output/input ratio of this bin's finished files,
     /// or before one is finished from the encoded size of the open one (an overstatement,
     /// hence `TAIL_MARGIN`).
-    fn should_roll(&self, consumed: f64, encoded: u64) -> bool {
+    pub(crate) fn should_roll(&self, consumed: f64, encoded: u64) -> bool {
         let cur_in = consumed - self.consumed_at_flush;
         if cur_in <= 0.0 || encoded == 0 {
             return false;
@@ -430,7 +429,7 @@ impl Roller {
         cur_out >= self.goal && remaining_out >= self.goal * TAIL_MARGIN
     }
 
-    fn rolled(&mut self, consumed: f64, out_bytes: u64) {
+    pub(crate) fn rolled(&mut self, consumed: f64, out_bytes: u64) {
         let inp = consumed - self.consumed_at_flush;
         if out_bytes > 0 && inp > 0.0 {
             self.ratio = Some(out_bytes as f64 / inp);
@@ -485,22 +484,22 @@ fn removes_for(
 
 /// One bin being rewritten: its writer, the outputs flushed so far, and the fingerprint of
 /// the input rows conformed so far.
-struct Writing {
-    writer: Sink,
+pub(crate) struct Writing {
+    pub(crate) writer: Sink,
     /// The table's physical layout when the physical writer writes the outputs.
     layout: Option<Arc<PhysicalLayout>>,
     adds: Vec<Add>,
     /// Shared with the caller, so outputs are known even if this task panics.
     ledger: Arc<Mutex<Vec<String>>>,
-    roll: Roller,
+    pub(crate) roll: Roller,
     /// The rows conformed so far (in the order read, or as a multiset when sorted).
-    input: ProofHasher,
+    pub(crate) input: ProofHasher,
     /// When the bin is sorted: where rows go instead of the writer.
-    feed: Option<ordered::Feed>,
+    pub(crate) feed: Option<Feed>,
     pace: Option<Arc<Pacer>>,
     /// Row tracking is enabled: every row's stable id and commit version go into these hidden
     /// columns (`row_tracking`).
-    materialize: Option<MaterializedColumns>,
+    pub(crate) materialize: Option<MaterializedColumns>,
 }
 
 impl Writing {
@@ -531,7 +530,7 @@ impl Writing {
         self.adds.extend(flushed);
     }
 
-    async fn flush(&mut self) -> Result<u64, BinFailure> {
+    pub(crate) async fn flush(&mut self) -> Result<u64, BinFailure> {
         let flushed = self.writer.flush().await.map_err(BinFailure::Write)?;
         let bytes = flushed.iter().map(|a| a.size.max(0) as u64).sum();
         self.record(flushed);
@@ -676,7 +675,7 @@ pub async fn rewrite_bin(
     let copied = match &opts.order {
         None => inputs.copy(&mut w, &bin).await.map(|d| (d, 0)),
         Some(order) => {
-            let sort = ordered::SortSpec {
+            let sort = SortSpec {
                 order,
                 memory: opts.sort_memory,
             };
@@ -777,18 +776,18 @@ fn start_writing(
 }
 
 /// Where a bin's input files are read from, and what stops or counts the reading.
-struct Inputs<'a> {
-    store: &'a Arc<dyn ObjectStore>,
+pub(crate) struct Inputs<'a> {
+    pub(crate) store: &'a Arc<dyn ObjectStore>,
     root: &'a url::Url,
-    file_schema: &'a SchemaRef,
-    cancel: &'a CancellationToken,
+    pub(crate) file_schema: &'a SchemaRef,
+    pub(crate) cancel: &'a CancellationToken,
     counters: &'a Arc<Counters>,
 }
 
 impl Inputs<'_> {
     /// Copies every input file's live rows (its deletion vector applied) into `w`, read ahead;
     /// returns the rows left out as deleted.
-    async fn copy(&self, w: &mut Writing, bin: &Bin) -> Result<u64, BinFailure> {
+    pub(crate) async fn copy(&self, w: &mut Writing, bin: &Bin) -> Result<u64, BinFailure> {
         let mut inputs = ReadAhead::new(
             self.store.clone(),
             bin.files.clone(),

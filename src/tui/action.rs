@@ -48,6 +48,8 @@ pub enum Command {
     Dismiss,
     /// Delete the last character of the filter being typed.
     Erase,
+    /// The compaction preview's order: type it, then plan again.
+    Order,
     /// Write a checkpoint of the open table.
     Checkpoint,
     /// Preview a VACUUM of the open table (a dry run to confirm).
@@ -192,6 +194,8 @@ pub enum Effect {
         partitions: Vec<PartitionValues>,
         /// Every file with a deletion vector is rewritten (`purge`), whatever its size.
         purge: bool,
+        /// The order rows are written in (the preview's `o`).
+        layout: crate::engine::compact::ordering::LayoutRequest,
         /// The app's clock (ms since the epoch): the writers the throttle sees are those of
         /// the minute before it.
         now_ms: i64,

@@ -3,6 +3,7 @@
 //! A key reaches exactly one handler: the error if one is shown, else the open modal, else the
 //! screen (see `App::context`, which the keymap also uses).
 
+use crate::engine::compact::ordering::LayoutRequest;
 use crate::tui::task_error::TaskError;
 use std::time::{Duration, Instant};
 
@@ -166,6 +167,7 @@ impl Modals {
         self.modal.as_ref().map(|m| match m {
             Modal::Help { .. } => Context::Help,
             Modal::Filter => Context::Filter,
+            Modal::Plan(p) if p.request.order_text.is_some() => Context::OrderInput,
             // The previews, the cancel question and the why view.
             _ => Context::Dialog,
         })
@@ -326,6 +328,11 @@ impl App {
                 Some(_) => false,
                 None => self.has_paced_jobs(),
             },
+            // A compaction preview (not a purge's) whose plan came: its order can be typed.
+            Command::Order => matches!(
+                self.modals.modal(),
+                Some(Modal::Plan(p)) if p.result.is_some() && !p.running && !p.request.purge
+            ),
             Command::Back => {
                 !self.active_filter().is_empty()
                     || (self.screen == Screen::Table && self.root.is_some())
@@ -389,7 +396,10 @@ impl App {
                 row,
             } => self.mouse(pointer, column, row),
             Action::FilterInput(ch) => {
-                self.type_filter(ch);
+                match self.context() {
+                    Context::OrderInput => self.type_order(ch),
+                    _ => self.type_filter(ch),
+                }
                 vec![]
             }
             Action::Shutdown => self.quit(),
@@ -518,6 +528,7 @@ impl App {
                 self.filter_command(c);
                 vec![]
             }
+            Context::OrderInput => self.order_command(c),
             Context::Dialog => self.dialog_command(c),
             Context::Tables | Context::Table | Context::Global => self.screen_command(c),
         }
@@ -611,6 +622,10 @@ impl App {
                 Command::Dismiss => self.dismiss_preview(),
                 Command::FullSpeed => {
                     self.toggle_full_speed();
+                    vec![]
+                }
+                Command::Order => {
+                    self.start_order_input();
                     vec![]
                 }
                 _ => vec![],
@@ -1058,22 +1073,86 @@ impl App {
         if partitions.is_empty() {
             return vec![];
         }
-        let id = self.next_id();
         let request = CompactionRequest {
-            partitions: partitions.clone(),
+            partitions,
             executor: self.executor.clone(),
             purge,
             full_speed: false,
+            layout: LayoutRequest::Auto,
+            order_text: None,
+        };
+        self.open_compaction_preview(uri, request)
+    }
+
+    /// Opens the preview of `request` and plans it.
+    fn open_compaction_preview(&mut self, uri: String, request: CompactionRequest) -> Vec<Effect> {
+        let id = self.next_id();
+        let effect = Effect::PlanCompaction {
+            id,
+            uri: uri.clone(),
+            partitions: request.partitions.clone(),
+            purge: request.purge,
+            layout: request.layout.clone(),
+            now_ms: self.clock.wall_ms(),
         };
         self.modals
-            .open(Modal::Plan(PlanDialog::new(id, uri.clone(), request)));
-        vec![Effect::PlanCompaction {
-            id,
-            uri,
-            partitions,
-            purge,
-            now_ms: self.clock.wall_ms(),
-        }]
+            .open(Modal::Plan(PlanDialog::new(id, uri, request)));
+        vec![effect]
+    }
+
+    /// `o` in the compaction preview: type the order (it starts from the one planned).
+    fn start_order_input(&mut self) {
+        if let Some(Modal::Plan(p)) = &mut self.modals.modal
+            && p.result.is_some()
+            && !p.running
+            && !p.request.purge
+        {
+            p.request.order_text = Some(p.request.layout.text());
+        }
+    }
+
+    /// A key while the order is typed: Enter plans the compaction again in that order (a typo
+    /// is an error over the input, which stays), Esc keeps the order planned.
+    fn order_command(&mut self, c: Command) -> Vec<Effect> {
+        let Some(Modal::Plan(p)) = &mut self.modals.modal else {
+            return vec![];
+        };
+        let Some(text) = p.request.order_text.as_mut() else {
+            return vec![];
+        };
+        match c {
+            Command::Erase => {
+                text.pop();
+            }
+            Command::Dismiss => p.request.order_text = None,
+            Command::Confirm => match LayoutRequest::parse_text(text) {
+                Ok(layout) => {
+                    let Some(Modal::Plan(old)) = self.modals.close() else {
+                        return vec![];
+                    };
+                    let mut request = old.request;
+                    request.layout = layout;
+                    request.order_text = None;
+                    let mut effects: Vec<Effect> = <Compaction as PreviewKind>::discard(old.id)
+                        .into_iter()
+                        .collect();
+                    effects.extend(self.open_compaction_preview(old.table_uri, request));
+                    return effects;
+                }
+                Err(why) => self.modals.show_error(why),
+            },
+            _ => {}
+        }
+        vec![]
+    }
+
+    /// A character typed into the order input.
+    fn type_order(&mut self, ch: char) {
+        if let Some(Modal::Plan(p)) = &mut self.modals.modal
+            && let Some(text) = p.request.order_text.as_mut()
+        {
+            text.push(ch);
+        }
     }
 
     fn plan_ready(&mut self, id: u64, result: Result<Box<PlannedJob>, TaskError>) -> Vec<Effect> {

@@ -26,6 +26,7 @@ pub fn compaction(
     }
     words.extend(["--target".to_string(), exact_size(target)]);
     words.extend(["--min-file-size".to_string(), exact_size(min_file_size)]);
+    words.extend(request.layout.flags().iter().map(|w| quoted(w)));
     if request.full_speed {
         // `compact` throttles by the writers unless told how many bins to run at once.
         let cores = crate::engine::janitor::throttle::cores();
@@ -74,6 +75,8 @@ mod tests {
             executor: String::new(),
             purge: false,
             full_speed: false,
+            layout: Default::default(),
+            order_text: None,
         };
         assert_eq!(
             compaction("s3://b/my table/", 128 * MIB, 1_000_000, &request),
@@ -90,6 +93,8 @@ mod tests {
             executor: String::new(),
             purge: true,
             full_speed: false,
+            layout: Default::default(),
+            order_text: None,
         };
         assert_eq!(
             compaction("/t", GIB, 3 * KIB, &request),
@@ -104,6 +109,8 @@ mod tests {
             executor: String::new(),
             purge: false,
             full_speed: true,
+            layout: Default::default(),
+            order_text: None,
         };
         let cores = crate::engine::janitor::throttle::cores();
         assert_eq!(
@@ -111,6 +118,23 @@ mod tests {
             format!(
                 "lakehealth compact /t --target 1GiB --min-file-size 3KiB --parallelism {cores}"
             )
+        );
+    }
+
+    #[test]
+    fn an_order_typed_in_the_preview_runs_headless_with_its_flag() {
+        let request = CompactionRequest {
+            partitions: vec![PartitionValues(vec![])],
+            executor: String::new(),
+            purge: false,
+            full_speed: false,
+            layout: crate::engine::compact::ordering::LayoutRequest::parse_text("zorder a,b")
+                .unwrap(),
+            order_text: None,
+        };
+        assert_eq!(
+            compaction("/t", GIB, 3 * KIB, &request),
+            "lakehealth compact /t --target 1GiB --min-file-size 3KiB --zorder a,b"
         );
     }
 

@@ -15,6 +15,8 @@ pub enum Context {
     Dialog,
     /// Typing a filter: letters are text.
     Filter,
+    /// Typing the order in a compaction preview: letters are text.
+    OrderInput,
     Error,
     /// The help screen: j/k scroll it, any other key closes it.
     Help,
@@ -28,26 +30,36 @@ impl Context {
             Context::Table => "Table view",
             Context::Dialog => "Dialogs",
             Context::Filter => "Filter input",
+            Context::OrderInput => "Order input (compaction preview)",
             Context::Error => "Error",
             Context::Help => "Help",
         }
     }
 
     /// Contexts in the order the help screen and the README list them.
-    pub const ALL: [Context; 7] = [
+    pub const ALL: [Context; 8] = [
         Context::Global,
         Context::Tables,
         Context::Table,
         Context::Dialog,
         Context::Filter,
+        Context::OrderInput,
         Context::Error,
         Context::Help,
     ];
+
+    /// Letters are text here (only the Ctrl keys of the shared bindings apply).
+    pub fn is_text_input(self) -> bool {
+        matches!(self, Context::Filter | Context::OrderInput)
+    }
 
     /// What the hint bar says before the keys (for contexts where not every key is bound).
     fn hint_prefix(self) -> Option<&'static str> {
         match self {
             Context::Filter => Some("type to filter"),
+            Context::OrderInput => {
+                Some("type zorder a,b · sort a · binpack · empty: the table's default")
+            }
             Context::Help => Some("other keys close this help"),
             _ => None,
         }
@@ -353,6 +365,13 @@ pub static BINDINGS: &[Binding] = &[
         Some("full speed"),
     ),
     bind(
+        &[k(KeyCode::Char('o'))],
+        C::Order,
+        D,
+        "compaction preview: type the order of the rows (zorder, sort, binpack)",
+        Some("order"),
+    ),
+    bind(
         &[k(KeyCode::Char('j')), k(KeyCode::Down)],
         C::Down,
         D,
@@ -398,6 +417,27 @@ pub static BINDINGS: &[Binding] = &[
         &[k(KeyCode::Backspace)],
         C::Erase,
         F,
+        "delete the last character",
+        None,
+    ),
+    bind(
+        &[k(KeyCode::Enter)],
+        C::Confirm,
+        Context::OrderInput,
+        "plan the compaction again in this order",
+        Some("plan"),
+    ),
+    bind(
+        &[k(KeyCode::Esc)],
+        C::Dismiss,
+        Context::OrderInput,
+        "keep the order planned",
+        Some("keep"),
+    ),
+    bind(
+        &[k(KeyCode::Backspace)],
+        C::Erase,
+        Context::OrderInput,
         "delete the last character",
         None,
     ),
@@ -451,20 +491,20 @@ fn in_context(ctx: Context) -> impl Iterator<Item = &'static Binding> {
     let shared = BINDINGS.iter().filter(move |b| match ctx {
         Context::Tables | Context::Table => b.context == Context::Global,
         Context::Global => false,
-        Context::Dialog | Context::Filter | Context::Error | Context::Help => {
-            b.context == Context::Global && b.command == Command::Quit
-        }
+        Context::Dialog
+        | Context::Filter
+        | Context::OrderInput
+        | Context::Error
+        | Context::Help => b.context == Context::Global && b.command == Command::Quit,
     });
     own.chain(shared)
 }
 
-/// The keys of `b` that work in `ctx`: while typing a filter a plain letter is text, so of the
-/// shared bindings only the Ctrl keys apply.
+/// The keys of `b` that work in `ctx`: while typing (a filter, an order) a plain letter is
+/// text, so of the shared bindings only the Ctrl keys apply.
 fn keys_in(b: &'static Binding, ctx: Context) -> impl Iterator<Item = &'static Key> {
     b.keys.iter().filter(move |key| {
-        ctx != Context::Filter
-            || b.context == Context::Filter
-            || key.mods.contains(KeyModifiers::CONTROL)
+        !ctx.is_text_input() || b.context == ctx || key.mods.contains(KeyModifiers::CONTROL)
     })
 }
 

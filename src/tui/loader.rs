@@ -103,8 +103,9 @@ impl Loader {
                 uri,
                 partitions,
                 purge,
+                layout,
                 now_ms,
-            } => self.plan(id, uri, partitions, purge, now_ms),
+            } => self.plan(id, uri, partitions, purge, layout, now_ms),
             Effect::DiscardPlan { id } => self.prepared.discard(id),
             Effect::StartJob { id, full_speed } => self.start(id, full_speed),
             Effect::LiftPace { id } => self.lift_pace(id),
@@ -315,6 +316,7 @@ impl Loader {
         uri: String,
         partitions: Vec<PartitionValues>,
         purge: bool,
+        layout: crate::engine::compact::ordering::LayoutRequest,
         now_ms: i64,
     ) {
         let opts = self.opts.clone();
@@ -332,6 +334,7 @@ impl Loader {
                 let mut req =
                     CompactRequest::for_partitions(partitions, opts.storage_options.clone());
                 req.deleted_rows.purge = purge;
+                req.layout = layout;
                 let mut job = table
                     .prepare_compaction(&req, opts.thresholds)
                     .await

@@ -38,7 +38,6 @@ use crate::engine::location::Location;
 use crate::engine::options::OpenOptions;
 use action::{Action, Pointer};
 use app::App;
-use keymap::Context;
 
 /// Maps a key to an action for whoever has the keys (see `App::context`): a bound command, or,
 /// while a filter is typed, the character.
@@ -49,7 +48,7 @@ pub fn key_to_action(app: &App, key: KeyEvent) -> Option<Action> {
     }
     match key.code {
         KeyCode::Char(c)
-            if ctx == Context::Filter && !key.modifiers.contains(KeyModifiers::CONTROL) =>
+            if ctx.is_text_input() && !key.modifiers.contains(KeyModifiers::CONTROL) =>
         {
             Some(Action::FilterInput(c))
         }

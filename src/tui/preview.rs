@@ -11,6 +11,7 @@ use super::action::Effect;
 use super::app::Modal;
 use super::view::preview_dialog::PreviewView;
 use crate::engine::compact::budget::Throttle;
+use crate::engine::compact::ordering::LayoutRequest;
 use crate::engine::compact::plan::CompactionPlan;
 use crate::engine::iceberg::compact::job::IceSummary;
 use crate::engine::maintenance::vacuum::VacuumPlan;
@@ -167,6 +168,10 @@ pub struct CompactionRequest {
     /// The user chose full speed in the preview (`f`, as `--no-throttle`): the job ignores the
     /// writers' throttle.
     pub full_speed: bool,
+    /// The order asked (`o`): the table's default unless typed.
+    pub layout: LayoutRequest,
+    /// The order being typed (`o` opened the input); None: not typing.
+    pub order_text: Option<String>,
 }
 
 /// A compaction's plan and the pace it would start at.

@@ -185,6 +185,41 @@ async fn snapshot_plan_preview_of_a_clustered_table_says_its_order_and_expected_
     insta::assert_snapshot!("plan_preview_clustered", s);
 }
 
+#[tokio::test]
+async fn snapshot_an_order_typed_with_o_in_the_preview_plans_it_again_with_its_flag() {
+    let d = lake(&[SMALL_FILES]);
+    let mut t = open(&d.path().join(SMALL_FILES)).await;
+    t.keys(&[KeyCode::Char('c'), KeyCode::Char('o')]).await;
+    assert_eq!(t.app.context(), Context::OrderInput);
+    // Letters are text here, not keys (`f` would be full speed, `q` quit).
+    t.type_text("sort versionq").await;
+    t.keys(&[KeyCode::Backspace]).await;
+    let s = t.text(&d);
+    assert!(s.contains("Order: sort version▏"), "{s}");
+    insta::assert_snapshot!("plan_order_input", s);
+    t.keys(&[KeyCode::Enter]).await;
+    let plan = match t.app.plan().and_then(|p| p.result.as_ref()) {
+        Some(Ok(p)) => p.plan.clone(),
+        other => panic!("no plan: {other:?}"),
+    };
+    let order = plan.order.expect("planned in the order typed");
+    assert_eq!(order.order.columns, ["version"]);
+    assert!(order.whole_partitions);
+    let s = t.text(&d);
+    assert!(s.contains("Order: sort by version, every file"), "{s}");
+    assert!(s.contains("--sort-by"), "{s}");
+    // A column the table does not have: the plan says so, and `o` takes another.
+    t.keys(&[KeyCode::Char('o')]).await;
+    for _ in 0.."sort version".len() {
+        t.keys(&[KeyCode::Backspace]).await;
+    }
+    t.type_text("zorder nope,version").await;
+    t.keys(&[KeyCode::Enter]).await;
+    let s = t.text(&d);
+    assert!(s.contains("not a data column"), "{s}");
+    assert!(s.contains("o another order"), "{s}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_cancel_confirmation_over_a_job_waiting_for_its_partition() {
     let d = lake(&[SMALL_FILES]);

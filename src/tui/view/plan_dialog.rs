@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap}
 
 use super::preview_dialog::{Body, PreviewView, failed};
 use super::{fit, style};
+use crate::engine::compact::ordering::LayoutRequest;
 use crate::engine::compact::plan::{CompactionPlan, PartitionPlan};
 use crate::engine::size::{format_bytes, format_count, plural};
 use crate::engine::stats::histogram::{Band, Histogram};
@@ -44,10 +45,21 @@ pub fn view(d: &PlanDialog) -> PreviewView<'_> {
             ],
             None,
         ),
-        Some(Err(e)) => Body::Lines(
-            failed(format!("cannot plan: {e}"), "Esc close"),
-            Some(Wrap { trim: true }),
-        ),
+        Some(Err(e)) => {
+            // An order typed in the preview that the table refuses: type another (`o`).
+            let mut lines = failed(
+                format!("cannot plan: {e}"),
+                if d.request.layout == LayoutRequest::Auto {
+                    "Esc close"
+                } else {
+                    "o another order · Esc close"
+                },
+            );
+            if let Some(text) = &d.request.order_text {
+                lines.push(Line::from(order_input_text(text)));
+            }
+            Body::Lines(lines, Some(Wrap { trim: true }))
+        }
         Some(Ok(planned)) => {
             let p = &planned.plan;
             let executor = d.request.executor.as_str();
@@ -58,8 +70,9 @@ pub fn view(d: &PlanDialog) -> PreviewView<'_> {
                 &d.request,
             );
             let pace = pace_text(planned, d.request.full_speed);
+            let typing = d.request.order_text.as_deref();
             Body::Custom(Box::new(move |f, inner| {
-                draw_plan(f, inner, p, executor, &pace, &command)
+                draw_plan(f, inner, p, executor, &pace, &command, typing)
             }))
         }
     };
@@ -90,6 +103,13 @@ fn pace_text(planned: &PlannedJob, full_speed: bool) -> String {
     }
 }
 
+/// The order input's line: what is typed, with a cursor, and what it takes.
+fn order_input_text(text: &str) -> String {
+    format!(
+        "Order: {text}▏ (zorder a,b · sort a · binpack · empty: the table's default; Enter plans again, Esc keeps)"
+    )
+}
+
 fn draw_plan(
     f: &mut Frame,
     area: Rect,
@@ -97,6 +117,7 @@ fn draw_plan(
     executor: &str,
     pace: &str,
     command: &str,
+    typing: Option<&str>,
 ) {
     let head = Line::from(format!(
         "v{}: {}, {} files ({}) → ~{} {}. Target {}; files ≥ {} are left alone. Each bin commits on its own (OPTIMIZE, dataChange=false).",
@@ -149,14 +170,19 @@ fn draw_plan(
         Constraint::Length(1),
     ])
     .areas(h);
-    // The order the rows are written in, and what it is expected to do to lookups.
-    let (order, t) = match &p.order {
-        Some(o) => {
+    // The order the rows are written in, and what it is expected to do to lookups (or the
+    // order being typed).
+    let text = match (typing, &p.order) {
+        (Some(typed), _) => Some(order_input_text(typed)),
+        (None, Some(o)) => Some(match o.depths_text() {
+            Some(d) => format!("Order: {}. {d}", o.describe()),
+            None => format!("Order: {}.", o.describe()),
+        }),
+        (None, None) => None,
+    };
+    let (order, t) = match text {
+        Some(text) => {
             let [order, t] = Layout::vertical([Constraint::Length(2), Constraint::Min(2)]).areas(t);
-            let text = match o.depths_text() {
-                Some(d) => format!("Order: {}. {d}", o.describe()),
-                None => format!("Order: {}.", o.describe()),
-            };
             (Some((order, text)), t)
         }
         None => (None, t),
@@ -175,7 +201,9 @@ fn draw_plan(
     f.render_widget(Paragraph::new(fit::clip(estimate, usize::from(e.width))), e);
     f.render_widget(partitions_table(p, t.width), t);
     f.render_widget(Paragraph::new(headless).wrap(Wrap { trim: false }), cmd);
-    let footer = if p.bins == 0 {
+    let footer = if typing.is_some() {
+        "Enter plans again in this order · Esc keeps the order planned"
+    } else if p.bins == 0 {
         "nothing to compact: no partition has two or more files below the minimum size · Esc close"
     } else {
         "Enter / y start in the background · Esc / n cancel"

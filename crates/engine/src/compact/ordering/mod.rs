@@ -82,6 +82,72 @@ pub enum LayoutRequest {
     },
 }
 
+impl LayoutRequest {
+    /// An order as typed (the TUI preview): `zorder a,b`, `sort a`, `binpack`, or nothing
+    /// (the table's default). An explicit order rewrites every file of the partitions, as
+    /// `compact --zorder` does.
+    pub fn parse_text(text: &str) -> Result<LayoutRequest, String> {
+        let text = text.trim();
+        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let columns: Vec<String> = rest
+            .split(',')
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect();
+        let kind = match word.to_ascii_lowercase().as_str() {
+            "" | "auto" => return Ok(LayoutRequest::Auto),
+            "binpack" | "unclustered" if columns.is_empty() => {
+                return Ok(LayoutRequest::Unclustered);
+            }
+            "zorder" | "z-order" => OrderKind::ZOrder,
+            "sort" => OrderKind::Sort,
+            _ => {
+                return Err(format!(
+                    "{text:?} is not an order: type zorder COLUMNS, sort COLUMNS (comma-separated), binpack, or nothing for the table's default"
+                ));
+            }
+        };
+        if columns.is_empty() {
+            return Err(format!("{word} needs columns, e.g. {word} sensor,ts"));
+        }
+        Ok(LayoutRequest::Order {
+            kind,
+            columns,
+            whole_partitions: true,
+        })
+    }
+
+    /// The request as `parse_text` reads it back.
+    pub fn text(&self) -> String {
+        match self {
+            LayoutRequest::Auto => String::new(),
+            LayoutRequest::Unclustered => "binpack".into(),
+            LayoutRequest::Order { kind, columns, .. } => {
+                let word = match kind {
+                    OrderKind::Sort => "sort",
+                    OrderKind::ZOrder => "zorder",
+                };
+                format!("{word} {}", columns.join(","))
+            }
+        }
+    }
+
+    /// The `compact` flags that ask for it.
+    pub fn flags(&self) -> Vec<String> {
+        match self {
+            LayoutRequest::Auto => Vec::new(),
+            LayoutRequest::Unclustered => vec!["--unclustered".into()],
+            LayoutRequest::Order { kind, columns, .. } => vec![
+                match kind {
+                    OrderKind::Sort => "--sort-by".into(),
+                    OrderKind::ZOrder => "--zorder".into(),
+                },
+                columns.join(","),
+            ],
+        }
+    }
+}
+
 /// The order a plan writes rows in, and what it rewrites for it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlannedOrder {
@@ -376,6 +442,30 @@ mod tests {
         let explicit = plan_order(&other, &[], &[], &same(), &s).unwrap().unwrap();
         assert!(explicit.whole_partitions && !explicit.clustering);
         assert_eq!(explicit.clustering_provider(), None);
+    }
+
+    #[test]
+    fn an_order_as_typed_reads_back_and_gives_the_compact_flags() {
+        for text in ["zorder sensor,ts", "sort ts", "binpack", ""] {
+            let l = LayoutRequest::parse_text(text).unwrap();
+            assert_eq!(l.text(), text);
+        }
+        let z = LayoutRequest::parse_text("  Z-Order sensor , ts ").unwrap();
+        assert_eq!(z.flags(), ["--zorder", "sensor,ts"]);
+        assert_eq!(
+            LayoutRequest::parse_text("binpack").unwrap().flags(),
+            ["--unclustered"]
+        );
+        assert!(
+            LayoutRequest::parse_text("zorder")
+                .unwrap_err()
+                .contains("needs columns")
+        );
+        assert!(
+            LayoutRequest::parse_text("hilbert a")
+                .unwrap_err()
+                .contains("not an order")
+        );
     }
 
     #[test]

@@ -276,6 +276,18 @@ async fn run(out: &Path) -> Res<()> {
     ])
     .await?;
     shot(&d.app, out, "plan")?;
+    // `o`: the same partitions z-ordered, planned again with the depth now and expected.
+    let typed = "zorder sensor_id,event_time";
+    let mut keys = vec![KeyCode::Char('o')];
+    keys.extend(typed.chars().map(KeyCode::Char));
+    keys.push(KeyCode::Enter);
+    d.keys(&keys).await?;
+    shot(&d.app, out, "plan-zorder")?;
+    // Back to the table's default order for the job below.
+    let mut keys = vec![KeyCode::Char('o')];
+    keys.extend(typed.chars().map(|_| KeyCode::Backspace));
+    keys.push(KeyCode::Enter);
+    d.keys(&keys).await?;
     // The job runs for real; the shot is taken once its first commit landed and the table
     // reloaded, with the second partition still in flight.
     d.keys(&[KeyCode::Enter]).await?;

@@ -281,7 +281,7 @@ pub struct CompactArgs {
     )]
     pub zorder: Vec<String>,
     /// A clustered (liquid) table's small files are merged without clustering them (by
-    /// default they are clustered by its clustering columns, as Spark's OPTIMIZE does).
+    /// default they are clustered by its clustering columns, as Spark's clustering does).
     #[arg(long)]
     pub unclustered: bool,
     /// Memory a bin's sort holds before it spills to the temp folder (default 512MiB).

@@ -220,6 +220,10 @@ async fn a_clustered_tables_compaction_clusters_its_new_files_and_never_drops_it
     assert_eq!(kernel_read_with_row_ids(d.path()).rows, rows_before.rows);
     let domains_after = domains(d.path());
     assert_eq!(domains_after[0], domains_before[0], "delta.liquid kept");
+    assert_eq!(
+        domains_after[1], domains_before[1],
+        "delta.clustering as it was"
+    );
     assert!(domains_after[2].1.is_some(), "delta.rowTracking kept");
 }
 

@@ -26,7 +26,15 @@ fn band_files(h: &Histogram, band: Band) -> u64 {
 
 pub fn view(d: &PlanDialog) -> PreviewView<'_> {
     let height = match &d.result {
-        Some(Ok(p)) => p.plan.partitions.len().min(12) as u16 + 13,
+        // The order's lines and the longer command an order makes take rows of their own.
+        Some(Ok(p)) => {
+            let order_rows = if p.plan.order.is_some() || d.request.order_text.is_some() {
+                ORDER_ROWS + 1
+            } else {
+                0
+            };
+            p.plan.partitions.len().min(12) as u16 + 13 + order_rows
+        }
         _ => 8,
     };
     let purge = d.request.purge;
@@ -103,6 +111,9 @@ fn pace_text(planned: &PlannedJob, full_speed: bool) -> String {
     }
 }
 
+/// Rows for the order, its what-if, or the order being typed.
+const ORDER_ROWS: u16 = 3;
+
 /// The order input's line: what is typed, with a cursor, and what it takes.
 fn order_input_text(text: &str) -> String {
     format!(
@@ -149,11 +160,16 @@ fn draw_plan(
         // A location typed with user info shows scrubbed, as everywhere else.
         Span::raw(crate::engine::secrets::scrub(command).into_owned()),
     ]);
+    // The command wraps whole: as many rows as it takes (2 to 4), an order's flags included.
+    let command_chars = "headless: ".chars().count() + command.chars().count();
+    let command_rows = command_chars
+        .div_ceil(usize::from(area.width).max(1))
+        .clamp(2, 4) as u16;
     let [h, pace_area, t, cmd, foot] = Layout::vertical([
         Constraint::Length(4),
         Constraint::Length(2),
         Constraint::Min(2),
-        Constraint::Length(2),
+        Constraint::Length(command_rows),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -182,7 +198,8 @@ fn draw_plan(
     };
     let (order, t) = match text {
         Some(text) => {
-            let [order, t] = Layout::vertical([Constraint::Length(2), Constraint::Min(2)]).areas(t);
+            let [order, t] =
+                Layout::vertical([Constraint::Length(ORDER_ROWS), Constraint::Min(2)]).areas(t);
             (Some((order, text)), t)
         }
         None => (None, t),

@@ -283,14 +283,21 @@ pub fn prepare_table(
         plan.notes.retain(|n| *n != FeatureNote::NotReclustered);
     }
     plan.order = order.clone().map(|mut o| {
-        let outputs = plan
+        // The what-if of the largest bin, beside the depth in its partition now (lookups
+        // prune partitions first).
+        let largest = plan
             .partitions
             .iter()
-            .flat_map(|p| p.bins.iter().map(|b| b.predicted_outputs))
-            .max()
-            .unwrap_or(1);
-        let now = depth_now(&table);
+            .flat_map(|p| {
+                p.bins
+                    .iter()
+                    .map(move |b| (b.predicted_outputs, p.values.clone()))
+            })
+            .max_by_key(|(n, _)| *n);
+        let (outputs, partition) = largest.unwrap_or((1, PartitionValues(Vec::new())));
+        let now = depth_now(&table, &partition);
         o.what_if = what_if(&o.order, outputs, |c| now.get(c).copied());
+        o.what_if_partition = (!partition.0.is_empty()).then_some(partition);
         o
     });
     let rates = Rates::default_for_scheme(&table.scheme);
@@ -327,9 +334,10 @@ pub fn prepare_table(
     })
 }
 
-/// Each column's mean overlap depth now, from the statistics of the snapshot the plan was made
-/// from (empty when they cannot be read: the what-if then shows no "now").
-fn depth_now(table: &CompactionTable) -> HashMap<String, f64> {
+/// Each column's mean overlap depth now in `partition` (the table's, unpartitioned), from the
+/// statistics of the snapshot the plan was made from (empty when they cannot be read, or the
+/// partition is not among the worst the measure keeps: the what-if then shows no "now").
+fn depth_now(table: &CompactionTable, partition: &PartitionValues) -> HashMap<String, f64> {
     let Ok(state) = table.table.snapshot() else {
         return HashMap::new();
     };
@@ -341,11 +349,24 @@ fn depth_now(table: &CompactionTable) -> HashMap<String, f64> {
         &AddColumns::new(batches),
         table.clustering.clone(),
     );
+    if partition.0.is_empty() {
+        return health
+            .columns
+            .into_iter()
+            .map(|c| (c.column, c.depth.mean))
+            .collect();
+    }
     health
-        .columns
+        .partitions
         .into_iter()
-        .map(|c| (c.column, c.depth.mean))
-        .collect()
+        .find(|p| p.partition == *partition)
+        .map(|p| {
+            p.columns
+                .into_iter()
+                .map(|c| (c.column, c.mean_depth))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The order the request asks of the table, its columns checked against the table's.

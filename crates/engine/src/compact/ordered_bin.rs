@@ -7,6 +7,7 @@
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use deltalake::datafusion::error::DataFusionError;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
@@ -94,15 +95,23 @@ impl SortSpec<'_> {
         let (copied, first) = tokio::join!(
             async {
                 let r = inputs.copy(w, bin).await;
+                if let (Err(e), Some(feed)) = (&r, &w.feed) {
+                    // Stop the sort rather than let it sort what was fed so far.
+                    let why = DataFusionError::Execution(format!("the bin stopped: {e}"));
+                    let _ = feed.tx.send(Err(why)).await;
+                }
                 w.feed = None;
                 r
             },
             sorted.stream.next()
         );
         let deleted = match (copied, first.as_ref()) {
-            // The sort's own error says why it stopped taking rows.
-            (_, Some(Err(e))) => return Err(BinFailure::Write(format!("sorting: {e}"))),
+            // The feed stopped because the sort did: the sort's error says why.
+            (Err(BinFailure::Write(m)), Some(Err(e))) if m == SORT_STOPPED => {
+                return Err(BinFailure::Write(format!("sorting: {e}")));
+            }
             (Err(e), _) => return Err(e),
+            (Ok(_), Some(Err(e))) => return Err(BinFailure::Write(format!("sorting: {e}"))),
             (Ok(d), _) => d,
         };
         let total_rows = w.input.finish().rows.max(1) as f64;

@@ -10,7 +10,7 @@
 //! cast checked to cast back exactly; new adds carry `defaultRowCommitVersion`),
 //! `domainMetadata` (never dropped: the commit writes no domain but row tracking's),
 //! `clustering`/`liquid` (a clustered table's bins are z-ordered by its clustering columns and
-//! their adds carry `clusteringProvider`, as Spark's OPTIMIZE writes them; compacting it
+//! their adds carry `clusteringProvider`, as Spark marks the files its clustering wrote; compacting it
 //! unclustered must be asked for, and the plan says what it costs), `rowTracking` (fresh
 //! row ids and commit versions on new adds and the high-water mark, and, when enabled, every
 //! row's stable id and commit version materialized), `inCommitTimestamp`, `v2Checkpoint` and

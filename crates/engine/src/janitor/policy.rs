@@ -856,7 +856,13 @@ fn layout(f: &PolicyFile, at: At) -> Result<LayoutRequest, PolicySettingError> {
     let columns: Vec<String> = f
         .columns
         .as_ref()
-        .map(|c| c.get_ref().iter().map(|s| s.trim().to_string()).collect())
+        .map(|c| {
+            c.get_ref()
+                .iter()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
         .unwrap_or_default();
     let kind = match f.strategy.as_ref().map(|s| (s, s.get_ref().trim())) {
         None | Some((_, "auto")) => None,
@@ -879,7 +885,7 @@ fn layout(f: &PolicyFile, at: At) -> Result<LayoutRequest, PolicySettingError> {
     match (kind, &f.columns) {
         (None, Some(c)) => Err(at.err(c.span(), "columns", SettingProblem::ColumnsUnused)),
         (None, None) => Ok(LayoutRequest::Auto),
-        (Some(_), _) if columns.iter().all(|c| c.is_empty()) => {
+        (Some(_), _) if columns.is_empty() => {
             let s = f.strategy.as_ref().map(|s| s.span()).unwrap_or_default();
             let name = f
                 .strategy

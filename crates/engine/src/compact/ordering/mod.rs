@@ -12,6 +12,8 @@ pub mod what_if;
 pub mod zorder;
 
 use arrow::datatypes::{DataType, Schema};
+
+use crate::model::partition::PartitionValues;
 use serde::{Deserialize, Serialize};
 
 /// How a bin's rows are ordered.
@@ -160,6 +162,8 @@ pub struct PlannedOrder {
     /// Each column's overlap depth now and expected among the largest bin's outputs (set by
     /// the job).
     pub what_if: Vec<what_if::DepthWhatIf>,
+    /// The partition of that bin (None: the table is unpartitioned).
+    pub what_if_partition: Option<PartitionValues>,
 }
 
 /// Spark's liquid clustering's `clusteringProvider`.
@@ -183,8 +187,12 @@ impl PlannedOrder {
                 format!("{} {now} → ~{:.0}", w.column, w.expected)
             })
             .collect();
+        let place = match &self.what_if_partition {
+            Some(p) => format!(" in {}", p.label()),
+            None => String::new(),
+        };
         Some(format!(
-            "overlap depth now → expected among the new files: {}",
+            "overlap depth{place} now → expected among the new files: {}",
             cols.join(", ")
         ))
     }
@@ -317,13 +325,20 @@ pub fn plan_order(
         LayoutRequest::Unclustered => Ok(None),
         LayoutRequest::Auto if clustering.is_empty() => Ok(None),
         // Spark clusters by a Hilbert curve over the columns; a z-order is the same kind of
-        // space-filling order (and a sort for one column).
-        LayoutRequest::Auto => Ok(Some(PlannedOrder {
-            order: resolve(OrderKind::ZOrder, clustering)?,
-            clustering: true,
-            whole_partitions: false,
-            what_if: Vec::new(),
-        })),
+        // space-filling order (and a sort for one column). Clustering columns it cannot order
+        // by (a nested field) leave the table bin-packed as before, and the plan says its
+        // new files are unclustered.
+        LayoutRequest::Auto => {
+            Ok(resolve(OrderKind::ZOrder, clustering)
+                .ok()
+                .map(|order| PlannedOrder {
+                    order,
+                    clustering: true,
+                    whole_partitions: false,
+                    what_if: Vec::new(),
+                    what_if_partition: None,
+                }))
+        }
         LayoutRequest::Order {
             kind,
             columns,
@@ -340,6 +355,7 @@ pub fn plan_order(
                 clustering: !clustering.is_empty(),
                 whole_partitions: *whole_partitions,
                 what_if: Vec::new(),
+                what_if_partition: None,
             }))
         }
     }
@@ -428,6 +444,12 @@ mod tests {
         );
         assert_eq!(
             plan_order(&LayoutRequest::Unclustered, &clustering, &[], &same(), &s).unwrap(),
+            None
+        );
+        // Clustered by a nested field it cannot order by: bin-packed, not refused.
+        let nested = cols(&["loc.city"]);
+        assert_eq!(
+            plan_order(&LayoutRequest::Auto, &nested, &[], &same(), &s).unwrap(),
             None
         );
         let other = LayoutRequest::Order {

@@ -295,7 +295,7 @@ pub fn prepare_table(
             })
             .max_by_key(|(n, _)| *n);
         let (outputs, partition) = largest.unwrap_or((1, PartitionValues(Vec::new())));
-        let now = depth_now(&table, &partition);
+        let now = depth_now(&table, &partition, &o.order.columns);
         o.what_if = what_if(&o.order, outputs, |c| now.get(c).copied());
         o.what_if_partition = (!partition.0.is_empty()).then_some(partition);
         o
@@ -334,20 +334,26 @@ pub fn prepare_table(
     })
 }
 
-/// Each column's mean overlap depth now in `partition` (the table's, unpartitioned), from the
-/// statistics of the snapshot the plan was made from (empty when they cannot be read, or the
-/// partition is not among the worst the measure keeps: the what-if then shows no "now").
-fn depth_now(table: &CompactionTable, partition: &PartitionValues) -> HashMap<String, f64> {
+/// The mean overlap depth now of each of `columns` (the order's; no other column is measured)
+/// in `partition` (the table's, unpartitioned), from the statistics of the snapshot the plan
+/// was made from (empty when they cannot be read, or the partition is not among the worst the
+/// measure keeps: the what-if then shows no "now").
+fn depth_now(
+    table: &CompactionTable,
+    partition: &PartitionValues,
+    columns: &[String],
+) -> HashMap<String, f64> {
     let Ok(state) = table.table.snapshot() else {
         return HashMap::new();
     };
     let Ok(batches) = state.add_actions_batches(true) else {
         return HashMap::new();
     };
-    let health = SkippingHealth::from_adds(
+    let health = SkippingHealth::of_columns(
         state.version(),
         &AddColumns::new(batches),
         table.clustering.clone(),
+        Some(columns),
     );
     if partition.0.is_empty() {
         return health

@@ -98,10 +98,22 @@ pub struct SkippingHealth {
 impl SkippingHealth {
     /// From the table's add actions at `version` and its clustering columns.
     pub fn from_adds(version: u64, adds: &AddColumns, clustering_columns: Vec<String>) -> Self {
+        Self::of_columns(version, adds, clustering_columns, None)
+    }
+
+    /// The same, measuring only the columns `only` names (None: every column with statistics):
+    /// a plan's what-if needs its order's columns, not the table's every one.
+    pub fn of_columns(
+        version: u64,
+        adds: &AddColumns,
+        clustering_columns: Vec<String>,
+        only: Option<&[String]>,
+    ) -> Self {
         let files = adds.files();
         let spans: Vec<columns::ColumnSpans> = adds
             .stat_columns()
             .iter()
+            .filter(|c| only.is_none_or(|o| o.contains(c)))
             .filter_map(|c| adds.spans(c))
             .collect();
         let mut cols: Vec<ColumnSkipping> = spans

@@ -9,6 +9,7 @@
 use serde::Serialize;
 
 use super::activity::LastWrite;
+use super::clustering::Verdict;
 use super::policy::Policy;
 use super::schedule::Gate;
 use crate::model::duration::{whole_units, whole_units_ms};
@@ -17,7 +18,11 @@ use crate::model::partition::PartitionValues;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
+    /// Due for a compaction of its small files.
     Due,
+    /// Due for a job that rewrites it whole in the order the janitor keeps: its files overlap
+    /// past the policy's `max_depth` (`clustering`).
+    Recluster,
     NotDue,
     Skipped,
     BackingOff,
@@ -31,6 +36,13 @@ pub enum DecisionKind {
 pub struct Decision {
     pub kind: DecisionKind,
     pub reason: String,
+}
+
+impl DecisionKind {
+    /// Due for a job of either kind.
+    pub fn is_due(self) -> bool {
+        matches!(self, DecisionKind::Due | DecisionKind::Recluster)
+    }
 }
 
 impl Decision {
@@ -54,6 +66,10 @@ pub struct Facts<'a> {
     pub known_for_ms: Option<i64>,
     /// Why the table's write times are not read at all (an Iceberg table's), else None.
     pub times_not_read: Option<&'static str>,
+    /// Past `max_depth` on the order the janitor keeps (None: within it, or not judged).
+    pub clustering: Option<&'a Verdict>,
+    /// Why depth could not be judged this cycle (its read failed).
+    pub depth_unread: Option<&'a str>,
 }
 
 /// Whether the policy's `partitions` predicate selects the partition.
@@ -80,8 +96,24 @@ fn known(f: &Facts) -> String {
     }
 }
 
-/// The rule alone: due or not due, and why.
+/// The rules alone: due for small files, else for re-clustering, else not due; and why.
 fn rule(p: &Policy, f: &Facts) -> Decision {
+    let d = small_files_rule(p, f);
+    if d.kind == DecisionKind::Due {
+        return d;
+    }
+    match (f.clustering, f.depth_unread) {
+        (Some(v), _) if v.due => Decision::new(DecisionKind::Recluster, v.reason()),
+        (Some(v), _) => Decision::new(d.kind, format!("{}; {}", d.reason, v.reason())),
+        (None, Some(why)) => {
+            Decision::new(d.kind, format!("{}; depth not judged: {why}", d.reason))
+        }
+        (None, None) => d,
+    }
+}
+
+/// The small-file rule: due or not due, and why.
+fn small_files_rule(p: &Policy, f: &Facts) -> Decision {
     let (n, min) = (f.small_files, p.min_small_files);
     if n >= min {
         return Decision::new(
@@ -159,7 +191,7 @@ pub fn decide(p: &Policy, f: &Facts, eligible: &Eligible, gate: &Gate, now_ms: i
         }
     }
     let d = rule(p, f);
-    if d.kind != DecisionKind::Due {
+    if !d.kind.is_due() {
         return d;
     }
     let why = d.reason.trim_start_matches("due: ").to_string();
@@ -226,6 +258,8 @@ mod tests {
             recent_small_files: None,
             known_for_ms: Some(3600 * S),
             times_not_read: None,
+            clustering: None,
+            depth_unread: None,
         }
     }
 
@@ -264,6 +298,63 @@ mod tests {
         assert_eq!(
             d(&g, &facts(&v, 101, LastWrite::Unknown)).kind,
             DecisionKind::Due
+        );
+    }
+
+    #[test]
+    fn a_partition_with_few_small_files_past_the_depth_bound_is_due_for_re_clustering() {
+        let p = policy(
+            "strategy = \"zorder\"\ncolumns = [\"sensor\", \"ts\"]\nmax_depth = 4\nquiet_period = \"60s\"",
+        );
+        let v = pv();
+        let verdict = |due| Verdict {
+            due,
+            column: "sensor".into(),
+            now: 12.0,
+            expected: if due { 3.0 } else { 10.0 },
+            max_depth: 4.0,
+            order: "z-order by sensor, ts".into(),
+        };
+        let (due, no_gain) = (verdict(true), verdict(false));
+        let mut f = facts(&v, 2, LastWrite::At(NOW - 3600 * S));
+        f.clustering = Some(&due);
+        let r = d(&p, &f);
+        assert_eq!(r.kind, DecisionKind::Recluster);
+        assert!(
+            r.reason
+                .starts_with("due for re-clustering: a lookup on sensor opens 12.0 files"),
+            "{}",
+            r.reason
+        );
+        // Small files first: their job is due, the depth waits for a later cycle.
+        let mut many = facts(&v, 212, LastWrite::At(NOW - 3600 * S));
+        many.clustering = Some(&due);
+        assert_eq!(d(&p, &many).kind, DecisionKind::Due);
+        // The time rules hold for re-clustering too.
+        let mut busy = facts(&v, 2, LastWrite::At(NOW - 4 * S));
+        busy.clustering = Some(&due);
+        let r = d(&p, &busy);
+        assert_eq!(r.kind, DecisionKind::Skipped);
+        assert!(
+            r.reason
+                .contains("quiet period 60 s; due for re-clustering"),
+            "{}",
+            r.reason
+        );
+        // No gain, or no read: not due, and the reason says why.
+        f.clustering = Some(&no_gain);
+        let r = d(&p, &f);
+        assert_eq!(r.kind, DecisionKind::NotDue);
+        assert!(r.reason.contains("expected to leave 10.0"), "{}", r.reason);
+        f.clustering = None;
+        f.depth_unread = Some("reading file statistics failed");
+        let r = d(&p, &f);
+        assert_eq!(r.kind, DecisionKind::NotDue);
+        assert!(
+            r.reason
+                .ends_with("; depth not judged: reading file statistics failed"),
+            "{}",
+            r.reason
         );
     }
 

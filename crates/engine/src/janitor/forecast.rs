@@ -170,6 +170,8 @@ pub fn forecast(
         recent_small_files: None,
         known_for_ms: None,
         times_not_read: None,
+        clustering: None,
+        depth_unread: None,
     };
     let d = decide(&rule_only, &facts, &Eligible::Yes, &Gate::Ready, now_ms);
     let due = match (d.kind, per_hour) {

@@ -135,6 +135,8 @@ pub enum Line {
         tables: u64,
         partitions: u64,
         due: u64,
+        /// Partitions due for re-clustering (`max_depth`).
+        recluster: u64,
         not_due: u64,
         skipped: u64,
         backing_off: u64,

@@ -35,6 +35,30 @@ pub(super) struct DuePartition {
     pub reason: String,
 }
 
+/// What a job is for: merging small files, or rewriting partitions whole in the order the
+/// janitor keeps (`max_depth`; its commits say so, and its bytes are counted apart).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum JobPurpose {
+    SmallFiles,
+    Recluster(super::clustering::KeptOrder),
+}
+
+impl JobPurpose {
+    pub fn decision(&self) -> DecisionKind {
+        match self {
+            JobPurpose::SmallFiles => DecisionKind::Due,
+            JobPurpose::Recluster(_) => DecisionKind::Recluster,
+        }
+    }
+
+    pub fn trigger(&self) -> Trigger {
+        match self {
+            JobPurpose::SmallFiles => Trigger::Janitor,
+            JobPurpose::Recluster(_) => Trigger::JanitorRecluster,
+        }
+    }
+}
+
 /// What a job runs, by the table's format.
 pub(super) enum Work {
     /// Delta: the engine's compaction job (validated against the log, proven, spaced).
@@ -48,6 +72,7 @@ pub(super) struct JobSpec {
     pub table: String,
     pub loc: Location,
     pub partitions: Vec<DuePartition>,
+    pub purpose: JobPurpose,
     /// What it saves readers and what it rewrites: its place in the queue (`queue`).
     pub benefit: super::queue::Benefit,
     /// Why its target is what it is, when the policy chose it by the table's size.
@@ -229,7 +254,7 @@ pub(super) async fn plan_job(spec: &JobSpec) -> Planned {
     job.exec.executor = spec.executor.clone();
     job.set_throttle(spec.throttle.clone());
     job.exec.commit_spacing = spec.spacer.clone();
-    job.exec.trigger = Trigger::Janitor;
+    job.exec.trigger = spec.purpose.trigger();
     Planned::Ready(Box::new(job))
 }
 
@@ -478,7 +503,7 @@ pub(super) fn results(d: &JobDone, rule: &str) -> Option<Vec<ResultLine>> {
                     table: d.spec.table.clone(),
                     partition: p.values.clone(),
                     rule: rule.into(),
-                    decision: DecisionKind::Due,
+                    decision: d.spec.purpose.decision(),
                     reason: p.reason.clone(),
                     outcome,
                     summary: text,

@@ -502,6 +502,22 @@ const TABLE_SERIES: &[TableSeries] = &[
         value: |m| m.rewrite.janitor_bytes.to_string(),
     },
     TableSeries {
+        name: "table_recluster_rewritten_bytes",
+        kind: "gauge",
+        help: "Bytes the janitor's re-clustering (max_depth) wrote over the recent log, counted apart from its small-file merges.",
+        value: |m| m.rewrite.recluster_bytes.to_string(),
+    },
+    TableSeries {
+        name: "table_recluster_amplification",
+        kind: "gauge",
+        help: "Bytes the janitor's re-clustering wrote per byte the writers wrote, over the recent log (NaN: no ingest).",
+        value: |m| {
+            m.rewrite
+                .recluster_amplification
+                .map_or("NaN".into(), |w| format!("{w:.4}"))
+        },
+    },
+    TableSeries {
         name: "table_ingested_bytes",
         kind: "gauge",
         help: "Bytes the writers wrote over the recent log.",
@@ -848,8 +864,10 @@ mod tests {
             crate::stats::log_health::Rewrite {
                 compaction_bytes: 300,
                 janitor_bytes: 300,
+                recluster_bytes: 600,
                 writer_bytes: 1200,
                 write_amplification: Some(0.25),
+                recluster_amplification: Some(0.5),
             },
         );
         m.cycle_ended(3_000);
@@ -866,6 +884,8 @@ mod tests {
             "lakehealth_table_rewritten_bytes{table=\"s3://b/t\\\"x\"} 300",
             "lakehealth_table_janitor_rewritten_bytes{table=\"s3://b/t\\\"x\"} 300",
             "lakehealth_table_ingested_bytes{table=\"s3://b/t\\\"x\"} 1200",
+            "lakehealth_table_recluster_rewritten_bytes{table=\"s3://b/t\\\"x\"} 600",
+            "lakehealth_table_recluster_amplification{table=\"s3://b/t\\\"x\"} 0.5000",
             "lakehealth_table_last_decision_timestamp_seconds{table=\"s3://b/t\\\"x\"} 2.000",
             "lakehealth_janitor_cycles_total 1",
             "lakehealth_janitor_up 1",

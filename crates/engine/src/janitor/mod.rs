@@ -7,7 +7,9 @@
 //! a JSON line (`history`).
 
 pub(crate) mod activity;
+pub mod clustering;
 pub mod decide;
+pub mod depth_read;
 pub mod fleet;
 mod followed;
 pub mod forecast;
@@ -34,9 +36,10 @@ use tokio_util::sync::CancellationToken;
 
 use self::activity::{Activity, Columns};
 use self::decide::DecisionKind;
+use self::depth_read::DepthState;
 use self::followed::Followed;
 use self::history::{DecisionLine, History, Line, Outcome, ts};
-use self::jobs::{DuePartition, JobDone, JobSpec, JobState, Work};
+use self::jobs::{DuePartition, JobDone, JobPurpose, JobSpec, JobState, Work};
 pub use self::jobs::{JobEnd, Planned};
 use self::metrics::Metrics;
 use self::policy::{CommitSpacing, Policy};
@@ -190,6 +193,8 @@ pub struct Janitor {
     sink: Box<dyn FnMut(&Line) + Send + Sync>,
     schedules: HashMap<String, TableSchedule>,
     activity: HashMap<String, Activity>,
+    /// Each table's overlap depth as last read (`max_depth`): partitions past the bound only.
+    depths: HashMap<String, depth_read::TableDepth>,
     locks: Arc<PartitionLocks>,
     cycle: u64,
     history_failed: bool,
@@ -271,6 +276,7 @@ impl Janitor {
             sink,
             schedules: HashMap::new(),
             activity: HashMap::new(),
+            depths: HashMap::new(),
             locks: Arc::new(PartitionLocks::default()),
             cycle: 0,
             history_failed: false,
@@ -1035,6 +1041,8 @@ impl Janitor {
         counts: &mut Counts,
     ) -> (Option<JobSpec>, Vec<DecisionLine>) {
         let activity = self.read_activity(t, now).await;
+        let depth = self.read_depth(t, now).await;
+        let (target_file_size, _) = self.target_for(t);
         let eligible_for = self.eligible_for(t, now);
         let gate = self
             .schedules
@@ -1076,6 +1084,10 @@ impl Janitor {
                     Some("an Iceberg table's write times per partition are not read yet")
                 }
             },
+            depth: &depth,
+            target_file_size: target_file_size
+                .or(t.report.table_target_file_size)
+                .unwrap_or(self.open.thresholds.target_file_size),
         };
         let round = round::decide_table(&self.policy, &read, now);
         drop(read);
@@ -1084,7 +1096,7 @@ impl Janitor {
         book.reason = fleet::idle_reason(&round.lines);
         book.error = None;
         self.activity.insert(t.id.clone(), activity);
-        let job = (!round.due.is_empty()).then(|| self.job_spec(t, round.due, now));
+        let job = (!round.due.is_empty()).then(|| self.job_spec(t, round.due, round.purpose, now));
         for d in &round.lines {
             counts.add(d.decision);
         }
@@ -1118,6 +1130,51 @@ impl Janitor {
         activity
     }
 
+    /// `t`'s overlap depth on the order the janitor keeps, read again when the last read no
+    /// longer serves (`TableDepth::serves`); only Delta tables with an order to keep.
+    async fn read_depth(&mut self, t: &Loaded, now: i64) -> DepthState {
+        let Some(recluster) = self.policy.recluster else {
+            return DepthState::NotJudged;
+        };
+        if !matches!(t.source, Source::Delta { .. }) {
+            return DepthState::NotJudged;
+        }
+        let Some(wanted) = depth_read::wanted(&self.policy, &t.report.log.features) else {
+            return DepthState::NotJudged;
+        };
+        if let Some(d) = self.depths.get(&t.id)
+            && d.serves(t.report.version, now, recluster.every)
+        {
+            return DepthState::Read(d.clone());
+        }
+        let read =
+            depth_read::read(&t.loc, &self.open.storage_options, wanted, recluster, now).await;
+        match read {
+            Ok(d) => {
+                self.depths.insert(t.id.clone(), d.clone());
+                DepthState::Read(d)
+            }
+            Err(e) => {
+                tracing::warn!("janitor: reading depth of {}: {e}", t.id);
+                self.depths.remove(&t.id);
+                DepthState::Failed(crate::secrets::scrub(&e.to_string()).into_owned())
+            }
+        }
+    }
+
+    /// The policy's target for `t`'s jobs (None: the table's own), and why when the policy
+    /// chose it by the table's size.
+    fn target_for(&self, t: &Loaded) -> (Option<u64>, Option<String>) {
+        let auto = (self.policy.target_file_size.is_none()
+            && t.report.table_target_file_size.is_none())
+        .then(|| policy::auto_target(t.report.stats.bytes));
+        let target = self
+            .policy
+            .target_file_size
+            .or(auto.as_ref().map(|(t, _)| *t));
+        (target, auto.map(|(_, why)| why))
+    }
+
     /// The policy's `partitions` predicate for `t`, its date macros expanded for `now`.
     fn eligible_for(
         &self,
@@ -1143,16 +1200,25 @@ impl Janitor {
     }
 
     /// The job over `t`'s due partitions, with this round's budget and the table's spacing.
-    fn job_spec(&mut self, t: &Loaded, due: Vec<DuePartition>, now: i64) -> JobSpec {
+    fn job_spec(
+        &mut self,
+        t: &Loaded,
+        due: Vec<DuePartition>,
+        purpose: JobPurpose,
+        now: i64,
+    ) -> JobSpec {
         let throttle = self.throttle_for(t, now);
         // The policy's target, else the table's own, else one by the table's size.
-        let auto = (self.policy.target_file_size.is_none()
-            && t.report.table_target_file_size.is_none())
-        .then(|| policy::auto_target(t.report.stats.bytes));
-        let target_file_size = self
-            .policy
-            .target_file_size
-            .or(auto.as_ref().map(|(t, _)| *t));
+        let (target_file_size, target_reason) = self.target_for(t);
+        let layout = match &purpose {
+            // A clustered table's small files are clustered as they are merged.
+            JobPurpose::SmallFiles => self.policy.layout.clone(),
+            JobPurpose::Recluster(order) => crate::compact::ordering::LayoutRequest::Order {
+                kind: order.kind,
+                columns: order.columns.clone(),
+                whole_partitions: true,
+            },
+        };
         let spacer = throttle.budget.commit_spacing_ms.map(|ms| {
             let last = self.last_commits.entry(t.id.clone()).or_default().clone();
             Arc::new(CommitSpacer::sharing(Duration::from_millis(ms), last))
@@ -1166,8 +1232,7 @@ impl Janitor {
                 max_bin_bytes: None,
                 strategy: self.policy.strategy,
                 deleted_rows: self.policy.deleted_rows,
-                // A clustered table's small files are clustered as they are merged.
-                layout: self.policy.layout.clone(),
+                layout,
                 sort_memory: None,
                 storage_options: self.open.storage_options.clone(),
             })),
@@ -1187,8 +1252,9 @@ impl Janitor {
             loc: t.loc.clone(),
             work,
             benefit: benefit_of(&t.report, &due),
-            target_reason: auto.map(|(_, why)| why),
+            target_reason,
             partitions: due,
+            purpose,
             rewrite: t.report.log.rewrite,
             thresholds: self.thresholds(),
             ratio: observed_ratio(&t.report.commits),
@@ -1266,6 +1332,7 @@ impl Janitor {
         let present: std::collections::HashSet<&str> =
             tables.iter().map(|t| t.id.as_str()).collect();
         self.activity.retain(|k, _| present.contains(k.as_str()));
+        self.depths.retain(|k, _| present.contains(k.as_str()));
         self.said.retain(|(t, _), _| present.contains(t.as_str()));
         self.queue.retain_tables(|t| present.contains(t));
         // Checkpoints and vacuums are Delta log maintenance.
@@ -1346,6 +1413,7 @@ impl Janitor {
             tables: stats.tables,
             partitions: stats.partitions,
             due: counts.get(DecisionKind::Due),
+            recluster: counts.get(DecisionKind::Recluster),
             not_due: counts.get(DecisionKind::NotDue),
             skipped: counts.get(DecisionKind::Skipped),
             backing_off: counts.get(DecisionKind::BackingOff),

@@ -178,10 +178,29 @@ pub struct Policy {
     /// The order a job writes rows in (`strategy`, `columns`): a clustered table's clustering
     /// by default; sorted or z-ordered bins of small files; or rows as read.
     pub layout: LayoutRequest,
+    /// Re-clustering (`max_depth`, `depth_every`): a partition whose files overlap past the
+    /// bound on the order's columns is due for a job that rewrites it whole in that order.
+    /// None: the janitor never reads depth.
+    pub recluster: Option<Recluster>,
     /// The catalog Iceberg tables are compacted through (`iceberg_catalog`, or `watch
     /// --catalog`); None: Iceberg tables are decided but not compacted, and say why.
     pub iceberg_catalog: Option<String>,
 }
+
+/// When a partition is due for re-clustering (`janitor::clustering`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recluster {
+    /// A partition is due when a column of the order overlaps deeper than this: a point
+    /// lookup on it opens more files than this on average (Snowflake's average depth).
+    pub max_depth: f64,
+    /// A table's file statistics are read for depth at most this often (and only after a
+    /// commit): reading them costs a log replay with statistics.
+    pub every: Duration,
+}
+
+/// How often depth is read by default: a table's statistics cost a replay, and clustering
+/// decays over hours of writes, not seconds.
+pub const DEFAULT_DEPTH_EVERY: Duration = Duration::from_secs(600);
 
 /// Spacing of a table's compaction commits while a writer is active (`compact::spacing`):
 /// each one makes the writer's next commit retry, and each wait lets small files pile up.
@@ -259,6 +278,8 @@ struct PolicyFile {
     tier_fanout: Option<Spanned<u64>>,
     strategy: Option<Spanned<String>>,
     columns: Option<Spanned<Vec<String>>>,
+    max_depth: Option<Spanned<f64>>,
+    depth_every: Option<Spanned<Seconds>>,
     max_deleted_ratio: Option<Spanned<f64>>,
     ray_address: Option<Spanned<String>>,
     worker_binary: Option<String>,
@@ -356,6 +377,14 @@ pub enum SettingProblem {
     ColumnsUnused,
     #[error("must be from 0 to 1 (the share of a file's rows deleted, e.g. 0.05)")]
     DeletedRatio,
+    #[error("must be a number of files of at least 1 (e.g. 4: a lookup opens 4 files)")]
+    MaxDepth,
+    #[error(
+        "needs an order to keep: strategy \"sort\" or \"zorder\" with columns, or \"auto\" (clustered tables), not \"binpack\""
+    )]
+    MaxDepthUnordered,
+    #[error("is set without max_depth, which it paces")]
+    DepthEveryUnused,
 }
 
 /// A `partitions` date macro that cannot be expanded.
@@ -458,6 +487,7 @@ impl Policy {
             commit_spacing,
             strategy: strategy(&f, min_small_files, at)?,
             layout: layout(&f, at)?,
+            recluster: recluster(&f, at)?,
             source: source.to_string(),
             preset,
             min_small_files,
@@ -555,6 +585,13 @@ impl Policy {
                 columns.join(", ")
             )),
         }
+        if let Some(r) = self.recluster {
+            s.push_str(&format!(
+                "; a partition whose order's columns overlap deeper than {} files is re-clustered whole (depth read at most every {})",
+                r.max_depth,
+                whole_units(r.every)
+            ));
+        }
         if let Some(p) = &self.partitions {
             s.push_str(&format!("; partitions {}", p.text));
         }
@@ -644,6 +681,8 @@ impl Policy {
                 LayoutRequest::Order { columns, .. } => columns.clone(),
                 _ => Vec::new(),
             },
+            "max_depth": self.recluster.map(|r| r.max_depth),
+            "depth_every_s": self.recluster.map(|r| r.every.as_secs_f64()),
         })
     }
 }
@@ -902,6 +941,34 @@ fn layout(f: &PolicyFile, at: At) -> Result<LayoutRequest, PolicySettingError> {
     }
 }
 
+/// `max_depth` and `depth_every`: when a partition is due for re-clustering.
+fn recluster(f: &PolicyFile, at: At) -> Result<Option<Recluster>, PolicySettingError> {
+    let Some(m) = &f.max_depth else {
+        return match &f.depth_every {
+            Some(e) => Err(at.err(e.span(), "depth_every", SettingProblem::DepthEveryUnused)),
+            None => Ok(None),
+        };
+    };
+    let max_depth = *m.get_ref();
+    if !max_depth.is_finite() || max_depth < 1.0 {
+        return Err(at.err(m.span(), "max_depth", SettingProblem::MaxDepth));
+    }
+    if f.strategy
+        .as_ref()
+        .is_some_and(|s| s.get_ref().trim() == "binpack")
+    {
+        return Err(at.err(m.span(), "max_depth", SettingProblem::MaxDepthUnordered));
+    }
+    let every = match &f.depth_every {
+        Some(e) if e.get_ref().0.is_zero() => {
+            return Err(at.err(e.span(), "depth_every", SettingProblem::Zero));
+        }
+        Some(e) => e.get_ref().0,
+        None => DEFAULT_DEPTH_EVERY,
+    };
+    Ok(Some(Recluster { max_depth, every }))
+}
+
 /// Tiers of `tier_fanout` files (0: merge every small file each time).
 fn strategy(f: &PolicyFile, min_small_files: u64, at: At) -> Result<Strategy, PolicySettingError> {
     match &f.tier_fanout {
@@ -1052,6 +1119,46 @@ mod tests {
 
     fn date(s: &str) -> NaiveDate {
         NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn max_depth_turns_re_clustering_on_and_a_bound_it_cannot_keep_is_named_with_its_line() {
+        assert_eq!(parse("").unwrap().recluster, None);
+        let r = parse("strategy = \"zorder\"\ncolumns = [\"sensor\"]\nmax_depth = 4")
+            .unwrap()
+            .recluster
+            .unwrap();
+        assert_eq!((r.max_depth, r.every), (4.0, DEFAULT_DEPTH_EVERY));
+        let p = parse("max_depth = 2.5\ndepth_every = \"1m\"").unwrap();
+        assert_eq!(
+            p.recluster,
+            Some(Recluster {
+                max_depth: 2.5,
+                every: Duration::from_secs(60)
+            })
+        );
+        assert!(p.summary().contains("overlap deeper than 2.5 files"));
+        assert_eq!(p.to_json()["max_depth"], 2.5);
+        let e = parse("max_depth = 0.5").unwrap_err();
+        assert!(
+            e.contains("line 1: max_depth must be a number of files of at least 1"),
+            "{e}"
+        );
+        let e = parse("strategy = \"binpack\"\nmax_depth = 4").unwrap_err();
+        assert!(
+            e.contains("line 2: max_depth needs an order to keep"),
+            "{e}"
+        );
+        let e = parse("depth_every = \"1m\"").unwrap_err();
+        assert!(
+            e.contains("line 1: depth_every is set without max_depth"),
+            "{e}"
+        );
+        let e = parse("max_depth = 4\ndepth_every = 0").unwrap_err();
+        assert!(
+            e.contains("line 2: depth_every must be greater than 0"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -4,9 +4,11 @@
 //! so `watch`, the TUI (through `Janitor::decide_only`) and the tests see the same decisions.
 
 use super::activity::Activity;
+use super::clustering::{Verdict, judge, outputs};
 use super::decide::{Decision, DecisionKind, Eligible, Facts, decide};
+use super::depth_read::DepthState;
 use super::history::{DecisionLine, ts};
-use super::jobs::DuePartition;
+use super::jobs::{DuePartition, JobPurpose};
 use super::policy::{PartitionsError, Policy};
 use super::schedule::Gate;
 use crate::compact::selection::Predicate;
@@ -39,6 +41,10 @@ pub(super) struct TableRead<'a> {
     pub age_since: Option<i64>,
     /// Why the table's write times are not read (an Iceberg table's), else None.
     pub times_not_read: Option<&'static str>,
+    /// The partitions' overlap on the order the janitor keeps (`max_depth`).
+    pub depth: &'a DepthState,
+    /// The size the table's jobs write files at (how many files a rewrite would write).
+    pub target_file_size: u64,
 }
 
 /// One table's round: a decision line per partition, and the due partitions its next job takes
@@ -47,20 +53,38 @@ pub(super) struct TableRead<'a> {
 pub(super) struct Round {
     pub lines: Vec<DecisionLine>,
     pub due: Vec<DuePartition>,
+    pub purpose: JobPurpose,
 }
 
+/// A table's next job is of one kind: its small files first; re-clustering when none is due
+/// for small files (the partitions due for it then wait a round, and say so).
 pub(super) fn decide_table(policy: &Policy, r: &TableRead, now: i64) -> Round {
+    let decided: Vec<(&PartitionSizes, Decision)> = r
+        .partitions
+        .iter()
+        .map(|p| (p, decide_partition(policy, r, p, now)))
+        .collect();
+    let small_first = decided.iter().any(|(_, d)| d.kind == DecisionKind::Due);
+    let (taken, purpose) = match r.depth {
+        DepthState::Read(t) if !small_first => (
+            DecisionKind::Recluster,
+            JobPurpose::Recluster(t.order.clone()),
+        ),
+        _ => (DecisionKind::Due, JobPurpose::SmallFiles),
+    };
     let mut out = Round {
         lines: Vec::new(),
         due: Vec::new(),
+        purpose,
     };
-    for p in &r.partitions {
-        let Decision { kind, reason } = decide_partition(policy, r, p, now);
-        if kind == DecisionKind::Due && r.busy.is_none() {
+    for (p, Decision { kind, mut reason }) in decided {
+        if kind == taken && r.busy.is_none() {
             out.due.push(DuePartition {
                 values: p.values.clone(),
                 reason: reason.clone(),
             });
+        } else if kind == DecisionKind::Recluster && r.busy.is_none() {
+            reason.push_str("; queued: the table's small-file job goes first");
         }
         out.lines.push(DecisionLine {
             ts: ts(now),
@@ -91,6 +115,17 @@ fn decide_partition(policy: &Policy, r: &TableRead, p: &PartitionSizes, now: i64
         Some(Err(e)) => Eligible::Invalid(e.to_string()),
     };
     let a = r.activity;
+    let verdict: Option<Verdict> = match r.depth {
+        DepthState::Read(t) => t.over.get(p.values).and_then(|depths| {
+            judge(
+                &t.order,
+                policy.recluster.map_or(f64::INFINITY, |c| c.max_depth),
+                depths,
+                outputs(p.bytes, r.target_file_size),
+            )
+        }),
+        _ => None,
+    };
     let facts = Facts {
         values: p.values,
         files: p.files,
@@ -101,10 +136,15 @@ fn decide_partition(policy: &Policy, r: &TableRead, p: &PartitionSizes, now: i64
             .and_then(|since| a.recent_small_files(p.values, policy.small_file_size, since)),
         known_for_ms: a.known_for_ms(now),
         times_not_read: r.times_not_read,
+        clustering: verdict.as_ref(),
+        depth_unread: match r.depth {
+            DepthState::Failed(why) => Some(why),
+            _ => None,
+        },
     };
     let d = decide(policy, &facts, &eligible, r.gate, now);
     match (&r.busy, d.kind) {
-        (Some(_), DecisionKind::Due) => Decision {
+        (Some(_), DecisionKind::Due | DecisionKind::Recluster) => Decision {
             reason: format!(
                 "{}; queued: the table's running job ends first (one job per table at a time)",
                 d.reason
@@ -148,6 +188,8 @@ mod tests {
             busy,
             age_since: None,
             times_not_read: None,
+            depth: &DepthState::NotJudged,
+            target_file_size: 128 << 20,
         };
         let r = decide_table(&policy, &read(None), 0);
         let kinds: Vec<_> = r.lines.iter().map(|l| l.decision).collect();
@@ -190,5 +232,83 @@ mod tests {
         );
         assert!(r.due.is_empty());
         assert_eq!(r.lines[0].decision, DecisionKind::BackingOff);
+    }
+
+    #[test]
+    fn a_deep_partition_is_re_clustered_whole_once_no_small_file_job_is_due_and_waits_otherwise() {
+        use crate::compact::ordering::OrderKind;
+        use crate::janitor::clustering::{ColumnDepth, KeptOrder};
+        use crate::janitor::depth_read::TableDepth;
+        let policy = Policy::parse(
+            "strategy = \"zorder\"\ncolumns = [\"sensor\", \"ts\"]\nmax_depth = 4",
+            "p.toml",
+            Thresholds {
+                target_file_size: 100,
+                small_file_size: 10,
+                max_file_size: 1000,
+            },
+        )
+        .unwrap();
+        let (a, b) = (pv("a"), pv("b"));
+        let order = KeptOrder {
+            kind: OrderKind::ZOrder,
+            columns: vec!["sensor".into(), "ts".into()],
+            clustered: false,
+        };
+        let deep = vec![ColumnDepth {
+            column: "sensor".into(),
+            mean: 16.0,
+        }];
+        let depth = DepthState::Read(TableDepth {
+            version: 1,
+            read_ms: 0,
+            order: order.clone(),
+            over: [(a.clone(), deep)].into(),
+            partitions: 2,
+        });
+        let activity = Activity::default();
+        let read = |small_b| TableRead {
+            table: "t",
+            // 16 files of 100 bytes: rewritten into 16, z-ordered depth about 4.
+            partitions: vec![
+                PartitionSizes {
+                    values: &a,
+                    files: 16,
+                    small_files: 0,
+                    bytes: 1600,
+                },
+                PartitionSizes {
+                    values: &b,
+                    files: 60,
+                    small_files: small_b,
+                    bytes: 600,
+                },
+            ],
+            activity: &activity,
+            eligible_for: None,
+            gate: &Gate::Ready,
+            busy: None,
+            age_since: None,
+            times_not_read: None,
+            depth: &depth,
+            target_file_size: 100,
+        };
+        let r = decide_table(&policy, &read(0), 0);
+        assert_eq!(r.lines[0].decision, DecisionKind::Recluster);
+        assert_eq!(r.lines[1].decision, DecisionKind::NotDue);
+        assert_eq!(r.purpose, JobPurpose::Recluster(order));
+        assert_eq!(r.due.iter().map(|d| &d.values).collect::<Vec<_>>(), [&a]);
+        // b's small files are due: their job goes first, a waits and says so.
+        let r = decide_table(&policy, &read(60), 0);
+        assert_eq!(r.purpose, JobPurpose::SmallFiles);
+        assert_eq!(r.due.iter().map(|d| &d.values).collect::<Vec<_>>(), [&b]);
+        assert_eq!(r.lines[0].decision, DecisionKind::Recluster);
+        assert!(
+            r.lines[0]
+                .reason
+                .ends_with("queued: the table's small-file job goes first"),
+            "{}",
+            r.lines[0].reason
+        );
     }
 }

@@ -12,6 +12,10 @@ pub enum Trigger {
     Manual,
     /// The janitor decided it (`watch`, the TUI's janitor).
     Janitor,
+    /// The janitor decided it to re-cluster partitions whose files overlap past its policy's
+    /// `max_depth`: write amplification counts its bytes apart from the small-file merges'.
+    #[serde(rename = "janitor-recluster")]
+    JanitorRecluster,
 }
 
 impl Trigger {
@@ -22,6 +26,7 @@ impl Trigger {
         match self {
             Trigger::Manual => "manual",
             Trigger::Janitor => "janitor",
+            Trigger::JanitorRecluster => "janitor-recluster",
         }
     }
 
@@ -30,6 +35,7 @@ impl Trigger {
         match s {
             "manual" => Some(Trigger::Manual),
             "janitor" => Some(Trigger::Janitor),
+            "janitor-recluster" => Some(Trigger::JanitorRecluster),
             _ => None,
         }
     }
@@ -41,7 +47,7 @@ mod tests {
 
     #[test]
     fn every_trigger_reads_back_from_its_name_and_nothing_else_does() {
-        for t in [Trigger::Manual, Trigger::Janitor] {
+        for t in [Trigger::Manual, Trigger::Janitor, Trigger::JanitorRecluster] {
             assert_eq!(Trigger::parse(t.name()), Some(t));
         }
         assert_eq!(Trigger::parse("Janitor"), None);

@@ -38,41 +38,54 @@ pub struct LogHealth {
 pub struct Rewrite {
     /// Every commit without a data change, whoever made it.
     pub compaction_bytes: u64,
-    /// Of those, lakehealth's janitor's (`lakehealth.trigger` = janitor).
+    /// Of those, lakehealth's janitor's small-file merges (`lakehealth.trigger` = janitor).
     pub janitor_bytes: u64,
+    /// Of those, the janitor's re-clustering of whole partitions (`janitor-recluster`),
+    /// counted apart: the price of keeping the layout, not of the small files.
+    pub recluster_bytes: u64,
     pub writer_bytes: u64,
     /// The janitor's rewrites of what was streamed in: `janitor_bytes / writer_bytes`. Jobs
     /// run by hand and other engines' compactions are left out (`other_bytes`). None when the
     /// writers wrote nothing in the window.
     pub write_amplification: Option<f64>,
+    /// The janitor's re-clustering per byte streamed in: `recluster_bytes / writer_bytes`.
+    pub recluster_amplification: Option<f64>,
 }
 
 impl Rewrite {
     /// From commit summaries: a commit that changes no data (OPTIMIZE, ZORDER, a janitor's)
     /// rewrites; any other adds ingested bytes.
     pub fn of(commits: &[crate::delta::log::state::CommitSummary]) -> Self {
-        let (mut compaction, mut janitor, mut writers) = (0u64, 0u64, 0u64);
+        let (mut compaction, mut janitor, mut recluster, mut writers) = (0u64, 0u64, 0u64, 0u64);
         for c in commits {
             if c.data_change {
                 writers = writers.saturating_add(c.bytes_added);
             } else {
                 compaction = compaction.saturating_add(c.bytes_added);
-                if c.trigger == Some(Trigger::Janitor) {
-                    janitor = janitor.saturating_add(c.bytes_added);
+                match c.trigger {
+                    Some(Trigger::Janitor) => janitor = janitor.saturating_add(c.bytes_added),
+                    Some(Trigger::JanitorRecluster) => {
+                        recluster = recluster.saturating_add(c.bytes_added)
+                    }
+                    Some(Trigger::Manual) | None => {}
                 }
             }
         }
         Self {
             compaction_bytes: compaction,
             janitor_bytes: janitor,
+            recluster_bytes: recluster,
             writer_bytes: writers,
             write_amplification: (writers > 0).then(|| janitor as f64 / writers as f64),
+            recluster_amplification: (writers > 0).then(|| recluster as f64 / writers as f64),
         }
     }
 
     /// Bytes rewritten by compactions other than the janitor's (by hand, other engines).
     pub fn other_bytes(&self) -> u64 {
-        self.compaction_bytes.saturating_sub(self.janitor_bytes)
+        self.compaction_bytes
+            .saturating_sub(self.janitor_bytes)
+            .saturating_sub(self.recluster_bytes)
     }
 }
 
@@ -169,6 +182,17 @@ mod tests {
         );
         assert_eq!(r.write_amplification, Some(1.5), "manual jobs left out");
         assert_eq!(r.other_bytes(), 950);
+        let r = Rewrite::of(&[
+            c(true, 100, None),
+            c(false, 50, janitor),
+            c(false, 400, Some(Trigger::JanitorRecluster)),
+        ]);
+        assert_eq!(
+            (r.write_amplification, r.recluster_amplification),
+            (Some(0.5), Some(4.0)),
+            "re-clustering counted apart from the small-file merges"
+        );
+        assert_eq!(r.other_bytes(), 0);
         assert_eq!(
             Rewrite::of(&[c(false, 5, janitor)]).write_amplification,
             None

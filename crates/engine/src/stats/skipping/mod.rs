@@ -188,18 +188,40 @@ fn findings(cols: &[ColumnSkipping], clustering: &[String]) -> Vec<SkippingFindi
         .collect()
 }
 
+/// Every partition's depth for `columns` alone, in their order (those without statistics
+/// left out), the worst first: what the janitor's re-clustering judges (a report keeps only
+/// the worst `PARTITIONS_SHOWN`). An unpartitioned table is one partition without values.
+pub fn partition_depths(adds: &AddColumns, columns: &[String]) -> Vec<PartitionSkipping> {
+    let spans: Vec<columns::ColumnSpans> = columns.iter().filter_map(|c| adds.spans(c)).collect();
+    let order: Vec<usize> = (0..spans.len()).collect();
+    let keys = adds
+        .partitions()
+        .unwrap_or_else(|| vec![PartitionValues(Vec::new()); adds.files()]);
+    every_partition(&keys, &order, &spans)
+}
+
 /// Each partition's depth per column (`order`: indices into `spans`, the report's column
-/// order); the worst partitions first.
+/// order); the worst partitions first, at most `PARTITIONS_SHOWN`, and how many there are.
 fn per_partition(
     keys: &[PartitionValues],
     order: &[usize],
     spans: &[columns::ColumnSpans],
 ) -> (Vec<PartitionSkipping>, usize) {
+    let mut out = every_partition(keys, order, spans);
+    let total = out.len();
+    out.truncate(PARTITIONS_SHOWN);
+    (out, total)
+}
+
+fn every_partition(
+    keys: &[PartitionValues],
+    order: &[usize],
+    spans: &[columns::ColumnSpans],
+) -> Vec<PartitionSkipping> {
     let mut groups: BTreeMap<&PartitionValues, Vec<usize>> = BTreeMap::new();
     for (i, k) in keys.iter().enumerate() {
         groups.entry(k).or_default().push(i);
     }
-    let total = groups.len();
     let mut out: Vec<PartitionSkipping> = groups
         .into_iter()
         .map(|(k, files)| PartitionSkipping {
@@ -226,8 +248,7 @@ fn per_partition(
             .total_cmp(&deepest(a))
             .then(a.partition.cmp(&b.partition))
     });
-    out.truncate(PARTITIONS_SHOWN);
-    (out, total)
+    out
 }
 
 #[cfg(test)]
@@ -283,6 +304,33 @@ mod tests {
             assert_eq!(p.files, 3);
             assert_eq!((p.columns[0].worst_depth, p.columns[1].worst_depth), (3, 1));
         }
+    }
+
+    #[test]
+    fn partition_depths_measure_only_the_named_columns_in_every_partition() {
+        let k = vec![(0, 100); 6];
+        let v: Vec<(i64, i64)> = (0..6).map(|i| (i * 10, i * 10 + 9)).collect();
+        let parts: Vec<String> = (0..6).map(|i| format!("p{i}")).collect();
+        let names: Vec<&str> = parts.iter().map(String::as_str).collect();
+        // Six partitions of one file each: none is cut, whatever PARTITIONS_SHOWN is.
+        let all = partition_depths(&adds(&k, &v, &names), &["v".to_string()]);
+        assert_eq!(all.len(), 6);
+        assert!(
+            all.iter()
+                .all(|p| p.columns.len() == 1 && p.columns[0].column == "v")
+        );
+        let one = partition_depths(
+            &adds(&k, &v, &["a"; 6]),
+            &["k".to_string(), "missing".to_string()],
+        );
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].files, 6);
+        assert_eq!(
+            one[0].columns.len(),
+            1,
+            "a column without statistics is left out"
+        );
+        assert_eq!(one[0].columns[0].mean_depth, 6.0);
     }
 
     #[test]

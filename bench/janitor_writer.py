@@ -5,7 +5,10 @@ benchmark can read the writer's cadence and latency beside the janitor.
 With --mixed the table is partitioned by `day` instead: each commit holds 50-500 rows (seeded)
 for today, and every 10th commit also 50-500 late rows for one of the six days before (a
 streaming table's usual shape: a hot partition and stragglers).
-Usage: janitor_writer.py URI INTERVAL_S SECONDS [--rows 20] [--partitions 2] [--mixed] [--create]"""
+With --sensor each row also has `sensor`, random in 0..499 (seeded): every file spans nearly
+the whole range, what re-clustering (bench/recluster.sh) orders.
+Usage: janitor_writer.py URI INTERVAL_S SECONDS [--rows 20] [--partitions 2] [--mixed] [--sensor]
+       [--create]"""
 import argparse
 import datetime
 import json
@@ -22,6 +25,7 @@ a.add_argument("seconds", type=float)
 a.add_argument("--rows", type=int, default=20)
 a.add_argument("--partitions", type=int, default=2)
 a.add_argument("--mixed", action="store_true")
+a.add_argument("--sensor", action="store_true")
 a.add_argument("--create", action="store_true")
 o = a.parse_args()
 
@@ -53,11 +57,14 @@ def batch():
     n = o.rows * o.partitions
     ids = list(range(next_id, next_id + n))
     next_id += n
-    return pa.table({
+    cols = {
         "id": pa.array(ids, pa.int64()),
         "value": pa.array([i * 0.5 for i in ids], pa.float64()),
         "part": pa.array([f"p{i % o.partitions}" for i in range(n)], pa.string()),
-    })
+    }
+    if o.sensor:
+        cols["sensor"] = pa.array([rng.randrange(500) for _ in range(n)], pa.int64())
+    return pa.table(cols)
 
 
 partition_by = ["day"] if o.mixed else ["part"]

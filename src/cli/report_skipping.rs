@@ -1,26 +1,27 @@
-//! `report --skipping`: each Delta table opened gets its skipping health (a clustering column
-//! past its bound becomes one of its findings), and the text section: each column's overlap
-//! depth (how many files a lookup of one value opens), clustering columns first and marked,
-//! then the worst partitions.
+//! `report --skipping`: each Delta or Iceberg table opened gets its skipping health (a
+//! clustering or sort-order column past its bound becomes one of its findings), and the text
+//! section: each column's overlap depth (how many files a lookup of one value opens), declared
+//! columns first and marked, then the worst partitions.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 
 use futures::StreamExt;
 
-use crate::engine::delta::skipping::skipping_health;
+use crate::engine::formats::skipping_health;
 use crate::engine::location::Location;
 use crate::engine::model::format::TableFormat;
 use crate::engine::open::Opened;
+use crate::engine::options::OpenOptions;
 use crate::engine::stats::findings::skipping_findings;
 use crate::engine::stats::skipping::SkippingHealth;
 use crate::engine::stats::skipping::depth::Depth;
 use crate::engine::stats::table_report::TableReport;
 
-/// Measures one table; a failure is a warning of its report, not the command's end.
-async fn attach(t: &mut TableReport, storage_options: &HashMap<String, String>) {
+/// Measures one table (a Delta table's statistics from its log, an Iceberg table's from its
+/// manifests' bounds); a failure is a warning of its report, not the command's end.
+async fn attach(t: &mut TableReport, open: &OpenOptions) {
     let measured = match Location::parse(&t.uri) {
-        Ok(loc) => skipping_health(&loc, storage_options).await,
+        Ok(loc) => skipping_health(&loc, t.format, open).await,
         Err(e) => Err(e),
     };
     match measured {
@@ -34,15 +35,20 @@ async fn attach(t: &mut TableReport, storage_options: &HashMap<String, String>) 
     }
 }
 
-/// `attach` for every Delta table opened (4 at a time under a root).
-pub async fn attach_skipping_to(opened: &mut Opened, storage_options: &HashMap<String, String>) {
+/// `attach` for every Delta and Iceberg table opened (4 at a time under a root).
+pub async fn attach_skipping_to(opened: &mut Opened, open: &OpenOptions) {
     let tables: Vec<&mut TableReport> = match opened {
         Opened::Table(t) => vec![t.as_mut()],
         Opened::Root(r) => r.tables.iter_mut().collect(),
     };
     futures::stream::iter(tables)
-        .filter(|t| std::future::ready(t.format == TableFormat::Delta))
-        .for_each_concurrent(4, |t| attach(t, storage_options))
+        .filter(|t| {
+            std::future::ready(matches!(
+                t.format,
+                TableFormat::Delta | TableFormat::Iceberg
+            ))
+        })
+        .for_each_concurrent(4, |t| attach(t, open))
         .await;
 }
 
@@ -54,8 +60,10 @@ const PARTITIONS_SHOWN: usize = 5;
 pub fn skipping_text(h: &SkippingHealth, o: &mut String) {
     let _ = writeln!(
         o,
-        "skipping (version {}, {} files; from the log's min/max statistics, no data read):",
-        h.version, h.files
+        "skipping (version {}, {} files; from {}, no data read):",
+        h.version,
+        h.files,
+        h.source.describe()
     );
     if h.columns.is_empty() {
         let _ = writeln!(o, "  no column has min/max statistics");
@@ -103,7 +111,8 @@ pub fn skipping_text(h: &SkippingHealth, o: &mut String) {
     if !h.clustering_columns.is_empty() {
         let _ = writeln!(
             o,
-            "  * clustering column ({})",
+            "  * {} ({})",
+            h.source.declared(),
             h.clustering_columns.join(", ")
         );
     }

@@ -93,7 +93,16 @@ pub fn table_text(t: &TableReport) -> String {
     let _ = writeln!(o, "{}  ({}, {})", t.name, t.uri, t.format.label());
     sizes_text(t, &mut o);
     match (t.format, &t.iceberg) {
-        (_, Some(i)) => iceberg_text(t, i, &mut o),
+        (_, Some(i)) => {
+            iceberg_text(t, i, &mut o);
+            // `--skipping`'s (a sort-order column past its bound); Iceberg has no other.
+            if !t.findings.is_empty() {
+                findings_text(t, &mut o);
+            }
+            if let Some(h) = &t.skipping {
+                super::report_skipping::skipping_text(h, &mut o);
+            }
+        }
         (TableFormat::ParquetFolder, _) => {}
         (TableFormat::SparkFileSink, _) => sink_text(t, &mut o),
         _ => {
@@ -194,9 +203,18 @@ fn log_text(t: &TableReport, o: &mut String) {
             ),
             None => format!("the janitor wrote {}", format_bytes(r.janitor_bytes)),
         };
+        // Re-clustering keeps the layout, not the file count: its price is said apart.
+        let recluster = match (r.recluster_bytes, r.recluster_amplification) {
+            (0, _) => String::new(),
+            (b, Some(x)) => format!(
+                "; re-clustering (max_depth) wrote {} ({x:.2}x)",
+                format_bytes(b)
+            ),
+            (b, None) => format!("; re-clustering (max_depth) wrote {}", format_bytes(b)),
+        };
         let _ = writeln!(
             o,
-            "rewrites (last {} commits): {janitor}; other compactions (by hand, other engines) {}",
+            "rewrites (last {} commits): {janitor}{recluster}; other compactions (by hand, other engines) {}",
             l.window_commits,
             format_bytes(r.other_bytes()),
         );

@@ -265,7 +265,7 @@ async fn report(a: ReportArgs, s: &Settings) -> Result<()> {
         attach_orphans_to(&mut opened, &s.open.storage_options).await;
     }
     if a.skipping {
-        attach_skipping_to(&mut opened, &s.open.storage_options).await;
+        attach_skipping_to(&mut opened, &s.open).await;
     }
     match (&opened, a.json) {
         (Opened::Table(t), true) => crate::outln!("{}", scrub(&serde_json::to_string_pretty(t)?)),

@@ -235,6 +235,7 @@ pub enum Effect {
     MeasureSkipping {
         id: u64,
         uri: String,
+        format: crate::engine::model::format::TableFormat,
     },
     /// Make a vacuum dry run; it comes back as `Action::VacuumPlanReady`.
     PlanVacuum {

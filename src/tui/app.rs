@@ -358,10 +358,10 @@ impl App {
             Command::Fleet => self.root.is_some(),
             Command::Why => self.janitor.is_on() || !self.janitor.why.is_empty(),
             Command::Convert => self.table.as_ref().is_some_and(|t| t.format.can_convert()),
-            Command::Skipping => self
-                .table
-                .as_ref()
-                .is_some_and(|t| t.format == crate::engine::model::format::TableFormat::Delta),
+            Command::Skipping => self.table.as_ref().is_some_and(|t| {
+                use crate::engine::model::format::TableFormat;
+                matches!(t.format, TableFormat::Delta | TableFormat::Iceberg)
+            }),
             _ => true,
         }
     }
@@ -1223,15 +1223,16 @@ impl App {
         vec![Effect::PlanVacuum { id, uri }]
     }
 
-    /// Opens the skipping panel and measures the open Delta table (other formats: a notice).
+    /// Opens the skipping panel and measures the open Delta or Iceberg table (other formats:
+    /// a notice).
     fn measure_skipping(&mut self) -> Vec<Effect> {
         if !self.can(Command::Skipping) {
             self.notice = Some(
-                "skipping health reads Delta statistics: this table is not a Delta table".into(),
+                "skipping health reads a Delta log's statistics or an Iceberg table's manifest bounds: this table has neither".into(),
             );
             return vec![];
         }
-        let Some(uri) = self.table.as_ref().map(|t| t.uri.clone()) else {
+        let Some((uri, format)) = self.table.as_ref().map(|t| (t.uri.clone(), t.format)) else {
             return vec![];
         };
         let id = self.next_id();
@@ -1239,9 +1240,9 @@ impl App {
         self.modals.open(Modal::Skipping(SkippingDialog::new(
             id,
             uri.clone(),
-            partition,
+            crate::tui::preview::SkippingRequest { format, partition },
         )));
-        vec![Effect::MeasureSkipping { id, uri }]
+        vec![Effect::MeasureSkipping { id, uri, format }]
     }
 
     fn vacuum_plan_ready(

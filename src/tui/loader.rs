@@ -73,7 +73,7 @@ impl Loader {
         locks: Arc<PartitionLocks>,
     ) -> Self {
         Self {
-            maintenance: MaintenanceTasks::new(opts.storage_options.clone(), tx.clone()),
+            maintenance: MaintenanceTasks::new(opts.clone(), tx.clone()),
             tx,
             tasks: Tasks::default(),
             prepared: Parked::default(),
@@ -118,7 +118,9 @@ impl Loader {
             } => self.watch(id, uri, name, poll),
             Effect::StopWatch { id } => self.tasks.cancel(id, TaskKind::Watch),
             Effect::PlanVacuum { id, uri } => self.maintenance.plan_vacuum(id, uri),
-            Effect::MeasureSkipping { id, uri } => self.maintenance.measure_skipping(id, uri),
+            Effect::MeasureSkipping { id, uri, format } => {
+                self.maintenance.measure_skipping(id, uri, format)
+            }
             Effect::StartVacuum { id } => {
                 let cancel = self.tasks.start(id, TaskKind::Maintenance);
                 self.maintenance.start_vacuum(id, cancel)

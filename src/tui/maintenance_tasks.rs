@@ -15,22 +15,24 @@ use super::tasks::Parked;
 use crate::engine::location::Location;
 use crate::engine::maintenance::checkpoint::checkpoint;
 use crate::engine::maintenance::vacuum::{VacuumPlan, VacuumRequest, plan_vacuum, run_vacuum};
+use crate::engine::model::format::TableFormat;
+use crate::engine::options::OpenOptions;
 
 type Prepared = (Location, VacuumRequest, VacuumPlan);
 
 pub struct MaintenanceTasks {
     storage_options: HashMap<String, String>,
+    /// The TUI's open options (an Iceberg table's skipping reads its manifests with them).
+    open: OpenOptions,
     tx: mpsc::UnboundedSender<Action>,
     prepared: Parked<Prepared>,
 }
 
 impl MaintenanceTasks {
-    pub fn new(
-        storage_options: HashMap<String, String>,
-        tx: mpsc::UnboundedSender<Action>,
-    ) -> Self {
+    pub fn new(open: OpenOptions, tx: mpsc::UnboundedSender<Action>) -> Self {
         Self {
-            storage_options,
+            storage_options: open.storage_options.clone(),
+            open,
             tx,
             prepared: Parked::default(),
         }
@@ -97,12 +99,12 @@ impl MaintenanceTasks {
     }
 
     /// The table's skipping health (read-only; a closed panel drops it when it comes).
-    pub fn measure_skipping(&mut self, id: u64, uri: String) {
+    pub fn measure_skipping(&mut self, id: u64, uri: String, format: TableFormat) {
         let tx = self.tx.clone();
-        let opts = self.storage_options.clone();
+        let opts = self.open.clone();
         tokio::spawn(async move {
             let result = match Location::parse(&uri) {
-                Ok(loc) => crate::engine::delta::skipping::skipping_health(&loc, &opts)
+                Ok(loc) => crate::engine::formats::skipping_health(&loc, format, &opts)
                     .await
                     .map(Box::new)
                     .map_err(TaskError::from),

@@ -277,9 +277,16 @@ impl PreviewKind for IcebergCompaction {
 #[derive(Debug)]
 pub struct Skipping;
 
+/// What the skipping panel measures: the table's format (which statistics it reads), and the
+/// partition selected when it opened (its depths are shown too).
+#[derive(Debug, Clone)]
+pub struct SkippingRequest {
+    pub format: crate::engine::model::format::TableFormat,
+    pub partition: Option<PartitionValues>,
+}
+
 impl PreviewKind for Skipping {
-    /// The partition selected when it opened (its depths are shown too).
-    type Request = Option<PartitionValues>;
+    type Request = SkippingRequest;
     type Plan = SkippingHealth;
     fn has_work(_: &SkippingHealth) -> bool {
         false
@@ -289,6 +296,7 @@ impl PreviewKind for Skipping {
         OnConfirm::RunInPlace(Effect::MeasureSkipping {
             id: p.id,
             uri: p.table_uri.clone(),
+            format: p.request.format,
         })
     }
     /// The measure parks nothing.

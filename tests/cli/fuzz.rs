@@ -924,6 +924,8 @@ const POLICY_TOKENS: &[&str] = &[
     "strategy = ",
     "\"zorder\"",
     "columns = ",
+    "max_depth = ",
+    "depth_every = ",
     "[\"a\", \"b\"]",
     "max_deleted_ratio = ",
     "commit_spacing = ",

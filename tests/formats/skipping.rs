@@ -122,3 +122,68 @@ fn report_skipping_lists_a_liquid_tables_clustering_column_first_marked() {
     let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
     assert!(v.get("skipping").is_none());
 }
+
+/// An Iceberg table's skipping health comes from its manifests' bounds: the same 30 appends
+/// written by pyiceberg, measured by `report --skipping --json`, agree with a brute-force count
+/// over pyiceberg's own decoding of those bounds (`inspect.files()`), per table and partition;
+/// the default sort order's column comes first, marked.
+#[test]
+fn an_iceberg_tables_depth_from_its_manifest_bounds_agrees_with_pyicebergs_reading_of_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_str().unwrap();
+    py(&["make-iceberg", d]);
+    let expected: serde_json::Value =
+        serde_json::from_str(&py(&["measure-iceberg", d, "seq", "sensor", "note"])).unwrap();
+    let table = tmp.path().join("t");
+    let out = lakehealth(&["report", table.to_str().unwrap(), "--skipping", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["format"], "iceberg");
+    let s = &v["skipping"];
+    assert_eq!(s["source"], "iceberg_manifests");
+    assert_eq!(s["files"], 30);
+    assert_eq!(s["clustering_columns"], serde_json::json!(["seq"]));
+    assert_eq!(s["columns"][0]["column"], "seq");
+    assert_eq!(s["columns"][0]["clustering"], true);
+    let cols = s["columns"].as_array().unwrap();
+    for c in ["seq", "sensor", "note"] {
+        let ours = cols.iter().find(|x| x["column"] == c).unwrap();
+        let theirs = &expected["table"][c];
+        for k in ["files", "worst", "all_null", "without_stats"] {
+            assert_eq!(ours[k], theirs[k], "{c} {k}: {ours} vs {theirs}");
+        }
+        for k in ["mean", "point_files"] {
+            assert!(
+                close(ours[k].as_f64().unwrap(), theirs[k].as_f64().unwrap()),
+                "{c} {k}: {ours} vs {theirs}"
+            );
+        }
+    }
+    let sensor = cols.iter().find(|x| x["column"] == "sensor").unwrap();
+    assert!(sensor["worst"].as_u64().unwrap() >= 25, "{sensor}");
+    assert_eq!(s["partitions_total"], 2);
+    for p in s["partitions"].as_array().unwrap() {
+        let day = p["partition"]["day"].as_str().unwrap();
+        for c in p["columns"].as_array().unwrap() {
+            let name = c["column"].as_str().unwrap();
+            // `day` (the partition's own column) has bounds too; it is one value per partition.
+            if name == "day" {
+                assert_eq!(c["worst_depth"], p["files"], "{day} {c}");
+                continue;
+            }
+            let theirs = &expected["partitions"][day][name];
+            assert_eq!(p["files"], theirs["files"], "{day}");
+            assert_eq!(c["worst_depth"], theirs["worst"], "{day} {c}");
+            assert!(
+                close(
+                    c["mean_depth"].as_f64().unwrap(),
+                    theirs["mean"].as_f64().unwrap()
+                ),
+                "{day} {c}"
+            );
+        }
+    }
+    let t = text(&lakehealth(&["report", table.to_str().unwrap(), "--skipping"]).stdout);
+    assert!(t.contains("from the manifests' lower/upper bounds"), "{t}");
+    assert!(t.contains("* sort-order column (seq)"), "{t}");
+}

@@ -25,7 +25,7 @@ fn logged(args: &[&str], more: &[&str], logs: &Path, name: &str) -> Command {
     c
 }
 
-fn path(d: &Path) -> &str {
+pub(crate) fn path(d: &Path) -> &str {
     d.to_str().unwrap()
 }
 
@@ -47,7 +47,7 @@ fn watch_cmd(table: &Path, history: &Path, extra: &[&str]) -> Command {
     c
 }
 
-fn watch(table: &Path, history: &Path, extra: &[&str]) -> Output {
+pub(crate) fn watch(table: &Path, history: &Path, extra: &[&str]) -> Output {
     watch_cmd(table, history, extra).output().unwrap()
 }
 
@@ -72,19 +72,19 @@ fn age_failures(history: &Path, by: std::time::Duration) {
     std::fs::write(history, lines.join("\n") + "\n").unwrap();
 }
 
-fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
+pub(crate) fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["type"] == t).collect()
 }
 
 /// The line of `type` for partition `ingestion_date = date`.
-fn for_partition<'a>(lines: &'a [Value], t: &str, date: &str) -> Vec<&'a Value> {
+pub(crate) fn for_partition<'a>(lines: &'a [Value], t: &str, date: &str) -> Vec<&'a Value> {
     of_type(lines, t)
         .into_iter()
         .filter(|l| l["partition"] == serde_json::json!({ "ingestion_date": date }))
         .collect()
 }
 
-fn one<'a>(v: Vec<&'a Value>, what: &str) -> &'a Value {
+pub(crate) fn one<'a>(v: Vec<&'a Value>, what: &str) -> &'a Value {
     assert_eq!(v.len(), 1, "exactly one {what}: {v:#?}");
     v[0]
 }
@@ -932,7 +932,7 @@ fn cycles_go_on_deciding_while_a_job_waits_for_its_commit_slot() {
 }
 
 /// The commitInfo of every OPTIMIZE in the table's JSON log, read as plain JSON.
-fn optimize_commit_infos(table: &Path) -> Vec<Value> {
+pub(crate) fn optimize_commit_infos(table: &Path) -> Vec<Value> {
     optimize_versions(table)
         .into_iter()
         .map(|v| {

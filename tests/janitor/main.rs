@@ -16,3 +16,4 @@ mod janitor_ops;
 mod maintenance;
 mod orphans;
 mod polling;
+mod recluster;

@@ -8,6 +8,11 @@ in lakehealth's sweep cannot agree with itself.
                                      50 values, `note` is null except in the last append
   skipping_depth.py measure URI COL...   one JSON object: per column (and per partition)
                                      files, worst, mean, point_files, all_null, without_stats
+  skipping_depth.py make-iceberg DIR     the same 30 appends as an Iceberg table (pyiceberg, a sqlite
+                                     catalog in DIR, the table at DIR/t, partitioned by `day`
+                                     identity, its default sort order `seq`); prints its location
+  skipping_depth.py measure-iceberg DIR COL...  as `measure`, from pyiceberg's decoding of the
+                                     manifests' bounds (`inspect.files()` readable_metrics)
   skipping_depth.py admits URI COL VALUE  {"files": n, "admitting": k, "paths": [...]}: the files whose
                                      min/max admit COL = VALUE (an integer when it parses as
                                      one); a file without both counts as admitting
@@ -20,16 +25,70 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 
-def make(uri):
+def appends():
     rng = random.Random(17)
     for i in range(30):
         n = 100
-        write_deltalake(uri, pa.table({
+        yield pa.table({
             "seq": pa.array(range(i * n, i * n + n), pa.int64()),
             "sensor": pa.array([f"s-{rng.randrange(50):02d}" for _ in range(n)], pa.string()),
             "note": pa.array([f"n{j}" if i == 29 else None for j in range(n)], pa.string()),
             "day": pa.array(["2026-12-0%d" % (1 + i % 2)] * n, pa.string()),
-        }), mode="append", partition_by=["day"])
+        })
+
+
+def make(uri):
+    for t in appends():
+        write_deltalake(uri, t, mode="append", partition_by=["day"])
+
+
+def iceberg_catalog(d):
+    import os
+    from pyiceberg.catalog.sql import SqlCatalog
+    os.makedirs(d, exist_ok=True)
+    return SqlCatalog("lh", uri=f"sqlite:///{os.path.abspath(d)}/catalog.db",
+                      warehouse="file://" + os.path.abspath(d))
+
+
+def make_iceberg(d):
+    import os
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.table.sorting import SortField, SortOrder
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+    cat = iceberg_catalog(d)
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "seq", LongType(), required=False),
+        NestedField(2, "sensor", StringType(), required=False),
+        NestedField(3, "note", StringType(), required=False),
+        NestedField(4, "day", StringType(), required=False),
+    )
+    spec = PartitionSpec(PartitionField(4, 1000, IdentityTransform(), "day"))
+    order = SortOrder(SortField(source_id=1, transform=IdentityTransform()))
+    t = cat.create_table("db.t", schema, location="file://" + os.path.abspath(d) + "/t",
+                         partition_spec=spec, sort_order=order)
+    for a in appends():
+        t.append(a)
+    print(json.dumps({"location": t.location()}))
+
+
+def measure_iceberg(d, cols):
+    files = iceberg_catalog(d).load_table("db.t").inspect.files().to_pylist()
+    rows = []
+    for f in files:
+        r = {"num_records": f["record_count"], "partition.day": f["partition"]["day"]}
+        for c in cols:
+            m = f["readable_metrics"][c]
+            r[f"min.{c}"], r[f"max.{c}"] = m["lower_bound"], m["upper_bound"]
+            r[f"null_count.{c}"] = m["null_value_count"]
+        rows.append(r)
+    out = {"table": {c: depth(rows, c) for c in cols}, "partitions": {}}
+    for day in sorted({r["partition.day"] for r in rows}):
+        part = [r for r in rows if r["partition.day"] == day]
+        out["partitions"][day] = {c: depth(part, c) for c in cols}
+    print(json.dumps(out))
 
 
 def depth(rows, col):
@@ -76,6 +135,10 @@ def admits(uri, col, value):
 
 if sys.argv[1] == "make":
     make(sys.argv[2])
+elif sys.argv[1] == "make-iceberg":
+    make_iceberg(sys.argv[2])
+elif sys.argv[1] == "measure-iceberg":
+    measure_iceberg(sys.argv[2], sys.argv[3:])
 elif sys.argv[1] == "admits":
     admits(sys.argv[2], sys.argv[3], sys.argv[4])
 else:

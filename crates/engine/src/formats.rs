@@ -110,3 +110,24 @@ pub fn compaction_unsupported(t: &TableReport) -> String {
         f => format!("compaction of {} tables is not supported", f.label()),
     }
 }
+
+/// How well the table's files skip, from the statistics its format keeps: a Delta table's
+/// log (`delta::skipping`), an Iceberg table's manifest bounds (`iceberg::skipping`). A plain
+/// Parquet folder keeps none outside its files' footers: that is said, not guessed.
+pub async fn skipping_health(
+    loc: &Location,
+    format: TableFormat,
+    opts: &OpenOptions,
+) -> Result<crate::stats::skipping::SkippingHealth> {
+    match format {
+        TableFormat::Delta => delta::skipping::skipping_health(loc, &opts.storage_options).await,
+        TableFormat::Iceberg => iceberg::skipping::skipping_health(loc, opts).await,
+        other => Err(EngineError::Unsupported {
+            uri: loc.display(),
+            detail: format!(
+                "skipping health reads a table format's statistics (Delta's log, Iceberg's manifests); a {} table keeps none outside its files",
+                other.label()
+            ),
+        }),
+    }
+}

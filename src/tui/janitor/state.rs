@@ -109,7 +109,7 @@ impl TuiJanitor {
     }
 
     pub fn flag(&self, p: &PartitionValues) -> Option<&(DecisionKind, String)> {
-        self.flags.get(p).filter(|(k, _)| *k == DecisionKind::Due)
+        self.flags.get(p).filter(|(k, _)| k.is_due())
     }
 
     /// A round's decisions arrived: flags and the why list follow them. Returns whether to
@@ -193,11 +193,7 @@ impl TuiJanitor {
     }
 
     fn unflag_due(&mut self, p: &PartitionValues) {
-        if self
-            .flags
-            .get(p)
-            .is_some_and(|(k, _)| *k == DecisionKind::Due)
-        {
+        if self.flags.get(p).is_some_and(|(k, _)| k.is_due()) {
             self.flags.remove(p);
         }
     }
@@ -205,10 +201,10 @@ impl TuiJanitor {
     /// The line the table view shows while it is on.
     pub fn status(&self) -> Option<String> {
         self.table.as_ref()?;
-        let count = |k: DecisionKind| self.flags.values().filter(|(d, _)| *d == k).count();
+        let due = self.flags.values().filter(|(d, _)| d.is_due()).count();
         let mut s = format!(
             "janitor on: {} due, {} job(s) · policy: {}",
-            count(DecisionKind::Due),
+            due,
             usize::from(self.job.is_some()),
             self.policy
         );

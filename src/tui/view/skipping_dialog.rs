@@ -22,7 +22,7 @@ pub fn view(d: &SkippingDialog) -> PreviewView<'_> {
             d.table_uri
         ))],
         Some(Err(e)) => failed(format!("cannot measure skipping: {e}"), "Esc close"),
-        Some(Ok(h)) => health_lines(h, d.request.as_ref()),
+        Some(Ok(h)) => health_lines(h, d.request.partition.as_ref()),
     };
     PreviewView {
         title: " Skipping: files a lookup of one value opens ",
@@ -85,7 +85,11 @@ fn health_lines(
     }
     if !h.clustering_columns.is_empty() {
         lines.push(Line::from(Span::styled(
-            format!(" * clustering column ({})", h.clustering_columns.join(", ")),
+            format!(
+                " * {} ({})",
+                h.source.declared(),
+                h.clustering_columns.join(", ")
+            ),
             style::dim(),
         )));
     }

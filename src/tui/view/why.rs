@@ -14,7 +14,7 @@ use crate::tui::layout::centered;
 
 fn decision_style(k: DecisionKind) -> Style {
     match k {
-        DecisionKind::Due => style::score(0),
+        DecisionKind::Due | DecisionKind::Recluster => style::score(0),
         DecisionKind::NotDue => style::score(100),
         DecisionKind::Skipped => style::dim(),
         DecisionKind::BackingOff | DecisionKind::Suspended => style::score(50),
@@ -25,6 +25,7 @@ fn decision_style(k: DecisionKind) -> Style {
 fn label(k: DecisionKind) -> &'static str {
     match k {
         DecisionKind::Due => "due",
+        DecisionKind::Recluster => "re-cluster",
         DecisionKind::NotDue => "not due",
         DecisionKind::Skipped => "skipped",
         DecisionKind::BackingOff => "backing off",

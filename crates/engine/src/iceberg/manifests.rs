@@ -35,6 +35,64 @@ pub struct ManifestFile {
     pub records: u64,
     /// The partition struct: field name → transformed value.
     pub partition: Vec<(String, Value)>,
+    /// Its columns' statistics, when asked for (`report --skipping`): most reads need sizes
+    /// only, and a million files' bounds are worth not decoding.
+    pub stats: Option<Box<FileStats>>,
+}
+
+/// A data file's column statistics by field id: `lower_bounds` and `upper_bounds` in Iceberg's
+/// single-value serialisation, `null_value_counts`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileStats {
+    pub lower: HashMap<i32, Vec<u8>>,
+    pub upper: HashMap<i32, Vec<u8>>,
+    pub nulls: HashMap<i32, i64>,
+}
+
+/// An Iceberg `map<int, V>`: Avro arrays of key/value records (as the spec writes them), or
+/// an Avro map keyed by the id's text.
+fn int_map<T>(v: Option<&Value>, value: impl Fn(&Value) -> Option<T>) -> HashMap<i32, T> {
+    let mut out = HashMap::new();
+    match v {
+        Some(Value::Array(items)) => {
+            for item in items {
+                let Some(r) = record(item) else { continue };
+                let key = match field(r, "key") {
+                    Some(Value::Int(k)) => *k,
+                    _ => continue,
+                };
+                if let Some(v) = field(r, "value").and_then(&value) {
+                    out.insert(key, v);
+                }
+            }
+        }
+        Some(Value::Map(m)) => {
+            for (k, v) in m {
+                if let (Ok(k), Some(v)) = (k.parse(), value(unwrap_union(v))) {
+                    out.insert(k, v);
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+fn file_stats(df: &[(String, Value)]) -> FileStats {
+    let bytes = |v: &Value| match v {
+        Value::Bytes(b) | Value::Fixed(_, b) => Some(b.clone()),
+        _ => None,
+    };
+    let long = |v: &Value| match v {
+        Value::Long(l) => Some(*l),
+        Value::Int(i) => Some(i64::from(*i)),
+        _ => None,
+    };
+    FileStats {
+        lower: int_map(field(df, "lower_bounds"), bytes),
+        upper: int_map(field(df, "upper_bounds"), bytes),
+        nulls: int_map(field(df, "null_value_counts"), long),
+    }
 }
 
 /// Entry status 2: the file was deleted by this manifest's snapshot, it is not live.
@@ -157,8 +215,14 @@ pub fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestRef>, ManifestErro
         .collect()
 }
 
-/// The live files of one manifest (entries with status added or existing).
+/// The live files of one manifest (entries with status added or existing), without their
+/// column statistics.
 pub fn read_manifest(bytes: &[u8]) -> Result<Vec<ManifestFile>, ManifestError> {
+    read_manifest_with(bytes, false)
+}
+
+/// The same, with each data file's column statistics when `stats`.
+pub fn read_manifest_with(bytes: &[u8], stats: bool) -> Result<Vec<ManifestFile>, ManifestError> {
     let mut out = Vec::new();
     for (row, r) in rows(bytes)?.iter().enumerate() {
         let missing = |what: &str| ManifestError::Row {
@@ -193,6 +257,7 @@ pub fn read_manifest(bytes: &[u8]) -> Result<Vec<ManifestFile>, ManifestError> {
                 .and_then(record)
                 .map(<[_]>::to_vec)
                 .unwrap_or_default(),
+            stats: (stats && content == FileContent::Data).then(|| Box::new(file_stats(df))),
         });
     }
     Ok(out)

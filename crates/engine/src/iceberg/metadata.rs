@@ -32,6 +32,26 @@ pub struct TableMetadata {
     pub schema: Option<Schema>,
     #[serde(default)]
     pub properties: HashMap<String, String>,
+    /// v2 (optional in v1): how writers are asked to order rows in files.
+    #[serde(default)]
+    pub sort_orders: Vec<SortOrder>,
+    #[serde(default)]
+    pub default_sort_order_id: Option<i32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SortOrder {
+    pub order_id: i32,
+    #[serde(default)]
+    pub fields: Vec<SortField>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SortField {
+    pub source_id: i32,
+    pub transform: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -137,6 +157,52 @@ impl TableMetadata {
             .cloned()
     }
 
+    /// The current schema (v1: the only one).
+    pub fn current_schema(&self) -> Option<&Schema> {
+        self.schemas
+            .iter()
+            .find(|s| s.schema_id == self.current_schema_id && self.current_schema_id.is_some())
+            .or(self.schema.as_ref())
+            .or(self.schemas.last())
+    }
+
+    /// The current schema's top-level primitive columns: (field id, name, type).
+    pub fn top_level_columns(&self) -> Vec<(i32, String, String)> {
+        self.current_schema()
+            .map(|s| {
+                s.fields
+                    .iter()
+                    .filter_map(|f| match &f.field_type {
+                        serde_json::Value::String(t) => Some((f.id, f.name.clone(), t.clone())),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The columns of the default sort order, in its order: those sorted by their own value
+    /// (identity transform) among the current schema's top-level columns. The order a table
+    /// declares for its files, as Delta's clustering columns are.
+    pub fn sort_columns(&self) -> Vec<String> {
+        let id = self.default_sort_order_id.unwrap_or(0);
+        let Some(order) = self.sort_orders.iter().find(|o| o.order_id == id) else {
+            return Vec::new();
+        };
+        let columns = self.top_level_columns();
+        order
+            .fields
+            .iter()
+            .filter(|f| f.transform == "identity")
+            .filter_map(|f| {
+                columns
+                    .iter()
+                    .find(|(id, _, _)| *id == f.source_id)
+                    .map(|(_, n, _)| n.clone())
+            })
+            .collect()
+    }
+
     /// The type of every top-level and nested field by id, over all schemas (a partition source
     /// may have been dropped from the current schema), current schema last so it wins.
     pub fn field_types(&self) -> HashMap<i32, String> {
@@ -195,6 +261,27 @@ mod tests {
          "manifest-list": "s3://b/t/metadata/snap-22.avro",
          "summary": {"operation": "delete", "deleted-data-files": "1", "removed-files-size": "x"}}]
     }"#;
+
+    #[test]
+    fn the_default_sort_orders_identity_columns_are_the_tables_declared_order() {
+        let m = TableMetadata::parse(
+            br#"{"format-version": 2, "location": "s3://b/t", "current-schema-id": 1,
+              "schemas": [{"schema-id": 0, "fields": [{"id": 1, "name": "old", "type": "long"}]},
+                {"schema-id": 1, "fields": [
+                  {"id": 1, "name": "sensor", "type": "long"},
+                  {"id": 2, "name": "ts", "type": "timestamp"},
+                  {"id": 3, "name": "s", "type": {"type": "struct", "fields": []}}]}],
+              "default-sort-order-id": 2,
+              "sort-orders": [{"order-id": 0, "fields": []},
+                {"order-id": 2, "fields": [
+                  {"source-id": 2, "transform": "day", "direction": "asc", "null-order": "nulls-first"},
+                  {"source-id": 1, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(m.sort_columns(), ["sensor"]);
+        let cols: Vec<String> = m.top_level_columns().into_iter().map(|c| c.1).collect();
+        assert_eq!(cols, ["sensor", "ts"], "the current schema's primitives");
+    }
 
     #[test]
     fn parses_snapshots_specs_types_and_summary_counts() {

@@ -11,6 +11,7 @@
 pub mod compact;
 pub mod manifests;
 pub mod metadata;
+pub mod skipping;
 
 pub mod transforms;
 
@@ -25,7 +26,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use url::Url;
 
 use self::manifests::{
-    FileContent, ManifestError, ManifestFile, ManifestRef, read_manifest, read_manifest_list,
+    FileContent, ManifestError, ManifestFile, ManifestRef, read_manifest_list, read_manifest_with,
 };
 use self::metadata::{PartitionSpec, Snapshot, TableMetadata};
 use self::transforms::{Transform, display};
@@ -409,6 +410,7 @@ async fn fetch_manifest(
     m: ManifestRef,
     store: Arc<dyn ObjectStore>,
     path: Path,
+    stats: bool,
 ) -> Result<(ManifestRef, u64, Vec<ManifestFile>)> {
     let what = if m.deletes {
         "delete manifest"
@@ -425,7 +427,7 @@ async fn fetch_manifest(
         .map_err(failed)?;
     let n = b.len() as u64;
     // Decoding is CPU work: off the async threads.
-    let files = tokio::task::spawn_blocking(move || read_manifest(&b))
+    let files = tokio::task::spawn_blocking(move || read_manifest_with(&b, stats))
         .await
         .map_err(|e| iceberg_error(&uri, what, &m.path, e))?
         .map_err(|e: ManifestError| iceberg_error(&uri, what, &m.path, e))?;
@@ -461,6 +463,7 @@ pub async fn load_iceberg(
             meta: &meta,
             columns: &columns,
             progress,
+            stats: false,
         };
         reader.read(snap, &mut stores, &mut scan).await?;
     }
@@ -593,6 +596,8 @@ struct ManifestScan {
     delete_manifests: u64,
     /// The manifest list's and the manifests' bytes.
     manifest_bytes: u64,
+    /// Each data file with its column statistics, when they were read (`skipping`).
+    stats: Vec<skipping::StatsFile>,
 }
 
 impl ManifestScan {
@@ -615,7 +620,17 @@ impl ManifestScan {
             let values = spec.values(&f.partition, columns);
             let d = &mut self.deletes;
             match f.content {
-                FileContent::Data => self.groups.entry(values).or_default().push(f.size),
+                FileContent::Data => {
+                    if let Some(stats) = f.stats {
+                        self.stats.push(skipping::StatsFile {
+                            partition: values.clone(),
+                            size: f.size,
+                            records: f.records,
+                            stats: *stats,
+                        });
+                    }
+                    self.groups.entry(values).or_default().push(f.size)
+                }
                 FileContent::PositionDeletes => {
                     d.position_files += 1;
                     d.position_bytes += f.size;
@@ -641,6 +656,8 @@ struct SnapshotReader<'a> {
     meta: &'a TableMetadata,
     columns: &'a [String],
     progress: &'a (dyn Fn(LoadProgress) + Send + Sync),
+    /// Decode each data file's column statistics too (`skipping`).
+    stats: bool,
 }
 
 impl SnapshotReader<'_> {
@@ -675,7 +692,7 @@ impl SnapshotReader<'_> {
         // future fail the compiler's `Send` proof (higher-ranked lifetimes of `dyn ObjectStore`).
         let reads: Vec<_> = reads
             .into_iter()
-            .map(|(m, (store, path))| fetch_manifest(uri.to_string(), m, store, path))
+            .map(|(m, (store, path))| fetch_manifest(uri.to_string(), m, store, path, self.stats))
             .collect();
         let mut fetched =
             futures::stream::iter(reads).buffered(self.opts.replay.io_concurrency.max(1));

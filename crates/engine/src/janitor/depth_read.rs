@@ -73,12 +73,15 @@ pub enum Wanted {
     Clustering,
 }
 
-/// Reads `loc`'s file statistics and keeps the partitions past `recluster`'s bound.
+/// Reads `loc`'s file statistics and keeps the partitions past `recluster`'s bound, measured
+/// among their files of at least `min_size` bytes (small files are the small-file rule's: a
+/// streamed partition's newest files overlap everything until they are merged).
 pub async fn read(
     loc: &Location,
     storage_options: &HashMap<String, String>,
     wanted: Wanted,
     recluster: Recluster,
+    min_size: u64,
     now_ms: i64,
 ) -> Result<TableDepth> {
     let uri = loc.display();
@@ -110,7 +113,7 @@ pub async fn read(
             .add_actions_batches(true)
             .map_err(|e| EngineError::from_delta(&uri, what, e))?,
     );
-    let all = partition_depths(&adds, &order.columns);
+    let all = partition_depths(&adds, &order.columns, min_size);
     let partitions = all.len();
     let over = all
         .into_iter()

@@ -1147,8 +1147,15 @@ impl Janitor {
         {
             return DepthState::Read(d.clone());
         }
-        let read =
-            depth_read::read(&t.loc, &self.open.storage_options, wanted, recluster, now).await;
+        let read = depth_read::read(
+            &t.loc,
+            &self.open.storage_options,
+            wanted,
+            recluster,
+            self.policy.small_file_size,
+            now,
+        )
+        .await;
         match read {
             Ok(d) => {
                 self.depths.insert(t.id.clone(), d.clone());

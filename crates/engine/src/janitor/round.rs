@@ -56,21 +56,25 @@ pub(super) struct Round {
     pub purpose: JobPurpose,
 }
 
-/// A table's next job is of one kind: its small files first; re-clustering when none is due
-/// for small files (the partitions due for it then wait a round, and say so).
+/// A table's next job is of one kind: re-clustering first when a partition is due for it (it
+/// is rare: due again only once the depth has grown back), else its small files. The other
+/// kind's due partitions wait for the next round, and say so.
 pub(super) fn decide_table(policy: &Policy, r: &TableRead, now: i64) -> Round {
     let decided: Vec<(&PartitionSizes, Decision)> = r
         .partitions
         .iter()
         .map(|p| (p, decide_partition(policy, r, p, now)))
         .collect();
-    let small_first = decided.iter().any(|(_, d)| d.kind == DecisionKind::Due);
-    let (taken, purpose) = match r.depth {
-        DepthState::Read(t) if !small_first => (
+    let recluster = decided
+        .iter()
+        .any(|(_, d)| d.kind == DecisionKind::Recluster);
+    let (taken, purpose, waits) = match r.depth {
+        DepthState::Read(t) if recluster => (
             DecisionKind::Recluster,
             JobPurpose::Recluster(t.order.clone()),
+            "; queued: the table's re-clustering job goes first",
         ),
-        _ => (DecisionKind::Due, JobPurpose::SmallFiles),
+        _ => (DecisionKind::Due, JobPurpose::SmallFiles, ""),
     };
     let mut out = Round {
         lines: Vec::new(),
@@ -83,8 +87,8 @@ pub(super) fn decide_table(policy: &Policy, r: &TableRead, now: i64) -> Round {
                 values: p.values.clone(),
                 reason: reason.clone(),
             });
-        } else if kind == DecisionKind::Recluster && r.busy.is_none() {
-            reason.push_str("; queued: the table's small-file job goes first");
+        } else if kind.is_due() && r.busy.is_none() {
+            reason.push_str(waits);
         }
         out.lines.push(DecisionLine {
             ts: ts(now),
@@ -235,7 +239,7 @@ mod tests {
     }
 
     #[test]
-    fn a_deep_partition_is_re_clustered_whole_once_no_small_file_job_is_due_and_waits_otherwise() {
+    fn a_deep_partition_is_re_clustered_whole_before_the_tables_small_file_job() {
         use crate::compact::ordering::OrderKind;
         use crate::janitor::clustering::{ColumnDepth, KeptOrder};
         use crate::janitor::depth_read::TableDepth;
@@ -296,19 +300,20 @@ mod tests {
         let r = decide_table(&policy, &read(0), 0);
         assert_eq!(r.lines[0].decision, DecisionKind::Recluster);
         assert_eq!(r.lines[1].decision, DecisionKind::NotDue);
+        assert_eq!(r.purpose, JobPurpose::Recluster(order.clone()));
+        assert_eq!(r.due.iter().map(|d| &d.values).collect::<Vec<_>>(), [&a]);
+        // b's small files are due too: the re-clustering goes first (a small-file job is due
+        // again every few cycles on a streamed table; it would never give way), b waits.
+        let r = decide_table(&policy, &read(60), 0);
         assert_eq!(r.purpose, JobPurpose::Recluster(order));
         assert_eq!(r.due.iter().map(|d| &d.values).collect::<Vec<_>>(), [&a]);
-        // b's small files are due: their job goes first, a waits and says so.
-        let r = decide_table(&policy, &read(60), 0);
-        assert_eq!(r.purpose, JobPurpose::SmallFiles);
-        assert_eq!(r.due.iter().map(|d| &d.values).collect::<Vec<_>>(), [&b]);
-        assert_eq!(r.lines[0].decision, DecisionKind::Recluster);
+        assert_eq!(r.lines[1].decision, DecisionKind::Due);
         assert!(
-            r.lines[0]
+            r.lines[1]
                 .reason
-                .ends_with("queued: the table's small-file job goes first"),
+                .ends_with("queued: the table's re-clustering job goes first"),
             "{}",
-            r.lines[0].reason
+            r.lines[1].reason
         );
     }
 }

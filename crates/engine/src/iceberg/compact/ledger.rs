@@ -148,6 +148,41 @@ pub async fn remove(stores: &mut Stores<'_>, table_root: &str, job: &str) {
     {
         tracing::warn!("iceberg: cannot remove the job record {uri}: {e}");
     }
+    remove_local_staging(&uri);
+}
+
+/// On a local table, the staged copies of a record (`<job>.json#N`) a process killed while
+/// rewriting it left: object_store's local store writes a put there and renames it, and its
+/// listing and paths cannot name such a file, so the file system is asked directly.
+fn remove_local_staging(record_uri: &str) {
+    let Some(file) = url::Url::parse(record_uri)
+        .ok()
+        .filter(|u| u.scheme() == "file")
+        .and_then(|u| u.to_file_path().ok())
+    else {
+        return;
+    };
+    let (Some(dir), Some(name)) = (file.parent(), file.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let staged = |n: &str| {
+        n.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('#'))
+            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_str().is_some_and(staged)
+            && let Err(err) = std::fs::remove_file(e.path())
+        {
+            tracing::warn!(
+                "iceberg: cannot remove the staged job record {}: {err}",
+                e.path().display()
+            );
+        }
+    }
 }
 
 /// What a sweep did (or, in a dry run, would do).
@@ -375,6 +410,9 @@ pub async fn sweep(
         }
         if !dry_run && all_gone && clean {
             let left = super::rewrite::delete_outputs(stores, std::slice::from_ref(&uri)).await;
+            if left.is_empty() {
+                remove_local_staging(&uri);
+            }
             s.left.extend(left);
         }
     }
@@ -403,6 +441,29 @@ mod tests {
         l.host = "elsewhere".into();
         assert!(!l.dead(now), "another host, young");
         assert!(l.dead(now + FOREIGN_AGE_MS + 1), "another host, a day old");
+    }
+
+    #[test]
+    fn a_killed_rewrite_of_a_local_record_leaves_a_staged_copy_that_is_removed_with_it() {
+        let d = tempfile::tempdir().unwrap();
+        for n in [
+            "j.json",
+            "j.json#1",
+            "j.json#12",
+            "j.json#x",
+            "jj.json#1",
+            "k.json#2",
+        ] {
+            std::fs::write(d.path().join(n), b"{}").unwrap();
+        }
+        let uri = url::Url::from_file_path(d.path().join("j.json")).unwrap();
+        remove_local_staging(uri.as_str());
+        let mut left: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["j.json", "j.json#x", "jj.json#1", "k.json#2"]);
     }
 
     #[test]

@@ -91,6 +91,13 @@ impl AddColumns {
         }
     }
 
+    /// Each file's size in bytes (`size_bytes`), when delta-rs gave it.
+    pub fn sizes(&self) -> Option<Vec<i64>> {
+        let a = self.column("size_bytes")?;
+        let sizes = a.as_any().downcast_ref::<Int64Array>()?;
+        Some((0..sizes.len()).map(|i| sizes.value(i)).collect())
+    }
+
     /// Columns that have both a minimum and a maximum, in the statistics' order.
     pub fn stat_columns(&self) -> Vec<String> {
         let Some(first) = self.batches.first() else {

@@ -80,10 +80,39 @@ impl SkippingFinding {
     }
 }
 
+/// Where the statistics came from, and what a table's declared order is called there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatsSource {
+    /// Delta: the add actions' `stats` (min/max), clustering columns from the domain.
+    #[default]
+    DeltaLog,
+    /// Iceberg: the manifests' `lower_bounds`/`upper_bounds`, the default sort order's columns.
+    IcebergManifests,
+}
+
+impl StatsSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            StatsSource::DeltaLog => "the log's min/max statistics",
+            StatsSource::IcebergManifests => "the manifests' lower/upper bounds",
+        }
+    }
+
+    /// What a declared column is called.
+    pub fn declared(self) -> &'static str {
+        match self {
+            StatsSource::DeltaLog => "clustering column",
+            StatsSource::IcebergManifests => "sort-order column",
+        }
+    }
+}
+
 /// The skipping health of a table at one version.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SkippingHealth {
     pub version: u64,
+    pub source: StatsSource,
     pub files: usize,
     /// Declared clustering columns, in their order.
     pub clustering_columns: Vec<String>,
@@ -99,6 +128,12 @@ impl SkippingHealth {
     /// From the table's add actions at `version` and its clustering columns.
     pub fn from_adds(version: u64, adds: &AddColumns, clustering_columns: Vec<String>) -> Self {
         Self::of_columns(version, adds, clustering_columns, None)
+    }
+
+    /// The same health, said to come from `source`.
+    pub fn with_source(mut self, source: StatsSource) -> Self {
+        self.source = source;
+        self
     }
 
     /// The same, measuring only the columns `only` names (None: every column with statistics):
@@ -147,6 +182,7 @@ impl SkippingHealth {
         let findings = findings(&cols, &clustering_columns);
         Self {
             version,
+            source: StatsSource::DeltaLog,
             files,
             clustering_columns,
             columns: cols,
@@ -189,15 +225,28 @@ fn findings(cols: &[ColumnSkipping], clustering: &[String]) -> Vec<SkippingFindi
 }
 
 /// Every partition's depth for `columns` alone, in their order (those without statistics
-/// left out), the worst first: what the janitor's re-clustering judges (a report keeps only
+/// left out), among its files of at least `min_size` bytes, the worst first: what the
+/// janitor's re-clustering judges (small files are the small-file rule's; a report keeps only
 /// the worst `PARTITIONS_SHOWN`). An unpartitioned table is one partition without values.
-pub fn partition_depths(adds: &AddColumns, columns: &[String]) -> Vec<PartitionSkipping> {
+pub fn partition_depths(
+    adds: &AddColumns,
+    columns: &[String],
+    min_size: u64,
+) -> Vec<PartitionSkipping> {
     let spans: Vec<columns::ColumnSpans> = columns.iter().filter_map(|c| adds.spans(c)).collect();
     let order: Vec<usize> = (0..spans.len()).collect();
     let keys = adds
         .partitions()
         .unwrap_or_else(|| vec![PartitionValues(Vec::new()); adds.files()]);
-    every_partition(&keys, &order, &spans)
+    // A size delta-rs did not give counts the file in.
+    let sizes = adds.sizes();
+    let kept = |i: usize| {
+        sizes
+            .as_ref()
+            .and_then(|s| s.get(i))
+            .is_none_or(|&b| b.max(0) as u64 >= min_size)
+    };
+    every_partition(&keys, &kept, &order, &spans)
 }
 
 /// Each partition's depth per column (`order`: indices into `spans`, the report's column
@@ -207,7 +256,7 @@ fn per_partition(
     order: &[usize],
     spans: &[columns::ColumnSpans],
 ) -> (Vec<PartitionSkipping>, usize) {
-    let mut out = every_partition(keys, order, spans);
+    let mut out = every_partition(keys, &|_| true, order, spans);
     let total = out.len();
     out.truncate(PARTITIONS_SHOWN);
     (out, total)
@@ -215,11 +264,12 @@ fn per_partition(
 
 fn every_partition(
     keys: &[PartitionValues],
+    kept: &dyn Fn(usize) -> bool,
     order: &[usize],
     spans: &[columns::ColumnSpans],
 ) -> Vec<PartitionSkipping> {
     let mut groups: BTreeMap<&PartitionValues, Vec<usize>> = BTreeMap::new();
-    for (i, k) in keys.iter().enumerate() {
+    for (i, k) in keys.iter().enumerate().filter(|(i, _)| kept(*i)) {
         groups.entry(k).or_default().push(i);
     }
     let mut out: Vec<PartitionSkipping> = groups
@@ -313,7 +363,7 @@ mod tests {
         let parts: Vec<String> = (0..6).map(|i| format!("p{i}")).collect();
         let names: Vec<&str> = parts.iter().map(String::as_str).collect();
         // Six partitions of one file each: none is cut, whatever PARTITIONS_SHOWN is.
-        let all = partition_depths(&adds(&k, &v, &names), &["v".to_string()]);
+        let all = partition_depths(&adds(&k, &v, &names), &["v".to_string()], 0);
         assert_eq!(all.len(), 6);
         assert!(
             all.iter()
@@ -322,6 +372,7 @@ mod tests {
         let one = partition_depths(
             &adds(&k, &v, &["a"; 6]),
             &["k".to_string(), "missing".to_string()],
+            0,
         );
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].files, 6);
@@ -331,6 +382,17 @@ mod tests {
             "a column without statistics is left out"
         );
         assert_eq!(one[0].columns[0].mean_depth, 6.0);
+        // Files below the size are left out (the small-file rule's).
+        let col = |xs: Vec<i64>| Arc::new(Int64Array::from(xs)) as ArrayRef;
+        let sized = RecordBatch::try_from_iter([
+            ("num_records", col(vec![10; 4])),
+            ("size_bytes", col(vec![5, 500, 500, 5])),
+            ("min.k", col(vec![0; 4])),
+            ("max.k", col(vec![9; 4])),
+        ])
+        .unwrap();
+        let big = partition_depths(&AddColumns::new(vec![sized]), &["k".to_string()], 100);
+        assert_eq!((big[0].files, big[0].columns[0].mean_depth), (2, 2.0));
     }
 
     #[test]

@@ -35,11 +35,11 @@ async fn compact(l: &Location) -> JobSummary {
 }
 
 /// The last commit's actions.
-fn last_commit(table: &Path) -> Vec<Value> {
+pub(crate) fn last_commit(table: &Path) -> Vec<Value> {
     commits_from(table, 0).pop().unwrap()
 }
 
-fn added(commit: &[Value]) -> Vec<Value> {
+pub(crate) fn added(commit: &[Value]) -> Vec<Value> {
     commit
         .iter()
         .filter_map(|a| a.get("add").cloned())
@@ -66,7 +66,7 @@ fn file_columns(table: &Path, path: &str) -> Vec<(String, Option<i32>)> {
 }
 
 /// The table's columns' physical names and ids, by logical name, from its `metaData`.
-fn physical_columns(table: &Path) -> HashMap<String, (String, i64)> {
+pub(crate) fn physical_columns(table: &Path) -> HashMap<String, (String, i64)> {
     let mut schema = None;
     for c in commits_from(table, 0) {
         for a in c {
@@ -201,7 +201,7 @@ fn alter_table(table: &Path, operation: &str, edit: impl FnOnce(&mut Value, &mut
 }
 
 /// Renames a column (`RENAME COLUMN`): its physical name and id unchanged.
-fn rename_column(table: &Path, from: &str, to: &str) {
+pub(crate) fn rename_column(table: &Path, from: &str, to: &str) {
     alter_table(table, "RENAME COLUMN", |schema, _| {
         for f in schema["fields"].as_array_mut().unwrap() {
             if f["name"] == from {

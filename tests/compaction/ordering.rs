@@ -19,7 +19,9 @@ use object_store::local::LocalFileSystem;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::kernel_reader::kernel_read_with_row_ids;
+use crate::column_mapping::{added, physical_columns, rename_column};
+use crate::kernel_reader::{kernel_read, kernel_read_with_row_ids};
+use crate::kernel_writer::{create_mapped_table, kernel_append};
 use crate::row_tracking::{append_tracked_rows, column_of, last_commit, liquid_table};
 use crate::support::common::*;
 use crate::support::writer::{assert_no_row_lost, background_writer, has_version, verify};
@@ -259,4 +261,67 @@ async fn a_clustered_table_compacted_unclustered_says_so_and_still_keeps_its_dom
     .err()
     .expect("refused");
     assert!(e.to_string().contains("clustered by id"), "{e}");
+}
+
+/// A string column's values in one data file, by its physical name.
+fn strings_in(table: &Path, path: &str, column: &str) -> Vec<String> {
+    use arrow::array::{Array, StringArray};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let f = std::fs::File::open(table.join(decoded(path))).unwrap();
+    let mut out = Vec::new();
+    for b in ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap()
+    {
+        let b = b.unwrap();
+        let a = b.column_by_name(column).unwrap();
+        let a = a.as_any().downcast_ref::<StringArray>().unwrap();
+        out.extend((0..a.len()).map(|i| a.value(i).to_string()));
+    }
+    out
+}
+
+/// A column-mapped table sorted by a renamed column: the order is asked by its logical name
+/// (`full name`), the rows are sorted by its physical column in the files, and delta-kernel-rs
+/// (which resolves the mapping itself) reads the same rows and values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mapped_table_sorted_by_a_renamed_column_orders_its_physical_column_and_keeps_every_value()
+ {
+    let d = tempfile::tempdir().unwrap();
+    create_mapped_table(d.path(), "name");
+    for i in [5, 2, 4, 0, 3, 1] {
+        kernel_append(d.path(), &[i * 10 + 9, i * 10, i * 10 + 5], "2026-12-01");
+    }
+    rename_column(d.path(), "name", "full name");
+    let before = kernel_read(d.path());
+    assert_eq!(before.rows.len(), 18);
+    let s = plan_and_run(
+        &loc(d.path()),
+        &request().layout(order(OrderKind::Sort, &["full name"])),
+    )
+    .await;
+    assert_eq!(s.files_removed, 6, "{s:?}");
+    let after = kernel_read(d.path());
+    assert_eq!(after.rows, before.rows, "same rows and values");
+    let physical = physical_columns(d.path())["full name"].0.clone();
+    assert_ne!(
+        physical, "full name",
+        "a mapped column has its own physical name"
+    );
+    let mut ranges = Vec::new();
+    let mut total = 0;
+    for out in added(&last_commit(d.path())) {
+        let names = strings_in(d.path(), out["path"].as_str().unwrap(), &physical);
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted, "each output sorted by the physical column");
+        total += names.len();
+        ranges.push((names[0].clone(), names[names.len() - 1].clone()));
+    }
+    assert_eq!(total, 18);
+    ranges.sort();
+    for w in ranges.windows(2) {
+        assert!(w[0].1 < w[1].0, "the outputs tile the column: {ranges:?}");
+    }
 }

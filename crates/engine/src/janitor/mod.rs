@@ -1142,7 +1142,12 @@ impl Janitor {
         let Some(wanted) = depth_read::wanted(&self.policy, &t.report.log.features) else {
             return DepthState::NotJudged;
         };
-        if let Some(d) = self.depths.get(&t.id)
+        let cached = self.depths.get(&t.id);
+        // While its job runs nothing is planned for the table: no read is worth its cost.
+        if self.busy(&t.id) {
+            return cached.map_or(DepthState::NotJudged, |d| DepthState::Read(d.clone()));
+        }
+        if let Some(d) = cached
             && d.serves(t.report.version, now, recluster.every)
         {
             return DepthState::Read(d.clone());
@@ -1217,6 +1222,10 @@ impl Janitor {
         let throttle = self.throttle_for(t, now);
         // The policy's target, else the table's own, else one by the table's size.
         let (target_file_size, target_reason) = self.target_for(t);
+        if matches!(purpose, JobPurpose::Recluster(_)) {
+            // The layout is about to change: the next judgement reads it afresh.
+            self.depths.remove(&t.id);
+        }
         let layout = match &purpose {
             // A clustered table's small files are clustered as they are merged.
             JobPurpose::SmallFiles => self.policy.layout.clone(),

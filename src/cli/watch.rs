@@ -84,7 +84,7 @@ fn human(line: &Line, once: bool) -> Option<(bool, String)> {
             schedule.failures,
             schedule.last_error.as_deref().unwrap_or("unknown")
         )),
-        Line::Schedule { .. } | Line::Policy { .. } => None,
+        Line::Schedule { .. } | Line::Policy { .. } | Line::Floor { .. } => None,
     }
 }
 

@@ -290,12 +290,15 @@ async fn a_mapped_table_sorted_by_a_renamed_column_orders_its_physical_column_an
  {
     let d = tempfile::tempdir().unwrap();
     create_mapped_table(d.path(), "name");
+    // 2,000 rows an append, ids interleaved across appends: at the 64 KiB target the sorted
+    // rows fill several outputs, whose ranges must tile the column.
     for i in [5, 2, 4, 0, 3, 1] {
-        kernel_append(d.path(), &[i * 10 + 9, i * 10, i * 10 + 5], "2026-12-01");
+        let ids: Vec<i64> = (0..2000).map(|k| k * 6 + i).collect();
+        kernel_append(d.path(), &ids, "2026-12-01");
     }
     rename_column(d.path(), "name", "full name");
     let before = kernel_read(d.path());
-    assert_eq!(before.rows.len(), 18);
+    assert_eq!(before.rows.len(), 12_000);
     let s = plan_and_run(
         &loc(d.path()),
         &request().layout(order(OrderKind::Sort, &["full name"])),
@@ -319,7 +322,8 @@ async fn a_mapped_table_sorted_by_a_renamed_column_orders_its_physical_column_an
         total += names.len();
         ranges.push((names[0].clone(), names[names.len() - 1].clone()));
     }
-    assert_eq!(total, 18);
+    assert_eq!(total, 12_000);
+    assert!(ranges.len() >= 2, "several outputs: {ranges:?}");
     ranges.sort();
     for w in ranges.windows(2) {
         assert!(w[0].1 < w[1].0, "the outputs tile the column: {ranges:?}");

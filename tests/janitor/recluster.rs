@@ -174,3 +174,72 @@ fn max_depth_with_binpack_is_refused_naming_the_line() {
     );
     assert!(optimize_commit_infos(t.path()).is_empty());
 }
+
+/// A column of two values cannot tile: sorted, each value still spans half the outputs. The
+/// model expects depth 1, so without the floor the janitor would re-cluster it at every run.
+/// The read after the job keeps the depth it left (a `floor` line in the history), and the
+/// next `--once` run (a new process, as from cron) starts from it and leaves the partition.
+#[test]
+fn a_column_of_two_values_is_re_clustered_once_and_its_floor_keeps_the_next_run_from_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    let o = py_script("skipping_depth.py")
+        .args(["make-flags", path(&t)])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let logs = tempfile::tempdir().unwrap();
+    let history = logs.path().join("history.jsonl");
+    let policy = logs.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "small_file_size = \"1KiB\"\ntarget_file_size = \"1MiB\"\nstrategy = \"sort\"\ncolumns = [\"flag\"]\nmax_depth = 4\n",
+    )
+    .unwrap();
+    let count = || {
+        let o = py_script("skipping_depth.py")
+            .args(["count", path(&t)])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    let before = count();
+    assert_eq!(before["rows"], 24 * 60_000);
+    let run = || {
+        let o = watch(&t, &history, &["--json", "--policy", path(&policy)]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        json_lines(&text(&o.stdout))
+    };
+    let day = |lines: &[Value]| {
+        lines
+            .iter()
+            .find(|l| l["type"] == "decision")
+            .cloned()
+            .unwrap()
+    };
+    let first = run();
+    assert_eq!(day(&first)["decision"], "recluster", "{:#}", day(&first));
+    assert_eq!(of_type(&first, "result").len(), 1);
+
+    let second = run();
+    let floor = one(of_type(&second, "floor"), "floor");
+    let left = floor["left"][0]["mean"].as_f64().unwrap();
+    assert_eq!(floor["left"][0]["column"], "flag");
+    assert!(left > 4.0, "two values stay deep after a sort: {floor:#}");
+    let d = day(&second);
+    assert_eq!(d["decision"], "not_due", "{d:#}");
+    assert!(
+        d["reason"]
+            .as_str()
+            .unwrap()
+            .contains("less than a 2x gain"),
+        "{d:#}"
+    );
+    assert!(of_type(&second, "result").is_empty());
+    // And a third run, from the history's floor alone.
+    let third = run();
+    assert_eq!(day(&third)["decision"], "not_due");
+    assert!(of_type(&third, "floor").is_empty(), "set once, kept");
+    assert_eq!(count(), before, "rows, distinct ids and the flags' sum");
+}

@@ -13,6 +13,11 @@ in lakehealth's sweep cannot agree with itself.
                                      identity, its default sort order `seq`); prints its location
   skipping_depth.py measure-iceberg DIR COL...  as `measure`, from pyiceberg's decoding of the
                                      manifests' bounds (`inspect.files()` readable_metrics)
+  skipping_depth.py make-flags URI    24 appends of 60,000 rows into day 2026-12-01: unique `id`,
+                                     `flag` 0 or 1 at random (two values: no order can make a
+                                     lookup on it open one file), `value` a random double
+  skipping_depth.py count URI         {"rows", "distinct_ids", "flag_sum"} of a make-flags table, read
+                                     by Python deltalake + pyarrow
   skipping_depth.py admits URI COL VALUE  {"files": n, "admitting": k, "paths": [...]}: the files whose
                                      min/max admit COL = VALUE (an integer when it parses as
                                      one); a file without both counts as admitting
@@ -40,6 +45,26 @@ def appends():
 def make(uri):
     for t in appends():
         write_deltalake(uri, t, mode="append", partition_by=["day"])
+
+
+def make_flags(uri):
+    rng = random.Random(5)
+    n = 60_000
+    for i in range(24):
+        write_deltalake(uri, pa.table({
+            "id": pa.array(range(i * n, i * n + n), pa.int64()),
+            "flag": pa.array([rng.randrange(2) for _ in range(n)], pa.int64()),
+            "value": pa.array([rng.random() for _ in range(n)], pa.float64()),
+            "day": pa.array(["2026-12-01"] * n, pa.string()),
+        }), mode="append", partition_by=["day"])
+
+
+def count(uri):
+    import pyarrow.compute as pc
+    t = DeltaTable(uri).to_pyarrow_table(columns=["id", "flag"])
+    print(json.dumps({"rows": t.num_rows,
+                      "distinct_ids": pc.count_distinct(t.column("id")).as_py(),
+                      "flag_sum": pc.sum(t.column("flag")).as_py()}))
 
 
 def iceberg_catalog(d):
@@ -135,6 +160,10 @@ def admits(uri, col, value):
 
 if sys.argv[1] == "make":
     make(sys.argv[2])
+elif sys.argv[1] == "count":
+    count(sys.argv[2])
+elif sys.argv[1] == "make-flags":
+    make_flags(sys.argv[2])
 elif sys.argv[1] == "make-iceberg":
     make_iceberg(sys.argv[2])
 elif sys.argv[1] == "measure-iceberg":

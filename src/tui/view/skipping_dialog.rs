@@ -95,7 +95,7 @@ fn health_lines(
     }
     for f in &h.findings {
         lines.push(Line::from(Span::styled(
-            format!(" {}", f.message()),
+            format!(" {}", f.message_for(h.source)),
             style::score(30),
         )));
     }

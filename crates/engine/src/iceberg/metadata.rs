@@ -181,9 +181,11 @@ impl TableMetadata {
             .unwrap_or_default()
     }
 
-    /// The columns of the default sort order, in its order: those sorted by their own value
-    /// (identity transform) among the current schema's top-level columns. The order a table
-    /// declares for its files, as Delta's clustering columns are.
+    /// The columns of the default sort order, in its order: its leading fields sorted by their
+    /// own value (identity transform), among the current schema's top-level columns; a field
+    /// of another transform ends them (what follows it is ordered only within its buckets,
+    /// so files need not cluster on it). The order a table declares for its files, as
+    /// Delta's clustering columns are.
     pub fn sort_columns(&self) -> Vec<String> {
         let id = self.default_sort_order_id.unwrap_or(0);
         let Some(order) = self.sort_orders.iter().find(|o| o.order_id == id) else {
@@ -193,7 +195,7 @@ impl TableMetadata {
         order
             .fields
             .iter()
-            .filter(|f| f.transform == "identity")
+            .take_while(|f| f.transform == "identity")
             .filter_map(|f| {
                 columns
                     .iter()
@@ -274,11 +276,16 @@ mod tests {
               "default-sort-order-id": 2,
               "sort-orders": [{"order-id": 0, "fields": []},
                 {"order-id": 2, "fields": [
+                  {"source-id": 1, "transform": "identity", "direction": "asc", "null-order": "nulls-first"},
                   {"source-id": 2, "transform": "day", "direction": "asc", "null-order": "nulls-first"},
-                  {"source-id": 1, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}]}]}"#,
+                  {"source-id": 3, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}]}]}"#,
         )
         .unwrap();
-        assert_eq!(m.sort_columns(), ["sensor"]);
+        assert_eq!(
+            m.sort_columns(),
+            ["sensor"],
+            "up to the first other transform"
+        );
         let cols: Vec<String> = m.top_level_columns().into_iter().map(|c| c.1).collect();
         assert_eq!(cols, ["sensor", "ts"], "the current schema's primitives");
     }

@@ -86,7 +86,8 @@ fn arrow_type(iceberg: &str) -> Option<DataType> {
 }
 
 /// One bound as an arrow array of the type; a value of the wrong length (or not UTF-8) is
-/// unknown, as a missing one is.
+/// unknown, as a missing one is. A long or double column promoted from int or float keeps its
+/// older files' 4-byte bounds: read as what they were written as.
 fn bound_array(ty: &DataType, values: Vec<Option<&[u8]>>) -> ArrayRef {
     fn le<const N: usize>(b: &[u8]) -> Option<[u8; N]> {
         b.try_into().ok()
@@ -107,7 +108,13 @@ fn bound_array(ty: &DataType, values: Vec<Option<&[u8]>>) -> ArrayRef {
         DataType::Int64 => Arc::new(Int64Array::from(
             values
                 .iter()
-                .map(|v| v.and_then(le::<8>).map(i64::from_le_bytes))
+                .map(|v| {
+                    v.and_then(|b| {
+                        le::<8>(b)
+                            .map(i64::from_le_bytes)
+                            .or_else(|| le::<4>(b).map(|x| i64::from(i32::from_le_bytes(x))))
+                    })
+                })
                 .collect::<Vec<_>>(),
         )),
         DataType::Float32 => Arc::new(Float32Array::from(
@@ -119,7 +126,13 @@ fn bound_array(ty: &DataType, values: Vec<Option<&[u8]>>) -> ArrayRef {
         DataType::Float64 => Arc::new(Float64Array::from(
             values
                 .iter()
-                .map(|v| v.and_then(le::<8>).map(f64::from_le_bytes))
+                .map(|v| {
+                    v.and_then(|b| {
+                        le::<8>(b)
+                            .map(f64::from_le_bytes)
+                            .or_else(|| le::<4>(b).map(|x| f64::from(f32::from_le_bytes(x))))
+                    })
+                })
                 .collect::<Vec<_>>(),
         )),
         _ => Arc::new(StringArray::from(
@@ -254,8 +267,15 @@ mod tests {
 
     #[test]
     fn a_bound_of_the_wrong_length_is_unknown_not_a_wrong_value() {
-        let a = bound_array(&DataType::Int64, vec![Some(&[1, 0, 0, 0][..]), None]);
+        let a = bound_array(&DataType::Int64, vec![Some(&[1, 0, 0][..]), None]);
         assert_eq!(a.null_count(), 2);
+        // A long promoted from int: its older files' bounds are 4 bytes.
+        let promoted = bound_array(&DataType::Int64, vec![Some(&(-7i32).to_le_bytes()[..])]);
+        let promoted = promoted.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(promoted.value(0), -7);
+        let d = bound_array(&DataType::Float64, vec![Some(&1.5f32.to_le_bytes()[..])]);
+        let d = d.as_any().downcast_ref::<Float64Array>().unwrap();
+        assert_eq!(d.value(0), 1.5);
         let s = bound_array(&DataType::Utf8, vec![Some(&[0xff][..]), Some(b"ok")]);
         assert_eq!(s.null_count(), 1);
     }

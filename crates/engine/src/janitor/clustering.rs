@@ -2,7 +2,10 @@
 //! janitor keeps is due for a job that rewrites it whole in that order. Due only when a
 //! column's mean depth is past the bound *and* the rewrite is expected to at least halve it
 //! (the what-if model, `compact::ordering::what_if`): a large partition whose best order
-//! still overlaps is not rewritten cycle after cycle. Pure: the depths come from `depth_read`.
+//! still overlaps is not rewritten cycle after cycle. The model assumes distinct, evenly
+//! spread values; a column of few or skewed values stays deeper after its rewrite than it
+//! says, so the depth a partition's last re-clustering left (its floor) replaces the model's
+//! when higher. Pure: the depths come from `depth_read`.
 
 use crate::compact::ordering::OrderKind;
 use crate::compact::ordering::what_if::expected_depth;
@@ -46,7 +49,7 @@ impl KeptOrder {
 }
 
 /// One of the order's columns in a partition: its mean depth now.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ColumnDepth {
     pub column: String,
     pub mean: f64,
@@ -82,14 +85,16 @@ impl Verdict {
 }
 
 /// The partition's verdict: None when every column of the order is within `max_depth`.
-/// `outputs`: the files a rewrite would write (the partition's bytes over the target). Of
-/// the columns past the bound, the first one a rewrite would improve enough is judged, else
-/// the deepest.
+/// `outputs`: the files a rewrite would write (the partition's bytes over the target);
+/// `floor`: each column's depth right after the partition's last re-clustering, when it was
+/// still past the bound. Of the columns past the bound, the first one a rewrite would improve
+/// enough is judged, else the deepest.
 pub fn judge(
     order: &KeptOrder,
     max_depth: f64,
     depths: &[ColumnDepth],
     outputs: u64,
+    floor: &[ColumnDepth],
 ) -> Option<Verdict> {
     let kind = order.effective_kind();
     let d = order.columns.len();
@@ -98,7 +103,11 @@ pub fn judge(
         .filter(|c| c.mean > max_depth)
         .filter_map(|c| {
             let position = order.columns.iter().position(|k| *k == c.column)?;
-            let expected = expected_depth(kind, d, position, outputs);
+            let left = floor
+                .iter()
+                .find(|f| f.column == c.column)
+                .map_or(0.0, |f| f.mean);
+            let expected = expected_depth(kind, d, position, outputs).max(left);
             Some(Verdict {
                 due: c.mean >= expected * MIN_GAIN,
                 column: c.column.clone(),
@@ -147,9 +156,9 @@ mod tests {
 
     #[test]
     fn a_partition_past_the_bound_is_due_only_when_the_order_would_at_least_halve_its_depth() {
-        assert_eq!(judge(&z(), 4.0, &depths(3.0, 4.0), 9), None, "within");
+        assert_eq!(judge(&z(), 4.0, &depths(3.0, 4.0), 9, &[]), None, "within");
         // 9 outputs z-ordered on two columns: expected depth 3 each; 12 is 4x that.
-        let v = judge(&z(), 4.0, &depths(12.0, 2.0), 9).unwrap();
+        let v = judge(&z(), 4.0, &depths(12.0, 2.0), 9, &[]).unwrap();
         assert!(v.due);
         assert_eq!((v.column.as_str(), v.expected), ("sensor", 3.0));
         assert!(
@@ -160,7 +169,7 @@ mod tests {
             v.reason()
         );
         // 400 outputs: expected 20; a depth of 30 is past 4 but not twice 20.
-        let v = judge(&z(), 4.0, &depths(30.0, 2.0), 400).unwrap();
+        let v = judge(&z(), 4.0, &depths(30.0, 2.0), 400, &[]).unwrap();
         assert!(!v.due);
         assert!(
             v.reason().contains("expected to leave 20.0"),
@@ -177,14 +186,35 @@ mod tests {
             clustered: true,
         };
         // ts stays spread over every output of a sort by sensor: no gain, however deep.
-        let v = judge(&sort, 4.0, &depths(2.0, 50.0), 50).unwrap();
+        let v = judge(&sort, 4.0, &depths(2.0, 50.0), 50, &[]).unwrap();
         assert!(!v.due && v.column == "ts");
-        let v = judge(&sort, 4.0, &depths(6.0, 50.0), 50).unwrap();
+        let v = judge(&sort, 4.0, &depths(6.0, 50.0), 50, &[]).unwrap();
         assert!(v.due && v.column == "sensor" && v.expected == 1.0);
         assert!(
             v.order
                 .starts_with("the table's clustering (sort by sensor, ts)")
         );
+    }
+
+    #[test]
+    fn a_column_its_last_re_clustering_left_deep_is_due_again_only_at_twice_that_depth() {
+        let sort = KeptOrder {
+            kind: OrderKind::Sort,
+            columns: vec!["sensor".into()],
+            clustered: false,
+        };
+        let one = |mean: f64| {
+            vec![ColumnDepth {
+                column: "sensor".into(),
+                mean,
+            }]
+        };
+        // Three sensor values over 50 outputs: the model says 1, the rewrite left 17.
+        assert!(judge(&sort, 4.0, &one(20.0), 50, &[]).unwrap().due);
+        let v = judge(&sort, 4.0, &one(20.0), 50, &one(17.0)).unwrap();
+        assert!(!v.due, "the same rewrite again would gain nothing");
+        assert_eq!(v.expected, 17.0);
+        assert!(judge(&sort, 4.0, &one(34.0), 50, &one(17.0)).unwrap().due);
     }
 
     #[test]

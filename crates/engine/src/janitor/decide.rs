@@ -15,7 +15,7 @@ use super::schedule::Gate;
 use crate::model::duration::{whole_units, whole_units_ms};
 use crate::model::partition::PartitionValues;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
     /// Due for a compaction of its small files.

@@ -27,6 +27,8 @@ pub struct TableDepth {
     /// are decided without: memory follows what is due, not the partitions).
     pub over: HashMap<PartitionValues, Vec<ColumnDepth>>,
     pub partitions: usize,
+    /// Why some of the order's columns could not be judged (they have no statistics).
+    pub note: Option<String>,
 }
 
 impl TableDepth {
@@ -90,21 +92,12 @@ pub async fn read(
     let table = crate::delta::delta_rs::load(loc, storage_options, what).await?;
     let order = match wanted {
         Wanted::Columns(o) => o,
-        Wanted::Clustering => {
-            let columns = crate::delta::skipping::clustering_of(&table, &uri).await?;
-            if columns.is_empty() {
-                return Err(EngineError::Unsupported {
-                    uri,
-                    detail: "its protocol lists clustering but no clustering columns were found"
-                        .into(),
-                });
-            }
-            KeptOrder {
-                kind: OrderKind::ZOrder,
-                columns,
-                clustered: true,
-            }
-        }
+        // No clustering columns (`CLUSTER BY NONE`): nothing to keep, as a compaction sees it.
+        Wanted::Clustering => KeptOrder {
+            kind: OrderKind::ZOrder,
+            columns: crate::delta::skipping::clustering_of(&table, &uri).await?,
+            clustered: true,
+        },
     };
     let state = table
         .snapshot()
@@ -114,6 +107,19 @@ pub async fn read(
             .add_actions_batches(true)
             .map_err(|e| EngineError::from_delta(&uri, what, e))?,
     );
+    let with_stats = adds.stat_columns();
+    let missing: Vec<&str> = order
+        .columns
+        .iter()
+        .filter(|c| !with_stats.contains(c))
+        .map(String::as_str)
+        .collect();
+    let note = (!missing.is_empty()).then(|| {
+        format!(
+            "no min/max statistics for {} (not a column of the table, or past delta.dataSkippingNumIndexedCols)",
+            missing.join(", ")
+        )
+    });
     let all = partition_depths(&adds, &order.columns, min_size);
     let partitions = all.len();
     let over = all
@@ -137,6 +143,7 @@ pub async fn read(
         order,
         over,
         partitions,
+        note,
     })
 }
 
@@ -190,6 +197,7 @@ mod tests {
                 HashMap::new()
             },
             partitions: 1,
+            note: None,
         };
         let every = Duration::from_secs(60);
         assert!(read(true).serves(5, 1_000_000, every), "same version");

@@ -33,7 +33,7 @@ pub fn ts(ms: i64) -> String {
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// At least one commit landed.
@@ -92,6 +92,8 @@ pub struct ResultLine {
     /// The table's bytes written by the janitor's compactions per byte its writers wrote, over
     /// its recent log when the job was decided (jobs run by hand left out; None: no ingest).
     pub write_amplification: Option<f64>,
+    /// The same for the janitor's re-clustering, counted apart.
+    pub recluster_amplification: Option<f64>,
     /// The whole job's requests, bytes and price, planned and measured: on its first
     /// partition's line only, so a sum over the history is what the janitor spent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -120,6 +122,15 @@ pub enum Line {
         ts: String,
         table: String,
         error: String,
+    },
+    /// The depth a re-clustered partition was left at (`left`, its order's columns), read
+    /// after the job: it is not due again until twice that (`janitor::clustering`). Empty:
+    /// within the bound, no floor. What the next run (`--once` from cron) starts from.
+    Floor {
+        ts: String,
+        table: String,
+        partition: PartitionValues,
+        left: Vec<super::clustering::ColumnDepth>,
     },
     /// A table's failure record changed (or is not clean): what the next run starts from.
     Schedule {
@@ -308,9 +319,93 @@ pub fn restore(path: &Path) -> std::io::Result<HashMap<String, TableSchedule>> {
     Ok(out)
 }
 
+/// Re-clustering's state in the history's tail, per table: the floors its reads set (`floor`
+/// lines), and the partitions re-clustered since (compacted `recluster` results), whose floor
+/// the next read sets.
+#[derive(Debug, Default, PartialEq)]
+pub struct Reclustered {
+    pub floors: HashMap<String, HashMap<PartitionValues, Vec<super::clustering::ColumnDepth>>>,
+    pub pending: HashMap<String, Vec<PartitionValues>>,
+}
+
+pub fn restore_reclustered(path: &Path) -> std::io::Result<Reclustered> {
+    #[derive(serde::Deserialize)]
+    struct Any {
+        #[serde(rename = "type")]
+        kind: String,
+        table: String,
+        partition: PartitionValues,
+        #[serde(default)]
+        decision: Option<DecisionKind>,
+        #[serde(default)]
+        outcome: Option<Outcome>,
+        #[serde(default)]
+        left: Vec<super::clustering::ColumnDepth>,
+    }
+    let mut out = Reclustered::default();
+    let lines = tail_lines(path, RESTORE_TAIL_BYTES)?;
+    for line in lines.iter().filter(|l| {
+        l.windows(7).any(|w| w == b"\"floor\"") || l.windows(11).any(|w| w == b"\"recluster\"")
+    }) {
+        let Ok(l) = serde_json::from_slice::<Any>(line) else {
+            continue;
+        };
+        let pending = out.pending.entry(l.table.clone()).or_default();
+        match l.kind.as_str() {
+            "floor" => {
+                pending.retain(|p| *p != l.partition);
+                let floors = out.floors.entry(l.table).or_default();
+                if l.left.is_empty() {
+                    floors.remove(&l.partition);
+                } else {
+                    floors.insert(l.partition, l.left);
+                }
+            }
+            "result"
+                if l.decision == Some(DecisionKind::Recluster)
+                    && l.outcome == Some(Outcome::Compacted)
+                    && !pending.contains(&l.partition) =>
+            {
+                pending.push(l.partition);
+            }
+            _ => {}
+        }
+    }
+    out.pending.retain(|_, v| !v.is_empty());
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_re_clustered_partition_is_pending_until_a_floor_line_and_the_newest_floor_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.jsonl");
+        let lines = [
+            r#"{"type":"floor","ts":"t","table":"/a","partition":{"d":"1"},"left":[{"column":"s","mean":9.0}]}"#,
+            r#"{"type":"result","table":"/a","partition":{"d":"1"},"decision":"recluster","outcome":"compacted"}"#,
+            r#"{"type":"result","table":"/a","partition":{"d":"2"},"decision":"recluster","outcome":"failed"}"#,
+            r#"{"type":"result","table":"/b","partition":{"d":"3"},"decision":"recluster","outcome":"compacted"}"#,
+            r#"{"type":"floor","ts":"t","table":"/b","partition":{"d":"3"},"left":[{"column":"s","mean":17.0}]}"#,
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let r = restore_reclustered(&path).unwrap();
+        let pv = |d: &str| PartitionValues(vec![("d".into(), Some(d.into()))]);
+        assert_eq!(
+            r.pending.get("/a"),
+            Some(&vec![pv("1")]),
+            "re-clustered after its floor"
+        );
+        assert!(!r.pending.contains_key("/b"));
+        assert_eq!(r.floors["/b"][&pv("3")][0].mean, 17.0);
+        assert_eq!(
+            r.floors["/a"][&pv("1")][0].mean,
+            9.0,
+            "kept until the next read"
+        );
+    }
 
     #[test]
     fn lines_are_tagged_json_with_typed_partitions() {

@@ -181,6 +181,7 @@ mod tests {
         DuePartition {
             values: PartitionValues(vec![(k.into(), Some(v.into()))]),
             reason: "due".into(),
+            lookup_saving: 0.0,
         }
     }
 

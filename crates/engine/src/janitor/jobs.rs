@@ -33,6 +33,8 @@ use super::decide::DecisionKind;
 pub(super) struct DuePartition {
     pub values: PartitionValues,
     pub reason: String,
+    /// Due for re-clustering: the files a lookup would open fewer (its benefit in the queue).
+    pub lookup_saving: f64,
 }
 
 /// What a job is for: merging small files, or rewriting partitions whole in the order the
@@ -520,6 +522,7 @@ pub(super) fn results(d: &JobDone, rule: &str) -> Option<Vec<ResultLine>> {
                     throttle: d.spec.throttle.reason.clone(),
                     pace: summary.pace.clone(),
                     write_amplification: d.spec.rewrite.write_amplification,
+                    recluster_amplification: d.spec.rewrite.recluster_amplification,
                     estimate: summary.estimate.clone().filter(|_| i == 0),
                     actual: summary.actual.clone().filter(|_| i == 0),
                 }

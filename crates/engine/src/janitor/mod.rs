@@ -195,6 +195,15 @@ pub struct Janitor {
     activity: HashMap<String, Activity>,
     /// Each table's overlap depth as last read (`max_depth`): partitions past the bound only.
     depths: HashMap<String, depth_read::TableDepth>,
+    /// A table's last failed depth read (when, why): retried after `depth_every`, not every
+    /// cycle (each try is a log replay).
+    depth_failures: HashMap<String, (i64, String)>,
+    /// Partitions re-clustered since their table's last depth read: the next read sets their
+    /// floor.
+    reclustered: HashMap<String, Vec<PartitionValues>>,
+    /// The depth each re-clustered partition was left at, when still past the bound
+    /// (`clustering::judge`).
+    floors: HashMap<String, HashMap<PartitionValues, Vec<clustering::ColumnDepth>>>,
     locks: Arc<PartitionLocks>,
     cycle: u64,
     history_failed: bool,
@@ -265,6 +274,10 @@ impl Janitor {
             }
         };
         let last_vacuum = maintenance::last_vacuums(history.path());
+        let reclustered = history::restore_reclustered(history.path()).unwrap_or_else(|e| {
+            tracing::warn!("janitor: cannot read the history for re-clustered partitions: {e}");
+            Default::default()
+        });
         let (talk, heard) = mpsc::unbounded_channel();
         let polling =
             polling::Polling::new(policy.interval, policy.idle_poll_max, policy.discover_every);
@@ -277,6 +290,9 @@ impl Janitor {
             schedules: HashMap::new(),
             activity: HashMap::new(),
             depths: HashMap::new(),
+            depth_failures: HashMap::new(),
+            reclustered: reclustered.pending,
+            floors: reclustered.floors,
             locks: Arc::new(PartitionLocks::default()),
             cycle: 0,
             history_failed: false,
@@ -1088,6 +1104,7 @@ impl Janitor {
             target_file_size: target_file_size
                 .or(t.report.table_target_file_size)
                 .unwrap_or(self.open.thresholds.target_file_size),
+            floors: self.floors.get(&t.id),
         };
         let round = round::decide_table(&self.policy, &read, now);
         drop(read);
@@ -1152,6 +1169,12 @@ impl Janitor {
         {
             return DepthState::Read(d.clone());
         }
+        let every_ms = recluster.every.as_millis().min(i64::MAX as u128) as i64;
+        if let Some((at, why)) = self.depth_failures.get(&t.id)
+            && now.saturating_sub(*at) < every_ms
+        {
+            return DepthState::Failed(why.clone());
+        }
         let read = depth_read::read(
             &t.loc,
             &self.open.storage_options,
@@ -1163,13 +1186,51 @@ impl Janitor {
         .await;
         match read {
             Ok(d) => {
+                self.depth_failures.remove(&t.id);
+                self.set_floors(t, &d);
                 self.depths.insert(t.id.clone(), d.clone());
                 DepthState::Read(d)
             }
             Err(e) => {
                 tracing::warn!("janitor: reading depth of {}: {e}", t.id);
                 self.depths.remove(&t.id);
-                DepthState::Failed(crate::secrets::scrub(&e.to_string()).into_owned())
+                let why = crate::secrets::scrub(&e.to_string()).into_owned();
+                self.depth_failures.insert(t.id.clone(), (now, why.clone()));
+                DepthState::Failed(why)
+            }
+        }
+    }
+
+    /// After a read: the partitions re-clustered since the last one keep the depth they were
+    /// left at as their floor while it is past the bound. A partition the read has but the
+    /// log's partitions do not (their values printed another way) would never be decided:
+    /// said in the log.
+    fn set_floors(&mut self, t: &Loaded, d: &depth_read::TableDepth) {
+        if let Some(done) = self.reclustered.remove(&t.id) {
+            for p in done {
+                let left = d.over.get(&p).cloned().unwrap_or_default();
+                let floors = self.floors.entry(t.id.clone()).or_default();
+                if left.is_empty() {
+                    floors.remove(&p);
+                } else {
+                    floors.insert(p.clone(), left.clone());
+                }
+                // Kept in the history: a `--once` run from cron starts from it.
+                self.emit(Line::Floor {
+                    ts: ts(now_ms()),
+                    table: t.id.clone(),
+                    partition: p,
+                    left,
+                });
+            }
+        }
+        for p in d.over.keys() {
+            if !t.report.partitions.iter().any(|r| &r.values == p) {
+                tracing::warn!(
+                    "janitor: {}: the depth read's partition {} matches none of the log's; it is not judged",
+                    t.id,
+                    p.label()
+                );
             }
         }
     }
@@ -1223,8 +1284,11 @@ impl Janitor {
         // The policy's target, else the table's own, else one by the table's size.
         let (target_file_size, target_reason) = self.target_for(t);
         if matches!(purpose, JobPurpose::Recluster(_)) {
-            // The layout is about to change: the next judgement reads it afresh.
+            // The layout is about to change: the next judgement reads it afresh, and sets
+            // these partitions' floors.
             self.depths.remove(&t.id);
+            self.reclustered
+                .insert(t.id.clone(), due.iter().map(|d| d.values.clone()).collect());
         }
         let layout = match &purpose {
             // A clustered table's small files are clustered as they are merged.
@@ -1267,7 +1331,7 @@ impl Janitor {
             table: t.id.clone(),
             loc: t.loc.clone(),
             work,
-            benefit: benefit_of(&t.report, &due),
+            benefit: benefit_of(&t.report, &due, &purpose),
             target_reason,
             partitions: due,
             purpose,
@@ -1349,6 +1413,10 @@ impl Janitor {
             tables.iter().map(|t| t.id.as_str()).collect();
         self.activity.retain(|k, _| present.contains(k.as_str()));
         self.depths.retain(|k, _| present.contains(k.as_str()));
+        self.depth_failures
+            .retain(|k, _| present.contains(k.as_str()));
+        self.reclustered.retain(|k, _| present.contains(k.as_str()));
+        self.floors.retain(|k, _| present.contains(k.as_str()));
         self.said.retain(|(t, _), _| present.contains(t.as_str()));
         self.queue.retain_tables(|t| present.contains(t));
         // Checkpoints and vacuums are Delta log maintenance.
@@ -1660,12 +1728,23 @@ fn active_writer(tables: &[Loaded], now: i64) -> Option<String> {
 
 /// What compacting `due` saves readers (files beyond the ideal count) for the bytes of its
 /// small files.
-fn benefit_of(report: &TableReport, due: &[DuePartition]) -> Benefit {
+/// What a job saves readers and what it rewrites: small files merged; or, re-clustering, the
+/// files a lookup opens fewer for every byte of the partitions (all rewritten).
+fn benefit_of(report: &TableReport, due: &[DuePartition], purpose: &JobPurpose) -> Benefit {
     let mut b = Benefit::default();
     for p in &report.partitions {
-        if due.iter().any(|d| d.values == p.values) {
-            b.files_removed += p.stats.excess_files;
-            b.bytes += p.stats.small_bytes;
+        let Some(d) = due.iter().find(|d| d.values == p.values) else {
+            continue;
+        };
+        match purpose {
+            JobPurpose::SmallFiles => {
+                b.files_removed += p.stats.excess_files;
+                b.bytes += p.stats.small_bytes;
+            }
+            JobPurpose::Recluster(_) => {
+                b.files_removed += d.lookup_saving.round() as u64;
+                b.bytes += p.stats.bytes;
+            }
         }
     }
     b

@@ -4,7 +4,9 @@
 //! so `watch`, the TUI (through `Janitor::decide_only`) and the tests see the same decisions.
 
 use super::activity::Activity;
-use super::clustering::{Verdict, judge, outputs};
+use std::collections::HashMap;
+
+use super::clustering::{ColumnDepth, Verdict, judge, outputs};
 use super::decide::{Decision, DecisionKind, Eligible, Facts, decide};
 use super::depth_read::DepthState;
 use super::history::{DecisionLine, ts};
@@ -45,6 +47,9 @@ pub(super) struct TableRead<'a> {
     pub depth: &'a DepthState,
     /// The size the table's jobs write files at (how many files a rewrite would write).
     pub target_file_size: u64,
+    /// Each re-clustered partition's depth its last re-clustering left, when still past the
+    /// bound (`clustering::judge`'s floor).
+    pub floors: Option<&'a HashMap<PartitionValues, Vec<ColumnDepth>>>,
 }
 
 /// One table's round: a decision line per partition, and the due partitions its next job takes
@@ -60,14 +65,17 @@ pub(super) struct Round {
 /// is rare: due again only once the depth has grown back), else its small files. The other
 /// kind's due partitions wait for the next round, and say so.
 pub(super) fn decide_table(policy: &Policy, r: &TableRead, now: i64) -> Round {
-    let decided: Vec<(&PartitionSizes, Decision)> = r
+    let decided: Vec<(&PartitionSizes, Decision, Option<f64>)> = r
         .partitions
         .iter()
-        .map(|p| (p, decide_partition(policy, r, p, now)))
+        .map(|p| {
+            let (d, saving) = decide_partition(policy, r, p, now);
+            (p, d, saving)
+        })
         .collect();
     let recluster = decided
         .iter()
-        .any(|(_, d)| d.kind == DecisionKind::Recluster);
+        .any(|(_, d, _)| d.kind == DecisionKind::Recluster);
     let (taken, purpose, waits) = match r.depth {
         DepthState::Read(t) if recluster => (
             DecisionKind::Recluster,
@@ -81,11 +89,12 @@ pub(super) fn decide_table(policy: &Policy, r: &TableRead, now: i64) -> Round {
         due: Vec::new(),
         purpose,
     };
-    for (p, Decision { kind, mut reason }) in decided {
+    for (p, Decision { kind, mut reason }, saving) in decided {
         if kind == taken && r.busy.is_none() {
             out.due.push(DuePartition {
                 values: p.values.clone(),
                 reason: reason.clone(),
+                lookup_saving: saving.unwrap_or(0.0),
             });
         } else if kind.is_due() && r.busy.is_none() {
             reason.push_str(waits);
@@ -105,12 +114,20 @@ pub(super) fn decide_table(policy: &Policy, r: &TableRead, now: i64) -> Round {
     out
 }
 
-fn decide_partition(policy: &Policy, r: &TableRead, p: &PartitionSizes, now: i64) -> Decision {
+/// One partition's decision, and the files a lookup would open fewer were it re-clustered
+/// (None: not judged for depth).
+fn decide_partition(
+    policy: &Policy,
+    r: &TableRead,
+    p: &PartitionSizes,
+    now: i64,
+) -> (Decision, Option<f64>) {
     if let Some(b) = r.busy.as_ref().filter(|b| b.partitions.contains(p.values)) {
-        return Decision {
+        let d = Decision {
             kind: DecisionKind::Running,
             reason: b.doing.clone(),
         };
+        return (d, None);
     }
     let eligible = match r.eligible_for {
         None => Eligible::Yes,
@@ -121,11 +138,13 @@ fn decide_partition(policy: &Policy, r: &TableRead, p: &PartitionSizes, now: i64
     let a = r.activity;
     let verdict: Option<Verdict> = match r.depth {
         DepthState::Read(t) => t.over.get(p.values).and_then(|depths| {
+            let floor = r.floors.and_then(|f| f.get(p.values));
             judge(
                 &t.order,
                 policy.recluster.map_or(f64::INFINITY, |c| c.max_depth),
                 depths,
                 outputs(p.bytes, r.target_file_size),
+                floor.map_or(&[], Vec::as_slice),
             )
         }),
         _ => None,
@@ -143,11 +162,13 @@ fn decide_partition(policy: &Policy, r: &TableRead, p: &PartitionSizes, now: i64
         clustering: verdict.as_ref(),
         depth_unread: match r.depth {
             DepthState::Failed(why) => Some(why),
-            _ => None,
+            DepthState::Read(t) => t.note.as_deref(),
+            DepthState::NotJudged => None,
         },
     };
+    let saving = verdict.as_ref().map(|v| (v.now - v.expected).max(0.0));
     let d = decide(policy, &facts, &eligible, r.gate, now);
-    match (&r.busy, d.kind) {
+    let d = match (&r.busy, d.kind) {
         (Some(_), DecisionKind::Due | DecisionKind::Recluster) => Decision {
             reason: format!(
                 "{}; queued: the table's running job ends first (one job per table at a time)",
@@ -156,7 +177,8 @@ fn decide_partition(policy: &Policy, r: &TableRead, p: &PartitionSizes, now: i64
             ..d
         },
         _ => d,
-    }
+    };
+    (d, saving)
 }
 
 #[cfg(test)]
@@ -194,6 +216,7 @@ mod tests {
             times_not_read: None,
             depth: &DepthState::NotJudged,
             target_file_size: 128 << 20,
+            floors: None,
         };
         let r = decide_table(&policy, &read(None), 0);
         let kinds: Vec<_> = r.lines.iter().map(|l| l.decision).collect();
@@ -269,6 +292,7 @@ mod tests {
             order: order.clone(),
             over: [(a.clone(), deep)].into(),
             partitions: 2,
+            note: None,
         });
         let activity = Activity::default();
         let read = |small_b| TableRead {
@@ -296,6 +320,7 @@ mod tests {
             times_not_read: None,
             depth: &depth,
             target_file_size: 100,
+            floors: None,
         };
         let r = decide_table(&policy, &read(0), 0);
         assert_eq!(r.lines[0].decision, DecisionKind::Recluster);

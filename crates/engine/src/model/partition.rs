@@ -1,7 +1,8 @@
 //! A partition's identity: its values in partition-column order.
 
+use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Partition values in partition-column order (NULL as None; the log reader reads `""` as NULL);
 /// serialises as a JSON object. This, not `label()`, is a partition's identity: key maps by it.
@@ -15,6 +16,27 @@ impl Serialize for PartitionValues {
             m.serialize_entry(k, v)?;
         }
         m.end()
+    }
+}
+
+/// Read back from the JSON object it writes, in the object's order (the columns' order).
+impl<'de> Deserialize<'de> for PartitionValues {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Ordered;
+        impl<'de> Visitor<'de> for Ordered {
+            type Value = PartitionValues;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of partition values")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<PartitionValues, M::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, Option<String>>()? {
+                    out.push((k, v));
+                }
+                Ok(PartitionValues(out))
+            }
+        }
+        d.deserialize_map(Ordered)
     }
 }
 
@@ -49,6 +71,14 @@ impl PartitionValues {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_back_in_its_columns_order_not_sorted() {
+        let p = PartitionValues(vec![("z".into(), Some("1".into())), ("a".into(), None)]);
+        let text = serde_json::to_string(&p).unwrap();
+        let back: PartitionValues = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, p);
+    }
 
     #[test]
     fn labels_and_serialises_in_column_order() {

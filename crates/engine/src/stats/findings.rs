@@ -90,7 +90,7 @@ pub fn skipping_findings(h: &super::skipping::SkippingHealth) -> Vec<Finding> {
             first_remove_in_checkpoint: None,
             files: h.files as u64,
             bytes: 0,
-            message: f.message(),
+            message: f.message_for(h.source),
         })
         .collect()
 }

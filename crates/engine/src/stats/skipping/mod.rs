@@ -64,6 +64,24 @@ pub enum SkippingFinding {
 }
 
 impl SkippingFinding {
+    /// The message, with what to run by the table's format (lakehealth orders Delta files;
+    /// an Iceberg table's sort order is kept by `rewrite_data_files` with `sort`).
+    pub fn message_for(&self, source: StatsSource) -> String {
+        match (self, source) {
+            (
+                Self::ClusteringDepth {
+                    column,
+                    mean_depth,
+                    bound,
+                },
+                StatsSource::IcebergManifests,
+            ) => format!(
+                "sort-order column {column}: a lookup opens {mean_depth:.1} files on average (bound {bound:.0}); rewrite it in order (Iceberg's rewrite_data_files with strategy sort)"
+            ),
+            _ => self.message(),
+        }
+    }
+
     pub fn message(&self) -> String {
         match self {
             Self::ClusteringDepth {

@@ -114,7 +114,7 @@ pub enum Line {
         history: String,
     },
     Decision(DecisionLine),
-    Result(ResultLine),
+    Result(Box<ResultLine>),
     /// A checkpoint or vacuum decision, with its result when it ran.
     Maintenance(super::maintenance::MaintenanceLine),
     /// A table (or root) that could not be read this cycle.

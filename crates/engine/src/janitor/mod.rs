@@ -673,7 +673,7 @@ impl Janitor {
                     r.summary
                 ));
             }
-            self.emit(Line::Result(r));
+            self.emit(Line::Result(Box::new(r)));
         }
         let s = self.schedules.entry(table.clone()).or_default();
         let before = s.clone();

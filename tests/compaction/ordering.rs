@@ -36,23 +36,6 @@ fn order(kind: OrderKind, columns: &[&str]) -> LayoutRequest {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct Admitting {
-    files: u64,
-    admitting: u64,
-    paths: Vec<String>,
-}
-
-/// The active files whose min/max (as Python deltalake reads the log) admit `col = value`.
-fn admitting(table: &Path, col: &str, value: i64) -> Admitting {
-    let o = py_script("skipping_depth.py")
-        .args(["admits", table.to_str().unwrap(), col, &value.to_string()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
 async fn plan_and_run(
     l: &Location,
     req: &CompactRequest,

@@ -4,30 +4,11 @@
 //! fewer files by the statistics Python deltalake reads, its commit marked apart and its
 //! bytes counted apart from the small-file merges; and not re-clustered again.
 
-use std::path::Path;
-
 use lakehealth::engine::demo::{create_sensor_table, seed_small_files};
 use serde_json::Value;
 
 use crate::janitor::{for_partition, of_type, one, optimize_commit_infos, path, watch};
 use crate::support::common::*;
-
-#[derive(serde::Deserialize)]
-struct Admitting {
-    files: u64,
-    admitting: u64,
-    paths: Vec<String>,
-}
-
-/// The active files whose min/max (Python deltalake's reading of the log) admit `col = v`.
-fn admitting(table: &Path, col: &str, v: i64) -> Admitting {
-    let o = py_script("skipping_depth.py")
-        .args(["admits", path(table), col, &v.to_string()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
 
 /// Files of 24,000 rows (about 15 MiB in the first partition, so a rewrite at the 1 MiB target
 /// writes several files): 24 in the first partition, 3 in the second; every file holds sensors

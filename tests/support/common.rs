@@ -366,3 +366,22 @@ pub async fn run_job(
     )
     .await
 }
+
+/// The active files whose min/max (Python deltalake's reading of the log) admit one value.
+#[derive(serde::Deserialize)]
+pub struct Admitting {
+    pub files: u64,
+    pub admitting: u64,
+    pub paths: Vec<String>,
+}
+
+/// The files of `table` whose statistics admit `col = value` (`tests/py/skipping_depth.py
+/// admits`): a file without both bounds counts as admitting.
+pub fn admitting(table: &Path, col: &str, value: i64) -> Admitting {
+    let o = py_script("skipping_depth.py")
+        .args(["admits", table.to_str().unwrap(), col, &value.to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}

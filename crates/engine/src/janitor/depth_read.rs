@@ -147,10 +147,99 @@ pub async fn read(
     })
 }
 
+/// The read's partitions keyed as the log's report keys them. delta-rs gives partition values
+/// typed and prints them its way (`2026-11-01T00:00:00`, `1.5`), the log keeps the writer's
+/// text (`2026-11-01 00:00:00.000000`, `1.50`): a partition no key of `known` spells alike is
+/// matched by value. Returns the keyed map and the partitions that match none.
+pub fn keyed_as<V>(
+    over: HashMap<PartitionValues, V>,
+    known: &[&PartitionValues],
+) -> (HashMap<PartitionValues, V>, Vec<PartitionValues>) {
+    let mut out = HashMap::new();
+    let mut unmatched = Vec::new();
+    for (p, v) in over {
+        if known.contains(&&p) {
+            out.insert(p, v);
+            continue;
+        }
+        let alike = known.iter().find(|k| {
+            k.0.len() == p.0.len()
+                && k.0
+                    .iter()
+                    .zip(&p.0)
+                    .all(|(a, b)| a.0 == b.0 && same_value(a.1.as_deref(), b.1.as_deref()))
+        });
+        match alike {
+            Some(k) => {
+                out.insert((*k).clone(), v);
+            }
+            None => unmatched.push(p),
+        }
+    }
+    (out, unmatched)
+}
+
+/// Two spellings of one partition value: equal as text, as numbers, or as timestamps written
+/// with `T` or a space, a `Z`, or trailing fractional zeros.
+fn same_value(a: Option<&str>, b: Option<&str>) -> bool {
+    let (Some(a), Some(b)) = (a, b) else {
+        return a.is_none() && b.is_none();
+    };
+    if a == b {
+        return true;
+    }
+    if let (Ok(x), Ok(y)) = (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
+        return x == y;
+    }
+    let time = |s: &str| {
+        let s = s.trim().trim_end_matches('Z').replacen('T', " ", 1);
+        match s.split_once('.') {
+            Some((whole, frac)) => {
+                let frac = frac.trim_end_matches('0');
+                if frac.is_empty() {
+                    whole.to_string()
+                } else {
+                    format!("{whole}.{frac}")
+                }
+            }
+            None => s,
+        }
+    };
+    time(a) == time(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::thresholds::Thresholds;
+
+    #[test]
+    fn a_partition_delta_rs_prints_its_way_is_keyed_as_the_log_spells_it() {
+        let pv = |v: &str| PartitionValues(vec![("t".into(), Some(v.into()))]);
+        let log = [
+            pv("2026-11-01 00:00:00.000000"),
+            pv("1.50"),
+            PartitionValues(vec![("t".into(), None)]),
+        ];
+        let known: Vec<&PartitionValues> = log.iter().collect();
+        let over: HashMap<PartitionValues, u8> = [
+            (pv("2026-11-01T00:00:00Z"), 1),
+            (pv("1.5"), 2),
+            (PartitionValues(vec![("t".into(), None)]), 3),
+            (pv("2026-11-02T00:00:00"), 4),
+        ]
+        .into();
+        let (keyed, unmatched) = keyed_as(over, &known);
+        assert_eq!(keyed[&log[0]], 1);
+        assert_eq!(keyed[&log[1]], 2);
+        assert_eq!(keyed[&log[2]], 3);
+        assert_eq!(unmatched, [pv("2026-11-02T00:00:00")]);
+        assert!(!same_value(Some("a"), None));
+        assert!(!same_value(
+            Some("2026-11-01 00:00:01"),
+            Some("2026-11-01T00:00:00")
+        ));
+    }
 
     fn policy(text: &str) -> Policy {
         let base = Thresholds {

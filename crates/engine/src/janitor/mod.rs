@@ -1185,8 +1185,19 @@ impl Janitor {
         )
         .await;
         match read {
-            Ok(d) => {
+            Ok(mut d) => {
                 self.depth_failures.remove(&t.id);
+                let known: Vec<&PartitionValues> =
+                    t.report.partitions.iter().map(|p| &p.values).collect();
+                let (over, unmatched) = depth_read::keyed_as(std::mem::take(&mut d.over), &known);
+                d.over = over;
+                for p in unmatched {
+                    tracing::warn!(
+                        "janitor: {}: the depth read's partition {} matches none of the log's; it is not judged",
+                        t.id,
+                        p.label()
+                    );
+                }
                 self.set_floors(t, &d);
                 self.depths.insert(t.id.clone(), d.clone());
                 DepthState::Read(d)
@@ -1202,9 +1213,7 @@ impl Janitor {
     }
 
     /// After a read: the partitions re-clustered since the last one keep the depth they were
-    /// left at as their floor while it is past the bound. A partition the read has but the
-    /// log's partitions do not (their values printed another way) would never be decided:
-    /// said in the log.
+    /// left at as their floor while it is past the bound.
     fn set_floors(&mut self, t: &Loaded, d: &depth_read::TableDepth) {
         if let Some(done) = self.reclustered.remove(&t.id) {
             for p in done {
@@ -1222,15 +1231,6 @@ impl Janitor {
                     partition: p,
                     left,
                 });
-            }
-        }
-        for p in d.over.keys() {
-            if !t.report.partitions.iter().any(|r| &r.values == p) {
-                tracing::warn!(
-                    "janitor: {}: the depth read's partition {} matches none of the log's; it is not judged",
-                    t.id,
-                    p.label()
-                );
             }
         }
     }

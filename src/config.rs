@@ -29,6 +29,48 @@ pub struct Config {
     /// key overriding that kind's default (`Rates::default_for_scheme`).
     pub price: HashMap<String, RatesOverride>,
     pub storage: HashMap<String, String>,
+    pub trust: TrustConfig,
+}
+
+/// The installation key that seals lakehealth's job records (`engine::sealed`). Unset: the
+/// key file in the data dir (created on first use). `LAKEHEALTH_KEY` wins over this.
+#[derive(Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrustConfig {
+    /// At least 32 characters; the same on every machine that runs jobs on the same tables.
+    pub key: Option<String>,
+    /// The key being rotated out: records it sealed are still acted on.
+    pub previous_key: Option<String>,
+}
+
+impl std::fmt::Debug for TrustConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the keys.
+        f.debug_struct("TrustConfig")
+            .field("key", &self.key.as_ref().map(|_| "***"))
+            .field("previous_key", &self.previous_key.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+impl TrustConfig {
+    /// The keyring this config gives, if it gives a key.
+    pub fn keyring(
+        &self,
+    ) -> Result<Option<crate::engine::sealed::Keyring>, crate::engine::sealed::KeyError> {
+        use crate::engine::sealed::{Key, Keyring};
+        let Some(key) = &self.key else {
+            return Ok(None);
+        };
+        let previous = match &self.previous_key {
+            Some(p) => Some(Key::from_text(p, "the config's [trust] previous_key")?),
+            None => None,
+        };
+        Ok(Some(Keyring::new(
+            Key::from_text(key, "the config's [trust] key")?,
+            previous,
+        )))
+    }
 }
 
 /// Some of a store's prices, in US dollars: per 1,000 requests, per GiB.

@@ -200,6 +200,24 @@ pub enum Command {
     Config,
     /// Rewrite one compaction bin from a JSON spec (what Ray tasks run; see docs/guide.md).
     Worker(WorkerArgs),
+    /// The installation key that seals job records: where it comes from and its id (never
+    /// the key), or rotate the key file.
+    Key(KeyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    #[command(subcommand)]
+    pub action: Option<KeyAction>,
+}
+
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum KeyAction {
+    /// Where the key comes from and the ids of the keys accepted (the default).
+    Show,
+    /// Seal with a new key from now on; the current one stays accepted as the previous key
+    /// (the data dir's key file only: a key from $LAKEHEALTH_KEY or the config is rotated there).
+    Rotate,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod compact;
 pub mod compact_iceberg;
 pub mod convert;
+pub mod key;
 pub mod print;
 pub mod report_skipping;
 pub mod report_text;

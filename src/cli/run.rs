@@ -86,7 +86,7 @@ impl Flags {
             Some(Command::Checkpoint(a)) => f.storage = a.storage.clone(),
             Some(Command::Vacuum(a)) => f.storage = a.storage.clone(),
             Some(Command::Worker(a)) => f.storage = a.storage.clone(),
-            Some(Command::Config) => {}
+            Some(Command::Config) | Some(Command::Key(_)) => {}
         }
         f
     }
@@ -175,6 +175,12 @@ pub fn settings(flags: &Flags) -> Result<Settings> {
     storage.extend(flags.storage.storage_options.iter().cloned());
     // Whatever text leaves the process from here on has these replaced (`engine::secrets`).
     crate::engine::secrets::register_options(&storage);
+    // The config's key seals job records unless $LAKEHEALTH_KEY gives one.
+    if std::env::var_os(crate::engine::sealed::KEY_ENV).is_none()
+        && let Some(keyring) = config.trust.keyring()?
+    {
+        crate::engine::sealed::install(keyring);
+    }
     let open = OpenOptions {
         thresholds: t,
         replay: ReplayOptions {
@@ -213,6 +219,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Checkpoint(a)) => super::checkpoint::run(a, &s).await,
         Some(Command::Vacuum(a)) => super::vacuum::run(a, &s).await,
         Some(Command::Worker(a)) => super::worker::worker(a, &s).await,
+        Some(Command::Key(a)) => super::key::run(a, &s),
         Some(Command::Config) => {
             match Config::default_path() {
                 Some(p) => crate::outln!(

@@ -135,9 +135,15 @@ async fn a_hostile_ledger_entry_outside_the_table_is_refused_and_never_deleted()
         ),
         log_file,
     ]);
-    // A dead job of another host, a day and more ago.
+    // A dead job of another host, a day and more ago; sealed with the installation key, so
+    // the checks behind the seal are what refuse each entry.
     let ledger = dir.join("0badc0de.1@some-other-host.ledger");
-    std::fs::write(&ledger, entries.to_string()).unwrap();
+    crate::support::sealed::write_sealed(
+        d.path(),
+        "_lakehealth/local-jobs/0badc0de.1@some-other-host.ledger",
+        lakehealth::engine::sealed::RecordKind::OutputLedger,
+        &serde_json::json!({"job": "0badc0de", "outputs": entries}),
+    );
     std::fs::File::options()
         .write(true)
         .open(&ledger)

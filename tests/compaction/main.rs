@@ -24,5 +24,6 @@ mod race;
 mod ray;
 mod row_tracking;
 mod table_open;
+mod trust;
 mod values;
 mod where_sql;

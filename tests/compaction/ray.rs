@@ -14,6 +14,7 @@ use lakehealth::engine::compact::locks::PartitionLocks;
 use lakehealth::engine::exec::pickup::{PickupMode, pickup};
 use lakehealth::engine::exec::spec::BinSpec;
 use lakehealth::engine::location::Location;
+use lakehealth::engine::sealed::RecordKind;
 use lakehealth::engine::size::KIB;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::support::RequestExt;
 use crate::support::common::*;
 use crate::support::harness::{http, ray_head};
+use crate::support::sealed::{ledger_outputs, open_record, write_sealed};
 
 /// Small targets: a bin closes once it predicts two targets of output, so a small target makes
 /// many bins of a few small files.
@@ -285,8 +287,15 @@ fn worker(spec: &BinSpec, dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// A sealed record under a table's `_lakehealth/`, opened (the table is the folder above it).
+fn record_at(file: &Path, kind: RecordKind) -> serde_json::Value {
+    let text = file.to_str().unwrap();
+    let (table, rel) = text.split_once("/_lakehealth/").unwrap();
+    open_record(Path::new(table), &format!("_lakehealth/{rel}"), kind)
+}
+
 fn output_paths(result: &Path) -> Vec<String> {
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(result).unwrap()).unwrap();
+    let v = record_at(result, RecordKind::BinResult);
     v["adds"]
         .as_array()
         .unwrap()
@@ -395,15 +404,8 @@ async fn a_retried_worker_returns_its_finished_result_and_a_killed_one_leaves_a_
     // Ray retried the task after the worker had finished: the same result, no new outputs.
     worker(&spec, tmp.path());
     assert_eq!(std::fs::read(&result).unwrap(), first);
-    let ledger: Vec<String> = serde_json::from_slice(
-        &std::fs::read(
-            d.path()
-                .join("_lakehealth/jobs/retry-test/bin-1.outputs.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&first).unwrap();
+    let ledger = ledger_outputs(d.path(), "_lakehealth/jobs/retry-test/bin-1.outputs.json");
+    let v = record_at(&result, RecordKind::BinResult);
     let adds: Vec<String> = v["adds"]
         .as_array()
         .unwrap()
@@ -440,11 +442,13 @@ async fn a_planted_ledger_never_makes_a_retried_worker_delete_an_active_file_or_
         "_delta_log/00000000000000000000.json".to_string(),
         "../outside.parquet".to_string(),
     ];
-    std::fs::write(
-        jobs.join("bin-1.outputs.json"),
-        serde_json::to_vec(&planted).unwrap(),
-    )
-    .unwrap();
+    // Sealed with the installation key: the checks behind the seal stop it even so.
+    write_sealed(
+        d.path(),
+        "_lakehealth/jobs/replanted/bin-1.outputs.json",
+        RecordKind::OutputLedger,
+        &serde_json::json!({"job": "replanted", "outputs": planted}),
+    );
     let log_before = everything(&d.path().join("_delta_log"));
     let tmp = tempfile::tempdir().unwrap();
     let r = worker(&spec, tmp.path());
@@ -456,12 +460,11 @@ async fn a_planted_ledger_never_makes_a_retried_worker_delete_an_active_file_or_
 
 /// The outputs a bin's ledger lists, as paths on disk (none when it has no ledger).
 fn ledger_of(table: &Path, job: &str, bin: u64) -> Vec<String> {
-    let f = table.join(format!("_lakehealth/jobs/{job}/bin-{bin}.outputs.json"));
-    let Ok(bytes) = std::fs::read(f) else {
+    let rel = format!("_lakehealth/jobs/{job}/bin-{bin}.outputs.json");
+    if !table.join(&rel).exists() {
         return Vec::new();
-    };
-    let listed: Vec<String> = serde_json::from_slice(&bytes).unwrap();
-    listed.iter().map(|p| decoded(p)).collect()
+    }
+    ledger_outputs(table, &rel).iter().map(|p| decoded(p)).collect()
 }
 
 /// The instant a stopped Ray job can kill a worker: right after an output landed. The worker
@@ -581,17 +584,19 @@ async fn compact_pickup_dry_run_commits_nothing_and_deletes_nothing() {
     assert_eq!(worker(&spec, tmp.path())["status"], "done");
     let mut unfinished = spec.clone();
     unfinished.bin_id = 2;
-    std::fs::write(
-        d.path().join("_lakehealth/jobs/dry/bin-2.spec.json"),
-        serde_json::to_vec(&unfinished).unwrap(),
-    )
-    .unwrap();
+    write_sealed(
+        d.path(),
+        "_lakehealth/jobs/dry/bin-2.spec.json",
+        RecordKind::BinSpec,
+        &unfinished,
+    );
     let stray = output_paths(&d.path().join("_lakehealth/jobs/dry/bin-1.result.json"));
-    std::fs::write(
-        d.path().join("_lakehealth/jobs/dry/bin-2.outputs.json"),
-        serde_json::to_vec(&stray).unwrap(),
-    )
-    .unwrap();
+    write_sealed(
+        d.path(),
+        "_lakehealth/jobs/dry/bin-2.outputs.json",
+        RecordKind::OutputLedger,
+        &serde_json::json!({"job": "dry", "outputs": stray}),
+    );
     let before = everything(d.path());
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_lakehealth"))
         .args([
@@ -645,7 +650,13 @@ async fn pickup_never_commits_a_result_whose_outputs_hold_other_rows_than_the_in
     let jobs = d.path().join("_lakehealth/jobs/forged");
     let spec_file = jobs.join("bin-1.spec.json");
     let written = std::fs::metadata(&spec_file).unwrap().modified().unwrap();
-    std::fs::write(&spec_file, serde_json::to_vec(&spec(1)).unwrap()).unwrap();
+    // Resealed, as only a holder of the installation key could: the proof stops it even so.
+    write_sealed(
+        d.path(),
+        "_lakehealth/jobs/forged/bin-1.spec.json",
+        RecordKind::BinSpec,
+        &spec(1),
+    );
     std::fs::File::options()
         .write(true)
         .open(&spec_file)
@@ -653,8 +664,7 @@ async fn pickup_never_commits_a_result_whose_outputs_hold_other_rows_than_the_in
         .set_modified(written)
         .unwrap();
     let result_file = jobs.join("bin-1.result.json");
-    let mut result: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&result_file).unwrap()).unwrap();
+    let mut result = record_at(&result_file, RecordKind::BinResult);
     let template = result["removes"][0].clone();
     result["removes"] = spec(1)
         .files
@@ -667,7 +677,12 @@ async fn pickup_never_commits_a_result_whose_outputs_hold_other_rows_than_the_in
         })
         .collect::<Vec<_>>()
         .into();
-    std::fs::write(&result_file, serde_json::to_vec(&result).unwrap()).unwrap();
+    write_sealed(
+        d.path(),
+        "_lakehealth/jobs/forged/bin-1.result.json",
+        RecordKind::BinResult,
+        &result,
+    );
     let outputs = output_paths(&result_file);
 
     let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
@@ -684,6 +699,81 @@ async fn pickup_never_commits_a_result_whose_outputs_hold_other_rows_than_the_in
     );
     assert_exact(d.path(), rows);
     assert_eq!(job_state(d.path()), Vec::<String>::new());
+}
+
+/// A spec whose file maps a real input (`path`, what the commit removes) to another file
+/// (`store_path`) that holds the outputs' rows: before the proof read the log's files, the
+/// proof passed on the other file while the commit removed the real input (rows lost and
+/// duplicated). Sealed as only a key holder could: the log is what stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pickup_proves_and_removes_the_files_the_log_names_never_a_specs_store_path() {
+    let (d, l, rows) = seeded(20).await;
+    let job = prepared(&l, 48 * KIB, Executor::Local).await;
+    let p = &job.plan.partitions[0];
+    let files = &p.bins[0].files;
+    assert!(files.len() >= 2, "two files in a bin");
+    let (shown, removed) = (files[0].clone(), files[1].clone());
+    let v0 = job.plan.table_version;
+    let one = |f: &lakehealth::engine::compact::plan::FileRef| {
+        lakehealth::engine::compact::plan::Bin {
+            files: vec![f.clone()],
+            bytes: f.size,
+            predicted_outputs: 1,
+        }
+    };
+    let spec = BinSpec::new(
+        &job.table.uri,
+        "mapped",
+        1,
+        v0,
+        &p.values,
+        &one(&shown),
+        &job.exec.rewrite,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(worker(&spec, tmp.path())["status"], "done");
+    let result_file = d.path().join("_lakehealth/jobs/mapped/bin-1.result.json");
+    let outputs = output_paths(&result_file);
+    // The forged spec: the input is `removed`, read from `shown`'s file.
+    let mut forged = spec.clone();
+    forged.files[0].path = removed.path.clone();
+    let spec_file = d.path().join("_lakehealth/jobs/mapped/bin-1.spec.json");
+    let written = std::fs::metadata(&spec_file).unwrap().modified().unwrap();
+    write_sealed(
+        d.path(),
+        "_lakehealth/jobs/mapped/bin-1.spec.json",
+        RecordKind::BinSpec,
+        &forged,
+    );
+    std::fs::File::options()
+        .write(true)
+        .open(&spec_file)
+        .unwrap()
+        .set_modified(written)
+        .unwrap();
+    let mut result = record_at(&result_file, RecordKind::BinResult);
+    result["removes"][0]["path"] = removed.path.clone().into();
+    result["removes"][0]["size"] = removed.size.into();
+    write_sealed(
+        d.path(),
+        "_lakehealth/jobs/mapped/bin-1.result.json",
+        RecordKind::BinResult,
+        &result,
+    );
+
+    let mut table = prepared(&l, 48 * KIB, Executor::Local).await.table;
+    let s = pickup(&mut table.table, &table.uri, PickupMode::Apply)
+        .await
+        .unwrap();
+    assert!(s.committed.is_empty(), "{s:?}");
+    assert_eq!(s.discarded.len(), 1, "{s:?}");
+    assert!(commits_after(d.path(), v0).is_empty(), "nothing committed");
+    assert!(d.path().join(decoded(&removed.path)).exists());
+    assert!(
+        outputs.iter().all(|o| !d.path().join(o).exists()),
+        "outputs deleted"
+    );
+    assert_exact(d.path(), rows);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -707,11 +797,12 @@ async fn a_planted_ledger_never_makes_pickup_delete_the_log_an_active_file_or_an
     let other = d.path().join("ingestion_date=1999-01-01");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::write(other.join("x.parquet"), b"not ours").unwrap();
-    std::fs::write(
-        jobs.join("bin-1.spec.json"),
-        serde_json::to_vec(&spec).unwrap(),
-    )
-    .unwrap();
+    write_sealed(
+        d.path(),
+        "_lakehealth/jobs/planted/bin-1.spec.json",
+        RecordKind::BinSpec,
+        &spec,
+    );
     std::thread::sleep(std::time::Duration::from_millis(20));
     let old_output = d.path().join(&spec.files[0].store_path);
     let planted = vec![
@@ -721,11 +812,13 @@ async fn a_planted_ledger_never_makes_pickup_delete_the_log_an_active_file_or_an
         "ingestion_date=1999-01-01/x.parquet".to_string(),
         "../outside.parquet".to_string(),
     ];
-    std::fs::write(
-        jobs.join("bin-1.outputs.json"),
-        serde_json::to_vec(&planted).unwrap(),
-    )
-    .unwrap();
+    // Sealed with the installation key: the checks behind the seal stop it even so.
+    write_sealed(
+        d.path(),
+        "_lakehealth/jobs/planted/bin-1.outputs.json",
+        RecordKind::OutputLedger,
+        &serde_json::json!({"job": "planted", "outputs": planted}),
+    );
     // A ledger with no spec beside it: nothing of it is touched.
     let orphan = d.path().join("_lakehealth/jobs/nospec");
     std::fs::create_dir_all(&orphan).unwrap();

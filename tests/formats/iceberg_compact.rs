@@ -927,14 +927,33 @@ async fn a_cancel_during_a_bins_commit_lands_that_bin_and_starts_no_other() {
 
 /// Plants a job record in `t`'s `_lakehealth/iceberg-jobs/<file>.json`: a job `job` that died
 /// long ago on another host, naming `folders` (as records of older versions did) and `outputs`.
+/// Sealed with the installation key, as only a key holder could: what these tests prove is
+/// what stands behind the seal (`plant_unsigned_record`: what any writer can plant).
 fn plant_record(t: &Table, file: &str, job: &str, folders: &[String], outputs: &[String]) {
-    let dir = t.table.join("_lakehealth/iceberg-jobs");
-    std::fs::create_dir_all(&dir).unwrap();
-    let record = serde_json::json!({
+    crate::support::sealed::write_sealed(
+        &t.table,
+        &format!("_lakehealth/iceberg-jobs/{file}.json"),
+        lakehealth::engine::sealed::RecordKind::IcebergJob,
+        &record(job, folders, outputs),
+    );
+}
+
+fn record(job: &str, folders: &[String], outputs: &[String]) -> serde_json::Value {
+    serde_json::json!({
         "job": job, "host": "elsewhere", "pid": 1, "started_ms": 0,
         "folders": folders, "outputs": outputs,
-    });
-    std::fs::write(dir.join(format!("{file}.json")), record.to_string()).unwrap();
+    })
+}
+
+/// `plant_record` without a seal: what a table's writer can plant.
+fn plant_unsigned_record(t: &Table, file: &str, job: &str, outputs: &[String]) {
+    let dir = t.table.join("_lakehealth/iceberg-jobs");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{file}.json")),
+        record(job, &[], outputs).to_string(),
+    )
+    .unwrap();
 }
 
 /// Compacts `t` with lakehealth: the job's id and its outputs (absolute paths).
@@ -1082,6 +1101,42 @@ fn a_job_record_never_deletes_the_files_of_a_table_nested_in_its_folder() {
     let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let refused = summary["sweep"]["refused"].to_string();
     assert!(refused.contains("another table"), "{refused}");
+}
+
+/// A record any writer of the table can plant (no seal) names a file of the table's folder
+/// that no snapshot references, named as that job's output: it is refused whole and the file
+/// stays. The control: the same record sealed is acted on, and the file goes.
+#[test]
+fn an_unsigned_job_record_is_refused_whole_and_a_sealed_one_is_acted_on() {
+    let a = Table::new(6);
+    let a_before = a.read();
+    let job = "0000000000000000000000000000cafe";
+    let data = a.table.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let stray = data.join(format!("00000-lakehealth-{job}-ab12.parquet"));
+    std::fs::write(&stray, b"no snapshot references this").unwrap();
+    let named = vec![stray.to_str().unwrap().to_string()];
+    plant_unsigned_record(&a, job, job, &named);
+
+    let o = a.lakehealth(&["--catalog", &a.catalog_uri(), "--json"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(stray.exists(), "an unsigned record had a file deleted: {err}");
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let refused = summary["sweep"]["refused"].to_string();
+    assert!(refused.contains("not sealed by lakehealth"), "{refused}");
+    assert!(
+        a.table
+            .join(format!("_lakehealth/iceberg-jobs/{job}.json"))
+            .exists(),
+        "left for a person"
+    );
+
+    plant_record(&a, job, job, &[], &named);
+    let o = a.lakehealth(&["--catalog", &a.catalog_uri(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stray.exists(), "the sealed record's output was not deleted");
+    assert_eq!(a.read().rows, a_before.rows);
 }
 
 /// Every file below `dir` with its bytes (links not followed).

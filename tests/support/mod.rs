@@ -4,6 +4,7 @@
 pub mod common;
 pub mod harness;
 pub mod request;
+pub mod sealed;
 pub mod tally;
 pub mod tui_driver;
 pub mod wait;

@@ -168,6 +168,12 @@ pub enum EngineError {
     #[error("{0}")]
     InvalidRequest(String),
 
+    /// No installation key to seal job records with: no job runs without them.
+    #[error(
+        "lakehealth cannot seal its job records, so it runs no job: {0}. Set $LAKEHEALTH_KEY or the config's [trust] key, or mend the key file (`lakehealth key`)"
+    )]
+    NoKey(#[source] crate::sealed::KeyError),
+
     /// The Iceberg catalog a table is read and committed through failed (its URI redacted).
     #[error("{uri}: {source}")]
     Catalog {
@@ -381,9 +387,9 @@ impl EngineError {
             EngineError::NotATable { .. } => ErrorKind::NotATable,
             EngineError::EmptyLog { .. } => ErrorKind::EmptyLog,
             EngineError::PermissionDenied { .. } => ErrorKind::PermissionDenied,
-            EngineError::Credentials { .. } | EngineError::NoCredentials { .. } => {
-                ErrorKind::Credentials
-            }
+            EngineError::Credentials { .. }
+            | EngineError::NoCredentials { .. }
+            | EngineError::NoKey(_) => ErrorKind::Credentials,
             EngineError::Unreachable { .. } => ErrorKind::Unreachable,
             EngineError::CorruptCommit { .. } => ErrorKind::CorruptCommit,
             EngineError::CorruptCheckpoint { .. } => ErrorKind::CorruptCheckpoint,

@@ -27,6 +27,7 @@ pub mod progress;
 pub(crate) mod properties;
 pub mod root_links;
 pub mod rotating_file;
+pub mod sealed;
 pub mod secrets;
 pub mod size;
 pub mod stats;

@@ -140,12 +140,14 @@ impl Table {
         thresholds: Thresholds,
     ) -> Result<PreparedJob> {
         crate::root_links::refuse_links_leaving(&self.loc, "compact")?;
+        crate::sealed::keyring().map_err(crate::error::EngineError::NoKey)?;
         let ratio = observed_ratio(&self.report.commits);
         let opened = open_for_compaction_on(
             &self.loc,
             &req.storage_options,
             self.cache.clone() as Arc<dyn ObjectStore>,
             None,
+            &crate::compact::job_ledger::new_job_id(),
         )
         .await;
         self.cache.thaw();

@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
         "parquet_reader",
         "forward_store",
         "rotating_file",
+        "sealed",
     ],
     &["properties"],
     &["error"],

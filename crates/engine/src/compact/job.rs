@@ -200,6 +200,7 @@ pub async fn prepare(
     ratio: f64,
 ) -> Result<PreparedJob> {
     crate::root_links::refuse_links_leaving(loc, "compact")?;
+    crate::sealed::keyring().map_err(EngineError::NoKey)?;
     let table = open_for_compaction(loc, &req.storage_options).await?;
     prepare_table(table, req, thresholds, ratio)
 }
@@ -312,6 +313,7 @@ pub fn prepare_table(
             clustering_provider: order.as_ref().and_then(|o| o.clustering_provider()),
             order: order.map(|o| o.order),
             sort_memory: req.sort_memory.unwrap_or(DEFAULT_SORT_MEMORY),
+            output_job: table.ledger.job().to_string(),
         },
         parallelism: super::budget::bounded_parallelism(req.parallelism),
         predicate: selection.describe(),

@@ -9,8 +9,14 @@
 //! host, or, written on another host, the ledger is older than a day): each listed output that
 //! the table neither holds nor remembers as removed (its tombstones, which time travel and
 //! VACUUM's retention still need) is deleted, then the ledger. An entry that is not a plain
-//! Parquet file inside the table (an absolute path, `..`, the log, lakehealth's own state) is
-//! refused and reported, never deleted.
+//! Parquet file inside the table (an absolute path, `..`, the log, lakehealth's own state), or
+//! whose name does not carry the ledger's job id (`model::output_name`: every output is named
+//! so), is refused and reported, never deleted.
+//!
+//! A ledger is a file in the table's folder, which the table's writers can write: it is acted
+//! on only when its seal verifies (`sealed`). A ledger without a valid seal (planted, altered,
+//! moved from another job, or an unsigned one of an earlier version) is reported as refused
+//! and left for a person; nothing it names is deleted.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -23,8 +29,10 @@ use serde::Serialize;
 
 use super::liveness::{host, process_alive};
 use super::rewrite::object_key;
-use crate::compact::ledger_store::LedgerStore;
-use crate::compact::ledger_store::STATE_DIR;
+use crate::compact::ledger_store::{
+    LedgerReadError, LedgerStore, OutputLedger, STATE_DIR, read_ledger,
+};
+use crate::model::output_name::carries_job;
 
 /// Where the ledgers of a table's local jobs live, relative to the table.
 fn folder() -> String {
@@ -78,15 +86,19 @@ impl Owner {
     }
 }
 
-/// The ledger store of a new job on the table at `root` (its prefix within `inner`).
-pub fn ledger_store(inner: Arc<dyn ObjectStore>, root: Path) -> Arc<LedgerStore> {
-    let job = uuid::Uuid::new_v4().simple().to_string();
+/// A new job's id: a plain token, as output names and ledger names carry it.
+pub fn new_job_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The ledger store of job `job` on the table at `root` (its prefix within `inner`).
+pub fn ledger_store(inner: Arc<dyn ObjectStore>, root: Path, job: &str) -> Arc<LedgerStore> {
     let key = Path::from(format!(
         "{}/{}",
         folder(),
-        Owner::this_process(&job).file_name()
+        Owner::this_process(job).file_name()
     ));
-    Arc::new(LedgerStore::new(inner, root, &key))
+    Arc::new(LedgerStore::new(inner, root, &key, job))
 }
 
 /// Whether a ledger entry names a plain Parquet file inside the table, outside its log and
@@ -185,8 +197,23 @@ async fn settle(
     live: &HashSet<String>,
     out: &mut Sweep,
 ) {
-    let entries: Vec<String> = match read_entries(store, key).await {
-        Ok(e) => e,
+    let entries: Vec<String> = match read_ledger(store, key).await {
+        Ok(Some(OutputLedger { job, outputs })) if job == owner.job => outputs,
+        Ok(Some(OutputLedger { job, .. })) => {
+            tracing::warn!("job ledger {key} is sealed for job {job}: refused");
+            out.refused.push(format!(
+                "{key}: sealed for job {job}, not the job its name says; left for a person"
+            ));
+            return;
+        }
+        Ok(None) => return,
+        Err(LedgerReadError::Refused(why)) => {
+            tracing::warn!("job ledger {key}: {why}; refused, nothing it names is deleted");
+            out.refused.push(format!(
+                "{key}: {why}; nothing it names is deleted (remove it by hand once checked)"
+            ));
+            return;
+        }
         Err(e) => {
             out.left.push(format!("{key}: {e}"));
             return;
@@ -196,7 +223,8 @@ async fn settle(
     let left_before = out.left.len();
     let mut tables = NestedTables::default();
     for entry in entries {
-        if !deletable_entry(&entry) || tables.inside_another(store, &entry).await {
+        let named = carries_job(&entry, &owner.job);
+        if !named || !deletable_entry(&entry) || tables.inside_another(store, &entry).await {
             tracing::warn!(
                 "job ledger {key} names {entry:?}, not an output of this table: refused"
             );
@@ -260,14 +288,6 @@ async fn holds_a_table(store: &Arc<dyn ObjectStore>, folder: &str) -> bool {
         }
     }
     false
-}
-
-async fn read_entries(
-    store: &Arc<dyn ObjectStore>,
-    key: &Path,
-) -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
-    let bytes = store.get(key).await?.bytes().await?;
-    Ok(serde_json::from_slice(&bytes)?)
 }
 
 /// Removes a finished job's ledger: every output it lists was committed or deleted.

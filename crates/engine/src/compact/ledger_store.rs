@@ -3,6 +3,11 @@
 //! waits for that write to land. Whatever kills the worker (a stopped Ray job's SIGKILL, a lost
 //! node), every file it can have left on storage is listed, and the coordinator or `pickup`
 //! deletes exactly those. A ledger entry whose file never came to exist costs one NotFound.
+//!
+//! Every data file it creates is named as its job's output (`model::output_name`: delta-rs's
+//! writer names a file, this store writes it under that name with the job's id in it, and the
+//! rewrite names the file's `add` the same way), and the ledger is sealed (`sealed`): a sweep
+//! acts only on a ledger this installation wrote, and deletes only names that carry its job.
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,10 +19,51 @@ use object_store::{
     CopyOptions, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt, PutMultipartOptions,
     PutOptions, PutPayload, PutResult, Result,
 };
+use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
+
+use crate::model::output_name::named_for_job;
+use crate::sealed::{self, RecordKind, Refusal};
 
 /// The folder (relative to the table root) lakehealth owns; never part of the table.
 pub const STATE_DIR: &str = "_lakehealth";
+
+/// A ledger's content, sealed as an `OutputLedger` record at its place in the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputLedger {
+    /// The job whose outputs these are: each name carries it.
+    pub job: String,
+    /// Table-relative paths, each listed before its file was created.
+    pub outputs: Vec<String>,
+}
+
+/// Why a stored ledger is not read.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerReadError {
+    #[error("reading it: {0}")]
+    Store(#[from] object_store::Error),
+    #[error("refused: {0}")]
+    Refused(#[from] Refusal),
+}
+
+/// The ledger at `key` (relative to the table root of `store`); None when there is none.
+pub async fn read_ledger(
+    store: &Arc<dyn ObjectStore>,
+    key: &Path,
+) -> std::result::Result<Option<OutputLedger>, LedgerReadError> {
+    let bytes = match store.get(key).await {
+        Ok(r) => r.bytes().await?,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let keyring = sealed::keyring().map_err(|e| Refusal::NoKey(e.to_string()))?;
+    Ok(Some(sealed::open(
+        &keyring,
+        RecordKind::OutputLedger,
+        key.as_ref(),
+        &bytes,
+    )?))
+}
 
 /// Wraps the store delta-rs is given for a table: the root of its bucket or filesystem, not
 /// the table's folder, so keys are seen with the table's prefix (`root`).
@@ -28,21 +74,33 @@ pub struct LedgerStore {
     root: Path,
     /// The ledger object, within `inner`.
     key: Path,
+    /// The ledger's place in the table (its key relative to `root`): what its seal binds.
+    place: String,
+    /// The job whose outputs it lists; every data file it creates carries it in its name.
+    job: String,
     /// Every key listed so far; the lock is held across the ledger's write, so the stored
     /// ledger only grows and no data write starts before its entry is durable.
     entries: Mutex<Vec<String>>,
 }
 
 impl LedgerStore {
-    /// `key`: the ledger, relative to the table's folder `root`.
-    pub fn new(inner: Arc<dyn ObjectStore>, root: Path, key: &Path) -> Self {
+    /// `key`: the ledger, relative to the table's folder `root`; `job`: whose outputs.
+    pub fn new(inner: Arc<dyn ObjectStore>, root: Path, key: &Path, job: &str) -> Self {
+        let place = key.to_string();
         let key = Path::from_iter(root.parts().chain(key.parts()));
         Self {
             inner,
             root,
             key,
+            place,
+            job: job.to_string(),
             entries: Mutex::default(),
         }
+    }
+
+    /// The job whose outputs it lists.
+    pub fn job(&self) -> &str {
+        &self.job
     }
 
     /// Keeps `left` (outputs of an earlier attempt that could not be deleted) listed.
@@ -65,31 +123,51 @@ impl LedgerStore {
     }
 
     /// Lists `location` (as a table-relative path) unless it is lakehealth's own state or the
-    /// log.
-    async fn record(&self, location: &Path) -> Result<()> {
+    /// log, and returns where it is created: a Parquet data file under its job's name.
+    async fn record(&self, location: &Path) -> Result<Path> {
         let Some(rel) = location.prefix_match(&self.root) else {
-            return Ok(());
+            return Ok(location.clone());
         };
         let rel = Path::from_iter(rel);
         let first = rel.parts().next();
         let own = first.is_some_and(|p| p.as_ref() == STATE_DIR || p.as_ref() == "_delta_log");
         if own {
-            return Ok(());
+            return Ok(location.clone());
         }
+        let rel = if rel.as_ref().ends_with(".parquet") {
+            Path::from(named_for_job(rel.as_ref(), &self.job))
+        } else {
+            rel
+        };
         let mut entries = self.entries.lock().await;
         entries.push(rel.to_string());
-        let bytes =
-            serde_json::to_vec_pretty(&*entries).map_err(|e| object_store::Error::Generic {
-                store: "ledger",
-                source: Box::new(e),
-            })?;
-        if let Err(e) = self.inner.put(&self.key, PutPayload::from(bytes)).await {
+        let sealed = self.sealed(&entries);
+        let written = match sealed {
+            Ok(bytes) => self.inner.put(&self.key, PutPayload::from(bytes)).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
             // Not listed durably: the file must not be created.
             entries.pop();
             return Err(e);
         }
         crate::failpoint::hit(crate::failpoint::Failpoint::LedgerWritten);
-        Ok(())
+        Ok(Path::from_iter(self.root.parts().chain(rel.parts())))
+    }
+
+    /// The ledger's bytes: `entries` sealed under the installation key.
+    fn sealed(&self, entries: &[String]) -> Result<Vec<u8>> {
+        let seal_error = |e: Box<dyn std::error::Error + Send + Sync>| object_store::Error::Generic {
+            store: "ledger",
+            source: e,
+        };
+        let keyring = sealed::keyring().map_err(|e| seal_error(Box::new(e)))?;
+        let ledger = OutputLedger {
+            job: self.job.clone(),
+            outputs: entries.to_vec(),
+        };
+        sealed::seal(&keyring, RecordKind::OutputLedger, &self.place, &ledger)
+            .map_err(|e| seal_error(Box::new(e)))
     }
 }
 
@@ -107,8 +185,8 @@ impl ObjectStore for LedgerStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
-        self.record(location).await?;
-        self.inner.put_opts(location, payload, opts).await
+        let at = self.record(location).await?;
+        self.inner.put_opts(&at, payload, opts).await
     }
 
     async fn put_multipart_opts(
@@ -116,8 +194,8 @@ impl ObjectStore for LedgerStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        self.record(location).await?;
-        self.inner.put_multipart_opts(location, opts).await
+        let at = self.record(location).await?;
+        self.inner.put_multipart_opts(&at, opts).await
     }
 
     crate::forward_to_inner!(get_opts, delete_stream, list, list_with_delimiter);
@@ -132,8 +210,8 @@ impl ObjectStore for LedgerStore {
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.record(to).await?;
-        self.inner.copy_opts(from, to, options).await
+        let at = self.record(to).await?;
+        self.inner.copy_opts(from, &at, options).await
     }
 }
 
@@ -142,25 +220,38 @@ mod tests {
     use super::*;
     use object_store::memory::InMemory;
 
-    async fn ledger(s: &InMemory) -> Vec<String> {
-        let b = s.get(&Path::from("t/l.json")).await.unwrap().bytes().await;
-        serde_json::from_slice(&b.unwrap()).unwrap()
+    const JOB: &str = "0123456789abcdef0123456789abcdef";
+
+    async fn ledger(s: &Arc<InMemory>) -> Vec<String> {
+        let table: Arc<dyn ObjectStore> =
+            Arc::new(object_store::prefix::PrefixStore::new(s.clone(), "t"));
+        let l = read_ledger(&table, &Path::from("l.json")).await.unwrap().unwrap();
+        assert_eq!(l.job, JOB);
+        l.outputs
+    }
+
+    fn named(p: &str) -> String {
+        named_for_job(p, JOB)
     }
 
     #[tokio::test]
     async fn every_data_file_is_listed_durably_before_it_is_created() {
         let mem = Arc::new(InMemory::new());
-        let s = LedgerStore::new(mem.clone(), Path::from("t"), &Path::from("l.json"));
+        let s = LedgerStore::new(mem.clone(), Path::from("t"), &Path::from("l.json"), JOB);
         s.keep(vec!["old".into()]).await;
-        let a = Path::from("t/d=1/part-0.parquet");
+        let a = Path::from("t/d=1/part-00000-ab-c000.parquet");
         s.put(&a, PutPayload::from_static(b"x")).await.unwrap();
-        assert_eq!(ledger(&mem).await, vec!["old", "d=1/part-0.parquet"]);
+        let a_named = named("d=1/part-00000-ab-c000.parquet");
+        assert_eq!(ledger(&mem).await, vec!["old".to_string(), a_named.clone()]);
+        // Created under its job's name, never under the name the writer asked for.
+        assert!(mem.head(&Path::from(format!("t/{a_named}"))).await.is_ok());
+        assert!(mem.head(&a).await.is_err());
         let b = Path::from("t/d=1/part-1.parquet");
         let up = s.put_multipart(&b).await.unwrap();
         // Listed while the upload has not written a byte.
         assert_eq!(
-            ledger(&mem).await.last().map(String::as_str),
-            Some("d=1/part-1.parquet")
+            ledger(&mem).await.last().cloned(),
+            Some(named("d=1/part-1.parquet"))
         );
         assert!(mem.head(&b).await.is_err());
         drop(up);
@@ -181,6 +272,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_tampered_ledger_is_refused_not_read() {
+        let mem = Arc::new(InMemory::new());
+        let s = LedgerStore::new(mem.clone(), Path::from("t"), &Path::from("l.json"), JOB);
+        s.put(&Path::from("t/d=1/a.parquet"), PutPayload::from_static(b"x"))
+            .await
+            .unwrap();
+        let key = Path::from("t/l.json");
+        let text = String::from_utf8(mem.get(&key).await.unwrap().bytes().await.unwrap().to_vec())
+            .unwrap();
+        let planted = text.replace("d=1/", "d=2/");
+        mem.put(&key, PutPayload::from(planted.into_bytes())).await.unwrap();
+        let table: Arc<dyn ObjectStore> =
+            Arc::new(object_store::prefix::PrefixStore::new(mem.clone(), "t"));
+        assert!(matches!(
+            read_ledger(&table, &Path::from("l.json")).await,
+            Err(LedgerReadError::Refused(Refusal::BadMac))
+        ));
+        // An unsigned list, as earlier versions wrote: refused as unsigned.
+        mem.put(&key, PutPayload::from_static(b"[\"d=1/a.parquet\"]"))
+            .await
+            .unwrap();
+        assert!(matches!(
+            read_ledger(&table, &Path::from("l.json")).await,
+            Err(LedgerReadError::Refused(Refusal::Unsigned))
+        ));
+    }
+
+    #[tokio::test]
     async fn a_file_whose_ledger_entry_cannot_be_written_is_never_created() {
         let dir = tempfile::tempdir().unwrap();
         // The ledger's folder cannot be made: a file stands where it would be.
@@ -191,11 +310,13 @@ mod tests {
             Arc::new(fs),
             Path::from("t"),
             &Path::from("_lakehealth/l.json"),
+            JOB,
         );
         let a = Path::from("t/d=1/part-0.parquet");
         assert!(s.put(&a, PutPayload::from_static(b"x")).await.is_err());
         assert!(s.put_multipart(&a).await.is_err());
         assert!(!dir.path().join("t/d=1/part-0.parquet").exists());
+        assert!(!dir.path().join("t").join(named("d=1/part-0.parquet")).exists());
         assert!(
             s.entries().await.is_empty(),
             "nothing listed that was not written"

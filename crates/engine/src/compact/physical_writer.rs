@@ -69,6 +69,8 @@ pub struct PhysicalWriter {
     /// Every file is listed here before a byte of it is written, so a failure or a panic at
     /// any point (a close that landed the object, say) leaves no output unknown.
     ledger: Arc<Mutex<Vec<String>>>,
+    /// The job every output's name carries (`output_name`).
+    job: String,
     open: Option<OpenFile>,
 }
 
@@ -80,6 +82,7 @@ impl PhysicalWriter {
         props: WriterProperties,
         partition_values: HashMap<String, Option<String>>,
         ledger: Arc<Mutex<Vec<String>>>,
+        job: String,
     ) -> Self {
         Self {
             store,
@@ -88,6 +91,7 @@ impl PhysicalWriter {
             props,
             partition_values,
             ledger,
+            job,
             open: None,
         }
     }
@@ -95,7 +99,7 @@ impl PhysicalWriter {
     fn open_file(&self) -> Result<OpenFile, PhysicalWriteError> {
         // One codec for every column (`RewriteOptions::compression`).
         let codec = self.props.compression(&ColumnPath::from("any"));
-        let path = output_path(codec);
+        let path = crate::model::output_name::named_for_job(&output_path(codec), &self.job);
         if let Ok(mut l) = self.ledger.lock() {
             l.push(path.clone());
         }

@@ -43,6 +43,7 @@ use crate::delta::column_mapping::{LayoutError, PhysicalLayout, layout, physical
 use crate::delta::deletion_vectors::{DeletionVectorError, RowFilter, deleted_rows};
 use crate::delta::features::{MaterializedColumns, hidden_columns};
 use crate::delta::row_tracking::{FileRows, RowTrackingError};
+use crate::model::output_name::named_for_job;
 use crate::model::partition::PartitionValues;
 use crate::parquet_reader::StoreReader;
 
@@ -62,6 +63,9 @@ pub struct RewriteOptions {
     pub clustering_provider: Option<String>,
     /// Bytes a bin's sort holds before it spills to disk.
     pub sort_memory: usize,
+    /// The job whose outputs these are: every output's name carries it (`output_name`), as
+    /// the job's ledger store creates them.
+    pub output_job: String,
 }
 
 impl RewriteOptions {
@@ -456,7 +460,9 @@ fn partition_map(
         .collect()
 }
 
-fn removes_for(
+/// The `remove` actions of a bin's input files, as the log knows them (path, size, deletion
+/// vector, row ids): what its commit removes.
+pub fn removes_for(
     files: &[FileRef],
     values: &PartitionValues,
     layout: Option<&PhysicalLayout>,
@@ -497,6 +503,8 @@ pub(crate) struct Writing {
     /// When the bin is sorted: where rows go instead of the writer.
     pub(crate) feed: Option<Feed>,
     pace: Option<Arc<Pacer>>,
+    /// The job every output's name carries.
+    output_job: String,
     /// Row tracking is enabled: every row's stable id and commit version go into these hidden
     /// columns (`row_tracking`).
     pub(crate) materialize: Option<MaterializedColumns>,
@@ -523,7 +531,11 @@ impl Writing {
         self.outputs()
     }
 
-    fn record(&mut self, flushed: Vec<Add>) {
+    fn record(&mut self, mut flushed: Vec<Add>) {
+        // delta-rs's writer named the file; the ledger store created it under the job's name.
+        for a in &mut flushed {
+            a.path = named_for_job(&a.path, &self.output_job);
+        }
         if let Ok(mut l) = self.ledger.lock() {
             l.extend(flushed.iter().map(|a| a.path.clone()));
         }
@@ -753,6 +765,7 @@ fn start_writing(
             props,
             partition_map(values, Some(l)),
             ledger.clone(),
+            opts.output_job.clone(),
         )),
     };
     Ok(Writing {
@@ -771,6 +784,7 @@ fn start_writing(
         input: ProofHasher::new(opts.proof()),
         feed: None,
         pace: opts.pace.clone(),
+        output_job: opts.output_job.clone(),
         materialize,
     })
 }

@@ -61,8 +61,19 @@ pub async fn open_for_compaction_with(
     storage_options: &HashMap<String, String>,
     wrap: Option<&StoreWrapper>,
 ) -> Result<CompactionTable> {
+    open_for_job(loc, storage_options, wrap, &super::job_ledger::new_job_id()).await
+}
+
+/// `open_for_compaction_with` for the job `job` (a worker's bin: the coordinator's job id, so
+/// every output it writes carries it).
+pub async fn open_for_job(
+    loc: &Location,
+    storage_options: &HashMap<String, String>,
+    wrap: Option<&StoreWrapper>,
+    job: &str,
+) -> Result<CompactionTable> {
     let root_store = root_store(loc, storage_options)?;
-    open_for_compaction_on(loc, storage_options, root_store, wrap).await
+    open_for_compaction_on(loc, storage_options, root_store, wrap, job).await
 }
 
 /// The store of the bucket (or file system) that holds the table: delta-rs's paths are in it.
@@ -95,6 +106,7 @@ pub async fn open_for_compaction_on(
     storage_options: &HashMap<String, String>,
     root_store: Arc<dyn ObjectStore>,
     wrap: Option<&StoreWrapper>,
+    job: &str,
 ) -> Result<CompactionTable> {
     let uri = loc.display();
     let root = table_path(loc)?;
@@ -102,7 +114,7 @@ pub async fn open_for_compaction_on(
     // ledger's own writes are bookkeeping, not bytes the job wrote.
     let requests = Arc::new(ByteCounters::default());
     let counted: Arc<dyn ObjectStore> = Arc::new(CountingStore::new(root_store, requests.clone()));
-    let ledger = super::job_ledger::ledger_store(counted, root);
+    let ledger = super::job_ledger::ledger_store(counted, root, job);
     let counters = Arc::new(ByteCounters::default());
     let mut store: Arc<dyn ObjectStore> = Arc::new(CountingStore::new(
         ledger.clone() as Arc<dyn ObjectStore>,

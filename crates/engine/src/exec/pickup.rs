@@ -2,8 +2,12 @@
 //! result still under the table's `_lakehealth/jobs/` is settled exactly once.
 //!
 //! Nothing there is taken on trust (`trust`): a bin's spec (written by its worker before any
-//! output) and its result must agree, and before a result commits, pickup reads its inputs and
-//! its outputs again and compares their content fingerprints itself.
+//! output), its result and its output ledger must carry this installation's seal (`sealed`: a
+//! table's writers can write that folder, they cannot seal), the spec and result must agree,
+//! and before a result commits, pickup reads its inputs and its outputs again and compares
+//! their content fingerprints itself. The inputs it reads, the files the commit removes and
+//! their sizes are one list, taken from the table's log at the spec's version: a spec's own
+//! store paths are never read.
 //!
 //! - outputs already active in the table: the coordinator's commit landed; only the job's
 //!   bookkeeping is removed;
@@ -20,7 +24,7 @@
 //! settled under it). In `Preview` mode nothing is written or deleted: the summary says what
 //! `Apply` would do.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use deltalake::DeltaTable;
@@ -32,9 +36,11 @@ use serde::Serialize;
 
 use super::spec::{BinReport, BinSpec, Outcome};
 use super::trust::{check_result, deletable_output, spec_at_its_key};
-use super::worker::{delete_outputs, read_json};
-use crate::compact::ledger_store::STATE_DIR;
-use crate::compact::rewrite::{FileToProve, ProveError, fingerprint_files, object_key};
+use super::worker::{delete_outputs, read_record};
+use crate::compact::ledger_store::{STATE_DIR, read_ledger};
+use crate::compact::plan::{FileRef, RowIds};
+use crate::compact::rewrite::{FileToProve, ProveError, fingerprint_files, object_key, removes_for};
+use crate::sealed::RecordKind;
 use crate::compact::schema::{SchemaError, file_schema};
 use crate::delta::commit::{BinActions, CommitOutcome, commit_bin};
 use crate::error::{EngineError, Result};
@@ -157,7 +163,8 @@ pub async fn pickup(table: &mut DeltaTable, uri: &str, mode: PickupMode) -> Resu
 /// What to do with a finished result.
 enum Verdict {
     AlreadyCommitted,
-    Commit,
+    /// Commit, removing these files: the spec's inputs as the log holds them.
+    Commit(Vec<FileRef>),
     Discard(String),
 }
 
@@ -179,10 +186,19 @@ impl Settle<'_> {
 
     async fn spec(&mut self, key: &Path) -> Option<KnownSpec> {
         let meta = self.store.head(key).await.ok()?;
-        let spec = read_json::<BinSpec>(self.store, self.uri, key)
-            .await
-            .ok()
-            .flatten()?;
+        let spec = match read_record::<BinSpec>(self.store, self.uri, RecordKind::BinSpec, key).await
+        {
+            Ok(Some(Ok(spec))) => spec,
+            Ok(Some(Err(why))) => {
+                // Treated as no spec: nothing of its bin is committed or deleted.
+                tracing::warn!("pickup: {}: {key}: {why}", self.uri);
+                self.summary
+                    .refused_paths
+                    .push(format!("{key}: {why}; left for a person"));
+                return None;
+            }
+            _ => return None,
+        };
         if let Err(e) = spec_at_its_key(&spec, key.as_ref()) {
             // Treated as no spec: nothing of its bin is committed or deleted.
             tracing::warn!("pickup: {}: {e}", self.uri);
@@ -208,9 +224,22 @@ impl Settle<'_> {
             Some(k) => self.spec(k).await,
             None => None,
         };
+        let mut refused_record = false;
         let report = match &files.result {
-            Some(k) => match read_json::<BinReport>(self.store, self.uri, k).await {
-                Ok(r) => r,
+            Some(k) => match read_record::<BinReport>(self.store, self.uri, RecordKind::BinResult, k)
+                .await
+            {
+                Ok(Some(Ok(r))) => Some(r),
+                Ok(Some(Err(why))) => {
+                    // Never committed, and left for a person; what its sealed ledger lists
+                    // may still be deleted.
+                    self.summary
+                        .discarded
+                        .push(format!("{name}: the result is refused: {why}; left as is"));
+                    refused_record = true;
+                    None
+                }
+                Ok(None) => None,
                 Err(e) => {
                     self.summary.discarded.push(format!("{name}: {e}"));
                     None
@@ -234,8 +263,8 @@ impl Settle<'_> {
         match report {
             Some(r) => match self.verdict(&spec.spec, &r).await? {
                 Verdict::AlreadyCommitted => self.summary.already_committed += 1,
-                Verdict::Commit => {
-                    keep_result = self.commit(&label, &r, &mut to_delete).await;
+                Verdict::Commit(inputs) => {
+                    keep_result = self.commit(&label, &spec.spec, &inputs, &r, &mut to_delete).await;
                 }
                 Verdict::Discard(why) => {
                     self.summary.discarded.push(format!("{label}: {why}"));
@@ -249,16 +278,30 @@ impl Settle<'_> {
             None => {}
         }
         // A worker that never finished (or a failed one) leaves its ledger: those outputs go too.
-        if !keep_result
-            && let Some(k) = &files.ledger
-            && let Ok(Some(listed)) = read_json::<Vec<String>>(self.store, self.uri, k).await
-        {
-            to_delete.extend(listed);
+        if !keep_result && let Some(k) = &files.ledger {
+            match read_ledger(self.store, k).await {
+                Ok(Some(l)) if l.job == spec.spec.job_id => to_delete.extend(l.outputs),
+                Ok(Some(l)) => {
+                    refused_record = true;
+                    self.summary.refused_paths.push(format!(
+                        "{k}: sealed for job {}, not its spec's; nothing it names is deleted",
+                        l.job
+                    ));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    refused_record = true;
+                    self.summary
+                        .refused_paths
+                        .push(format!("{k}: {e}; nothing it names is deleted"));
+                }
+            }
         }
         if !to_delete.is_empty() {
             self.delete(&spec, to_delete).await?;
         }
-        if !keep_result && self.mode == PickupMode::Apply {
+        // A refused record stays for a person to look at, and with it its bin's files.
+        if !keep_result && !refused_record && self.mode == PickupMode::Apply {
             for k in files.all() {
                 let _ = self.store.delete(k).await;
             }
@@ -299,8 +342,12 @@ impl Settle<'_> {
                 gone.path
             )));
         }
-        match self.prove(spec, adds).await {
-            Ok(fp) if fp.rows == *rows => Ok(Verdict::Commit),
+        let inputs = match self.logged_inputs(spec).await? {
+            Ok(files) => files,
+            Err(why) => return Ok(Verdict::Discard(why)),
+        };
+        match self.prove(spec, &inputs, adds).await {
+            Ok(fp) if fp.rows == *rows => Ok(Verdict::Commit(inputs)),
             Ok(fp) => Ok(Verdict::Discard(format!(
                 "the result says {rows} rows, its inputs and outputs hold {}",
                 fp.rows
@@ -313,11 +360,12 @@ impl Settle<'_> {
     async fn prove(
         &self,
         spec: &BinSpec,
+        logged: &[FileRef],
         adds: &[deltalake::kernel::Add],
     ) -> std::result::Result<crate::compact::fingerprint::Fingerprint, Unproven> {
         let schema = file_schema(self.table).map_err(Unproven::Schema)?;
-        let inputs: Vec<FileToProve> = spec
-            .files
+        // The very files the commit removes, where the log says they are.
+        let inputs: Vec<FileToProve> = logged
             .iter()
             .map(|f| FileToProve {
                 key: Path::from(f.store_path.as_str()),
@@ -352,11 +400,62 @@ impl Settle<'_> {
         }
     }
 
+    /// The spec's inputs as the table's log holds them at the spec's version, each still
+    /// active now as it was then: Ok(Err(why)) when one is not, or its size is not the log's.
+    async fn logged_inputs(
+        &self,
+        spec: &BinSpec,
+    ) -> Result<std::result::Result<Vec<FileRef>, String>> {
+        let mut then = self.table.clone();
+        let version = spec.table_version;
+        if let Err(e) = then.load_version(version).await {
+            return Ok(Err(format!(
+                "the table's log at the spec's version {version} cannot be read: {e}"
+            )));
+        }
+        let logged = logged_files(&then, self.uri)?;
+        let now = logged_files(self.table, self.uri)?;
+        let mut out = Vec::with_capacity(spec.files.len());
+        for f in &spec.files {
+            let path = decoded(&f.path);
+            let Some(at) = logged.get(&path) else {
+                return Ok(Err(format!(
+                    "its input {} is not in the table's log at version {version}",
+                    f.path
+                )));
+            };
+            if at.size != f.size {
+                return Ok(Err(format!(
+                    "its spec gives {} a size of {} bytes, the log {}",
+                    f.path, f.size, at.size
+                )));
+            }
+            // Re-added since with other content, or a deletion vector since: not the same file.
+            if now.get(&path) != Some(at) {
+                return Ok(Err(format!(
+                    "its input {} is no longer in the table as it was at version {version}",
+                    f.path
+                )));
+            }
+            out.push(at.clone());
+        }
+        Ok(Ok(out))
+    }
+
     /// Commits a proven result (or, in preview, notes it). True when its files must stay.
-    async fn commit(&mut self, label: &str, r: &BinReport, to_delete: &mut Vec<String>) -> bool {
-        let Outcome::Done { adds, removes, .. } = &r.outcome else {
+    async fn commit(
+        &mut self,
+        label: &str,
+        spec: &BinSpec,
+        inputs: &[FileRef],
+        r: &BinReport,
+        to_delete: &mut Vec<String>,
+    ) -> bool {
+        let Outcome::Done { adds, .. } = &r.outcome else {
             return false;
         };
+        // What the proof read is what the commit removes.
+        let removes = &removes_for(inputs, &spec.values(), None);
         if self.mode == PickupMode::Preview {
             self.summary.would_commit.push(label.to_string());
             return true;
@@ -418,7 +517,7 @@ impl Settle<'_> {
             if is_active(&active, &p) {
                 continue;
             }
-            if let Err(e) = deletable_output(&columns, &spec.spec.partition, &p) {
+            if let Err(e) = deletable_output(&columns, &spec.spec.partition, &spec.spec.job_id, &p) {
                 self.summary.refused_paths.push(e.to_string());
                 continue;
             }
@@ -444,6 +543,33 @@ impl Settle<'_> {
         self.summary.kept_outputs.extend(left);
         Ok(())
     }
+}
+
+/// The table's active files by decoded path, as the log holds them.
+fn logged_files(table: &DeltaTable, uri: &str) -> Result<HashMap<String, FileRef>> {
+    let snapshot = table
+        .snapshot()
+        .map_err(|e| EngineError::from_delta(uri, "reading the snapshot", e))?;
+    let mut out = HashMap::new();
+    for f in snapshot.log_data() {
+        // Row ids are only reachable through the whole add action in delta-rs 1.1.
+        #[allow(deprecated)]
+        let add = f.add_action();
+        let file = FileRef {
+            path: f.path().to_string(),
+            store_path: f.object_store_path().to_string(),
+            size: crate::delta::log::file_size::logged_size(f.size()),
+            deletion_vector: f.deletion_vector_descriptor(),
+            num_records: f.num_records().map(|n| n as u64),
+            tier: 0,
+            row_ids: RowIds {
+                base_row_id: add.base_row_id,
+                default_row_commit_version: add.default_row_commit_version,
+            },
+        };
+        out.insert(decoded(&file.path), file);
+    }
+    Ok(out)
 }
 
 fn outputs_of(r: &BinReport) -> Vec<String> {

@@ -25,9 +25,11 @@ use super::package::{Entry, content_hash, package_name, zip};
 use super::ray_api::{JobInfo, RayClient, RayError};
 use super::spec::{BinReport, BinSpec, job_prefix, ledger_key, result_key};
 use super::trust::{self, check_result};
-use super::worker::read_json;
+use super::worker::read_record;
+use crate::compact::ledger_store::read_ledger;
+use crate::sealed::RecordKind;
 use crate::compact::executor::{BinResult, RayOptions, RunContext, Work};
-use crate::compact::rewrite::{BinError, BinFailure};
+use crate::compact::rewrite::{BinError, BinFailure, removes_for};
 use crate::model::partition::PartitionValues;
 
 /// The driver every job runs.
@@ -384,8 +386,15 @@ impl Batch {
     async fn finish_bin(&self, bin_id: u64, p: Pending, why: &str) {
         let store = self.ctx.table.object_store();
         let key = result_key(&self.prefix(), bin_id);
-        let r = match read_json::<BinReport>(&store, &self.ctx.uri, &key).await {
-            Ok(Some(report)) if check_result(&p.spec, &report).is_err() => {
+        let read = read_record::<BinReport>(&store, &self.ctx.uri, RecordKind::BinResult, &key);
+        let r = match read.await {
+            Ok(Some(Err(refusal))) => {
+                let failure = BinFailure::Verify(format!(
+                    "the bin's result is refused: {refusal}; nothing of it is committed"
+                ));
+                Err(self.lost(bin_id, p.values.clone(), &p.spec, failure).await)
+            }
+            Ok(Some(Ok(report))) if check_result(&p.spec, &report).is_err() => {
                 let why = check_result(&p.spec, &report)
                     .err()
                     .map(|e| e.to_string())
@@ -394,9 +403,14 @@ impl Batch {
                     BinFailure::Verify(format!("the bin's result does not answer its spec: {why}"));
                 Err(self.lost(bin_id, p.values.clone(), &p.spec, failure).await)
             }
-            Ok(Some(report)) => {
+            Ok(Some(Ok(report))) => {
                 let m = report.metrics.clone();
-                let r = report.into_result();
+                // The files the commit removes are the coordinator's own, from the log it
+                // planned on (the result removes the same paths: `check_result`).
+                let r = report.into_result().map(|mut out| {
+                    out.removes = removes_for(&p.spec.bin().files, &out.partition, None);
+                    out
+                });
                 if r.is_ok() {
                     let c = &self.ctx.counters;
                     c.files_read.fetch_add(p.files, Ordering::Relaxed);
@@ -446,11 +460,14 @@ impl Batch {
     ) -> BinError {
         let store = self.ctx.table.object_store();
         let key = ledger_key(&self.prefix(), bin_id);
-        let outputs = read_json::<Vec<String>>(&store, &self.ctx.uri, &key)
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+        let outputs = match read_ledger(&store, &key).await {
+            Ok(Some(l)) if l.job == spec.job_id => l.outputs,
+            Ok(_) => Vec::new(),
+            Err(e) => {
+                tracing::warn!("ray: {}: {key}: {e}; nothing it names is deleted", self.ctx.uri);
+                Vec::new()
+            }
+        };
         BinError {
             partition: values,
             failure,
@@ -488,9 +505,10 @@ impl Batch {
         for (bin_id, p) in std::mem::take(pending) {
             let store = self.ctx.table.object_store();
             let key = result_key(&self.prefix(), bin_id);
-            let r = match read_json::<BinReport>(&store, &self.ctx.uri, &key).await {
+            let read = read_record::<BinReport>(&store, &self.ctx.uri, RecordKind::BinResult, &key);
+            let r = match read.await {
                 // Finished before the stop: the coordinator deletes its outputs (cancelled).
-                Ok(Some(report)) if check_result(&p.spec, &report).is_ok() => {
+                Ok(Some(Ok(report))) if check_result(&p.spec, &report).is_ok() => {
                     report.into_result().map_err(|mut e| {
                         e.failure = BinFailure::Cancelled;
                         e

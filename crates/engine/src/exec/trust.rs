@@ -36,6 +36,8 @@ pub enum Untrusted {
     OutsideTable { path: String, why: &'static str },
     #[error("{path} is not a Parquet data file")]
     NotParquet { path: String },
+    #[error("{path} is not named as an output of job {job} (its name does not carry the job's id)")]
+    NotNamedForJob { path: String, job: String },
     #[error("{path} is not in the folder of partition {partition}")]
     OtherFolder { path: String, partition: String },
     #[error(
@@ -101,7 +103,7 @@ pub fn check_result(spec: &BinSpec, report: &BinReport) -> Result<(), Untrusted>
     let columns: Vec<String> = spec.partition.iter().map(|(k, _)| k.clone()).collect();
     let mut counted = 0u64;
     for a in adds {
-        deletable_output(&columns, &spec.partition, &a.path)?;
+        deletable_output(&columns, &spec.partition, &spec.job_id, &a.path)?;
         if inputs.contains(&decoded(&a.path)) {
             return Err(Untrusted::AddIsInput {
                 path: a.path.clone(),
@@ -136,11 +138,13 @@ fn add_rows(a: &deltalake::kernel::Add) -> Option<u64> {
     stats.get("numRecords")?.as_u64()
 }
 
-/// `path` (table-relative, as the log writes it) can be an output of a bin of `partition`
-/// (`columns` in partition order): a Parquet file directly in the partition's folder.
+/// `path` (table-relative, as the log writes it) can be an output of job `job`'s bin of
+/// `partition` (`columns` in partition order): a Parquet file directly in the partition's
+/// folder, named as that job's output.
 pub fn deletable_output(
     columns: &[String],
     partition: &[(String, Option<String>)],
+    job: &str,
     path: &str,
 ) -> Result<(), Untrusted> {
     let outside = |why| Untrusted::OutsideTable {
@@ -200,6 +204,12 @@ pub fn deletable_output(
             },
         });
     }
+    if !crate::model::output_name::carries_job(file, job) {
+        return Err(Untrusted::NotNamedForJob {
+            path: path.to_string(),
+            job: job.to_string(),
+        });
+    }
     Ok(())
 }
 
@@ -231,7 +241,7 @@ pub fn only_outputs(spec: &BinSpec, paths: Vec<String>) -> (Vec<String>, Vec<Unt
     let mut ok = Vec::new();
     let mut refused = Vec::new();
     for p in paths {
-        match deletable_output(&columns, &spec.partition, &p) {
+        match deletable_output(&columns, &spec.partition, &spec.job_id, &p) {
             Ok(()) => ok.push(p),
             Err(e) => refused.push(e),
         }
@@ -333,7 +343,7 @@ mod tests {
 
     const A: &str = "d=2026-11-01/a.parquet";
     const B: &str = "d=2026-11-01/b.parquet";
-    const OUT: &str = "d=2026-11-01/part-00001-x-c000.snappy.parquet";
+    const OUT: &str = "d=2026-11-01/part-00001-lakehealth-j-x-c000.snappy.parquet";
 
     #[test]
     fn a_spec_speaks_only_for_the_job_and_bin_of_its_own_folder_and_file() {
@@ -413,7 +423,7 @@ mod tests {
 
     #[test]
     fn a_result_adding_outside_its_partition_or_an_input_is_refused() {
-        let r = report(&[A, B], vec![add("d=2026-11-02/x.parquet", 7)], 7);
+        let r = report(&[A, B], vec![add("d=2026-11-02/lakehealth-j-x.parquet", 7)], 7);
         assert!(matches!(
             check_result(&spec(), &r),
             Err(Untrusted::OtherFolder { .. })
@@ -448,7 +458,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    deletable_output(&cols, &part(), p),
+                    deletable_output(&cols, &part(), "j", p),
                     Err(Untrusted::OutsideTable { .. })
                 ),
                 "{p}"
@@ -459,33 +469,56 @@ mod tests {
     #[test]
     fn only_parquet_files_in_the_partition_folder_are_deletable() {
         let cols = vec!["d".to_string()];
-        assert_eq!(deletable_output(&cols, &part(), OUT), Ok(()));
+        assert_eq!(deletable_output(&cols, &part(), "j", OUT), Ok(()));
         assert!(matches!(
-            deletable_output(&cols, &part(), "d=2026-11-01/notes.txt"),
+            deletable_output(&cols, &part(), "j", "d=2026-11-01/notes.txt"),
             Err(Untrusted::NotParquet { .. })
         ));
         assert!(matches!(
-            deletable_output(&cols, &part(), "x.parquet"),
+            deletable_output(&cols, &part(), "j", "x.parquet"),
             Err(Untrusted::OtherFolder { .. })
         ));
         assert!(matches!(
-            deletable_output(&cols, &part(), "e=1/x.parquet"),
+            deletable_output(&cols, &part(), "j", "e=1/x.parquet"),
             Err(Untrusted::OtherFolder { .. })
         ));
         assert!(matches!(
-            deletable_output(&cols, &part(), "d=2026-11-02/x.parquet"),
+            deletable_output(&cols, &part(), "j", "d=2026-11-02/x.parquet"),
             Err(Untrusted::OtherFolder { .. })
         ));
         let spaced = vec![("d".to_string(), Some("a b".to_string()))];
         assert_eq!(
-            deletable_output(&cols, &spaced, "d=a%2520b/x.parquet"),
+            deletable_output(&cols, &spaced, "j", "d=a%2520b/lakehealth-j-x.parquet"),
             Ok(())
         );
         let null = vec![("d".to_string(), None)];
         assert_eq!(
-            deletable_output(&cols, &null, "d=__HIVE_DEFAULT_PARTITION__/x.parquet"),
+            deletable_output(&cols, &null, "j", "d=__HIVE_DEFAULT_PARTITION__/lakehealth-j-x.parquet"),
             Ok(())
         );
-        assert_eq!(deletable_output(&[], &[], "part-0.parquet"), Ok(()));
+        assert_eq!(deletable_output(&[], &[], "j", "lakehealth-j-part-0.parquet"), Ok(()));
+    }
+
+    #[test]
+    fn a_file_in_the_partition_not_named_for_the_job_is_never_its_output() {
+        let cols = vec!["d".to_string()];
+        for p in [
+            "d=2026-11-01/part-00001-x-c000.snappy.parquet",
+            "d=2026-11-01/part-00001-lakehealth-k-x-c000.snappy.parquet",
+            "d=2026-11-01/part-00001-lakehealth-jj-x-c000.snappy.parquet",
+        ] {
+            assert!(
+                matches!(
+                    deletable_output(&cols, &part(), "j", p),
+                    Err(Untrusted::NotNamedForJob { .. })
+                ),
+                "{p}"
+            );
+        }
+        let unnamed = add("d=2026-11-01/part-00001-x-c000.snappy.parquet", 7);
+        assert!(matches!(
+            check_result(&spec(), &report(&[A, B], vec![unnamed], 7)),
+            Err(Untrusted::NotNamedForJob { .. })
+        ));
     }
 }

@@ -15,22 +15,25 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tokio_util::sync::CancellationToken;
 
 use super::spec::{BinReport, BinSpec, Outcome, WorkerMetrics};
-use crate::compact::ledger_store::LedgerStore;
+use crate::compact::ledger_store::{LedgerReadError, LedgerStore, read_ledger};
 pub use crate::compact::rewrite::delete_outputs;
 use crate::compact::rewrite::{
     BinError, BinFailure, BinOutput, Counters, RewriteOptions, rewrite_bin,
 };
 use crate::compact::schema::file_schema;
-use crate::compact::table::{CompactionTable, open_for_compaction_with};
+use crate::compact::table::{CompactionTable, open_for_job};
 use crate::error::{EngineError, Result};
 use crate::location::Location;
+use crate::sealed::{self, RecordKind, Refusal};
 
-/// Reads a JSON file from the table's store; None when it does not exist.
-pub async fn read_json<T: serde::de::DeserializeOwned>(
+/// A sealed record (`sealed`) at `key` of the table's store (rooted at the table): None when
+/// there is none, Some(Err) with why when its seal does not verify (it is never acted on).
+pub async fn read_record<T: serde::de::DeserializeOwned>(
     store: &Arc<dyn ObjectStore>,
     uri: &str,
+    kind: RecordKind,
     key: &Path,
-) -> Result<Option<T>> {
+) -> Result<Option<std::result::Result<T, Refusal>>> {
     let bytes = match store.get(key).await {
         Ok(r) => r
             .bytes()
@@ -39,19 +42,26 @@ pub async fn read_json<T: serde::de::DeserializeOwned>(
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(EngineError::from_store(uri, &format!("reading {key}"), e)),
     };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| EngineError::InvalidRequest(format!("{uri}: {key} is not valid: {e}")))
+    let keyring = match sealed::keyring() {
+        Ok(k) => k,
+        Err(e) => return Ok(Some(Err(Refusal::NoKey(e.to_string())))),
+    };
+    Ok(Some(sealed::open(&keyring, kind, key.as_ref(), &bytes)))
 }
 
-pub async fn write_json<T: serde::Serialize>(
+/// Writes `value` sealed as a `kind` record at `key` (relative to the table root).
+pub async fn write_record<T: serde::Serialize>(
     store: &Arc<dyn ObjectStore>,
     uri: &str,
+    kind: RecordKind,
     key: &Path,
     value: &T,
 ) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(value)
-        .map_err(|e| EngineError::InvalidRequest(format!("serialising {key}: {e}")))?;
+    let keyring = sealed::keyring().map_err(|e| EngineError::InvalidRequest(format!(
+        "{uri}: cannot seal {key}: {e}"
+    )))?;
+    let bytes = sealed::seal(&keyring, kind, key.as_ref(), value)
+        .map_err(|e| EngineError::InvalidRequest(format!("{uri}: sealing {key}: {e}")))?;
     store
         .put(key, PutPayload::from(bytes))
         .await
@@ -171,16 +181,37 @@ pub async fn run_spec(
         })?;
     let uri = ct.uri.clone();
     let store = ct.table.object_store();
-    if let Some(r) = read_json::<BinReport>(&store, &uri, &spec.result_key()).await?
+    // A result of an earlier attempt is taken only when this installation sealed it.
+    if let Some(Ok(r)) =
+        read_record::<BinReport>(&store, &uri, RecordKind::BinResult, &spec.result_key()).await?
         && matches!(r.outcome, Outcome::Done { .. })
     {
         return Ok(r);
     }
     keep_spec(&store, &uri, spec).await?;
     // An earlier attempt of this bin was stopped midway: its outputs are never committed.
-    if let Some(old) = read_json::<Vec<String>>(&store, &uri, &spec.ledger_key()).await? {
-        let stale = earlier_outputs(spec, &ct, old)?;
-        ledger.keep(delete_outputs(&store, &stale).await).await;
+    match read_ledger(&store, &spec.ledger_key()).await {
+        Ok(Some(old)) if old.job == spec.job_id => {
+            let stale = earlier_outputs(spec, &ct, old.outputs)?;
+            ledger.keep(delete_outputs(&store, &stale).await).await;
+        }
+        Ok(None) => {}
+        Ok(Some(old)) => tracing::warn!(
+            "worker: {uri}: {} is sealed for job {}, not this bin's: nothing of it is deleted",
+            spec.ledger_key(),
+            old.job
+        ),
+        Err(LedgerReadError::Refused(why)) => tracing::warn!(
+            "worker: {uri}: {}: {why}; nothing it names is deleted",
+            spec.ledger_key()
+        ),
+        Err(LedgerReadError::Store(e)) => {
+            return Err(EngineError::from_store(
+                &uri,
+                &format!("reading {}", spec.ledger_key()),
+                e,
+            ));
+        }
     }
     let counters = Arc::new(Counters::default());
     let r = rewrite(spec, &ct, cancel.clone(), counters.clone()).await?;
@@ -215,7 +246,7 @@ pub async fn run_spec(
     if cancel.is_cancelled() || orphaned(parent) {
         return Ok(report);
     }
-    write_json(&store, &uri, &spec.result_key(), &report).await?;
+    write_record(&store, &uri, RecordKind::BinResult, &spec.result_key(), &report).await?;
     Ok(report)
 }
 
@@ -249,15 +280,17 @@ async fn open_with_ledger(
 ) -> Result<(CompactionTable, LedgerSlot)> {
     let slot: LedgerSlot = Arc::default();
     let (key, slot2) = (spec.ledger_key(), slot.clone());
+    let job = spec.job_id.clone();
     let root = table_root(loc)?;
     let wrap = move |inner: Arc<dyn ObjectStore>| -> Arc<dyn ObjectStore> {
-        let l = Arc::new(LedgerStore::new(inner, root.clone(), &key));
+        let l = Arc::new(LedgerStore::new(inner, root.clone(), &key, &job));
         if let Ok(mut s) = slot2.lock() {
             *s = Some(l.clone());
         }
         l
     };
-    let ct = open_for_compaction_with(loc, storage_options, Some(&wrap)).await?;
+    // The table's own job ledger names outputs for the same job.
+    let ct = open_for_job(loc, storage_options, Some(&wrap), &spec.job_id).await?;
     Ok((ct, slot))
 }
 
@@ -265,12 +298,17 @@ async fn open_with_ledger(
 /// output is newer): pickup commits only results that answer it, and deletes only files that
 /// can be its outputs.
 async fn keep_spec(store: &Arc<dyn ObjectStore>, uri: &str, spec: &BinSpec) -> Result<()> {
-    match read_json::<BinSpec>(store, uri, &spec.spec_key()).await? {
-        None => write_json(store, uri, &spec.spec_key(), spec).await,
-        Some(stored) if stored == *spec => Ok(()),
-        Some(_) => Err(EngineError::InvalidRequest(format!(
+    match read_record::<BinSpec>(store, uri, RecordKind::BinSpec, &spec.spec_key()).await? {
+        None => write_record(store, uri, RecordKind::BinSpec, &spec.spec_key(), spec).await,
+        Some(Ok(stored)) if stored == *spec => Ok(()),
+        Some(Ok(_)) => Err(EngineError::InvalidRequest(format!(
             "{uri}: {} holds another spec for this bin; a worker never runs a bin twice \
              with different specs",
+            spec.spec_key()
+        ))),
+        Some(Err(why)) => Err(EngineError::InvalidRequest(format!(
+            "{uri}: {} holds a spec this installation did not seal ({why}); the bin is not \
+             run beside it (remove it by hand once checked)",
             spec.spec_key()
         ))),
     }
@@ -304,6 +342,7 @@ async fn rewrite(
             order: spec.order.clone(),
             clustering_provider: spec.clustering_provider.clone(),
             sort_memory: spec.sort_memory,
+            output_job: spec.job_id.clone(),
         },
         cancel,
         counters,

@@ -277,7 +277,9 @@ async fn job_outputs(
             Err(e) => Err(e),
         };
         let value = match bytes {
-            Ok(b) => serde_json::from_slice::<serde_json::Value>(&b).ok(),
+            Ok(b) => serde_json::from_slice::<serde_json::Value>(&b)
+                .ok()
+                .map(inside_seal),
             // Settled meanwhile: its outputs were committed or deleted.
             Err(object_store::Error::NotFound { .. }) => continue,
             Err(_) => None,
@@ -294,7 +296,19 @@ async fn job_outputs(
     Ok((owned, unreadable))
 }
 
-/// The outputs a ledger (a list of paths) or a result (`adds[].path`, `outputs[]`) names.
+/// The record inside a sealed envelope (`sealed`), unverified: what it names is only ever
+/// kept from deletion here, never deleted, so a record need not be genuine to be heeded.
+fn inside_seal(v: serde_json::Value) -> serde_json::Value {
+    match v.get("payload").and_then(|p| p.as_str()) {
+        Some(text) if v.get("sealed").is_some() => {
+            serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
+        }
+        _ => v,
+    }
+}
+
+/// The outputs a ledger (a list of paths, or `outputs[]`) or a result (`adds[].path`,
+/// `outputs[]`) names.
 fn listed_outputs(v: &serde_json::Value) -> Option<Vec<String>> {
     let strings = |a: &serde_json::Value| -> Option<Vec<String>> {
         a.as_array()?
@@ -668,6 +682,18 @@ mod tests {
             known(vec![]).classify("out.parquet", old, &no_links),
             Class::Orphan
         );
+    }
+
+    #[test]
+    fn a_sealed_ledger_names_its_outputs_too() {
+        let inner = serde_json::json!({"job": "j", "outputs": ["d=1/a.parquet"]});
+        let sealed = serde_json::json!({"sealed": 1, "kind": "output-ledger", "key_id": "k", "mac": "m", "payload": inner.to_string()});
+        assert_eq!(
+            listed_outputs(&inside_seal(sealed)).unwrap(),
+            vec!["d=1/a.parquet".to_string()]
+        );
+        let garbled = serde_json::json!({"sealed": 1, "payload": "not json"});
+        assert!(listed_outputs(&inside_seal(garbled)).is_none(), "unreadable");
     }
 
     #[test]

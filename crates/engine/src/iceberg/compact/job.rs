@@ -279,6 +279,8 @@ pub async fn compact_iceberg(
 ) -> Result<IceSummary, E> {
     // Outputs go beside the inputs and leftovers are deleted: never through a link out.
     crate::root_links::refuse_links_leaving(folder, "compact")?;
+    // Its record and the sweep of dead jobs' records need the installation key.
+    crate::sealed::keyring().map_err(crate::error::EngineError::NoKey)?;
     let catalog = Catalog::open(&req.catalog)?;
     let (table, metadata_location) = catalog
         .find(folder.url.as_str(), req.table.as_deref())

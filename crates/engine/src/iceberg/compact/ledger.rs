@@ -14,6 +14,10 @@
 //! job's outputs. Records of older versions list folders instead of outputs: in them only
 //! files named as the record's own job's outputs are looked at, and a folder outside the table
 //! is refused. Whatever is refused is reported (`Sweep::refused`) and never deleted.
+//!
+//! A record is sealed (`sealed`): the table's writers can write its folder but cannot seal, so
+//! a record whose seal does not verify (planted, altered, moved, or unsigned from an earlier
+//! version) is refused as a whole and left for a person.
 
 use std::collections::HashSet;
 
@@ -27,6 +31,7 @@ use super::confine::{self, NestedTables, Refused, is_output_of, safe_job_id};
 use super::table_state::{TableState, file_path, status};
 use crate::compact::liveness::{host, process_alive};
 use crate::iceberg::{Stores, is_under};
+use crate::sealed::{self, RecordKind, Refusal};
 
 /// The summary key of a job's snapshots.
 pub const JOB_KEY: &str = "lakehealth.job-id";
@@ -124,14 +129,26 @@ fn store_error(path: &str) -> impl FnOnce(object_store::Error) -> E + '_ {
     }
 }
 
+/// A record's place in the table (what its seal binds): `_lakehealth/iceberg-jobs/<name>`.
+fn place(name: &str) -> String {
+    format!("_lakehealth/iceberg-jobs/{name}")
+}
+
 /// Records `ledger` before the job writes anything.
 pub async fn write(stores: &mut Stores<'_>, table_root: &str, ledger: &Ledger) -> Result<(), E> {
-    let uri = format!("{}/{}.json", folder(table_root), ledger.job);
+    let name = format!("{}.json", ledger.job);
+    let uri = format!("{}/{name}", folder(table_root));
     let (store, path) = stores.resolve(&uri)?;
-    let body = serde_json::to_vec_pretty(ledger).map_err(|source| E::Json {
+    let keyring = sealed::keyring().map_err(|e| E::Seal {
         file: uri.clone(),
-        source,
+        detail: e.to_string(),
     })?;
+    let body = sealed::seal(&keyring, RecordKind::IcebergJob, &place(&name), ledger).map_err(
+        |e| E::Seal {
+            file: uri.clone(),
+            detail: e.to_string(),
+        },
+    )?;
     store
         .put(&path, PutPayload::from(body))
         .await
@@ -202,8 +219,11 @@ pub struct Sweep {
     pub dry_run: bool,
 }
 
-/// Every record under the table: (its URI, the record).
-async fn records(stores: &mut Stores<'_>, table_root: &str) -> Result<Vec<(String, Ledger)>, E> {
+/// Every record under the table: (its URI, the record or why its seal is refused).
+async fn records(
+    stores: &mut Stores<'_>,
+    table_root: &str,
+) -> Result<Vec<(String, Result<Ledger, Refusal>)>, E> {
     let dir = folder(table_root);
     let (store, prefix) = stores.resolve(&format!("{dir}/"))?;
     let listed: Vec<_> = match store.list(Some(&prefix)).try_collect().await {
@@ -221,10 +241,11 @@ async fn records(stores: &mut Stores<'_>, table_root: &str) -> Result<Vec<(Strin
         }
         let uri = format!("{dir}/{name}");
         let (bytes, _) = stores.read(table_root, "job record", &uri).await?;
-        match serde_json::from_slice::<Ledger>(&bytes) {
-            Ok(l) => out.push((uri, l)),
-            Err(e) => tracing::warn!("iceberg: ignoring the unreadable job record {uri}: {e}"),
-        }
+        let opened = match sealed::keyring() {
+            Ok(k) => sealed::open::<Ledger>(&k, RecordKind::IcebergJob, &place(&name), &bytes),
+            Err(e) => Err(Refusal::NoKey(e.to_string())),
+        };
+        out.push((uri, opened));
     }
     Ok(out)
 }
@@ -362,7 +383,16 @@ pub async fn sweep(
         .filter_map(|p| confine::path_key(p))
         .collect();
     let mut nested = NestedTables::default();
-    for (uri, ledger) in records(stores, table_root).await? {
+    for (uri, opened) in records(stores, table_root).await? {
+        let ledger = match opened {
+            Ok(l) => l,
+            Err(why) => {
+                tracing::warn!("iceberg: job record {uri}: {why}; refused, nothing deleted");
+                s.refused
+                    .push(format!("{uri}: {why}; nothing it names is deleted (left for a person)"));
+                continue;
+            }
+        };
         if let Err(r) = check_job_id(&uri, &ledger) {
             s.refuse(r);
             continue;

@@ -34,6 +34,8 @@ pub enum IcebergCompactError {
         #[source]
         source: avro_file::AvroFileError,
     },
+    #[error("the job record {file} cannot be sealed: {detail}")]
+    Seal { file: String, detail: String },
     #[error("metadata file {file}: {source}")]
     Json {
         file: String,

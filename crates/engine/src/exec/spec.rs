@@ -314,6 +314,7 @@ mod tests {
             order: None,
             clustering_provider: None,
             sort_memory: DEFAULT_SORT_MEMORY,
+            output_job: "j1".into(),
         };
         let spec = BinSpec::new("/t", "j1", 3, 7, &values, &bin, &rw);
         let back: BinSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();

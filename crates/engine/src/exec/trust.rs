@@ -436,8 +436,13 @@ mod tests {
             check_result(&spec(), &report(&[A, B], vec![other], 7)),
             Err(Untrusted::AddInOtherPartition { .. })
         ));
+        // An input lakehealth wrote for this job before (named for it), added again.
+        let own = "d=2026-11-01/lakehealth-j-in.parquet";
+        let mut s = spec();
+        s.files[0].path = own.into();
+        s.files[0].store_path = own.into();
         assert!(matches!(
-            check_result(&spec(), &report(&[A, B], vec![add(A, 7)], 7)),
+            check_result(&s, &report(&[own, B], vec![add(own, 7)], 7)),
             Err(Untrusted::AddIsInput { .. })
         ));
     }

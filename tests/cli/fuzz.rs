@@ -1,7 +1,8 @@
 //! Fuzzing the parsers of untrusted input (issue 26): commit JSON lines, log file names, the
 //! replay of a whole `_delta_log/`, checkpoint Parquet, deletion-vector descriptors and files,
 //! deleted-row statistics, Iceberg metadata JSON and manifest Avro, policy and config TOML,
-//! `--where` predicates, size and duration strings, partition values; and whole tables opened
+//! `--where` predicates, size and duration strings, partition values, sealed job records (no
+//! mutation of a sealed record is ever accepted); and whole tables opened
 //! through the public API. Each property feeds arbitrary input and mutations of valid input
 //! (fixtures, or files written here as the writers do); the parser must return Ok or a typed
 //! error: no panic, no hang (see `fuzz_harness`).
@@ -1358,4 +1359,109 @@ fn fuzz_whole_table_open() {
     fuzz("whole_table_open", 5400, case, |c| {
         within(&c, open_mutated)?.map_err(TestCaseError::fail)
     });
+}
+
+/// Keys of a sealed record's envelope, inserted by mutations.
+const SEAL_TOKENS: &[&str] = &[
+    "\"sealed\":",
+    "\"kind\":",
+    "\"key_id\":",
+    "\"mac\":",
+    "\"payload\":",
+    "\"outputs\":",
+    "\"job\":",
+    "\"adds\":",
+    "\"removes\":",
+    "\\\"",
+    "output-ledger",
+    "bin-result",
+    "bin-spec",
+    "iceberg-job",
+    "../",
+];
+
+/// Each kind of sealed record, its place and the values sealed as seeds.
+fn sealed_seeds() -> &'static (
+    lakehealth::engine::sealed::Keyring,
+    Vec<(lakehealth::engine::sealed::RecordKind, &'static str, Vec<serde_json::Value>)>,
+    Arc<Vec<Vec<u8>>>,
+) {
+    use lakehealth::engine::sealed::{Key, Keyring, RecordKind, seal};
+    static SEEDS: OnceLock<(
+        Keyring,
+        Vec<(RecordKind, &'static str, Vec<serde_json::Value>)>,
+        Arc<Vec<Vec<u8>>>,
+    )> = OnceLock::new();
+    SEEDS.get_or_init(|| {
+        let ring = Keyring::new(
+            Key::from_text("fuzzing-key-0123456789abcdef0123456789", "fuzz").unwrap(),
+            None,
+        );
+        let kinds = vec![
+            (
+                RecordKind::OutputLedger,
+                "_lakehealth/local-jobs/j.1@h.ledger",
+                vec![
+                    serde_json::json!({"job": "j", "outputs": ["d=1/part-00000-lakehealth-j-a.parquet"]}),
+                    serde_json::json!({"job": "j", "outputs": []}),
+                ],
+            ),
+            (
+                RecordKind::BinResult,
+                "_lakehealth/jobs/j/bin-1.result.json",
+                vec![serde_json::json!({"job_id": "j", "bin_id": 1, "status": "done",
+                    "adds": [{"path": "d=1/part-00000-lakehealth-j-a.parquet"}],
+                    "removes": [{"path": "d=1/x.parquet"}]})],
+            ),
+            (
+                RecordKind::BinSpec,
+                "_lakehealth/jobs/j/bin-1.spec.json",
+                vec![serde_json::json!({"job_id": "j", "bin_id": 1,
+                    "files": [{"path": "d=1/x.parquet", "store_path": "d=1/x.parquet", "size": 10}]})],
+            ),
+            (
+                RecordKind::IcebergJob,
+                "_lakehealth/iceberg-jobs/j.json",
+                vec![serde_json::json!({"job": "j", "host": "h", "pid": 1, "started_ms": 0,
+                    "outputs": ["file:///t/data/00000-lakehealth-j-ab.parquet"]})],
+            ),
+        ];
+        let mut seeds = Vec::new();
+        for (kind, place, values) in &kinds {
+            for v in values {
+                seeds.push(seal(&ring, *kind, place, v).unwrap());
+            }
+        }
+        (ring, kinds, Arc::new(seeds))
+    })
+}
+
+/// Opens `b` as every kind of record: no panic, and whatever opens is exactly a value that
+/// was sealed for that kind and place (a mutation never yields an accepted record of other
+/// content).
+fn open_sealed(b: Vec<u8>) -> Result<bool, String> {
+    let (ring, kinds, _) = sealed_seeds();
+    let mut accepted = false;
+    for (kind, place, values) in kinds {
+        if let Ok(v) = lakehealth::engine::sealed::open::<serde_json::Value>(ring, *kind, place, &b) {
+            if !values.contains(&v) {
+                return Err(format!("a mutated record opened as {kind:?}: {v}"));
+            }
+            accepted = true;
+        }
+    }
+    Ok(accepted)
+}
+
+#[test]
+fn fuzz_sealed_records() {
+    fuzz(
+        "sealed_records",
+        20000,
+        prop_oneof![
+            1 => bytes(512),
+            6 => mutated(sealed_seeds().2.clone(), SEAL_TOKENS),
+        ],
+        |b| within(&b, open_sealed)?.map_err(TestCaseError::fail),
+    );
 }

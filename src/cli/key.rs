@@ -52,9 +52,7 @@ pub fn run(args: KeyArgs, s: &super::run::Settings) -> Result<()> {
             let (new, old) = sealed::rotate_key_file(&file)
                 .with_context(|| format!("rotating {}", file.display()))?;
             crate::outln!("sealing key id: {new}");
-            crate::outln!(
-                "previous key id (still accepted until the next rotation): {old}"
-            );
+            crate::outln!("previous key id (still accepted until the next rotation): {old}");
             Ok(())
         }
     }

@@ -1383,7 +1383,11 @@ const SEAL_TOKENS: &[&str] = &[
 /// Each kind of sealed record, its place and the values sealed as seeds.
 fn sealed_seeds() -> &'static (
     lakehealth::engine::sealed::Keyring,
-    Vec<(lakehealth::engine::sealed::RecordKind, &'static str, Vec<serde_json::Value>)>,
+    Vec<(
+        lakehealth::engine::sealed::RecordKind,
+        &'static str,
+        Vec<serde_json::Value>,
+    )>,
     Arc<Vec<Vec<u8>>>,
 ) {
     use lakehealth::engine::sealed::{Key, Keyring, RecordKind, seal};
@@ -1443,7 +1447,8 @@ fn open_sealed(b: Vec<u8>) -> Result<bool, String> {
     let (ring, kinds, _) = sealed_seeds();
     let mut accepted = false;
     for (kind, place, values) in kinds {
-        if let Ok(v) = lakehealth::engine::sealed::open::<serde_json::Value>(ring, *kind, place, &b) {
+        if let Ok(v) = lakehealth::engine::sealed::open::<serde_json::Value>(ring, *kind, place, &b)
+        {
             if !values.contains(&v) {
                 return Err(format!("a mutated record opened as {kind:?}: {v}"));
             }

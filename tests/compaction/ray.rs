@@ -464,7 +464,10 @@ fn ledger_of(table: &Path, job: &str, bin: u64) -> Vec<String> {
     if !table.join(&rel).exists() {
         return Vec::new();
     }
-    ledger_outputs(table, &rel).iter().map(|p| decoded(p)).collect()
+    ledger_outputs(table, &rel)
+        .iter()
+        .map(|p| decoded(p))
+        .collect()
 }
 
 /// The instant a stopped Ray job can kill a worker: right after an output landed. The worker
@@ -714,13 +717,12 @@ async fn pickup_proves_and_removes_the_files_the_log_names_never_a_specs_store_p
     assert!(files.len() >= 2, "two files in a bin");
     let (shown, removed) = (files[0].clone(), files[1].clone());
     let v0 = job.plan.table_version;
-    let one = |f: &lakehealth::engine::compact::plan::FileRef| {
-        lakehealth::engine::compact::plan::Bin {
+    let one =
+        |f: &lakehealth::engine::compact::plan::FileRef| lakehealth::engine::compact::plan::Bin {
             files: vec![f.clone()],
             bytes: f.size,
             predicted_outputs: 1,
-        }
-    };
+        };
     let spec = BinSpec::new(
         &job.table.uri,
         "mapped",

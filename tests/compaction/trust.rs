@@ -21,7 +21,11 @@ fn a_partition_folder(table: &Path) -> String {
         .iter()
         .find(|f| f.ends_with(".parquet") && !f.starts_with('_'))
         .expect("a data file");
-    Path::new(f).parent().unwrap().to_string_lossy().into_owned()
+    Path::new(f)
+        .parent()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A file no commit references, at `rel`, with some bytes.
@@ -80,9 +84,15 @@ async fn an_unsigned_or_altered_ledger_is_refused_whole_and_nothing_it_names_is_
     let s = compact_json(d.path());
     let refused = strings(&s["swept"]["refused"]);
     assert_eq!(refused.len(), 1, "{s}");
-    assert!(refused[0].contains("not sealed by lakehealth"), "{refused:?}");
+    assert!(
+        refused[0].contains("not sealed by lakehealth"),
+        "{refused:?}"
+    );
     assert!(strings(&s["swept"]["deleted"]).is_empty(), "{s}");
-    assert!(victim.exists(), "a file an unsigned ledger names was deleted");
+    assert!(
+        victim.exists(),
+        "a file an unsigned ledger names was deleted"
+    );
     assert!(d.path().join(ledger_rel()).exists(), "left for a person");
 
     // 2. Sealed for another file, then altered to name this one.
@@ -105,7 +115,10 @@ async fn an_unsigned_or_altered_ledger_is_refused_whole_and_nothing_it_names_is_
         refused.iter().any(|r| r.contains("seal does not match")),
         "{refused:?}"
     );
-    assert!(victim.exists(), "a file an altered ledger names was deleted");
+    assert!(
+        victim.exists(),
+        "a file an altered ledger names was deleted"
+    );
 
     // 3. The control: the same ledger as lakehealth seals it is acted on.
     write_sealed(
@@ -157,9 +170,16 @@ async fn a_sealed_ledger_never_deletes_a_name_that_does_not_carry_its_job_and_ev
                 .any(|a| a["commitInfo"]["operation"].as_str() == Some("OPTIMIZE"))
         })
         .flatten()
-        .filter_map(|a| a.get("add").and_then(|x| x["path"].as_str()).map(str::to_string))
+        .filter_map(|a| {
+            a.get("add")
+                .and_then(|x| x["path"].as_str())
+                .map(str::to_string)
+        })
         .collect();
-    assert!(!optimize_adds.is_empty(), "the compaction committed outputs");
+    assert!(
+        !optimize_adds.is_empty(),
+        "the compaction committed outputs"
+    );
     let jobs: std::collections::BTreeSet<String> = optimize_adds
         .iter()
         .map(|p| {

@@ -1121,7 +1121,10 @@ fn an_unsigned_job_record_is_refused_whole_and_a_sealed_one_is_acted_on() {
     let o = a.lakehealth(&["--catalog", &a.catalog_uri(), "--json"]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
-    assert!(stray.exists(), "an unsigned record had a file deleted: {err}");
+    assert!(
+        stray.exists(),
+        "an unsigned record had a file deleted: {err}"
+    );
     let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let refused = summary["sweep"]["refused"].to_string();
     assert!(refused.contains("not sealed by lakehealth"), "{refused}");
@@ -1135,7 +1138,10 @@ fn an_unsigned_job_record_is_refused_whole_and_a_sealed_one_is_acted_on() {
     plant_record(&a, job, job, &[], &named);
     let o = a.lakehealth(&["--catalog", &a.catalog_uri(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stray.exists(), "the sealed record's output was not deleted");
+    assert!(
+        !stray.exists(),
+        "the sealed record's output was not deleted"
+    );
     assert_eq!(a.read().rows, a_before.rows);
 }
 

@@ -442,6 +442,9 @@ fn start_ray_head() -> Result<RayHead, String> {
         .env("PATH", path)
         .env("RAY_USAGE_STATS_ENABLED", "0")
         .envs(moto_environment(&moto))
+        // Workers seal their records with the coordinator's key, given in the cluster's
+        // environment as docs/guide.md says.
+        .envs(installation_key().map(|k| ("LAKEHEALTH_KEY", k)))
         .stdin(Stdio::null())
         .stdout(out.try_clone().map_err(|e| e.to_string())?)
         .stderr(out)
@@ -653,4 +656,17 @@ impl Drop for Postgres {
             .status();
         let _ = self.child.wait();
     }
+}
+
+/// The key this machine's lakehealth seals job records with (`$LAKEHEALTH_KEY`, else the data
+/// dir's key file, created if need be), to hand to processes that do not share the data dir.
+pub fn installation_key() -> Option<String> {
+    if let Ok(k) = std::env::var("LAKEHEALTH_KEY") {
+        return Some(k);
+    }
+    lakehealth::engine::sealed::keyring().ok()?;
+    let file = lakehealth::engine::sealed::key_file()?;
+    std::fs::read_to_string(file)
+        .ok()
+        .map(|k| k.trim().to_string())
 }

@@ -157,10 +157,11 @@ impl LedgerStore {
 
     /// The ledger's bytes: `entries` sealed under the installation key.
     fn sealed(&self, entries: &[String]) -> Result<Vec<u8>> {
-        let seal_error = |e: Box<dyn std::error::Error + Send + Sync>| object_store::Error::Generic {
-            store: "ledger",
-            source: e,
-        };
+        let seal_error =
+            |e: Box<dyn std::error::Error + Send + Sync>| object_store::Error::Generic {
+                store: "ledger",
+                source: e,
+            };
         let keyring = sealed::keyring().map_err(|e| seal_error(Box::new(e)))?;
         let ledger = OutputLedger {
             job: self.job.clone(),
@@ -225,7 +226,10 @@ mod tests {
     async fn ledger(s: &Arc<InMemory>) -> Vec<String> {
         let table: Arc<dyn ObjectStore> =
             Arc::new(object_store::prefix::PrefixStore::new(s.clone(), "t"));
-        let l = read_ledger(&table, &Path::from("l.json")).await.unwrap().unwrap();
+        let l = read_ledger(&table, &Path::from("l.json"))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(l.job, JOB);
         l.outputs
     }
@@ -275,14 +279,19 @@ mod tests {
     async fn a_tampered_ledger_is_refused_not_read() {
         let mem = Arc::new(InMemory::new());
         let s = LedgerStore::new(mem.clone(), Path::from("t"), &Path::from("l.json"), JOB);
-        s.put(&Path::from("t/d=1/a.parquet"), PutPayload::from_static(b"x"))
-            .await
-            .unwrap();
+        s.put(
+            &Path::from("t/d=1/a.parquet"),
+            PutPayload::from_static(b"x"),
+        )
+        .await
+        .unwrap();
         let key = Path::from("t/l.json");
         let text = String::from_utf8(mem.get(&key).await.unwrap().bytes().await.unwrap().to_vec())
             .unwrap();
         let planted = text.replace("d=1/", "d=2/");
-        mem.put(&key, PutPayload::from(planted.into_bytes())).await.unwrap();
+        mem.put(&key, PutPayload::from(planted.into_bytes()))
+            .await
+            .unwrap();
         let table: Arc<dyn ObjectStore> =
             Arc::new(object_store::prefix::PrefixStore::new(mem.clone(), "t"));
         assert!(matches!(
@@ -316,7 +325,12 @@ mod tests {
         assert!(s.put(&a, PutPayload::from_static(b"x")).await.is_err());
         assert!(s.put_multipart(&a).await.is_err());
         assert!(!dir.path().join("t/d=1/part-0.parquet").exists());
-        assert!(!dir.path().join("t").join(named("d=1/part-0.parquet")).exists());
+        assert!(
+            !dir.path()
+                .join("t")
+                .join(named("d=1/part-0.parquet"))
+                .exists()
+        );
         assert!(
             s.entries().await.is_empty(),
             "nothing listed that was not written"

@@ -39,13 +39,15 @@ use super::trust::{check_result, deletable_output, spec_at_its_key};
 use super::worker::{delete_outputs, read_record};
 use crate::compact::ledger_store::{STATE_DIR, read_ledger};
 use crate::compact::plan::{FileRef, RowIds};
-use crate::compact::rewrite::{FileToProve, ProveError, fingerprint_files, object_key, removes_for};
-use crate::sealed::RecordKind;
+use crate::compact::rewrite::{
+    FileToProve, ProveError, fingerprint_files, object_key, removes_for,
+};
 use crate::compact::schema::{SchemaError, file_schema};
 use crate::delta::commit::{BinActions, CommitOutcome, commit_bin};
 use crate::error::{EngineError, Result};
 use crate::model::percent::decode as decoded;
 use crate::model::trigger::Trigger;
+use crate::sealed::RecordKind;
 
 /// Whether pickup acts or only says what it would do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,19 +188,19 @@ impl Settle<'_> {
 
     async fn spec(&mut self, key: &Path) -> Option<KnownSpec> {
         let meta = self.store.head(key).await.ok()?;
-        let spec = match read_record::<BinSpec>(self.store, self.uri, RecordKind::BinSpec, key).await
-        {
-            Ok(Some(Ok(spec))) => spec,
-            Ok(Some(Err(why))) => {
-                // Treated as no spec: nothing of its bin is committed or deleted.
-                tracing::warn!("pickup: {}: {key}: {why}", self.uri);
-                self.summary
-                    .refused_paths
-                    .push(format!("{key}: {why}; left for a person"));
-                return None;
-            }
-            _ => return None,
-        };
+        let spec =
+            match read_record::<BinSpec>(self.store, self.uri, RecordKind::BinSpec, key).await {
+                Ok(Some(Ok(spec))) => spec,
+                Ok(Some(Err(why))) => {
+                    // Treated as no spec: nothing of its bin is committed or deleted.
+                    tracing::warn!("pickup: {}: {key}: {why}", self.uri);
+                    self.summary
+                        .refused_paths
+                        .push(format!("{key}: {why}; left for a person"));
+                    return None;
+                }
+                _ => return None,
+            };
         if let Err(e) = spec_at_its_key(&spec, key.as_ref()) {
             // Treated as no spec: nothing of its bin is committed or deleted.
             tracing::warn!("pickup: {}: {e}", self.uri);
@@ -226,25 +228,26 @@ impl Settle<'_> {
         };
         let mut refused_record = false;
         let report = match &files.result {
-            Some(k) => match read_record::<BinReport>(self.store, self.uri, RecordKind::BinResult, k)
-                .await
-            {
-                Ok(Some(Ok(r))) => Some(r),
-                Ok(Some(Err(why))) => {
-                    // Never committed, and left for a person; what its sealed ledger lists
-                    // may still be deleted.
-                    self.summary
-                        .discarded
-                        .push(format!("{name}: the result is refused: {why}; left as is"));
-                    refused_record = true;
-                    None
+            Some(k) => {
+                match read_record::<BinReport>(self.store, self.uri, RecordKind::BinResult, k).await
+                {
+                    Ok(Some(Ok(r))) => Some(r),
+                    Ok(Some(Err(why))) => {
+                        // Never committed, and left for a person; what its sealed ledger lists
+                        // may still be deleted.
+                        self.summary
+                            .discarded
+                            .push(format!("{name}: the result is refused: {why}; left as is"));
+                        refused_record = true;
+                        None
+                    }
+                    Ok(None) => None,
+                    Err(e) => {
+                        self.summary.discarded.push(format!("{name}: {e}"));
+                        None
+                    }
                 }
-                Ok(None) => None,
-                Err(e) => {
-                    self.summary.discarded.push(format!("{name}: {e}"));
-                    None
-                }
-            },
+            }
             None => None,
         };
         let Some(spec) = spec else {
@@ -264,7 +267,9 @@ impl Settle<'_> {
             Some(r) => match self.verdict(&spec.spec, &r).await? {
                 Verdict::AlreadyCommitted => self.summary.already_committed += 1,
                 Verdict::Commit(inputs) => {
-                    keep_result = self.commit(&label, &spec.spec, &inputs, &r, &mut to_delete).await;
+                    keep_result = self
+                        .commit(&label, &spec.spec, &inputs, &r, &mut to_delete)
+                        .await;
                 }
                 Verdict::Discard(why) => {
                     self.summary.discarded.push(format!("{label}: {why}"));
@@ -517,7 +522,8 @@ impl Settle<'_> {
             if is_active(&active, &p) {
                 continue;
             }
-            if let Err(e) = deletable_output(&columns, &spec.spec.partition, &spec.spec.job_id, &p) {
+            if let Err(e) = deletable_output(&columns, &spec.spec.partition, &spec.spec.job_id, &p)
+            {
                 self.summary.refused_paths.push(e.to_string());
                 continue;
             }

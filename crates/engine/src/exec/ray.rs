@@ -26,11 +26,11 @@ use super::ray_api::{JobInfo, RayClient, RayError};
 use super::spec::{BinReport, BinSpec, job_prefix, ledger_key, result_key};
 use super::trust::{self, check_result};
 use super::worker::read_record;
-use crate::compact::ledger_store::read_ledger;
-use crate::sealed::RecordKind;
 use crate::compact::executor::{BinResult, RayOptions, RunContext, Work};
+use crate::compact::ledger_store::read_ledger;
 use crate::compact::rewrite::{BinError, BinFailure, removes_for};
 use crate::model::partition::PartitionValues;
+use crate::sealed::RecordKind;
 
 /// The driver every job runs.
 const DRIVER: &str = include_str!("../../../../assets/ray_driver.py");
@@ -464,7 +464,10 @@ impl Batch {
             Ok(Some(l)) if l.job == spec.job_id => l.outputs,
             Ok(_) => Vec::new(),
             Err(e) => {
-                tracing::warn!("ray: {}: {key}: {e}; nothing it names is deleted", self.ctx.uri);
+                tracing::warn!(
+                    "ray: {}: {key}: {e}; nothing it names is deleted",
+                    self.ctx.uri
+                );
                 Vec::new()
             }
         };

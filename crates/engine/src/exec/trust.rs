@@ -423,7 +423,11 @@ mod tests {
 
     #[test]
     fn a_result_adding_outside_its_partition_or_an_input_is_refused() {
-        let r = report(&[A, B], vec![add("d=2026-11-02/lakehealth-j-x.parquet", 7)], 7);
+        let r = report(
+            &[A, B],
+            vec![add("d=2026-11-02/lakehealth-j-x.parquet", 7)],
+            7,
+        );
         assert!(matches!(
             check_result(&spec(), &r),
             Err(Untrusted::OtherFolder { .. })
@@ -498,10 +502,18 @@ mod tests {
         );
         let null = vec![("d".to_string(), None)];
         assert_eq!(
-            deletable_output(&cols, &null, "j", "d=__HIVE_DEFAULT_PARTITION__/lakehealth-j-x.parquet"),
+            deletable_output(
+                &cols,
+                &null,
+                "j",
+                "d=__HIVE_DEFAULT_PARTITION__/lakehealth-j-x.parquet"
+            ),
             Ok(())
         );
-        assert_eq!(deletable_output(&[], &[], "j", "lakehealth-j-part-0.parquet"), Ok(()));
+        assert_eq!(
+            deletable_output(&[], &[], "j", "lakehealth-j-part-0.parquet"),
+            Ok(())
+        );
     }
 
     #[test]

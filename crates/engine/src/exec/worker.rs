@@ -57,9 +57,8 @@ pub async fn write_record<T: serde::Serialize>(
     key: &Path,
     value: &T,
 ) -> Result<()> {
-    let keyring = sealed::keyring().map_err(|e| EngineError::InvalidRequest(format!(
-        "{uri}: cannot seal {key}: {e}"
-    )))?;
+    let keyring = sealed::keyring()
+        .map_err(|e| EngineError::InvalidRequest(format!("{uri}: cannot seal {key}: {e}")))?;
     let bytes = sealed::seal(&keyring, kind, key.as_ref(), value)
         .map_err(|e| EngineError::InvalidRequest(format!("{uri}: sealing {key}: {e}")))?;
     store
@@ -246,7 +245,14 @@ pub async fn run_spec(
     if cancel.is_cancelled() || orphaned(parent) {
         return Ok(report);
     }
-    write_record(&store, &uri, RecordKind::BinResult, &spec.result_key(), &report).await?;
+    write_record(
+        &store,
+        &uri,
+        RecordKind::BinResult,
+        &spec.result_key(),
+        &report,
+    )
+    .await?;
     Ok(report)
 }
 

@@ -693,7 +693,10 @@ mod tests {
             vec!["d=1/a.parquet".to_string()]
         );
         let garbled = serde_json::json!({"sealed": 1, "payload": "not json"});
-        assert!(listed_outputs(&inside_seal(garbled)).is_none(), "unreadable");
+        assert!(
+            listed_outputs(&inside_seal(garbled)).is_none(),
+            "unreadable"
+        );
     }
 
     #[test]

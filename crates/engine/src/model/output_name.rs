@@ -57,23 +57,41 @@ mod tests {
     fn delta_rs_names_keep_their_part_number_and_carry_the_job() {
         let p = "d=1/part-00003-6b1c-c000.snappy.parquet";
         let named = named_for_job(p, JOB);
-        assert_eq!(named, format!("d=1/part-00003-lakehealth-{JOB}-6b1c-c000.snappy.parquet"));
+        assert_eq!(
+            named,
+            format!("d=1/part-00003-lakehealth-{JOB}-6b1c-c000.snappy.parquet")
+        );
         assert!(carries_job(&named, JOB));
         assert_eq!(named_for_job(&named, JOB), named, "named once");
-        assert_eq!(named_for_job("x.parquet", JOB), format!("lakehealth-{JOB}-x.parquet"));
+        assert_eq!(
+            named_for_job("x.parquet", JOB),
+            format!("lakehealth-{JOB}-x.parquet")
+        );
     }
 
     #[test]
     fn a_name_without_the_exact_job_does_not_carry_it() {
         assert!(!carries_job("d=1/part-00000-6b1c-c000.snappy.parquet", JOB));
         // Another job whose id starts with this one's, or ends so.
-        assert!(!carries_job(&format!("part-00000-lakehealth-{JOB}0-x.parquet"), JOB));
-        assert!(!carries_job(&format!("part-00000-xlakehealth-{JOB}-x.parquet"), JOB));
+        assert!(!carries_job(
+            &format!("part-00000-lakehealth-{JOB}0-x.parquet"),
+            JOB
+        ));
+        assert!(!carries_job(
+            &format!("part-00000-xlakehealth-{JOB}-x.parquet"),
+            JOB
+        ));
         // Only the file name counts, not a folder named like an output.
         assert!(!carries_job(&format!("lakehealth-{JOB}-d/x.parquet"), JOB));
-        assert!(!carries_job(&format!("part-00000-lakehealth-{JOB}-x.json"), JOB));
+        assert!(!carries_job(
+            &format!("part-00000-lakehealth-{JOB}-x.json"),
+            JOB
+        ));
         assert!(!carries_job("part-00000-lakehealth--x.parquet", ""));
         // Iceberg's outputs carry it the same way.
-        assert!(carries_job(&format!("00001-lakehealth-{JOB}-ab12.parquet"), JOB));
+        assert!(carries_job(
+            &format!("00001-lakehealth-{JOB}-ab12.parquet"),
+            JOB
+        ));
     }
 }

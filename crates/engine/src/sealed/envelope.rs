@@ -61,14 +61,15 @@ pub enum Refusal {
     #[error("it is not a sealed record: {0}")]
     Malformed(String),
     #[error("it is sealed as a {found} record where a {expected} record belongs")]
-    OtherKind { expected: &'static str, found: String },
+    OtherKind {
+        expected: &'static str,
+        found: String,
+    },
     #[error(
         "it is sealed with key {key_id}, which this installation does not hold (another installation's, or rotated out)"
     )]
     UnknownKey { key_id: String },
-    #[error(
-        "its seal does not match: it was altered, or moved here from another place or table"
-    )]
+    #[error("its seal does not match: it was altered, or moved here from another place or table")]
     BadMac,
     #[error("its sealed content does not parse: {0}")]
     Payload(String),
@@ -176,18 +177,35 @@ mod tests {
 
     #[test]
     fn a_sealed_record_opens_where_it_was_sealed() {
-        let bytes = seal(&ring(A), RecordKind::OutputLedger, PLACE, &vec!["d=1/x.parquet"]).unwrap();
+        let bytes = seal(
+            &ring(A),
+            RecordKind::OutputLedger,
+            PLACE,
+            &vec!["d=1/x.parquet"],
+        )
+        .unwrap();
         let back: Vec<String> = open(&ring(A), RecordKind::OutputLedger, PLACE, &bytes).unwrap();
         assert_eq!(back, vec!["d=1/x.parquet"]);
     }
 
     #[test]
     fn an_altered_moved_retyped_or_foreign_record_is_refused() {
-        let bytes = seal(&ring(A), RecordKind::OutputLedger, PLACE, &vec!["d=1/x.parquet"]).unwrap();
+        let bytes = seal(
+            &ring(A),
+            RecordKind::OutputLedger,
+            PLACE,
+            &vec!["d=1/x.parquet"],
+        )
+        .unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
         let altered = text.replace("x.parquet", "y.parquet");
         assert_eq!(
-            open::<Vec<String>>(&ring(A), RecordKind::OutputLedger, PLACE, altered.as_bytes()),
+            open::<Vec<String>>(
+                &ring(A),
+                RecordKind::OutputLedger,
+                PLACE,
+                altered.as_bytes()
+            ),
             Err(Refusal::BadMac)
         );
         assert_eq!(
@@ -219,7 +237,12 @@ mod tests {
     #[test]
     fn a_plain_record_of_an_earlier_version_is_unsigned_and_garbage_is_malformed() {
         assert_eq!(
-            open::<Vec<String>>(&ring(A), RecordKind::OutputLedger, PLACE, b"[\"d=1/x.parquet\"]"),
+            open::<Vec<String>>(
+                &ring(A),
+                RecordKind::OutputLedger,
+                PLACE,
+                b"[\"d=1/x.parquet\"]"
+            ),
             Err(Refusal::Unsigned)
         );
         assert!(matches!(
@@ -232,10 +255,23 @@ mod tests {
     fn a_record_sealed_before_a_rotation_still_opens_with_the_previous_key() {
         let old = Key::from_text(A, "old").unwrap();
         let new = Key::from_text(B, "new").unwrap();
-        let bytes = seal(&Keyring::new(old.clone(), None), RecordKind::BinSpec, PLACE, &1u32).unwrap();
+        let bytes = seal(
+            &Keyring::new(old.clone(), None),
+            RecordKind::BinSpec,
+            PLACE,
+            &1u32,
+        )
+        .unwrap();
         let rotated = Keyring::new(new, Some(old));
-        assert_eq!(open::<u32>(&rotated, RecordKind::BinSpec, PLACE, &bytes), Ok(1));
+        assert_eq!(
+            open::<u32>(&rotated, RecordKind::BinSpec, PLACE, &bytes),
+            Ok(1)
+        );
         let resealed = seal(&rotated, RecordKind::BinSpec, PLACE, &2u32).unwrap();
-        assert!(String::from_utf8(resealed).unwrap().contains(rotated.current().id()));
+        assert!(
+            String::from_utf8(resealed)
+                .unwrap()
+                .contains(rotated.current().id())
+        );
     }
 }

@@ -262,7 +262,10 @@ mod tests {
     #[test]
     fn a_short_key_is_refused_naming_where_it_came_from() {
         let e = Key::from_text("short", "LAKEHEALTH_KEY").unwrap_err();
-        assert!(e.to_string().contains("LAKEHEALTH_KEY is 5 characters"), "{e}");
+        assert!(
+            e.to_string().contains("LAKEHEALTH_KEY is 5 characters"),
+            "{e}"
+        );
     }
 
     #[test]

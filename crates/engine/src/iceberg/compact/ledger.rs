@@ -143,12 +143,13 @@ pub async fn write(stores: &mut Stores<'_>, table_root: &str, ledger: &Ledger) -
         file: uri.clone(),
         detail: e.to_string(),
     })?;
-    let body = sealed::seal(&keyring, RecordKind::IcebergJob, &place(&name), ledger).map_err(
-        |e| E::Seal {
-            file: uri.clone(),
-            detail: e.to_string(),
-        },
-    )?;
+    let body =
+        sealed::seal(&keyring, RecordKind::IcebergJob, &place(&name), ledger).map_err(|e| {
+            E::Seal {
+                file: uri.clone(),
+                detail: e.to_string(),
+            }
+        })?;
     store
         .put(&path, PutPayload::from(body))
         .await
@@ -388,8 +389,9 @@ pub async fn sweep(
             Ok(l) => l,
             Err(why) => {
                 tracing::warn!("iceberg: job record {uri}: {why}; refused, nothing deleted");
-                s.refused
-                    .push(format!("{uri}: {why}; nothing it names is deleted (left for a person)"));
+                s.refused.push(format!(
+                    "{uri}: {why}; nothing it names is deleted (left for a person)"
+                ));
                 continue;
             }
         };

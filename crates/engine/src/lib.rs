@@ -15,6 +15,7 @@ pub mod formats;
 pub(crate) mod forward_store;
 pub mod iceberg;
 pub mod janitor;
+pub mod local_fs;
 pub mod location;
 pub mod maintenance;
 pub mod model;

@@ -9,6 +9,7 @@ use object_store::ObjectStore;
 use url::Url;
 
 use super::error::{EngineError, Result};
+use super::local_fs::ConfinedDeletes;
 use super::model::percent::decode as percent_decode;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,18 +142,59 @@ impl Location {
         Ok(Location { url })
     }
 
-    /// An object store whose root is this location.
+    /// An object store whose root is this location. On a local disk its deletes stay beneath
+    /// this folder and never go through a link (`local_fs`).
     pub fn open_store(&self, options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>> {
-        Ok(self.log_store(options)?.object_store(None))
+        let store = self.log_store(options)?.object_store(None);
+        Ok(match self.local_folder() {
+            Some(folder) => ConfinedDeletes::wrap(store, self.key_path()?, folder),
+            None => store,
+        })
     }
 
     /// The object store of the bucket (or file system) this location is in: `table::Table`
-    /// reads the log through a cache over it and hands the same store to delta-rs.
+    /// reads the log through a cache over it and hands the same store to delta-rs. On a local
+    /// disk its deletes stay beneath this location's folder, through no link.
     pub fn open_root_store(
         &self,
         options: &HashMap<String, String>,
     ) -> Result<Arc<dyn ObjectStore>> {
-        Ok(self.log_store(options)?.root_object_store(None))
+        let folder = self.local_folder();
+        self.open_root_store_beneath(options, folder)
+    }
+
+    /// `open_root_store`, a local store's deletes confined to `beneath` instead (an Iceberg
+    /// job's store is opened at the file system's root and confined to its table's folder).
+    pub fn open_root_store_beneath(
+        &self,
+        options: &HashMap<String, String>,
+        beneath: Option<std::path::PathBuf>,
+    ) -> Result<Arc<dyn ObjectStore>> {
+        let store = self.log_store(options)?.root_object_store(None);
+        Ok(match (self.is_local(), beneath) {
+            (true, Some(folder)) => ConfinedDeletes::wrap(store, Default::default(), folder),
+            // A local store with no folder given: beneath the file system's root, through no
+            // link.
+            (true, None) => ConfinedDeletes::wrap(store, Default::default(), "/".into()),
+            (false, _) => store,
+        })
+    }
+
+    /// The folder of a local location.
+    fn local_folder(&self) -> Option<std::path::PathBuf> {
+        self.is_local()
+            .then(|| self.url.to_file_path().ok())
+            .flatten()
+    }
+
+    /// This location as a key under the file system's (or the bucket's) root.
+    fn key_path(&self) -> Result<object_store::path::Path> {
+        object_store::path::Path::from_url_path(self.url.path()).map_err(|e| {
+            EngineError::InvalidUri {
+                input: self.display(),
+                detail: e.to_string(),
+            }
+        })
     }
 
     fn log_store(

@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
         "failpoint",
         "parquet_reader",
         "forward_store",
+        "local_fs",
         "rotating_file",
         "sealed",
     ],

@@ -221,6 +221,8 @@ async fn settle(
     };
     out.dead_jobs.push(owner.job.clone());
     let left_before = out.left.len();
+    // A delete refused for a link in its path keeps the ledger, for a person to look at.
+    let mut kept = false;
     let mut tables = NestedTables::default();
     for entry in entries {
         let named = carries_job(&entry, &owner.job);
@@ -238,11 +240,19 @@ async fn settle(
         match store.delete(&path).await {
             Ok(()) => out.deleted.push(entry),
             Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => out.left.push(format!("{entry}: {e}")),
+            Err(e) => match crate::local_fs::refusal(&e) {
+                Some(why) => {
+                    tracing::warn!("job ledger {key}: {why}");
+                    out.refused.push(format!("{why} (in {key})"));
+                    kept = true;
+                }
+                None => out.left.push(format!("{entry}: {e}")),
+            },
         }
     }
     // With something left, the ledger stays so that the next job tries again.
-    if out.left.len() == left_before
+    if !kept
+        && out.left.len() == left_before
         && let Err(e) = store.delete(key).await
     {
         out.left.push(format!("{key}: {e}"));

@@ -17,8 +17,12 @@ pub(crate) async fn load(
     what: &str,
 ) -> Result<DeltaTable> {
     let uri = loc.display();
+    // Our store, not one delta-rs opens: on a local disk its deletes (VACUUM's, a checkpoint's
+    // log cleanup) never go through a link or leave the table (`local_fs`).
+    let store = loc.open_root_store(storage_options)?;
     DeltaTableBuilder::from_url(loc.url.clone())
         .map_err(|e| EngineError::from_delta(&uri, what, e))?
+        .with_storage_backend(store, loc.url.clone())
         .with_storage_options(storage_options.clone())
         .load()
         .await

@@ -101,6 +101,9 @@ pub async fn is_iceberg_location(loc: &Location, opts: &OpenOptions) -> Result<b
 pub struct Stores<'a> {
     opts: &'a OpenOptions,
     open: HashMap<String, Arc<dyn ObjectStore>>,
+    /// On a local disk, the folder deletes stay beneath (through no link); else the file
+    /// system's root.
+    beneath: Option<std::path::PathBuf>,
 }
 
 impl<'a> Stores<'a> {
@@ -108,6 +111,19 @@ impl<'a> Stores<'a> {
         Self {
             opts,
             open: HashMap::new(),
+            beneath: None,
+        }
+    }
+
+    /// Stores whose local deletes stay beneath `table`'s folder (a job's: it deletes only its
+    /// own outputs and records, all inside the table).
+    pub fn beneath(opts: &'a OpenOptions, table: &Location) -> Self {
+        Self {
+            beneath: table
+                .is_local()
+                .then(|| table.url.to_file_path().ok())
+                .flatten(),
+            ..Self::new(opts)
         }
     }
 
@@ -128,7 +144,12 @@ impl<'a> Stores<'a> {
             return Ok((s.clone(), path));
         }
         let root_url = Url::parse(&root).map_err(|e| bad(e.to_string()))?;
-        let store = Location { url: root_url }.open_store(&self.opts.storage_options)?;
+        let at = Location { url: root_url };
+        let store = if at.is_local() {
+            at.open_root_store_beneath(&self.opts.storage_options, self.beneath.clone())?
+        } else {
+            at.open_store(&self.opts.storage_options)?
+        };
         self.open.insert(root, store.clone());
         Ok((store, path))
     }

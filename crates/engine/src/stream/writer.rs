@@ -57,9 +57,7 @@ pub async fn open_delta_table(
     loc: &Location,
     storage_options: &HashMap<String, String>,
 ) -> Result<DeltaTable> {
-    deltalake::open_table_with_storage_options(loc.url.clone(), storage_options.clone())
-        .await
-        .map_err(|e| EngineError::from_delta(&loc.display(), "opening the table", e))
+    crate::delta::delta_rs::load(loc, storage_options, "opening the table").await
 }
 
 /// Opens a sensor table for appending; returns it and the next batch id of the query (one

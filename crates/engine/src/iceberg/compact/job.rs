@@ -290,7 +290,7 @@ pub async fn compact_iceberg(
         job: uuid::Uuid::new_v4().simple().to_string(),
         catalog,
         table,
-        stores: Stores::new(opts),
+        stores: Stores::beneath(opts, folder),
         req,
     };
     let mut state = TableState::load(&mut ctx.stores, &ctx.uri, &metadata_location).await?;

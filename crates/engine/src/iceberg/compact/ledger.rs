@@ -166,21 +166,30 @@ pub async fn remove(stores: &mut Stores<'_>, table_root: &str, job: &str) {
     {
         tracing::warn!("iceberg: cannot remove the job record {uri}: {e}");
     }
-    remove_local_staging(&uri);
+    remove_local_staging(table_root, &uri);
 }
 
 /// On a local table, the staged copies of a record (`<job>.json#N`) a process killed while
 /// rewriting it left: object_store's local store writes a put there and renames it, and its
-/// listing and paths cannot name such a file, so the file system is asked directly.
-fn remove_local_staging(record_uri: &str) {
-    let Some(file) = url::Url::parse(record_uri)
-        .ok()
-        .filter(|u| u.scheme() == "file")
-        .and_then(|u| u.to_file_path().ok())
-    else {
+/// listing and paths cannot name such a file, so the file system is asked directly, and each
+/// copy deleted beneath the table's folder through no link (`local_fs::beneath`).
+fn remove_local_staging(table_root: &str, record_uri: &str) {
+    let as_path = |uri: &str| {
+        url::Url::parse(uri)
+            .ok()
+            .filter(|u| u.scheme() == "file")
+            .and_then(|u| u.to_file_path().ok())
+    };
+    let (Some(root), Some(file)) = (
+        as_path(&super::confine::folder_url(table_root)),
+        as_path(record_uri),
+    ) else {
         return;
     };
     let (Some(dir), Some(name)) = (file.parent(), file.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let Ok(rel_dir) = dir.strip_prefix(&root) else {
         return;
     };
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -192,13 +201,12 @@ fn remove_local_staging(record_uri: &str) {
             .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
     };
     for e in entries.flatten() {
-        if e.file_name().to_str().is_some_and(staged)
-            && let Err(err) = std::fs::remove_file(e.path())
-        {
-            tracing::warn!(
-                "iceberg: cannot remove the staged job record {}: {err}",
-                e.path().display()
-            );
+        let Some(n) = e.file_name().to_str().filter(|n| staged(n)).map(str::to_string) else {
+            continue;
+        };
+        let how = crate::local_fs::beneath::Resolve::Kernel;
+        if let Err(err) = crate::local_fs::beneath::unlink_beneath(&root, &rel_dir.join(n), how) {
+            tracing::warn!("iceberg: cannot remove the staged job record: {err}");
         }
     }
 }
@@ -443,7 +451,7 @@ pub async fn sweep(
         if !dry_run && all_gone && clean {
             let left = super::rewrite::delete_outputs(stores, std::slice::from_ref(&uri)).await;
             if left.is_empty() {
-                remove_local_staging(&uri);
+                remove_local_staging(table_root, &uri);
             }
             s.left.extend(left);
         }
@@ -489,7 +497,7 @@ mod tests {
             std::fs::write(d.path().join(n), b"{}").unwrap();
         }
         let uri = url::Url::from_file_path(d.path().join("j.json")).unwrap();
-        remove_local_staging(uri.as_str());
+        remove_local_staging(d.path().to_str().unwrap(), uri.as_str());
         let mut left: Vec<String> = std::fs::read_dir(d.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use crate::support::common::{json_lines, lakehealth, sensor_table_with, stderr, text};
+use crate::support::common::{lakehealth, sensor_table_with, stderr, text};
 
 /// Partition values a hostile writer chose.
 const COLOUR: &str = "p\x1b[31mred";
@@ -22,7 +22,7 @@ fn raw_controls(s: &str) -> Vec<char> {
 }
 
 /// A file no version references, named by the writer, old enough to be an orphan.
-fn hostile_orphan(table: &Path) -> String {
+fn hostile_orphan(table: &Path) {
     let name = "part-\x1b]52;c;aGk=\x07.snappy.parquet";
     let path = table.join(name);
     std::fs::write(&path, b"not parquet").unwrap();
@@ -32,7 +32,6 @@ fn hostile_orphan(table: &Path) -> String {
         .unwrap()
         .set_modified(SystemTime::now() - Duration::from_secs(30 * 86_400))
         .unwrap();
-    name.to_string()
 }
 
 #[test]
@@ -41,10 +40,7 @@ fn a_reports_text_shows_a_tables_terminal_controls_escaped_never_raw() {
     let table = d.path().join("t");
     std::fs::create_dir_all(&table).unwrap();
     sensor_table_with(&table, &[(COLOUR, 2), (CLIPBOARD, 2)]);
-    hostile_orphan(&table);
-    let uri = table.to_str().unwrap();
-
-    let o = lakehealth(&["report", uri, "--orphans"]);
+    let o = lakehealth(&["report", table.to_str().unwrap()]);
     let out = text(&o.stdout);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(raw_controls(&out), Vec::<char>::new(), "{out:?}");
@@ -62,6 +58,21 @@ fn a_reports_text_shows_a_tables_terminal_controls_escaped_never_raw() {
 }
 
 #[test]
+fn an_orphan_file_name_with_an_osc_52_write_is_listed_escaped() {
+    let d = tempfile::tempdir().unwrap();
+    let table = d.path().join("t");
+    std::fs::create_dir_all(&table).unwrap();
+    sensor_table_with(&table, &[("2026-01-01", 2)]);
+    hostile_orphan(&table);
+    let o = lakehealth(&["report", table.to_str().unwrap(), "--orphans"]);
+    let (out, err) = (text(&o.stdout), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert_eq!(raw_controls(&out), Vec::<char>::new(), "{out:?}");
+    assert_eq!(raw_controls(&err), Vec::<char>::new(), "{err:?}");
+    assert!(out.contains("part-\\x1b]52;c;aGk=\\x07"), "{out}");
+}
+
+#[test]
 fn a_reports_json_stays_json_and_reads_back_the_values_the_table_holds() {
     let d = tempfile::tempdir().unwrap();
     let table = d.path().join("t");
@@ -71,8 +82,7 @@ fn a_reports_json_stays_json_and_reads_back_the_values_the_table_holds() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = text(&o.stdout);
     assert_eq!(raw_controls(&out), Vec::<char>::new(), "{out:?}");
-    let docs = json_lines(&out);
-    let doc = docs.first().expect("one JSON document");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
     assert!(
         doc.to_string()
             .contains(&serde_json::to_string(CLIPBOARD).unwrap()[1..]),

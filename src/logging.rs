@@ -27,14 +27,16 @@ pub fn log_path() -> PathBuf {
 }
 
 /// The log file with credentials scrubbed from every line (`engine::secrets`): an error a
-/// library formats may quote a storage option.
+/// library formats may quote a storage option. And inert (`engine::model::inert`): a line may
+/// quote a table's text, and whoever `cat`s or `tail`s the log must not get its terminal
+/// controls. The formatter writes no colours (`with_ansi(false)`), so none is ours.
 pub struct Scrubbed<W>(pub W);
 
 impl<W: Write> Write for Scrubbed<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
         self.0
-            .write_all(crate::engine::secrets::scrub(&text).as_bytes())?;
+            .write_all(crate::cli::print::shown(&text).as_bytes())?;
         Ok(buf.len())
     }
 
@@ -91,5 +93,32 @@ mod tests {
         assert!(!log.contains("own debug line"), "{log}");
         assert!(log.contains("kernel warning line"), "{log}");
         assert!(log.contains("own info line"), "{log}");
+    }
+
+    #[test]
+    fn a_logged_table_string_reaches_the_file_inert() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("l.log");
+        let file = RotatingFile::open(&path, MAX_LOG_BYTES, KEPT_LOGS).unwrap();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(EnvFilter::new(DEFAULT_FILTER))
+            .with_writer(std::sync::Mutex::new(Scrubbed(file)))
+            .with_ansi(false)
+            .finish();
+        let value = "p=\x1b]52;c;eA==\x07\r\u{9b}\u{202e}";
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(target: "lakehealth::engine::janitor", "bad partition {value}");
+            tracing::warn!(target: "lakehealth::engine::janitor", partition = value, "field");
+        });
+        let log = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !log.contains(['\x1b', '\x07', '\r', '\u{9b}', '\u{202e}']),
+            "{log:?}"
+        );
+        assert!(
+            log.contains("bad partition p=\\x1b]52;c;eA==\\x07"),
+            "{log}"
+        );
+        assert_eq!(log.lines().count(), 2, "{log}");
     }
 }

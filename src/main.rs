@@ -1,5 +1,6 @@
-// The entry point prints only what it scrubbed itself (clap's errors) or a last-resort error
-// before the output machinery exists; everything else goes through `cli::print`.
+// The entry point prints only what it scrubbed and made inert itself (clap's errors) or a
+// last-resort error before the output machinery exists; everything else goes through
+// `cli::print`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::process::ExitCode;
@@ -16,9 +17,10 @@ fn parse() -> Result<Cli, ExitCode> {
     secrets::register_args(args.iter().map(|a| a.to_string_lossy().into_owned()));
     parse_from(args).map_err(|e| {
         let plain = e.render().to_string();
-        let shown = secrets::scrub(&plain);
+        // Scrubbed and inert: an argument may be a table's folder name a shell glob expanded.
+        let shown = lakehealth::cli::print::shown(&plain);
         if shown == plain {
-            // Nothing to hide: clap prints it (with colours on a terminal).
+            // Nothing to hide or escape: clap prints it (with colours on a terminal).
             e.exit()
         }
         if e.use_stderr() {
@@ -64,7 +66,8 @@ fn main() -> ExitCode {
             let text = lakehealth::cli::error_text(&e);
             let text = secrets::scrub(&text);
             tracing::error!("{text}");
-            eprintln!("error: {text}");
+            // Scrubbed and inert: the error may quote a table's text.
+            lakehealth::cli::print::err(&format!("error: {text}\n"));
             ExitCode::FAILURE
         }
     }

@@ -1,10 +1,17 @@
 //! Every line the process prints passes through `engine::secrets::scrub`: a library's error,
-//! a table's metadata or a `--json` document may quote a credential. The crate denies
-//! `println!` and friends (lib.rs), so these are the only way to stdout and stderr.
+//! a table's metadata or a `--json` document may quote a credential. Then through
+//! `engine::model::inert::inert_text`: a table's text may hold terminal controls (an ESC
+//! sequence in a partition value, a `\r` in a file name), shown escaped; the output's own
+//! `\n` and `\t` stay, and lakehealth prints no escape sequence of its own (no colours), so
+//! nothing it means to send is lost. A `--json` line passes unchanged in meaning (see
+//! `inert`). The crate denies `println!` and friends (lib.rs), so these are the only way to
+//! stdout and stderr.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::sync::OnceLock;
 
+use crate::engine::model::inert::inert_text;
 use crate::engine::secrets::scrub;
 
 /// What became of standard output, once a write to it failed (the first failure is kept).
@@ -38,8 +45,22 @@ pub fn out(text: &str) {
     }
 }
 
+/// What leaves the process for `text`: credentials scrubbed (they are matched raw, so first),
+/// then terminal controls made inert.
+pub fn shown(text: &str) -> Cow<'_, str> {
+    match scrub(text) {
+        Cow::Borrowed(clean) => inert_text(clean),
+        Cow::Owned(clean) => {
+            if let Cow::Owned(inert) = inert_text(&clean) {
+                return Cow::Owned(inert);
+            }
+            Cow::Owned(clean)
+        }
+    }
+}
+
 fn write_to(w: &mut impl Write, text: &str) -> Result<(), StdoutLost> {
-    w.write_all(scrub(text).as_bytes())
+    w.write_all(shown(text).as_bytes())
         .and_then(|()| w.flush())
         .map_err(|e| match e.kind() {
             io::ErrorKind::BrokenPipe => StdoutLost::Closed,
@@ -47,10 +68,10 @@ fn write_to(w: &mut impl Write, text: &str) -> Result<(), StdoutLost> {
         })
 }
 
-/// `text` on stderr, scrubbed.
+/// `text` on stderr, scrubbed and inert.
 #[allow(clippy::print_stderr)]
 pub fn err(text: &str) {
-    let _ = std::io::stderr().lock().write_all(scrub(text).as_bytes());
+    let _ = std::io::stderr().lock().write_all(shown(text).as_bytes());
 }
 
 /// `println!`, scrubbed.
@@ -137,6 +158,38 @@ mod tests {
                 .unwrap()
                 .contains("print-rs-secret-1234")
         );
+    }
+
+    #[test]
+    fn what_is_written_holds_no_terminal_control_from_a_table() {
+        let mut buf = Vec::new();
+        write_to(
+            &mut buf,
+            "p=\x1b[31m\x1b]52;c;eA==\x07\rx\u{9b}\u{202e}\n\tnext\n",
+        )
+        .unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert_eq!(
+            text,
+            "p=\\x1b[31m\\x1b]52;c;eA==\\x07\\x0dx\\u009b\\u202e\n\tnext\n"
+        );
+    }
+
+    #[test]
+    fn a_json_line_is_written_as_json_that_reads_back_the_same() {
+        let value = "\x1b[2J\u{9b}\u{7f}\u{202e}\r\n";
+        let line = format!("{}\n", serde_json::json!({ "path": value }));
+        let mut buf = Vec::new();
+        write_to(&mut buf, &line).unwrap();
+        let written = String::from_utf8(buf).unwrap();
+        assert!(!written.contains(['\x1b', '\u{9b}', '\u{7f}', '\u{202e}', '\r']));
+        let back: serde_json::Value = serde_json::from_str(&written).unwrap();
+        assert_eq!(back["path"], value);
+    }
+
+    #[test]
+    fn a_plain_line_is_written_without_a_copy() {
+        assert!(matches!(shown("files 12 bytes 3 MiB\n"), Cow::Borrowed(_)));
     }
 
     #[test]

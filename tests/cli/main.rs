@@ -15,6 +15,7 @@ mod cli;
 mod errors;
 mod fuzz;
 mod fuzz_harness;
+mod inert;
 mod no_panic;
 mod secrets;
 

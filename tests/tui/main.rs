@@ -13,6 +13,7 @@ mod support;
 mod live;
 mod tui;
 mod tui_fleet;
+mod tui_inert;
 mod tui_janitor;
 mod tui_jobs;
 mod tui_live;

@@ -17,7 +17,7 @@ pub fn view(d: &ConvertDialog) -> PreviewView<'_> {
             let mut lines: Vec<Line> = p
                 .text()
                 .lines()
-                .map(|l| Line::from(l.to_string()))
+                .map(|l| Line::from(super::inert::text(l).into_owned()))
                 .collect();
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled(

@@ -7,6 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
+use super::inert;
 use crate::engine::stats::table_report::TableReport;
 
 /// Rows the panel needs at `width`: each finding wrapped, plus the borders; 0 without findings
@@ -32,7 +33,7 @@ pub fn draw(f: &mut Frame, area: Rect, t: &TableReport) {
     let lines: Vec<Line> = t
         .findings
         .iter()
-        .map(|fd| Line::from(Span::styled(format!("! {}", fd.message), red)))
+        .map(|fd| Line::from(Span::styled(format!("! {}", inert::text(&fd.message)), red)))
         .collect();
     let title = Span::styled(
         format!(

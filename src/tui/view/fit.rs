@@ -3,9 +3,12 @@
 
 use ratatui::text::{Line, Span};
 
-/// Display width of `s` in terminal cells.
+use super::inert;
+
+/// Display width of `s` in terminal cells, as `truncate` shows it (a table's controls
+/// escaped, `super::inert`).
 pub fn width(s: &str) -> usize {
-    Span::raw(s).width()
+    Span::raw(inert::text(s)).width()
 }
 
 /// The widest of `header` and `cells`.
@@ -77,7 +80,7 @@ pub fn words(text: &str, style: ratatui::style::Style, width: usize) -> Vec<Line
     let items = text
         .split(' ')
         .filter(|w| !w.is_empty())
-        .map(|w| vec![Span::styled(w.to_string(), style)])
+        .map(|w| vec![Span::styled(inert::text(w).into_owned(), style)])
         .collect();
     flow(items, " ", width)
 }
@@ -139,12 +142,14 @@ pub fn wrapped_rows(lines: &[Line], width: usize) -> usize {
     lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum()
 }
 
-/// `s` cut to `n` cells with a trailing "…" (for text, never for a number).
+/// `s` cut to `n` cells with a trailing "…" (for text, never for a number); a table's
+/// controls in it shown escaped (`super::inert`).
 pub fn truncate(s: &str, n: usize) -> String {
-    if width(s) <= n {
-        return s.to_string();
+    let s = inert::text(s);
+    if width(&s) <= n {
+        return s.into_owned();
     }
-    cut(s, n)
+    cut(&s, n)
 }
 
 /// The start of `s` that fits `n` cells with a "…" after it (the "…" even when `s` would fit:
@@ -172,12 +177,13 @@ pub fn first_fitting(forms: &[&str], n: usize) -> String {
     forms
         .iter()
         .find(|f| width(f) <= n)
-        .map(|f| f.to_string())
+        .map(|f| inert::text(f).into_owned())
         .unwrap_or_else(|| truncate(forms.last().copied().unwrap_or(""), n))
 }
 
 /// `line` cut to `n` cells, ending in "…" where it was cut (a widget would cut it silently).
 pub fn clip(line: Line<'static>, n: usize) -> Line<'static> {
+    let line = inert::line(line);
     if line.width() <= n {
         return line;
     }
@@ -279,6 +285,18 @@ mod tests {
         let lines = flow(items, " · ", 12);
         let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
         assert_eq!(text, vec!["aaaa · bbbb", "cc"]);
+    }
+
+    #[test]
+    fn fitted_table_text_shows_its_controls_escaped_and_is_measured_so() {
+        assert_eq!(truncate("p=\x1b[31m", 20), "p=\\x1b[31m");
+        assert_eq!(truncate("p=\x1b[31m", 6), "p=\\x1…");
+        assert_eq!(width("\x1b"), 4);
+        assert_eq!(first_fitting(&["\u{202e}abc"], 20), "\\u202eabc");
+        let w = words("a\x07 b", ratatui::style::Style::default(), 20);
+        assert_eq!(w[0].to_string(), "a\\x07 b");
+        let c = clip(Line::raw("x\ry"), 20);
+        assert_eq!(c.to_string(), "x\\x0dy");
     }
 
     #[test]

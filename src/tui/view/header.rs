@@ -6,6 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
+use super::inert;
 use super::{ago, fit, style};
 use crate::engine::model::format::TableFormat;
 use crate::engine::size::{format_bytes, format_count};
@@ -235,8 +236,9 @@ fn format_note(t: &TableReport) -> String {
 /// The title: the table's name, and its URI and format note when they fit (else they start the
 /// body, see `header_lines`).
 fn title(t: &TableReport, width: usize) -> (Line<'static>, Vec<Item>) {
-    let name = format!(" {} ", t.name);
-    let rest = format!("{} {}", t.uri, format_note(t));
+    // The name and URI are the table's (its folder's): shown inert.
+    let name = format!(" {} ", inert::text(&t.name));
+    let rest = format!("{} {}", inert::text(&t.uri), format_note(t));
     let rest = rest.trim_end().to_string();
     if fit::width(&name) + fit::width(&rest) + 4 <= width {
         let title = Line::from(vec![

@@ -125,8 +125,8 @@ pub fn draw_panel(f: &mut Frame, area: Rect, app: &App, t: &TableReport) {
     }
     let (what, short, hist, files) = match (app.table_histogram, app.selected_partition()) {
         (false, Some(p)) => (
-            p.values.label(),
-            p.values.values_label(),
+            super::inert::text(&p.values.label()).into_owned(),
+            super::inert::text(&p.values.values_label()).into_owned(),
             &p.stats.histogram,
             p.stats.files,
         ),

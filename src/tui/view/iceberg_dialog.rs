@@ -18,7 +18,7 @@ pub fn view(d: &IcebergDialog) -> PreviewView<'_> {
             lines.extend(
                 crate::engine::iceberg::compact::job::plan_text(&s.plan)
                     .lines()
-                    .map(|l| Line::from(l.to_string())),
+                    .map(|l| Line::from(super::inert::text(l).into_owned())),
             );
             lines.push(Line::from(""));
             let (text, st) = match outcome {

@@ -9,7 +9,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline};
 
-use super::{fit, style};
+use super::{fit, inert, style};
 use crate::engine::compact::events::CommitRecord;
 use crate::engine::model::cost::usd_text;
 use crate::engine::model::partition::PartitionValues;
@@ -119,8 +119,8 @@ fn partitions_text(p: &[PartitionValues]) -> (String, String) {
         [first, rest @ ..] => (first, format!(" (+{} more)", rest.len())),
     };
     (
-        format!("{}{more}", first.label()),
-        format!("{}{more}", first.values_label()),
+        format!("{}{more}", inert::text(&first.label())),
+        format!("{}{more}", inert::text(&first.values_label())),
     )
 }
 
@@ -155,8 +155,8 @@ fn event_lines(j: &JobView) -> Vec<Line<'static>> {
                 " ⚠ {} conflict{}: {}: {}; not committed{}",
                 j.conflicts.len(),
                 if j.conflicts.len() == 1 { "" } else { "s" },
-                c.partition.label(),
-                c.conflict,
+                inert::text(&c.partition.label()),
+                inert::text(&c.conflict.to_string()),
                 if c.replanned_bins > 0 {
                     format!(", {} bins planned again", c.replanned_bins)
                 } else {
@@ -187,7 +187,7 @@ fn commit_text(c: &CommitRecord) -> String {
         },
         c.partitions
             .iter()
-            .map(|p| p.label())
+            .map(|p| inert::text(&p.label()).into_owned())
             .collect::<Vec<_>>()
             .join(","),
     )
@@ -270,7 +270,11 @@ pub fn draw_marks(f: &mut Frame, area: Rect, app: &App) {
     if area.height == 0 {
         return;
     }
-    let list: Vec<String> = app.marks.iter().map(|p| p.label()).collect();
+    let list: Vec<String> = app
+        .marks
+        .iter()
+        .map(|p| inert::text(&p.label()).into_owned())
+        .collect();
     f.render_widget(
         Paragraph::new(vec![Line::from(format!(" {}", list.join("  ")))])
             .wrap(ratatui::widgets::Wrap { trim: true })

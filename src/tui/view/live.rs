@@ -10,6 +10,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
+use super::inert;
 use super::writers::truncate;
 use super::{fit, style};
 use crate::engine::janitor::forecast::{DueIn, Forecast};
@@ -52,7 +53,11 @@ fn status_line(live: &Live) -> Line<'static> {
             ])
         }
         LiveStatus::Failing { message, retry_in } => Line::from(Span::styled(
-            format!(" ✗ {message} (retrying in {})", whole_units(*retry_in)),
+            format!(
+                " ✗ {} (retrying in {})",
+                inert::text(message),
+                whole_units(*retry_in)
+            ),
             Style::default().fg(Color::Red),
         )),
     }

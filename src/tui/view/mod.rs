@@ -9,6 +9,7 @@ pub mod header;
 mod help;
 pub mod histogram;
 pub(super) mod iceberg_dialog;
+pub mod inert;
 mod janitor;
 pub mod jobs;
 mod live;
@@ -87,7 +88,15 @@ pub fn health_legend() -> Vec<ratatui::text::Span<'static>> {
     ]
 }
 
+/// The frame for `app`. Every frame the TUI shows is drawn here, so here its buffer is
+/// guarded before the backend sees it: no terminal control from a table reaches the terminal
+/// (`inert`), whichever view drew it.
 pub fn draw(f: &mut Frame, app: &App) {
+    draw_screen(f, app);
+    inert::guard(f.buffer_mut());
+}
+
+fn draw_screen(f: &mut Frame, app: &App) {
     let area = f.area();
     match (&app.screen, &app.table) {
         (Screen::Table, Some(t)) => {
@@ -208,8 +217,8 @@ pub fn list_state_text<R: ListRow>(app: &App, list: &SortedList<R>) -> String {
 pub use crate::engine::model::duration::ago;
 
 /// Secrets never show on screen: every span's text with registered secrets and URL user info
-/// replaced (`engine::secrets::scrub`). For panels that show engine text (errors, reasons,
-/// the live feed).
+/// replaced (`engine::secrets::scrub`), then made inert (`inert::line`: a table's controls
+/// shown escaped). For panels that show engine text (errors, reasons, the live feed).
 pub fn scrubbed<'a>(
     lines: impl IntoIterator<Item = ratatui::text::Line<'a>>,
 ) -> Vec<ratatui::text::Line<'a>> {
@@ -221,7 +230,7 @@ pub fn scrubbed<'a>(
                     s.content = std::borrow::Cow::Owned(clean);
                 }
             }
-            l
+            inert::line(l)
         })
         .collect()
 }

@@ -6,6 +6,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Gauge, Paragraph, Wrap};
 
+use super::inert;
 use super::status::loading_text;
 use super::style;
 use crate::tui::app::App;
@@ -41,7 +42,7 @@ pub fn draw_error(f: &mut Frame, area: Rect, message: &str) {
     let b = centered(area, 70, 10);
     f.render_widget(Clear, b);
     let body = vec![
-        Line::from(message.to_string()),
+        Line::from(inert::text(message).into_owned()),
         Line::from(""),
         Line::from(Span::styled(
             hint_line(Context::Error, |_| true),

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 
 use super::preview_dialog::{Body, PreviewView, failed};
-use super::{fit, style};
+use super::{fit, inert, style};
 use crate::engine::compact::ordering::LayoutRequest;
 use crate::engine::compact::plan::{CompactionPlan, PartitionPlan};
 use crate::engine::size::{format_bytes, format_count, plural};
@@ -248,11 +248,15 @@ fn partitions_table(p: &CompactionPlan, width: u16) -> Table<'static> {
     let widths: Vec<usize> = (0..HEADERS.len())
         .map(|i| fit::column_width(HEADERS[i], cells.iter().map(|c| c[i].as_str())))
         .collect();
-    let full: Vec<String> = p.partitions.iter().map(|pp| pp.values.label()).collect();
+    let full: Vec<String> = p
+        .partitions
+        .iter()
+        .map(|pp| inert::text(&pp.values.label()).into_owned())
+        .collect();
     let short: Vec<String> = p
         .partitions
         .iter()
-        .map(|pp| pp.values.values_label())
+        .map(|pp| inert::text(&pp.values.values_label()).into_owned())
         .collect();
     let full_w = fit::column_width("partition", full.iter().map(String::as_str));
     let short_w = fit::column_width("", short.iter().map(String::as_str));

@@ -5,6 +5,7 @@
 use ratatui::style::Color;
 use ratatui::text::{Line, Span};
 
+use super::inert;
 use super::preview_dialog::{Body, PreviewView, failed};
 use super::style;
 use crate::engine::stats::skipping::{ColumnSkipping, SkippingHealth};
@@ -95,13 +96,16 @@ fn health_lines(
     }
     for f in &h.findings {
         lines.push(Line::from(Span::styled(
-            format!(" {}", f.message_for(h.source)),
+            format!(" {}", inert::text(&f.message_for(h.source))),
             style::score(30),
         )));
     }
     if let Some(first) = h.columns.first() {
         lines.push(Line::from(""));
-        lines.push(Line::from(format!(" files by depth of {}:", first.column)));
+        lines.push(Line::from(format!(
+            " files by depth of {}:",
+            inert::text(&first.column)
+        )));
         let most = first
             .depth
             .histogram

@@ -6,6 +6,7 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
 
+use super::inert;
 use super::{ago, fit, style};
 use crate::engine::model::format::TableFormat;
 use crate::engine::size::{format_bytes, format_count};
@@ -146,13 +147,14 @@ fn name(row: &RootRow) -> String {
             entry: RootEntry::Table(t),
             ..
         } => match t.format {
-            TableFormat::Delta => t.name.clone(),
-            other => format!("{} [{}]", t.name, other.label()),
+            // A folder's name is the table writer's: shown inert.
+            TableFormat::Delta => inert::text(&t.name).into_owned(),
+            other => format!("{} [{}]", inert::text(&t.name), other.label()),
         },
         RootRow {
             entry: RootEntry::Broken(b),
             ..
-        } => format!("{} [unreadable]", b.name),
+        } => format!("{} [unreadable]", inert::text(&b.name)),
     }
 }
 
@@ -310,7 +312,7 @@ fn detail(app: &App, width: u16) -> Option<Detail> {
     }
     let b = row.broken()?;
     Some(Detail {
-        title: format!(" {} could not be read ", b.name),
+        title: format!(" {} could not be read ", inert::text(&b.name)),
         lines: broken_lines(b, width),
         border: style::score(0),
     })

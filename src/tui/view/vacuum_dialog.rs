@@ -57,7 +57,7 @@ fn plan_lines(p: &VacuumPlan) -> Vec<Line<'static>> {
     for f in p.files.iter().take(SHOWN) {
         lines.push(Line::from(format!(
             "   {}  {}  removed {}",
-            f.path,
+            super::inert::text(&f.path),
             format_bytes(f.bytes),
             utc(f.removed_at_ms)
         )));

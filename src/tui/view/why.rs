@@ -121,7 +121,7 @@ fn draw_decisions(f: &mut Frame, list: Rect, j: &TuiJanitor, first: usize) -> us
         rows.push(
             Row::new(vec![
                 Cell::from(time(&w.ts)),
-                Cell::from(w.partition.label()),
+                Cell::from(super::inert::text(&w.partition.label()).into_owned()),
                 Cell::from(w.rule.clone()),
                 Cell::from(Span::styled(label(w.decision), decision_style(w.decision))),
                 Cell::from(ratatui::text::Text::from(reason)),

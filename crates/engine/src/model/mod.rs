@@ -5,6 +5,7 @@
 pub mod cost;
 pub mod duration;
 pub mod format;
+pub mod inert;
 pub mod output_name;
 pub mod partition;
 pub(crate) mod percent;

@@ -243,6 +243,14 @@ pub enum ConfigValueError {
     NoRows,
     #[error("{key} must be above zero (e.g. \"1s\"): it is the pause between repeated actions")]
     ZeroInterval { key: &'static str },
+    /// Past the longest duration a setting takes (`policy::MAX_DURATION`): a deadline that far
+    /// would overflow the clock.
+    #[error("{key} is {got}: it must be above zero and at most {max}")]
+    LongInterval {
+        key: &'static str,
+        got: String,
+        max: String,
+    },
     #[error(
         "history.max_size must be at least 64 KiB (e.g. \"10MiB\"): smaller would rotate every few lines"
     )]
@@ -311,6 +319,14 @@ impl Config {
         ] {
             if d.is_zero() {
                 return Err(ConfigValueError::ZeroInterval { key });
+            }
+            let max = crate::engine::janitor::policy::MAX_DURATION;
+            if d > max {
+                return Err(ConfigValueError::LongInterval {
+                    key,
+                    got: humantime::format_duration(d).to_string(),
+                    max: humantime::format_duration(max).to_string(),
+                });
             }
         }
         Ok(())
@@ -505,5 +521,23 @@ mod tests {
             e.contains("health.target_file_size 4 KiB is below the minimum"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_interval_past_ten_years_is_refused_naming_the_key_and_range() {
+        let e = Config::parse(
+            "[stream]\ninterval = \"100000000000y\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(
+                "stream.interval is 100000000000years: it must be above zero and at most 10years"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("c.toml"), "{e}");
+        assert!(Config::parse("[stream]\ninterval = \"10y\"\n", Path::new("c.toml")).is_ok());
     }
 }

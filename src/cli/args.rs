@@ -7,10 +7,28 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::engine::size::ByteSize;
 
+/// The largest size a flag takes (as a policy's sizes: `MAX_SIZE`); more is a typo.
+const MAX_SIZE: u64 = crate::engine::janitor::policy::MAX_SIZE;
+/// The longest duration a flag takes (as a policy's durations: `MAX_DURATION`).
+const MAX_DURATION: Duration = crate::engine::janitor::policy::MAX_DURATION;
+
+/// A size from 1 B to `MAX_SIZE`: no size flag means anything at 0.
 fn parse_size(s: &str) -> Result<ByteSize, String> {
+    let range = || {
+        format!(
+            "sizes are from 1 B to {}",
+            crate::engine::size::format_bytes(MAX_SIZE)
+        )
+    };
+    if s.trim().starts_with('-') {
+        return Err(format!("{s:?} is negative: {}", range()));
+    }
     let size: ByteSize = s
         .parse()
         .map_err(|e: crate::engine::size::SizeParseError| e.to_string())?;
+    if !(1..=MAX_SIZE).contains(&size.0) {
+        return Err(format!("{s:?} is out of range: {}", range()));
+    }
     // `128mb` is 10^6 bytes a MB (122 MiB), which is rarely what a lowercase unit on a command
     // line means: the two readings differ by 5 to 13 %, so the user writes which one.
     let unit = s
@@ -32,32 +50,83 @@ fn parse_size(s: &str) -> Result<ByteSize, String> {
     Ok(size)
 }
 
+/// A duration from 0 to `MAX_DURATION` (more would overflow a deadline).
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("{e} (e.g. 1s, 500ms, 2m)"))
+    bounded_duration(s, true)
 }
 
 /// A duration between repeated actions: zero would repeat without pause.
 fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
-    if d.is_zero() {
-        return Err("must be above zero (e.g. 1s, 500ms)".into());
+    bounded_duration(s, false)
+}
+
+/// A duration of at most `MAX_DURATION`, and above zero unless `zero_ok`; the error says the
+/// range. Negative values reach here (the flags set `allow_hyphen_values`).
+fn bounded_duration(s: &str, zero_ok: bool) -> Result<Duration, String> {
+    let max = humantime::format_duration(MAX_DURATION);
+    let range = match zero_ok {
+        true => format!("must be from 0 to {max}"),
+        false => format!("must be above zero and at most {max}"),
+    };
+    if s.trim().starts_with('-') {
+        return Err(format!("{s:?} is negative: {range}"));
+    }
+    let d =
+        humantime::parse_duration(s).map_err(|e| format!("{e} (e.g. 1s, 500ms, 2m); {range}"))?;
+    if d > MAX_DURATION || (d.is_zero() && !zero_ok) {
+        return Err(format!("{s:?} is out of range: {range}"));
     }
     Ok(d)
+}
+
+/// A whole number from `min` to `max`, for a flag counting `what`. Negative numbers reach here
+/// (the flags set `allow_negative_numbers`) and are named as out of range, not as unknown flags.
+fn parse_whole(s: &str, what: &str, min: u64, max: u64) -> Result<u64, String> {
+    let range = if max == u64::MAX {
+        format!("{min} or more")
+    } else {
+        format!("{min} to {max}")
+    };
+    let n: i128 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number of {what}, {range}"))?;
+    if n < i128::from(min) || n > i128::from(max) {
+        return Err(format!("{n} {what} is out of range: {range}"));
+    }
+    // In range, so it fits.
+    Ok(u64::try_from(n).unwrap_or(max))
+}
+
+/// `--depth`: folder levels (0: the root itself); each level costs a listing of every folder.
+fn parse_depth(s: &str) -> Result<usize, String> {
+    parse_whole(s, "folder levels", 0, MAX_DISCOVERY_DEPTH).map(|n| n as usize)
+}
+
+/// The deepest `--depth`: a lake's tables are never that far below its root.
+const MAX_DISCOVERY_DEPTH: u64 = 64;
+
+/// `--metrics-tables`: 0 gives totals only.
+fn parse_metrics_tables(s: &str) -> Result<usize, String> {
+    parse_whole(s, "tables", 0, 100_000).map(|n| n as usize)
+}
+
+/// `--rows`: rows per micro-batch (as `stream.rows` in the config: at least 1).
+fn parse_rows(s: &str) -> Result<usize, String> {
+    parse_whole(s, "rows", 1, 100_000_000).map(|n| n as usize)
+}
+
+/// `--batches`: at least one (zero would write nothing).
+fn parse_batches(s: &str) -> Result<u64, String> {
+    parse_whole(s, "batches", 1, u64::MAX)
 }
 
 /// Bins at once: at least one, at most `MAX_PARALLELISM` (one thread each).
 fn parse_parallelism(s: &str) -> Result<usize, String> {
     use crate::engine::compact::budget::MAX_PARALLELISM;
-    let n: usize = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected a whole number of bins at once, 1 to {MAX_PARALLELISM}"))?;
-    if !(1..=MAX_PARALLELISM).contains(&n) {
-        return Err(format!(
-            "{n} bins at once is out of range: 1 to {MAX_PARALLELISM} (each bin is rewritten on its own thread)"
-        ));
-    }
-    Ok(n)
+    parse_whole(s, "bins at once", 1, MAX_PARALLELISM as u64)
+        .map(|n| n as usize)
+        .map_err(|e| format!("{e} (each bin is rewritten on its own thread)"))
 }
 
 /// `KEY=VALUE`. The error does not quote the argument: a mistyped `KEY:SECRET` is a
@@ -128,13 +197,13 @@ pub struct SizeArgs {
     /// Target file size, with a unit (e.g. 128MiB; at least 1MiB). A partition's ideal files:
     /// its files at or above the small threshold, plus floor(small bytes / max(target, small
     /// threshold)) for its small files, at least 1 when it has one (docs/numbers.md).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub target: Option<ByteSize>,
     /// Files below this size are small (default: the target).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub small_below: Option<ByteSize>,
     /// Upper bound of the target band.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub max_file_size: Option<ByteSize>,
 }
 
@@ -142,7 +211,7 @@ pub struct SizeArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct DiscoveryArgs {
     /// Folder levels searched for tables under a root.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_depth, allow_negative_numbers = true)]
     pub depth: Option<usize>,
     /// Iceberg: follow manifest paths outside the table's folder (a table copied or moved
     /// without rewriting its metadata). Off by default: metadata can point anywhere.
@@ -155,7 +224,7 @@ pub struct DiscoveryArgs {
 pub struct PollArgs {
     /// How often the TUI reads the open table's log for new commits (default: 1s for local
     /// tables, 5s for object stores).
-    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, allow_hyphen_values = true)]
     pub poll: Option<Duration>,
 }
 
@@ -257,7 +326,7 @@ pub struct VacuumArgs {
     pub dry_run: bool,
     /// Delete files removed longer ago than this (default: the table's
     /// delta.deletedFileRetentionDuration, 7 days), e.g. 168h, 30d.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub retention: Option<Duration>,
     /// Allow a retention below the table's (readers of old versions may fail).
     #[arg(long)]
@@ -279,11 +348,11 @@ pub struct CompactArgs {
     #[arg(long, value_name = "LABEL")]
     pub partition: Vec<String>,
     /// Files at or above this size are left alone (default: the small-file threshold).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub min_file_size: Option<ByteSize>,
     /// Bins rewritten at once (each uses about one core). Default: every core when no writer
     /// committed in the last minute, else 1 at a bounded read rate (ingestion first).
-    #[arg(long, value_parser = parse_parallelism)]
+    #[arg(long, value_parser = parse_parallelism, allow_negative_numbers = true)]
     pub parallelism: Option<usize>,
     /// Rewrite every file of each chosen partition sorted by these columns, first to last
     /// (e.g. --sort-by ts). Rows are only reordered: proven as a multiset.
@@ -303,7 +372,7 @@ pub struct CompactArgs {
     #[arg(long)]
     pub unclustered: bool,
     /// Memory a bin's sort holds before it spills to the temp folder (default 512MiB).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub sort_memory: Option<ByteSize>,
     /// Print the plan and change nothing.
     #[arg(long)]
@@ -316,7 +385,7 @@ pub struct CompactArgs {
     pub pickup: bool,
     /// Files whose deletion vectors mark more than this share of their rows deleted are
     /// rewritten whatever their size (Delta's OPTIMIZE maxDeletedRowsRatio).
-    #[arg(long, value_name = "RATIO", default_value_t = crate::engine::model::thresholds::DEFAULT_MAX_DELETED_RATIO, value_parser = parse_ratio)]
+    #[arg(long, value_name = "RATIO", default_value_t = crate::engine::model::thresholds::DEFAULT_MAX_DELETED_RATIO, value_parser = parse_ratio, allow_negative_numbers = true)]
     pub max_deleted_ratio: f64,
     /// Set by the `purge` command: every file with a deletion vector is rewritten.
     #[arg(skip)]
@@ -385,7 +454,7 @@ pub struct WatchArgs {
     pub once: bool,
     /// Stop after this long as on Ctrl-C (no new job starts, running jobs stop before their
     /// next commit) and say what was left, e.g. "30m".
-    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, allow_hyphen_values = true)]
     pub max_duration: Option<Duration>,
     /// Every decision and result as a JSON line on stdout.
     #[arg(long)]
@@ -404,7 +473,7 @@ pub struct WatchArgs {
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Tables given per-table series on /metrics (the most small files first); totals cover
     /// every table, so a scrape stays bounded however many tables are watched.
-    #[arg(long, value_name = "N", default_value_t = crate::engine::janitor::metrics::DEFAULT_SERIES_LIMIT)]
+    #[arg(long, value_name = "N", default_value_t = crate::engine::janitor::metrics::DEFAULT_SERIES_LIMIT, value_parser = parse_metrics_tables, allow_negative_numbers = true)]
     pub metrics_tables: usize,
     /// The catalog Iceberg tables are compacted through (sqlite:///FILE, postgresql://…,
     /// http(s)://… for REST); overrides the policy's iceberg_catalog.
@@ -466,16 +535,16 @@ pub struct DemoArgs {
 pub struct StreamArgs {
     pub uri: String,
     /// Time between micro-batches.
-    #[arg(long, value_parser = parse_interval)]
+    #[arg(long, value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Option<Duration>,
     /// Rows per micro-batch.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_rows, allow_negative_numbers = true)]
     pub rows: Option<usize>,
     /// Streaming query id (the txn appId); a restart with the same id resumes after its last batch.
     #[arg(long, default_value = "lakehealth-stream")]
     pub query_id: String,
     /// Stop after this many batches (default: run until Ctrl-C).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_batches, allow_negative_numbers = true)]
     pub batches: Option<u64>,
     #[command(flatten)]
     pub storage: StorageArgs,

@@ -180,7 +180,7 @@ impl ProgressPrinter {
 fn progress_line(p: &Progress, secs: f64) -> String {
     let rate = p.bytes_read as f64 / secs.max(0.001);
     let eta = p
-        .eta(std::time::Duration::from_secs_f64(secs.max(0.0)))
+        .eta(std::time::Duration::try_from_secs_f64(secs).unwrap_or_default())
         .map_or("-".into(), |d| format!("{}s", d.as_secs()));
     format!(
         "bins {}/{}  files {}/{}  read {}  written {}  rows {}  {}/s  ETA {eta}{}",

@@ -10,6 +10,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod bounds;
 mod clear_errors;
 mod cli;
 mod errors;

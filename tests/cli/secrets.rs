@@ -243,3 +243,85 @@ fn ray_job_headers_show_nowhere() {
     assert!(all.contains("RAY_JOB_HEADERS"), "{all}");
     assert_nowhere("headers not an object", &sinks(&o, &log), &["PlainTok9w"]);
 }
+
+/// An HTTP server that answers every request 500 with a one-line body quoting every request
+/// header, as a misconfigured proxy or a debug error page does. Returns its port.
+fn header_echo_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut s) = stream else { continue };
+            let mut head = Vec::new();
+            let mut b = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&b[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let headers: Vec<&str> = head.lines().skip(1).filter(|l| !l.is_empty()).collect();
+            let body = format!("internal error; request headers: {}", headers.join("; "));
+            let _ = write!(
+                s,
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// The base64 forms an `Authorization: Basic` header carries `pair` in.
+fn basic_forms(pair: &str) -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
+        .iter()
+        .map(|e| e.encode(pair))
+        .collect()
+}
+
+#[test]
+fn basic_auth_from_url_user_info_shows_in_no_form_when_an_error_page_echoes_the_headers() {
+    let d = tempfile::tempdir().unwrap();
+    let t = small_table(&d.path().join("t"), 4);
+    let log = d.path().join("lakehealth.log");
+    let port = header_echo_server();
+    let (user, password) = ("basicusr7", "Basic-Pw7q~x");
+    let address = format!("http://{user}:{password}@127.0.0.1:{port}");
+    let o = run(
+        &[
+            "compact",
+            &t,
+            "--json",
+            "--executor",
+            "ray",
+            "--ray-address",
+            &address,
+        ],
+        &[],
+        &log,
+    );
+    let all = format!("{}\n{}", text(&o.stdout), stderr(&o));
+    assert!(
+        all.contains("500") && all.contains("request headers"),
+        "the echoing page is reported: {all}"
+    );
+    assert!(
+        all.contains("Basic ***"),
+        "the header is shown scrubbed: {all}"
+    );
+    let texts = sinks(&o, &log);
+    assert_nowhere("basic auth echoed", &texts, &[password, user]);
+    let pair = format!("{user}:{password}");
+    for form in basic_forms(&pair) {
+        for (name, text) in &texts {
+            assert!(
+                !text.contains(&form),
+                "{form} (base64 of the pair) in {name}:\n{text}"
+            );
+        }
+    }
+}

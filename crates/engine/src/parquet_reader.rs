@@ -1,5 +1,7 @@
 //! Parquet over an object store: an `AsyncFileReader` that fetches only the byte ranges the
-//! reader asks for (footer, then the projected column chunks).
+//! reader asks for (footer, then the projected column chunks). A file that cannot be Parquet
+//! (empty, or without the `PAR1` magic) is named as such (`load_metadata`), not with the
+//! parquet crate's "EOF" or "corrupt footer".
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -9,7 +11,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
@@ -28,6 +30,43 @@ pub struct StoreReader {
     held: Option<(u64, Bytes)>,
     /// How much of a large file's end `get_metadata` fetches with its footer.
     tail: u64,
+}
+
+/// Why a data file cannot be Parquet, from its size and its magic bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotParquet {
+    #[error("empty file (0 bytes), not Parquet")]
+    Empty,
+    #[error("not a Parquet file (no PAR1 magic)")]
+    NoMagic,
+}
+
+/// Why a file's footer could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FooterError {
+    #[error(transparent)]
+    NotParquet(#[from] NotParquet),
+    #[error(transparent)]
+    Parquet(#[from] ParquetError),
+}
+
+/// A Parquet file begins and ends with these bytes.
+const MAGIC: &[u8] = b"PAR1";
+
+/// Loads a file's Arrow metadata; when that fails on a file that cannot be Parquet, the error
+/// says what the file is (`NotParquet`) rather than how the footer failed.
+pub async fn load_metadata(
+    reader: &mut StoreReader,
+    options: ArrowReaderOptions,
+) -> std::result::Result<ArrowReaderMetadata, FooterError> {
+    let loaded = ArrowReaderMetadata::load_async(reader, options).await;
+    match loaded {
+        Ok(meta) => Ok(meta),
+        Err(e) => Err(match reader.not_parquet().await {
+            Some(why) => FooterError::NotParquet(why),
+            None => FooterError::Parquet(e),
+        }),
+    }
 }
 
 /// Files up to this size are read with a single request.
@@ -61,6 +100,26 @@ impl StoreReader {
     pub fn without_held(mut self) -> Self {
         self.held = None;
         self
+    }
+
+    /// Why this file cannot be Parquet, when its size or magic bytes tell; None when it may
+    /// be (or they could not be read: no verdict).
+    pub async fn not_parquet(&mut self) -> Option<NotParquet> {
+        let size = match self.size {
+            Some(s) => s,
+            None => self.store.head(&self.path).await.ok()?.size,
+        };
+        if size == 0 {
+            return Some(NotParquet::Empty);
+        }
+        if size < 2 * MAGIC.len() as u64 {
+            return Some(NotParquet::NoMagic);
+        }
+        let ends = vec![0..MAGIC.len() as u64, size - MAGIC.len() as u64..size];
+        let got = self.get_byte_ranges(ends).await.ok()?;
+        got.iter()
+            .any(|b| b.as_ref() != MAGIC)
+            .then_some(NotParquet::NoMagic)
     }
 
     fn is_whole(&self) -> bool {
@@ -279,5 +338,43 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(got[0], direct);
+    }
+
+    #[tokio::test]
+    async fn an_empty_or_non_parquet_file_is_named_as_such_and_parquet_is_not() {
+        let mem = InMemory::new();
+        let text = b"this is a CSV file, not Parquet\n1,2,3\n".to_vec();
+        let batch =
+            RecordBatch::try_from_iter([("n", Arc::new(Int64Array::from(vec![1])) as ArrayRef)])
+                .unwrap();
+        let mut parquet = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut parquet, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        for (name, bytes) in [("empty", vec![]), ("text", text), ("ok", parquet)] {
+            mem.put(&Path::from(name), PutPayload::from(bytes))
+                .await
+                .unwrap();
+        }
+        let store: Arc<dyn ObjectStore> = Arc::new(mem);
+        let load = |name: &str, size: Option<u64>| {
+            let mut r = StoreReader::new(store.clone(), Path::from(name), size);
+            async move { load_metadata(&mut r, ArrowReaderOptions::new()).await }
+        };
+        for size in [Some(0), None] {
+            let e = load("empty", size).await.unwrap_err();
+            assert!(
+                matches!(e, FooterError::NotParquet(NotParquet::Empty)),
+                "{e}"
+            );
+            assert_eq!(e.to_string(), "empty file (0 bytes), not Parquet");
+        }
+        let e = load("text", None).await.unwrap_err();
+        assert!(
+            matches!(e, FooterError::NotParquet(NotParquet::NoMagic)),
+            "{e}"
+        );
+        assert_eq!(e.to_string(), "not a Parquet file (no PAR1 magic)");
+        assert!(load("ok", None).await.is_ok());
     }
 }

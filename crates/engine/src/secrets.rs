@@ -9,7 +9,9 @@
 //! (`register_toml_text`), addresses (`register_address`: user info and `password=` values
 //! also where the address is no well-formed URL, and such an address whole), the headers of
 //! `$RAY_JOB_HEADERS`; their parse errors never quote a line (`toml_error`). A secret is
-//! scrubbed in every form it takes in output (`forms`): as is, JSON-escaped, percent-encoded.
+//! scrubbed in every form it takes in output (`forms`): as is, JSON-escaped, percent-encoded;
+//! a URL's `user:password`, which HTTP clients send as Basic credentials, also in base64 (an
+//! error page echoing the request's headers shows `Authorization: Basic <base64>`).
 
 mod address;
 mod forms;
@@ -18,7 +20,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-pub use address::{address_secrets, is_well_formed, mask_address};
+pub use address::{address_secrets, basic_auth_pairs, is_well_formed, mask_address};
 
 /// A registered secret and the texts that stand for it in output.
 struct Secret {
@@ -108,7 +110,17 @@ pub fn register(values: impl IntoIterator<Item = String>) {
 /// value (`host=h password=pw`). A user name alone (Azure's `abfss://container@account`) is
 /// no credential.
 pub fn register_url_user_info(text: &str) {
-    register(address_secrets(text));
+    register(credentials_of(text));
+}
+
+/// What an address holds that may be secret (`address_secrets`), and the base64 forms of
+/// its `user:password` as HTTP Basic sends it (`forms::base64_forms`).
+fn credentials_of(text: &str) -> Vec<String> {
+    let mut out = address_secrets(text);
+    for pair in basic_auth_pairs(text) {
+        out.extend(forms::base64_forms(&pair));
+    }
+    out
 }
 
 /// Registers what an address given as one (a Ray address, a catalog URI) holds that may be
@@ -242,7 +254,7 @@ pub fn toml_text_secrets(text: &str) -> Vec<String> {
         // in a credential; registering the longer text would not hide the shorter anyway).
         let value = value.trim();
         let unquoted = value.trim_matches(|c| c == '"' || c == '\'');
-        found.extend(address_secrets(unquoted));
+        found.extend(credentials_of(unquoted));
         if is_secret_key(key) {
             found.push(unquoted.trim().to_string());
             if let Some((before_comment, _)) = unquoted.split_once(" #") {
@@ -250,7 +262,7 @@ pub fn toml_text_secrets(text: &str) -> Vec<String> {
             }
         }
         for word in value.split(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
-            found.extend(address_secrets(word));
+            found.extend(credentials_of(word));
         }
     }
     found.retain(|v| !is_plain_value(v));
@@ -539,6 +551,34 @@ mod tests {
         );
         register_url_user_info("abfss://mycontainer@acct.dfs.core.windows.net/t");
         assert_eq!(scrub("mycontainer"), "mycontainer");
+    }
+
+    #[test]
+    fn basic_auth_of_url_user_info_is_scrubbed_in_base64_either_alphabet_padded_or_not() {
+        register_url_user_info("http://alice:s3cr3t-pa55@host");
+        // base64("alice:s3cr3t-pa55"), as reqwest sends it for that URL.
+        for header in [
+            "Authorization: Basic YWxpY2U6czNjcjN0LXBhNTU=",
+            "Authorization: Basic YWxpY2U6czNjcjN0LXBhNTU",
+            "{\"authorization\": \"Basic YWxpY2U6czNjcjN0LXBhNTU%3D\"}",
+        ] {
+            let out = scrub(header);
+            assert!(!out.contains("YWxpY2U6czNjcjN0LXBhNTU"), "{out}");
+            assert!(out.contains("Basic ***"), "{out}");
+        }
+        // A pair whose base64 differs between the alphabets: `+` standard, `-` URL-safe.
+        register_url_user_info("http://b64usr:Pw~~~%3E@host");
+        for form in [
+            "YjY0dXNyOlB3fn5+Pg==",
+            "YjY0dXNyOlB3fn5+Pg",
+            "YjY0dXNyOlB3fn5-Pg==",
+            "YjY0dXNyOlB3fn5-Pg",
+        ] {
+            assert_eq!(scrub(&format!("Basic {form}")), "Basic ***", "{form}");
+        }
+        register_toml_text("ray_address = \"http://tomlu:TomlPw5x@head:8265\"\n");
+        // base64("tomlu:TomlPw5x")
+        assert_eq!(scrub("Basic dG9tbHU6VG9tbFB3NXg="), "Basic ***");
     }
 
     #[test]

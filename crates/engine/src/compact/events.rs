@@ -48,9 +48,8 @@ impl Progress {
         }
         if let Some(pace) = self.pace_bytes_per_second {
             let left = self.bytes_total as f64 * (1.0 - r) * READ_PER_INPUT_BYTE;
-            return Some(std::time::Duration::from_secs_f64(
-                left / pace.max(1) as f64,
-            ));
+            // Not `from_secs_f64`: it panics past u64::MAX seconds.
+            return std::time::Duration::try_from_secs_f64(left / pace.max(1) as f64).ok();
         }
         (r > 0.0).then(|| elapsed.mul_f64((1.0 - r) / r))
     }

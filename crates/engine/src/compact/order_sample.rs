@@ -13,7 +13,7 @@ use futures::StreamExt;
 use object_store::ObjectStore;
 use object_store::path::Path;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 
 use crate::compact::conform::int96_safe_metadata;
@@ -63,7 +63,7 @@ async fn sample_file(
     out: &mut [Vec<ArrayRef>],
 ) -> Result<(), ReadError> {
     let mut reader = StoreReader::new(store.clone(), Path::parse(&f.store_path)?, Some(f.size));
-    let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new()).await?;
+    let meta = crate::parquet_reader::load_metadata(&mut reader, ArrowReaderOptions::new()).await?;
     let meta = int96_safe_metadata(meta, file_schema)?;
     let rows = meta.metadata().file_metadata().num_rows().max(0) as usize;
     let stride = rows.div_ceil(keep).max(1);

@@ -85,7 +85,12 @@ impl Pacer {
             return Duration::ZERO;
         };
         let from = due.map_or(now, |d| d.max(now));
-        let next = from + Duration::from_secs_f64(n as f64 / rate.max(1) as f64);
+        // Checked: a huge read at a tiny rate must not overflow the clock (it waits long).
+        let wait =
+            Duration::try_from_secs_f64(n as f64 / rate.max(1) as f64).unwrap_or(Duration::MAX);
+        let Some(next) = from.checked_add(wait) else {
+            return wait;
+        };
         *due = Some(next);
         next.saturating_duration_since(now)
     }

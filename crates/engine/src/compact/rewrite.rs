@@ -22,7 +22,7 @@ use futures::StreamExt;
 use indexmap::IndexMap;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -45,7 +45,7 @@ use crate::delta::features::{MaterializedColumns, hidden_columns};
 use crate::delta::row_tracking::{FileRows, RowTrackingError};
 use crate::model::output_name::named_for_job;
 use crate::model::partition::PartitionValues;
-use crate::parquet_reader::StoreReader;
+use crate::parquet_reader::{StoreReader, load_metadata};
 
 #[derive(Debug, Clone)]
 pub struct RewriteOptions {
@@ -219,12 +219,25 @@ pub enum ReadError {
     /// Deleted row indexes past the end of the file: its deletion vector is not its own.
     #[error("its deletion vector marks {0} rows beyond the file's last row deleted")]
     BeyondLastRow(u64),
+    /// Empty, or no Parquet file at all (`parquet_reader::NotParquet`).
+    #[error(transparent)]
+    NotParquet(#[from] crate::parquet_reader::NotParquet),
     /// Its path in the log is not a valid object key.
     #[error(transparent)]
     Path(#[from] object_store::path::Error),
     /// The task reading ahead stopped (it panicked or was aborted).
     #[error("opening the file failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+}
+
+impl From<crate::parquet_reader::FooterError> for ReadError {
+    fn from(e: crate::parquet_reader::FooterError) -> Self {
+        use crate::parquet_reader::FooterError;
+        match e {
+            FooterError::NotParquet(why) => ReadError::NotParquet(why),
+            FooterError::Parquet(e) => ReadError::Parquet(e),
+        }
+    }
 }
 
 /// Why files could not be fingerprinted.
@@ -287,7 +300,7 @@ pub async fn open_input(
     table_schema: &SchemaRef,
 ) -> Result<Input, ReadError> {
     let mut reader = StoreReader::new(store, path, size);
-    let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new()).await?;
+    let meta = load_metadata(&mut reader, ArrowReaderOptions::new()).await?;
     let meta = int96_safe_metadata(meta, table_schema)?;
     let rows = meta.metadata().file_metadata().num_rows().max(0) as u64;
     let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta)

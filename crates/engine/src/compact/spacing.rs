@@ -58,7 +58,10 @@ impl CommitSpacer {
         }
         let last = self.last.lock().ok().and_then(|l| *l);
         match last {
-            Some(t) => (t + self.interval).saturating_duration_since(now),
+            // Never `t + interval`: a long interval would overflow the clock.
+            Some(t) => self
+                .interval
+                .saturating_sub(now.saturating_duration_since(t)),
             None => Duration::ZERO,
         }
     }

@@ -460,7 +460,7 @@ impl Janitor {
             if once {
                 return stats;
             }
-            let next = tokio::time::Instant::now() + self.policy.interval;
+            let next = crate::clock::deadline(tokio::time::Instant::now(), self.policy.interval);
             loop {
                 match self.wake(Some(next), &cancel).await {
                     Wake::Tick => break,

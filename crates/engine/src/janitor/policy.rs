@@ -133,6 +133,12 @@ pub const DEFAULT_IDLE_POLL_MAX: Duration = Duration::from_secs(300);
 /// A root is listed for new and removed tables this often (a LIST per folder it holds).
 pub const DEFAULT_DISCOVER_EVERY: Duration = Duration::from_secs(300);
 
+/// The longest duration a policy setting takes (10 years, as humantime counts them): more is a
+/// typo, and a deadline that far overflows the clock (`Instant + Duration` panics).
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 31_557_600);
+/// The largest size a policy setting takes: more is a typo (no file is that large).
+pub const MAX_SIZE: u64 = crate::size::PIB;
+
 /// A policy with every value resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -249,30 +255,21 @@ struct PolicyFile {
     target_file_size: Option<Spanned<TargetSetting>>,
     min_file_size: Option<Spanned<ByteSize>>,
     aged_min_small_files: Option<Spanned<u64>>,
-    #[serde(default, deserialize_with = "opt_duration")]
-    aged_after: Option<Duration>,
+    aged_after: Option<Spanned<Seconds>>,
     partitions: Option<Spanned<String>>,
-    #[serde(default, deserialize_with = "opt_duration")]
-    written_within: Option<Duration>,
-    #[serde(default, deserialize_with = "opt_duration")]
-    quiet_period: Option<Duration>,
+    written_within: Option<Spanned<Seconds>>,
+    quiet_period: Option<Spanned<Seconds>>,
     interval: Option<Spanned<Seconds>>,
     max_jobs: Option<Spanned<u64>>,
     max_jobs_per_database: Option<Spanned<u64>>,
     max_failures: Option<Spanned<u64>>,
-    #[serde(default, deserialize_with = "opt_duration")]
-    backoff_base: Option<Duration>,
-    #[serde(default, deserialize_with = "opt_duration")]
-    backoff_max: Option<Duration>,
-    #[serde(default, deserialize_with = "opt_duration")]
-    idle_poll_max: Option<Duration>,
-    #[serde(default, deserialize_with = "opt_duration")]
-    discover_every: Option<Duration>,
+    backoff_base: Option<Spanned<Seconds>>,
+    backoff_max: Option<Spanned<Seconds>>,
+    idle_poll_max: Option<Spanned<Seconds>>,
+    discover_every: Option<Spanned<Seconds>>,
     checkpoint_after_commits: Option<Spanned<u64>>,
-    #[serde(default, deserialize_with = "opt_duration")]
-    vacuum_every: Option<Duration>,
-    #[serde(default, deserialize_with = "opt_duration")]
-    vacuum_retention: Option<Duration>,
+    vacuum_every: Option<Spanned<Seconds>>,
+    vacuum_retention: Option<Spanned<Seconds>>,
     executor: Option<Spanned<String>>,
     commit_spacing: Option<Spanned<String>>,
     tier_fanout: Option<Spanned<u64>>,
@@ -309,10 +306,6 @@ impl<'de> Deserialize<'de> for Seconds {
     }
 }
 
-fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    Ok(Some(Seconds::deserialize(d)?.0))
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
     #[error("cannot read policy file {path}: {source}")]
@@ -347,8 +340,9 @@ pub struct PolicySettingError {
 pub enum SettingProblem {
     #[error("must be at least {0}")]
     AtLeast(u64),
-    #[error("must be greater than 0")]
-    Zero,
+    /// A duration or size outside what the setting takes: the value and the range.
+    #[error("is {got}: must be {range}")]
+    OutOfRange { got: String, range: String },
     #[error(transparent)]
     TargetFileSize(#[from] crate::size::TargetFileSizeError),
     #[error(transparent)]
@@ -441,6 +435,7 @@ impl Policy {
     ) -> Result<Policy, PolicySettingError> {
         let at = At(text);
         let preset = f.preset.unwrap_or(Preset::Default);
+        let d = Durations::of(&f, at)?;
         let (target, small) = sizes(&f, preset, base, at)?;
         let min_small_files = match &f.min_small_files {
             // One file alone is never rewritten (a bin of one is dropped): due forever.
@@ -456,30 +451,23 @@ impl Policy {
             Some(_) => Some(at.positive(&f.max_jobs_per_database, "max_jobs_per_database", 1)?),
             None => None,
         };
-        let interval = match &f.interval {
-            Some(i) if i.get_ref().0.is_zero() => {
-                return Err(at.err(i.span(), "interval", SettingProblem::Zero));
-            }
-            Some(i) => i.get_ref().0,
-            None => Duration::from_secs(10),
-        };
-        let backoff_base = f.backoff_base.unwrap_or(Duration::from_secs(30));
-        let backoff_max = f
+        let interval = d.interval.unwrap_or(Duration::from_secs(10));
+        let backoff_base = d.backoff_base.unwrap_or(Duration::from_secs(30));
+        let backoff_max = d
             .backoff_max
             .unwrap_or(Duration::from_secs(3600))
             .max(backoff_base);
-        let commit_spacing = match &f.commit_spacing {
-            None => CommitSpacing::Auto,
-            Some(s) => CommitSpacing::parse(s.get_ref())
-                .map_err(|e| at.err(s.span(), "commit_spacing", e.into()))?,
-        };
+        let commit_spacing = commit_spacing(&f, at)?;
         let checkpoint_after_commits = match &f.checkpoint_after_commits {
             Some(_) => {
                 Some(at.positive(&f.checkpoint_after_commits, "checkpoint_after_commits", 1)?)
             }
             None => None,
         };
-        let (aged, partitions) = (aged(&f, preset, at)?, partitions(&f, text, at)?);
+        let (aged, partitions) = (
+            aged(&f, preset, d.aged_after, at)?,
+            partitions(&f, text, at)?,
+        );
         Ok(Policy {
             iceberg_catalog: iceberg_catalog(&f, at)?,
             deleted_rows: deleted_rows(&f, at)?,
@@ -487,29 +475,31 @@ impl Policy {
             commit_spacing,
             strategy: strategy(&f, min_small_files, at)?,
             layout: layout(&f, at)?,
-            recluster: recluster(&f, at)?,
+            recluster: recluster(&f, d.depth_every, at)?,
             source: source.to_string(),
             preset,
             min_small_files,
             small_file_size: small,
             target_file_size: target,
-            min_file_size: f.min_file_size.map(|m| m.get_ref().0).unwrap_or(small),
+            min_file_size: at
+                .size(&f.min_file_size, "min_file_size", 1)?
+                .unwrap_or(small),
             aged,
             partitions,
-            written_within: f.written_within.filter(|d| !d.is_zero()),
-            quiet_period: f.quiet_period.filter(|d| !d.is_zero()),
+            written_within: d.written_within.filter(|d| !d.is_zero()),
+            quiet_period: d.quiet_period.filter(|d| !d.is_zero()),
             interval,
             max_jobs: max_jobs.min(64) as usize,
             max_jobs_per_database: per_database.map(|n| n.min(64) as usize),
             max_failures: max_failures.min(u32::MAX as u64) as u32,
             backoff_base,
             backoff_max,
-            idle_poll_max: f.idle_poll_max.unwrap_or(DEFAULT_IDLE_POLL_MAX),
-            discover_every: f.discover_every.unwrap_or(DEFAULT_DISCOVER_EVERY),
+            idle_poll_max: d.idle_poll_max.unwrap_or(DEFAULT_IDLE_POLL_MAX),
+            discover_every: d.discover_every.unwrap_or(DEFAULT_DISCOVER_EVERY),
             maintenance: MaintenancePolicy {
                 checkpoint_after_commits,
-                vacuum_every: f.vacuum_every.filter(|d| !d.is_zero()),
-                vacuum_retention: f.vacuum_retention,
+                vacuum_every: d.vacuum_every.filter(|d| !d.is_zero()),
+                vacuum_retention: d.vacuum_retention,
             },
         })
     }
@@ -705,6 +695,53 @@ impl At<'_> {
         }
     }
 
+    /// A duration setting: at most `MAX_DURATION`, and above zero unless `zero_ok`.
+    fn duration(
+        self,
+        v: &Option<Spanned<Seconds>>,
+        key: &'static str,
+        zero_ok: bool,
+    ) -> Result<Option<Duration>, PolicySettingError> {
+        let Some(d) = v else {
+            return Ok(None);
+        };
+        let got = d.get_ref().0;
+        if got > MAX_DURATION || (got.is_zero() && !zero_ok) {
+            let low = if zero_ok {
+                "from 0"
+            } else {
+                "greater than 0 and"
+            };
+            let range = format!("{low} at most {}", humantime::format_duration(MAX_DURATION));
+            let got = humantime::format_duration(got).to_string();
+            return Err(self.err(d.span(), key, SettingProblem::OutOfRange { got, range }));
+        }
+        Ok(Some(got))
+    }
+
+    /// A size setting: from `min` bytes to `MAX_SIZE`.
+    fn size(
+        self,
+        v: &Option<Spanned<ByteSize>>,
+        key: &'static str,
+        min: u64,
+    ) -> Result<Option<u64>, PolicySettingError> {
+        let Some(s) = v else {
+            return Ok(None);
+        };
+        let got = s.get_ref().0;
+        if !(min..=MAX_SIZE).contains(&got) {
+            let range = format!("from {} to {}", format_bytes(min), format_bytes(MAX_SIZE));
+            // Exact too: a rounded "1 PiB" would not show why it is above 1 PiB.
+            let got = match got {
+                0..1024 => format_bytes(got),
+                _ => format!("{} ({got} B)", format_bytes(got)),
+            };
+            return Err(self.err(s.span(), key, SettingProblem::OutOfRange { got, range }));
+        }
+        Ok(Some(got))
+    }
+
     fn positive(
         self,
         v: &Option<Spanned<u64>>,
@@ -718,6 +755,65 @@ impl At<'_> {
             Some(n) => Ok(*n.get_ref()),
             None => Ok(default),
         }
+    }
+}
+
+/// The policy's durations as set, each within its range (`At::duration`).
+struct Durations {
+    aged_after: Option<Duration>,
+    written_within: Option<Duration>,
+    quiet_period: Option<Duration>,
+    interval: Option<Duration>,
+    backoff_base: Option<Duration>,
+    backoff_max: Option<Duration>,
+    idle_poll_max: Option<Duration>,
+    discover_every: Option<Duration>,
+    vacuum_every: Option<Duration>,
+    vacuum_retention: Option<Duration>,
+    depth_every: Option<Duration>,
+}
+
+impl Durations {
+    /// Zero is refused where it would repeat without pause (`interval`, `depth_every`); it
+    /// means "off" or "at once" for the others.
+    fn of(f: &PolicyFile, at: At) -> Result<Self, PolicySettingError> {
+        Ok(Self {
+            aged_after: at.duration(&f.aged_after, "aged_after", true)?,
+            written_within: at.duration(&f.written_within, "written_within", true)?,
+            quiet_period: at.duration(&f.quiet_period, "quiet_period", true)?,
+            interval: at.duration(&f.interval, "interval", false)?,
+            backoff_base: at.duration(&f.backoff_base, "backoff_base", true)?,
+            backoff_max: at.duration(&f.backoff_max, "backoff_max", true)?,
+            idle_poll_max: at.duration(&f.idle_poll_max, "idle_poll_max", true)?,
+            discover_every: at.duration(&f.discover_every, "discover_every", true)?,
+            vacuum_every: at.duration(&f.vacuum_every, "vacuum_every", true)?,
+            vacuum_retention: at.duration(&f.vacuum_retention, "vacuum_retention", true)?,
+            depth_every: at.duration(&f.depth_every, "depth_every", false)?,
+        })
+    }
+}
+
+/// `commit_spacing`: "auto", "off", or a duration within `MAX_DURATION`.
+fn commit_spacing(f: &PolicyFile, at: At) -> Result<CommitSpacing, PolicySettingError> {
+    let Some(s) = &f.commit_spacing else {
+        return Ok(CommitSpacing::Auto);
+    };
+    let spacing = CommitSpacing::parse(s.get_ref())
+        .map_err(|e| at.err(s.span(), "commit_spacing", e.into()))?;
+    match spacing {
+        CommitSpacing::Every(d) if d > MAX_DURATION => {
+            let range = format!(
+                "\"auto\", \"off\" or a duration of at most {}",
+                humantime::format_duration(MAX_DURATION)
+            );
+            let got = humantime::format_duration(d).to_string();
+            Err(at.err(
+                s.span(),
+                "commit_spacing",
+                SettingProblem::OutOfRange { got, range },
+            ))
+        }
+        other => Ok(other),
     }
 }
 
@@ -790,15 +886,13 @@ fn sizes(
             // Unnamed: the key is already in front of it.
             crate::size::check_target_file_size(size.0, "")
                 .map_err(|e| at.err(t.span(), "target_file_size", e.into()))?;
-            Some(size.0)
+            let sized = Some(Spanned::new(t.span(), size));
+            at.size(&sized, "target_file_size", MIB)?
         }
         None => preset.target(),
     };
-    let small = match (&f.small_file_size, target) {
-        (Some(s), _) if s.get_ref().0 == 0 => {
-            return Err(at.err(s.span(), "small_file_size", SettingProblem::Zero));
-        }
-        (Some(s), _) => s.get_ref().0,
+    let small = match (at.size(&f.small_file_size, "small_file_size", 1)?, target) {
+        (Some(s), _) => s,
         // The default preset without a target of its own: what the report calls small.
         (None, None) => base.small_file_size,
         (None, Some(t)) => preset.small_for(t),
@@ -807,7 +901,12 @@ fn sizes(
 }
 
 /// The age rule: the preset's, with the file's count and age over it.
-fn aged(f: &PolicyFile, preset: Preset, at: At) -> Result<Option<AgedRule>, PolicySettingError> {
+fn aged(
+    f: &PolicyFile,
+    preset: Preset,
+    aged_after: Option<Duration>,
+    at: At,
+) -> Result<Option<AgedRule>, PolicySettingError> {
     let mut aged = preset.aged();
     if let Some(n) = &f.aged_min_small_files {
         if *n.get_ref() < 2 {
@@ -815,12 +914,11 @@ fn aged(f: &PolicyFile, preset: Preset, at: At) -> Result<Option<AgedRule>, Poli
         }
         aged = Some(AgedRule {
             min_small_files: *n.get_ref(),
-            age: f
-                .aged_after
+            age: aged_after
                 .or(aged.map(|a| a.age))
                 .unwrap_or(Duration::from_secs(3600)),
         });
-    } else if let (Some(a), Some(age)) = (aged.as_mut(), f.aged_after) {
+    } else if let (Some(a), Some(age)) = (aged.as_mut(), aged_after) {
         a.age = age;
     }
     Ok(aged)
@@ -942,7 +1040,11 @@ fn layout(f: &PolicyFile, at: At) -> Result<LayoutRequest, PolicySettingError> {
 }
 
 /// `max_depth` and `depth_every`: when a partition is due for re-clustering.
-fn recluster(f: &PolicyFile, at: At) -> Result<Option<Recluster>, PolicySettingError> {
+fn recluster(
+    f: &PolicyFile,
+    depth_every: Option<Duration>,
+    at: At,
+) -> Result<Option<Recluster>, PolicySettingError> {
     let Some(m) = &f.max_depth else {
         return match &f.depth_every {
             Some(e) => Err(at.err(e.span(), "depth_every", SettingProblem::DepthEveryUnused)),
@@ -959,13 +1061,7 @@ fn recluster(f: &PolicyFile, at: At) -> Result<Option<Recluster>, PolicySettingE
     {
         return Err(at.err(m.span(), "max_depth", SettingProblem::MaxDepthUnordered));
     }
-    let every = match &f.depth_every {
-        Some(e) if e.get_ref().0.is_zero() => {
-            return Err(at.err(e.span(), "depth_every", SettingProblem::Zero));
-        }
-        Some(e) => e.get_ref().0,
-        None => DEFAULT_DEPTH_EVERY,
-    };
+    let every = depth_every.unwrap_or(DEFAULT_DEPTH_EVERY);
     Ok(Some(Recluster { max_depth, every }))
 }
 
@@ -1156,7 +1252,7 @@ mod tests {
         );
         let e = parse("max_depth = 4\ndepth_every = 0").unwrap_err();
         assert!(
-            e.contains("line 2: depth_every must be greater than 0"),
+            e.contains("line 2: depth_every is 0s: must be greater than 0"),
             "{e}"
         );
     }
@@ -1418,8 +1514,93 @@ mod tests {
             "{e}"
         );
         let e = parse("interval = \"0s\"\n").unwrap_err();
-        assert!(e.contains("interval must be greater than 0"), "{e}");
+        assert!(e.contains("interval is 0s: must be greater than 0"), "{e}");
         assert!(e.contains("p.toml"), "names the file: {e}");
+    }
+
+    #[test]
+    fn a_huge_interval_is_refused_at_load_with_its_file_line_and_range() {
+        // 100000000000 years fits a Duration, but not an Instant: `watch` panicked adding it.
+        let e = parse("preset = \"default\"\ninterval = \"100000000000y\"\n").unwrap_err();
+        assert!(e.contains("p.toml"), "names the file: {e}");
+        assert!(
+            e.contains(
+                "line 2: interval is 100000000000years: must be greater than 0 and at most 10years"
+            ),
+            "{e}"
+        );
+        let e =
+            Policy::parse("\n\ninterval = 9223372036854775807\n", "p.toml", base()).unwrap_err();
+        let PolicyError::Invalid { source, .. } = &e else {
+            panic!("{e}");
+        };
+        assert_eq!((source.line, source.key), (3, "interval"));
+        assert!(matches!(source.problem, SettingProblem::OutOfRange { .. }));
+    }
+
+    #[test]
+    fn every_duration_setting_is_bounded_and_the_maximum_itself_is_accepted() {
+        for key in [
+            "aged_after",
+            "written_within",
+            "quiet_period",
+            "interval",
+            "backoff_base",
+            "backoff_max",
+            "idle_poll_max",
+            "discover_every",
+            "vacuum_every",
+            "vacuum_retention",
+            "depth_every",
+        ] {
+            let extra = if key == "depth_every" {
+                "max_depth = 4\n"
+            } else {
+                ""
+            };
+            let e = parse(&format!("{extra}\n{key} = \"11y\"\n")).unwrap_err();
+            let line = if extra.is_empty() { 2 } else { 3 };
+            assert!(
+                e.contains(&format!("line {line}: {key} is 11years: must be "))
+                    && e.contains("at most 10years"),
+                "{key}: {e}"
+            );
+            let max = MAX_DURATION.as_secs();
+            let ok = parse(&format!("{extra}{key} = {max}\n"));
+            assert!(ok.is_ok(), "{key} at the maximum: {ok:?}");
+        }
+        let p = parse("interval = \"10y\"\n").unwrap();
+        assert_eq!(p.interval, MAX_DURATION);
+        let e = parse("commit_spacing = \"11y\"\n").unwrap_err();
+        assert!(
+            e.contains("line 1: commit_spacing is 11years: must be \"auto\", \"off\" or a duration of at most 10years"),
+            "{e}"
+        );
+        assert!(parse("commit_spacing = \"10y\"\n").is_ok());
+    }
+
+    #[test]
+    fn sizes_are_bounded_by_a_pebibyte_and_refuse_zero() {
+        let e = parse("\ntarget_file_size = \"2PiB\"\n").unwrap_err();
+        assert!(
+            e.contains("line 2: target_file_size is 2 PiB (2251799813685248 B): must be from 1 MiB to 1 PiB"),
+            "{e}"
+        );
+        for key in ["small_file_size", "min_file_size"] {
+            let e = parse(&format!("{key} = \"1025TiB\"\n")).unwrap_err();
+            assert!(
+                e.contains(&format!("line 1: {key} is ")) && e.contains("PiB"),
+                "{e}"
+            );
+            let e = parse(&format!("\n{key} = \"0B\"\n")).unwrap_err();
+            assert!(e.contains(&format!("line 2: {key} is 0")), "{e}");
+            assert!(
+                parse(&format!("{key} = \"1PiB\"\n")).is_ok(),
+                "{key} at the max"
+            );
+        }
+        let p = parse("target_file_size = \"1PiB\"\n").unwrap();
+        assert_eq!(p.target_file_size, Some(MAX_SIZE));
     }
 
     #[test]

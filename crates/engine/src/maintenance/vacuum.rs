@@ -369,7 +369,8 @@ pub async fn plan_vacuum(loc: &Location, req: &VacuumRequest) -> Result<VacuumPl
         table_retention_ms: table_ret.as_millis().min(u64::MAX as u128) as u64,
         retention_check: enforce,
         now_ms: now,
-        cutoff_ms: now - retention_ms as i64,
+        // Saturating: `retention_ms as i64` wraps negative past 2^63 ms (a cutoff in the future).
+        cutoff_ms: now.saturating_sub(i64::try_from(retention_ms).unwrap_or(i64::MAX)),
         files_to_delete: files.len() as u64,
         bytes_to_delete: files.iter().map(|f| f.bytes).sum(),
         files,

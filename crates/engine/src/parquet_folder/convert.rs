@@ -542,8 +542,12 @@ async fn first_unreadable_footer(
             continue;
         };
         let mut reader = crate::parquet_reader::StoreReader::new(store.clone(), path, None);
-        if let Err(e) = reader.get_metadata(None).await {
-            return Some(format!("{rel} is not a readable Parquet file ({e})"));
+        let footer = reader.get_metadata(None).await;
+        if let Err(e) = footer {
+            return Some(match reader.not_parquet().await {
+                Some(why) => format!("{rel}: {why}"),
+                None => format!("{rel} is not a readable Parquet file ({e})"),
+            });
         }
     }
     None

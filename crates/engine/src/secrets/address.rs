@@ -34,6 +34,33 @@ pub fn address_secrets(text: &str) -> Vec<String> {
     out
 }
 
+/// The `user:password` pairs of `text`'s user info as an HTTP client sends them as Basic
+/// credentials: percent-decoded (reqwest decodes a URL's user info) and as written. None
+/// without a password: a user name alone is no credential.
+pub fn basic_auth_pairs(text: &str) -> Vec<String> {
+    let text = text.trim();
+    let written = match url::Url::parse(text) {
+        Ok(u) if u.has_authority() => u.password().map(|pw| format!("{}:{pw}", u.username())),
+        // Not a URL with an authority (`u:pw@h` parses as the scheme "u").
+        _ => {
+            let (_, rest) = split_scheme(text);
+            user_info_end(rest).map(|at| rest[..at].to_string())
+        }
+    };
+    let Some(written) = written else {
+        return Vec::new();
+    };
+    let decoded = match written.split_once(':') {
+        Some((user, pw)) => format!("{}:{}", decode(user), decode(pw)),
+        None => written.clone(),
+    };
+    let mut out = vec![decoded];
+    if !out.contains(&written) {
+        out.push(written);
+    }
+    out
+}
+
 /// Whether `text` is a well-formed URL with an authority (or a local file URL): anything
 /// else that is meant as an address is shown masked and registered whole.
 pub fn is_well_formed(text: &str) -> bool {
@@ -206,6 +233,23 @@ mod tests {
             "a user name alone is no credential"
         );
         assert!(address_secrets("s3://bucket/path/t").is_empty());
+    }
+
+    #[test]
+    fn basic_auth_pairs_are_the_user_info_decoded_and_as_written() {
+        assert_eq!(
+            basic_auth_pairs("http://alice:s3cr3t-pa55@host"),
+            ["alice:s3cr3t-pa55"]
+        );
+        assert_eq!(
+            basic_auth_pairs("http://al%40ce:p%2Fw@h:1/x"),
+            ["al@ce:p/w", "al%40ce:p%2Fw"],
+            "reqwest sends it decoded"
+        );
+        assert_eq!(basic_auth_pairs("rayu:RayPw1@head:8265"), ["rayu:RayPw1"]);
+        assert!(basic_auth_pairs("http://useronly@host").is_empty());
+        assert!(basic_auth_pairs("abfss://container@acct.dfs.core.windows.net/t").is_empty());
+        assert!(basic_auth_pairs("http://host:8265").is_empty());
     }
 
     #[test]

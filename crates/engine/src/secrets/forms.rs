@@ -1,7 +1,8 @@
 //! The forms a secret takes in output, and finding them: as is, JSON-escaped (a `"` or `\` in
 //! a history line or `--json`; twice when a JSON text is quoted in JSON), Rust-debug-escaped,
 //! and each of these percent-encoded in whole or in part (a URL encodes some characters and
-//! not others, so every character may be written either way).
+//! not others, so every character may be written either way). A `user:password` pair sent as
+//! HTTP Basic credentials also takes its base64 forms (`base64_forms`).
 
 /// The texts that stand for `secret` in output (before percent-encoding), distinct.
 pub fn forms(secret: &str) -> Vec<String> {
@@ -11,6 +12,24 @@ pub fn forms(secret: &str) -> Vec<String> {
     let debug = debug[1..debug.len() - 1].to_string();
     let mut out = vec![secret.to_string()];
     for f in [once, twice, debug] {
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// `pair` (a `user:password` exactly as an HTTP client sends it) in base64, as an
+/// `Authorization: Basic` header carries it and an error page echoing that header shows it:
+/// the standard and URL-safe alphabets, padded and not. Only the whole pair: the base64 of a
+/// part depends on where it starts (its offset mod 3), so a secret alone has no fixed form
+/// inside the header's.
+pub fn base64_forms(pair: &str) -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let mut out: Vec<String> = Vec::new();
+    for engine in [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD] {
+        let f = engine.encode(pair);
         if !out.contains(&f) {
             out.push(f);
         }
@@ -109,5 +128,20 @@ mod tests {
         assert!(found(some, s), "partly encoded, lowercase hex");
         assert!(!found("qu%22ote%5cback%2Fsl%2Bsh+q", s));
         assert_eq!(occurrences("a%2Fb then a/b", "a/b"), vec![(0, 5), (11, 14)]);
+    }
+
+    #[test]
+    fn base64_forms_of_a_pair_are_both_alphabets_padded_and_not() {
+        // Chosen so that its base64 holds a `+` (`-` URL-safe) and padding.
+        let mut forms = base64_forms("ab:~~~>");
+        forms.sort();
+        assert_eq!(
+            forms,
+            ["YWI6fn5+Pg", "YWI6fn5+Pg==", "YWI6fn5-Pg", "YWI6fn5-Pg=="]
+        );
+        assert_eq!(
+            base64_forms("alice:s3cr3t-pa55")[0],
+            "YWxpY2U6czNjcjN0LXBhNTU="
+        );
     }
 }

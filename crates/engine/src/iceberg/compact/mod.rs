@@ -68,4 +68,11 @@ pub enum IcebergCompactError {
         #[source]
         source: parquet::errors::ParquetError,
     },
+    /// A data file that is empty or no Parquet file at all.
+    #[error("{path}: {source}")]
+    NotParquet {
+        path: String,
+        #[source]
+        source: crate::parquet_reader::NotParquet,
+    },
 }

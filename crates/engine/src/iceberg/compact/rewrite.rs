@@ -13,7 +13,7 @@ use object_store::buffered::BufWriter;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::AsyncArrowWriter;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::ParquetMetaData;
@@ -26,7 +26,7 @@ use super::ledger::Record;
 use super::plan::IceBin;
 use crate::compact::fingerprint::{ContentHasher, Fingerprint};
 use crate::iceberg::Stores;
-use crate::parquet_reader::StoreReader;
+use crate::parquet_reader::{FooterError, StoreReader, load_metadata};
 
 /// A written output, with what its manifest entry says about it.
 #[derive(Debug, Clone)]
@@ -78,9 +78,15 @@ async fn open(stores: &mut Stores<'_>, uri: &str, size: Option<u64>) -> Result<O
         source,
     };
     let mut reader = StoreReader::new(store, path, size);
-    let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
+    let meta = load_metadata(&mut reader, ArrowReaderOptions::new())
         .await
-        .map_err(parquet)?;
+        .map_err(|e| match e {
+            FooterError::NotParquet(source) => E::NotParquet {
+                path: uri.to_string(),
+                source,
+            },
+            FooterError::Parquet(e) => parquet(e),
+        })?;
     let mut ids = Vec::new();
     field_ids(
         meta.metadata().file_metadata().schema_descr().root_schema(),

@@ -27,6 +27,20 @@ fn hostile_table_opened() -> (tempfile::TempDir, Driven) {
     (d, t)
 }
 
+/// What the backend writes, kept for the test to read after the draw.
+#[derive(Clone, Default)]
+struct Sent(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sent {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn is_active(c: char) -> bool {
     (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c)
 }
@@ -44,8 +58,9 @@ fn a_partition_value_with_an_escape_sequence_is_drawn_escaped() {
 fn the_terminal_receives_no_control_a_table_wrote() {
     let (_d, t) = hostile_table_opened();
     let area = Rect::new(0, 0, SIZE.0, SIZE.1);
+    let out = Sent::default();
     let mut term = Terminal::with_options(
-        CrosstermBackend::new(Vec::<u8>::new()),
+        CrosstermBackend::new(out.clone()),
         TerminalOptions {
             viewport: Viewport::Fixed(area),
         },
@@ -53,7 +68,7 @@ fn the_terminal_receives_no_control_a_table_wrote() {
     .unwrap();
     term.draw(|f| lakehealth::tui::view::draw(f, &t.app))
         .unwrap();
-    let sent = String::from_utf8_lossy(term.backend().writer()).into_owned();
+    let sent = String::from_utf8_lossy(&out.0.lock().unwrap()).into_owned();
     // ratatui's own styling is ESC sequences; a table's ESC, BEL, CR, C1 and bidi are not.
     for (what, bytes) in [
         ("the colour sequence", "\x1b[31mred"),

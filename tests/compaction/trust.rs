@@ -262,6 +262,7 @@ async fn a_sealed_ledger_naming_a_path_through_a_link_into_a_nested_table_delete
     // A table nested in this one's folder, holding a real job's live outputs.
     let (n, _, nested_rows) = seeded(10).await;
     let (job, outputs) = compacted_outputs(n.path());
+    let own_folder = a_partition_folder(d.path());
     let nested = d.path().join("nested");
     std::fs::rename(n.path(), &nested).unwrap();
     let part = Path::new(&outputs[0]).parent().unwrap().to_path_buf();
@@ -269,10 +270,7 @@ async fn a_sealed_ledger_naming_a_path_through_a_link_into_a_nested_table_delete
     // the check for links leading out of the table does not see it.
     std::os::unix::fs::symlink(nested.join(&part), d.path().join("lnk")).unwrap();
     // The control: an output of the job in this table's own folder, which the sweep deletes.
-    let own = format!(
-        "{}/part-00009-lakehealth-{job}-x-c000.snappy.parquet",
-        a_partition_folder(d.path())
-    );
+    let own = format!("{own_folder}/part-00009-lakehealth-{job}-x-c000.snappy.parquet");
     let control = stray(d.path(), &own);
     let mut named = through("lnk", &outputs);
     named.push(own.clone());
@@ -303,9 +301,7 @@ async fn a_link_to_a_sibling_table_that_comes_and_goes_every_few_milliseconds_ne
     let (d, _, _) = seeded(10).await;
     let (sib, _, sibling_rows) = seeded(10).await;
     let (job, outputs) = compacted_outputs(sib.path());
-    let part = sib
-        .path()
-        .join(Path::new(&outputs[0]).parent().unwrap());
+    let part = sib.path().join(Path::new(&outputs[0]).parent().unwrap());
     let link = d.path().join("lnk");
     let named = through("lnk", &outputs);
     // The writer of this table flips a link into the sibling's partition, as fast as it can.
@@ -336,7 +332,10 @@ async fn a_link_to_a_sibling_table_that_comes_and_goes_every_few_milliseconds_ne
             .iter()
             .filter(|r| r.contains("symbolic link"))
             .count();
-        assert!(strings(&s["swept"]["deleted"]).is_empty(), "run {runs}: {s}");
+        assert!(
+            strings(&s["swept"]["deleted"]).is_empty(),
+            "run {runs}: {s}"
+        );
         for o in &outputs {
             assert!(
                 sib.path().join(o).exists(),

@@ -77,15 +77,12 @@ pub async fn open_for_job(
 }
 
 /// The store of the bucket (or file system) that holds the table: delta-rs's paths are in it.
+/// Opened by `Location`, so a local table's deletes stay beneath its folder through no link.
 pub fn root_store(
     loc: &Location,
     storage_options: &HashMap<String, String>,
 ) -> Result<Arc<dyn ObjectStore>> {
-    let uri = loc.display();
-    let config = deltalake::logstore::StorageConfig::parse_options(storage_options.clone())
-        .map_err(|e| derr(&uri, e))?;
-    let base = deltalake::logstore::logstore_for(&loc.url, config).map_err(|e| derr(&uri, e))?;
-    Ok(base.root_object_store(None))
+    loc.open_root_store(storage_options)
 }
 
 /// The table's folder as a path of its `root_store`.

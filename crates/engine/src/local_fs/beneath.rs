@@ -279,14 +279,22 @@ mod tests {
             symlink(other.join("p=1/a.parquet"), table.join("p=1/l.parquet")).unwrap();
             unlink_beneath(&table, Path::new("p=1/l.parquet"), how).unwrap();
             assert!(std::fs::symlink_metadata(table.join("p=1/l.parquet")).is_err());
-            assert_eq!(std::fs::read(other.join("p=1/a.parquet")).unwrap(), b"theirs");
+            assert_eq!(
+                std::fs::read(other.join("p=1/a.parquet")).unwrap(),
+                b"theirs"
+            );
         }
     }
 
     #[test]
     fn parent_steps_and_absolute_paths_are_not_beneath() {
         let (_d, table, other) = setup();
-        for rel in ["../other/p=1/a.parquet", "/etc/passwd", "./p=1/a.parquet", ""] {
+        for rel in [
+            "../other/p=1/a.parquet",
+            "/etc/passwd",
+            "./p=1/a.parquet",
+            "",
+        ] {
             let e = unlink_beneath(&table, Path::new(rel), Resolve::Kernel).unwrap_err();
             assert!(matches!(e, BeneathError::Outside { .. }), "{rel}: {e}");
         }

@@ -77,7 +77,12 @@ impl Place {
 
 impl fmt::Display for ConfinedDeletes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ConfinedDeletes({}, {})", self.place.root.display(), self.inner)
+        write!(
+            f,
+            "ConfinedDeletes({}, {})",
+            self.place.root.display(),
+            self.inner
+        )
     }
 }
 
@@ -92,7 +97,11 @@ impl ObjectStore for ConfinedDeletes {
         copy_opts
     );
 
-    async fn get_ranges(&self, location: &Path, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Bytes>> {
+    async fn get_ranges(
+        &self,
+        location: &Path,
+        ranges: &[std::ops::Range<u64>],
+    ) -> Result<Vec<Bytes>> {
         self.inner.get_ranges(location, ranges).await
     }
 
@@ -163,10 +172,13 @@ mod tests {
         let prefix = Path::from_absolute_path(&table).unwrap();
         let store = store_at_fs_root(&table);
 
-        store.delete(&prefix.child("p=1").child("own.parquet")).await.unwrap();
+        store
+            .delete(&prefix.clone().join("p=1").join("own.parquet"))
+            .await
+            .unwrap();
         assert!(!table.join("p=1/own.parquet").exists());
 
-        let through = prefix.child("p=2").child("live.parquet");
+        let through = prefix.clone().join("p=2").join("live.parquet");
         let e = store.delete(&through).await.unwrap_err();
         assert!(e.to_string().contains("symbolic link"), "{e}");
         let outside = Path::from_absolute_path(sibling.join("p=1/live.parquet")).unwrap();
@@ -174,8 +186,13 @@ mod tests {
         assert!(e.to_string().contains("not beneath"), "{e}");
         assert!(sibling.join("p=1/live.parquet").exists());
 
-        let gone = store.delete(&prefix.child("p=1").child("own.parquet")).await;
-        assert!(matches!(gone, Err(object_store::Error::NotFound { .. })), "{gone:?}");
+        let gone = store
+            .delete(&prefix.clone().join("p=1").join("own.parquet"))
+            .await;
+        assert!(
+            matches!(gone, Err(object_store::Error::NotFound { .. })),
+            "{gone:?}"
+        );
     }
 
     #[tokio::test]
@@ -184,7 +201,8 @@ mod tests {
         let table = d.path().join("my table");
         std::fs::create_dir_all(table.join("p=a b")).unwrap();
         std::fs::write(table.join("p=a b/f%1.parquet"), b"x").unwrap();
-        let inner: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(&table).unwrap());
+        let inner: Arc<dyn ObjectStore> =
+            Arc::new(LocalFileSystem::new_with_prefix(&table).unwrap());
         let prefix = Path::from_absolute_path(&table).unwrap();
         let store = ConfinedDeletes::wrap(inner.clone(), prefix, table.clone());
         let key = Path::from_iter(["p=a b", "f%1.parquet"]);

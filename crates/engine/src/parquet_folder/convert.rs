@@ -469,12 +469,11 @@ pub async fn convert(
     let derr = |what: &str, e: deltalake::DeltaTableError| EngineError::from_delta(&uri, what, e);
     let config = deltalake::logstore::StorageConfig::parse_options(opts.storage_options.clone())
         .map_err(|e| derr("reading the storage options", e))?;
-    let base = deltalake::logstore::logstore_for(&loc.url, config.clone())
-        .map_err(|e| derr("opening the storage", e))?;
     let prefix = Path::from_url_path(loc.url.path()).map_err(|e| {
         EngineError::from_store(&uri, "the table path", object_store::Error::from(e))
     })?;
-    let root = base.root_object_store(None);
+    // Opened by `Location`: a local folder's deletes stay beneath it, through no link.
+    let root = loc.open_root_store(&opts.storage_options)?;
     let only: Arc<dyn ObjectStore> = Arc::new(OnlyTheseFiles {
         inner: root.clone(),
         prefix: prefix.clone(),

@@ -201,7 +201,12 @@ fn remove_local_staging(table_root: &str, record_uri: &str) {
             .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
     };
     for e in entries.flatten() {
-        let Some(n) = e.file_name().to_str().filter(|n| staged(n)).map(str::to_string) else {
+        let Some(n) = e
+            .file_name()
+            .to_str()
+            .filter(|n| staged(n))
+            .map(str::to_string)
+        else {
             continue;
         };
         let how = crate::local_fs::beneath::Resolve::Kernel;

@@ -1381,7 +1381,7 @@ const SEAL_TOKENS: &[&str] = &[
 ];
 
 /// Each kind of sealed record, its place and the values sealed as seeds.
-fn sealed_seeds() -> &'static (
+type SealedSeeds = (
     lakehealth::engine::sealed::Keyring,
     Vec<(
         lakehealth::engine::sealed::RecordKind,
@@ -1389,13 +1389,11 @@ fn sealed_seeds() -> &'static (
         Vec<serde_json::Value>,
     )>,
     Arc<Vec<Vec<u8>>>,
-) {
+);
+
+fn sealed_seeds() -> &'static SealedSeeds {
     use lakehealth::engine::sealed::{Key, Keyring, RecordKind, seal};
-    static SEEDS: OnceLock<(
-        Keyring,
-        Vec<(RecordKind, &'static str, Vec<serde_json::Value>)>,
-        Arc<Vec<Vec<u8>>>,
-    )> = OnceLock::new();
+    static SEEDS: OnceLock<SealedSeeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
         let ring = Keyring::new(
             Key::from_text("fuzzing-key-0123456789abcdef0123456789", "fuzz").unwrap(),

@@ -68,6 +68,17 @@ fn plain_names<'a>(root: &Path, rel: &'a Path) -> Result<Vec<&'a OsStr>, Beneath
 /// The error for what the system said, naming the first link found when it refused one.
 fn classify(root: &Path, rel: &Path, e: std::io::Error) -> BeneathError {
     let path = root.join(rel);
+    // `O_NOFOLLOW | O_DIRECTORY` on a link says ENOTDIR on some kernels: a link all the same.
+    let link_now = || first_link(root, rel);
+    if sys::Refusal::of(&e).is_none()
+        && e.raw_os_error() == Some(20)
+        && let Some(l) = link_now()
+    {
+        return BeneathError::Link {
+            at: format!(" (at {})", l.display()),
+            path,
+        };
+    }
     match sys::Refusal::of(&e) {
         Some(sys::Refusal::Link) => BeneathError::Link {
             at: first_link(root, rel)

@@ -135,7 +135,9 @@ impl LedgerStore {
             return Ok(location.clone());
         }
         let rel = if rel.as_ref().ends_with(".parquet") {
-            Path::from(named_for_job(rel.as_ref(), &self.job))
+            // `rel` is already encoded: parsed, not encoded again (a partition value with a
+            // space or `%` would name another folder).
+            Path::parse(named_for_job(rel.as_ref(), &self.job))?
         } else {
             rel
         };

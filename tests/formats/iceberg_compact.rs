@@ -549,14 +549,14 @@ fn a_sigkilled_compaction_leaves_the_table_as_of_its_last_committed_bin_and_a_re
     );
     std::fs::copy(t.table.join(&some_input), &planted).unwrap();
     // A job lists each output in its record before creating it: so was this one.
-    let record_file = t.table.join(&records[0]);
-    let mut record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record_file).unwrap()).unwrap();
+    use lakehealth::engine::sealed::RecordKind;
+    let mut record =
+        crate::support::sealed::open_record(&t.table, &records[0], RecordKind::IcebergJob);
     record["outputs"]
         .as_array_mut()
         .unwrap()
         .push(planted.to_str().unwrap().into());
-    std::fs::write(&record_file, record.to_string()).unwrap();
+    crate::support::sealed::write_sealed(&t.table, &records[0], RecordKind::IcebergJob, &record);
     // Its committed outputs, as it said ("... -12 +1 files ..."); a bin it was writing when
     // killed may have left more files on disk, which are not committed.
     let committed_first: usize = seen

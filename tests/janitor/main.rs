@@ -17,3 +17,4 @@ mod maintenance;
 mod orphans;
 mod polling;
 mod recluster;
+mod vacuum_nested;

@@ -16,13 +16,13 @@ use crate::support::common::*;
 use crate::support::tui_driver::Driven;
 
 /// Builds the table in `dir` and returns the script's expectations.
-fn make_table(dir: &Path) -> Value {
+pub(crate) fn make_table(dir: &Path) -> Value {
     let o = py_script("make_vacuum_table.py").arg(dir).output().unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-fn strings(v: &Value) -> BTreeSet<String> {
+pub(crate) fn strings(v: &Value) -> BTreeSet<String> {
     v.as_array()
         .unwrap()
         .iter()
@@ -31,7 +31,7 @@ fn strings(v: &Value) -> BTreeSet<String> {
 }
 
 /// Data files on storage (everything outside `_delta_log/`), relative.
-fn on_storage(dir: &Path) -> BTreeSet<String> {
+pub(crate) fn on_storage(dir: &Path) -> BTreeSet<String> {
     fn walk(root: &Path, d: &Path, out: &mut BTreeSet<String>) {
         for e in std::fs::read_dir(d).unwrap() {
             let p = e.unwrap().path();
@@ -50,7 +50,7 @@ fn on_storage(dir: &Path) -> BTreeSet<String> {
 }
 
 /// Python deltalake's view: version, ids of every row, active files.
-fn read_ids(dir: &Path) -> Value {
+pub(crate) fn read_ids(dir: &Path) -> Value {
     let o = py_script("read_ids.py").arg(dir).output().unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
@@ -396,7 +396,7 @@ async fn snapshot_vacuum_preview_then_confirmed_job() {
 }
 
 /// `watch --once --json` with `policy` (TOML) on `dir`; the maintenance lines.
-fn watch_maintenance(dir: &Path, history: &Path, policy: &str) -> Vec<Value> {
+pub(crate) fn watch_maintenance(dir: &Path, history: &Path, policy: &str) -> Vec<Value> {
     let policy_file = history.with_extension("toml");
     std::fs::write(&policy_file, policy).unwrap();
     let o = lakehealth_cmd()
@@ -421,7 +421,7 @@ fn watch_maintenance(dir: &Path, history: &Path, policy: &str) -> Vec<Value> {
         .collect()
 }
 
-fn action<'a>(lines: &'a [Value], a: &str) -> &'a Value {
+pub(crate) fn action<'a>(lines: &'a [Value], a: &str) -> &'a Value {
     let found: Vec<&Value> = lines.iter().filter(|l| l["action"] == a).collect();
     assert_eq!(found.len(), 1, "{a}: {lines:?}");
     found[0]

@@ -19,6 +19,7 @@ pub mod local_fs;
 pub mod location;
 pub mod maintenance;
 pub mod model;
+pub mod nested_tables;
 pub mod open;
 pub mod options;
 pub mod panic_guard;

@@ -29,7 +29,7 @@ const LAYERS: &[&[&str]] = &[
     &["properties"],
     &["error"],
     &["location"],
-    &["root_links", "detect"],
+    &["root_links", "detect", "nested_tables"],
     // Reading a Delta log.
     &["delta/log"],
     // Statistics of a table's files and history, and the report that carries them.

@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use deltalake::DeltaTable;
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
@@ -33,6 +33,7 @@ use crate::compact::ledger_store::{
     LedgerReadError, LedgerStore, OutputLedger, STATE_DIR, read_ledger,
 };
 use crate::model::output_name::carries_job;
+use crate::nested_tables::NestedTables;
 
 /// Where the ledgers of a table's local jobs live, relative to the table.
 fn folder() -> String {
@@ -223,10 +224,11 @@ async fn settle(
     let left_before = out.left.len();
     // A delete refused for a link in its path keeps the ledger, for a person to look at.
     let mut kept = false;
-    let mut tables = NestedTables::default();
+    let mut tables = NestedTables::new(store.clone());
     for entry in entries {
         let named = carries_job(&entry, &owner.job);
-        if !named || !deletable_entry(&entry) || tables.inside_another(store, &entry).await {
+        if !named || !deletable_entry(&entry) || tables.foreign(&object_key(&entry)).await.is_some()
+        {
             tracing::warn!(
                 "job ledger {key} names {entry:?}, not an output of this table: refused"
             );
@@ -257,47 +259,6 @@ async fn settle(
     {
         out.left.push(format!("{key}: {e}"));
     }
-}
-
-/// Which folders below the table are tables of their own (a Delta `_delta_log/` or an Iceberg
-/// `metadata/` inside them), asked once per folder: a ledger may not reach into them.
-#[derive(Default)]
-struct NestedTables {
-    known: std::collections::HashMap<String, bool>,
-}
-
-impl NestedTables {
-    async fn inside_another(&mut self, store: &Arc<dyn ObjectStore>, entry: &str) -> bool {
-        let parts: Vec<&str> = entry.split('/').collect();
-        for depth in 1..parts.len() {
-            let folder = parts[..depth].join("/");
-            let is_table = match self.known.get(&folder) {
-                Some(&known) => known,
-                None => {
-                    let t = holds_a_table(store, &folder).await;
-                    self.known.insert(folder, t);
-                    t
-                }
-            };
-            if is_table {
-                return true;
-            }
-        }
-        false
-    }
-}
-
-/// Whether `folder` is a table's root; unreadable counts as one (nothing is deleted then).
-async fn holds_a_table(store: &Arc<dyn ObjectStore>, folder: &str) -> bool {
-    for marker in ["_delta_log", "metadata"] {
-        let prefix = object_key(&format!("{folder}/{marker}"));
-        match store.list(Some(&prefix)).next().await {
-            Some(Ok(_)) => return true,
-            Some(Err(object_store::Error::NotFound { .. })) | None => {}
-            Some(Err(_)) => return true,
-        }
-    }
-    false
 }
 
 /// Removes a finished job's ledger: every output it lists was committed or deleted.

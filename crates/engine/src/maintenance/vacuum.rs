@@ -12,6 +12,9 @@
 //!   planned from: it must be a tombstone with a deletion timestamp older than the cutoff and not
 //!   an active file. delta-rs reads a missing timestamp as 0 (deletable at once); lakehealth
 //!   refuses instead, since it cannot tell that file's age.
+//! - **Only this table's files**: a tombstone inside a folder that is a table of its own (a
+//!   `_delta_log/` or Iceberg `metadata/` in it), or inside any log or `_lakehealth/` folder,
+//!   refuses the whole vacuum: a writer of this table could plant it to delete another's files.
 //! - **Same list**: before deleting, the plan is made again on the latest version with the dry
 //!   run's clock; if it differs from what the dry run showed, nothing is deleted.
 //! - Files already gone from storage are not counted (the dry run asks the store), and a vacuum
@@ -41,6 +44,7 @@ use crate::delta::log::state::Tombstones;
 use crate::error::{EngineError, Result};
 use crate::location::Location;
 use crate::model::duration::exact_secs;
+use crate::nested_tables::NestedTables;
 use crate::properties::{DELETED_FILE_RETENTION_DURATION, TableProps};
 use crate::stats::vacuum::VacuumDebt;
 
@@ -165,6 +169,10 @@ pub fn check_candidates(
     let mut ok = Vec::new();
     let mut bad = Vec::new();
     for p in planned {
+        if p.starts_with('/') || p.contains("://") {
+            bad.push(format!("{p} is not a path inside the table"));
+            continue;
+        }
         if active.contains(p) {
             bad.push(format!("{p} is an active file of the current snapshot"));
             continue;
@@ -294,16 +302,32 @@ async fn checked_candidates(
         .await
         .map_err(|e| derr(uri, "planning the vacuum (delta-rs dry run)", e))?;
     let cutoff = now_ms - retention.as_millis().min(i64::MAX as u128) as i64;
-    let checked = check_candidates(&metrics.files_deleted, &tombstones, &active, cutoff).map_err(
-        |bad| {
-            EngineError::InvalidRequest(format!(
-                "{uri}: VACUUM refused: delta-rs would delete {} file(s) lakehealth cannot prove safe to delete: {}{}. Nothing was deleted.",
-                bad.len(),
-                bad.iter().take(3).cloned().collect::<Vec<_>>().join("; "),
-                if bad.len() > 3 { "; ..." } else { "" }
-            ))
-        },
-    )?;
+    let refused = |bad: Vec<String>| {
+        EngineError::InvalidRequest(format!(
+            "{uri}: VACUUM refused: delta-rs would delete {} file(s) lakehealth cannot prove safe to delete: {}{}. Nothing was deleted.",
+            bad.len(),
+            bad.iter().take(3).cloned().collect::<Vec<_>>().join("; "),
+            if bad.len() > 3 { "; ..." } else { "" }
+        ))
+    };
+    let checked =
+        check_candidates(&metrics.files_deleted, &tombstones, &active, cutoff).map_err(refused)?;
+    // A tombstone is the table writer's word: it may name a file of a table nested in this
+    // one's folder, or a log, which this table's log has no say over.
+    let paths: Vec<Path> = checked
+        .iter()
+        .map(|(p, _)| Path::parse(p.as_str()).unwrap_or_else(|_| Path::from(p.as_str())))
+        .collect();
+    let store = table.log_store().object_store(None);
+    let foreign = NestedTables::new(store).foreign_of(&paths).await;
+    if !foreign.is_empty() {
+        return Err(refused(
+            foreign
+                .iter()
+                .map(|(p, why)| format!("{p} is not this table's to delete: {why}"))
+                .collect(),
+        ));
+    }
     let removed = tombstones
         .iter()
         .filter(|(p, _)| !active.contains(*p))
@@ -559,7 +583,7 @@ mod tests {
     }
 
     #[test]
-    fn the_guard_refuses_active_young_unknown_and_untracked_files() {
+    fn the_guard_refuses_active_young_unknown_untracked_and_outside_files() {
         let tomb = |ts| Tomb {
             removed_at_ms: ts,
             size: Some(1),
@@ -579,6 +603,8 @@ mod tests {
             ("no_ts", "without a deletion timestamp"),
             ("readded", "active file"),
             ("stray", "not a removed file"),
+            ("/etc/x.parquet", "not a path inside the table"),
+            ("file:///t/x.parquet", "not a path inside the table"),
         ] {
             let bad =
                 check_candidates(&["old".into(), p.into()], &tombstones, &active, 500).unwrap_err();

@@ -325,7 +325,8 @@ pub struct VacuumArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Delete files removed longer ago than this (default: the table's
-    /// delta.deletedFileRetentionDuration, 7 days), e.g. 168h, 30d.
+    /// delta.deletedFileRetentionDuration, 7 days; Iceberg: history.expire.max-snapshot-age-ms,
+    /// 5 days), e.g. 168h, 30d.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub retention: Option<Duration>,
     /// Allow a retention below the table's (readers of old versions may fail).
@@ -334,6 +335,13 @@ pub struct VacuumArgs {
     /// Machine-readable output on stdout (the plan, and what was deleted).
     #[arg(long)]
     pub json: bool,
+    /// Iceberg: the catalog the snapshot expiry commits through (as for `compact`):
+    /// sqlite:///FILE, postgresql://USER@HOST:PORT/DB or http(s)://HOST:PORT.
+    #[arg(long, value_name = "URI")]
+    pub catalog: Option<String>,
+    /// Iceberg: the table in the catalog, NAMESPACE.NAME (default: the one at the folder given).
+    #[arg(long, value_name = "NS.NAME")]
+    pub table: Option<String>,
     #[command(flatten)]
     pub storage: StorageArgs,
 }

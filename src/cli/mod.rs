@@ -11,6 +11,7 @@ pub mod report_skipping;
 pub mod report_text;
 pub mod run;
 pub mod vacuum;
+pub mod vacuum_iceberg;
 pub mod watch;
 pub mod worker;
 

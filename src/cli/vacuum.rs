@@ -201,6 +201,13 @@ pub fn outcome_text(o: &VacuumOutcome) -> String {
 
 pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
     let loc = Location::parse(&a.uri)?;
+    // A location that cannot be listed is left to the Delta path, which says why.
+    if crate::engine::iceberg::is_iceberg_location(&loc, &s.open)
+        .await
+        .unwrap_or(false)
+    {
+        return super::vacuum_iceberg::run(&a, &loc, s).await;
+    }
     let req = VacuumRequest {
         retention: a.retention,
         allow_short_retention: a.allow_short_retention,

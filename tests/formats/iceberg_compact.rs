@@ -18,31 +18,31 @@ use tempfile::TempDir;
 use crate::support::common::*;
 
 #[derive(Debug, Deserialize)]
-struct Read {
-    rows: Vec<(i64, Option<String>, Option<String>)>,
-    rows_id_lt_40: Vec<(i64, Option<String>, Option<String>)>,
-    data_files: usize,
-    operations: Vec<String>,
-    current: BTreeMap<String, String>,
-    entries: BTreeMap<String, u64>,
+pub(crate) struct Read {
+    pub(crate) rows: Vec<(i64, Option<String>, Option<String>)>,
+    pub(crate) rows_id_lt_40: Vec<(i64, Option<String>, Option<String>)>,
+    pub(crate) data_files: usize,
+    pub(crate) operations: Vec<String>,
+    pub(crate) current: BTreeMap<String, String>,
+    pub(crate) entries: BTreeMap<String, u64>,
     /// (file path, status, snapshot id, data sequence number, file sequence number)
-    entry_list: Vec<(String, i64, i64, i64, i64)>,
-    sequence_number: i64,
-    snapshot_id: i64,
-    metadata_location: String,
+    pub(crate) entry_list: Vec<(String, i64, i64, i64, i64)>,
+    pub(crate) sequence_number: i64,
+    pub(crate) snapshot_id: i64,
+    pub(crate) metadata_location: String,
 }
 
-struct Table {
-    dir: TempDir,
-    table: PathBuf,
-    catalog_dir: PathBuf,
+pub(crate) struct Table {
+    pub(crate) dir: TempDir,
+    pub(crate) table: PathBuf,
+    pub(crate) catalog_dir: PathBuf,
     /// Another SQL catalog than sqlite in `catalog_dir` (a SQLAlchemy URI both sides take).
-    catalog: Option<String>,
+    pub(crate) catalog: Option<String>,
 }
 
 impl Table {
     /// db.events written by pyiceberg: `appends` small appends, then two deletes.
-    fn new(appends: u32) -> Self {
+    pub(crate) fn new(appends: u32) -> Self {
         Self::in_catalog(appends, None)
     }
 
@@ -73,7 +73,7 @@ impl Table {
         }
     }
 
-    fn catalog_uri(&self) -> String {
+    pub(crate) fn catalog_uri(&self) -> String {
         match &self.catalog {
             Some(uri) => uri.clone(),
             None => format!(
@@ -83,7 +83,7 @@ impl Table {
         }
     }
 
-    fn py(&self, args: &[&str]) -> serde_json::Value {
+    pub(crate) fn py(&self, args: &[&str]) -> serde_json::Value {
         let mut c = py_script("iceberg_table.py");
         c.args(args).arg("--catalog-dir").arg(&self.catalog_dir);
         if let Some(uri) = &self.catalog {
@@ -98,7 +98,7 @@ impl Table {
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
-    fn read(&self) -> Read {
+    pub(crate) fn read(&self) -> Read {
         serde_json::from_value(self.py(&["read"])).unwrap()
     }
 
@@ -112,7 +112,7 @@ impl Table {
     }
 
     /// Every file under the table's folder (relative paths).
-    fn files(&self) -> Vec<String> {
+    pub(crate) fn files(&self) -> Vec<String> {
         let mut out = Vec::new();
         walk(&self.table, &self.table, &mut out);
         out.sort();
@@ -154,7 +154,7 @@ impl Table {
     }
 }
 
-fn ids(rows: &[(i64, Option<String>, Option<String>)]) -> Vec<i64> {
+pub(crate) fn ids(rows: &[(i64, Option<String>, Option<String>)]) -> Vec<i64> {
     rows.iter().map(|r| r.0).collect()
 }
 

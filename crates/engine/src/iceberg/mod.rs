@@ -14,6 +14,7 @@ pub mod metadata;
 pub mod skipping;
 
 pub mod transforms;
+pub mod vacuum;
 
 use crate::stats::details::{DeleteFiles, IcebergDetails};
 use std::collections::HashMap;

@@ -277,7 +277,10 @@ async fn sql_swap(
 }
 
 /// Writes new objects, never over an existing one.
-async fn put_new(stores: &mut Stores<'_>, puts: Vec<(String, Vec<u8>)>) -> Result<(), E> {
+pub(crate) async fn put_new(
+    stores: &mut Stores<'_>,
+    puts: Vec<(String, Vec<u8>)>,
+) -> Result<(), E> {
     for (uri, bytes) in puts {
         let (store, path) = stores.resolve(&uri)?;
         store

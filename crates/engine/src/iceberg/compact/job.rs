@@ -219,7 +219,11 @@ pub fn sweep_text(s: &Sweep) -> String {
 /// The catalog's table must live at the folder given, and (as for reading) its manifests and
 /// data files under it: outputs are written beside the inputs, so metadata pointing elsewhere
 /// would have lakehealth write there. `--trust-metadata-paths` lifts the second rule.
-fn check_inside(folder: &Location, state: &TableState, opts: &OpenOptions) -> Result<(), E> {
+pub(crate) fn check_inside(
+    folder: &Location,
+    state: &TableState,
+    opts: &OpenOptions,
+) -> Result<(), E> {
     let root = format!("{}/", folder.url.as_str().trim_end_matches('/'));
     let table_root = format!("{}/", state.meta.location.trim_end_matches('/'));
     if !is_under(&root, &table_root) || !is_under(&table_root, &root) {

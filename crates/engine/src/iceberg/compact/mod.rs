@@ -6,7 +6,7 @@
 
 pub mod avro_file;
 pub(crate) mod catalog;
-mod commit;
+pub(crate) mod commit;
 pub(crate) mod confine;
 pub(crate) mod data_file_stats;
 pub mod job;

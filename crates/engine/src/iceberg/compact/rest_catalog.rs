@@ -193,6 +193,21 @@ impl RestCatalog {
         snapshot: &Value,
         snapshot_id: i64,
     ) -> RestCommit {
+        let updates = vec![
+            json!({"action": "add-snapshot", "snapshot": snapshot}),
+            json!({"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id}),
+        ];
+        self.update(t, uuid, parent, updates).await
+    }
+
+    /// Applies `updates` to the table, if it is still `uuid` with main at `parent`.
+    pub async fn update(
+        &self,
+        t: &TableId,
+        uuid: Option<&str>,
+        parent: Option<i64>,
+        updates: Vec<Value>,
+    ) -> RestCommit {
         let mut requirements = vec![json!({
             "type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent
         })];
@@ -202,10 +217,7 @@ impl RestCatalog {
         let body = json!({
             "identifier": {"namespace": t.namespace.split('.').collect::<Vec<_>>(), "name": t.name},
             "requirements": requirements,
-            "updates": [
-                {"action": "add-snapshot", "snapshot": snapshot},
-                {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id},
-            ],
+            "updates": updates,
         });
         let sent = self
             .request(reqwest::Method::POST, &table_path(t))

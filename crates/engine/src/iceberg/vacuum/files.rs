@@ -37,7 +37,8 @@ pub struct Listed {
 pub enum KeptWhy {
     /// A metadata file or the version hint: a commit in flight may be about to name it.
     MetadataFile,
-    /// Modified after the cutoff: a writer may be about to commit it.
+    /// Named by no snapshot and modified after the cutoff (the retention, at least an hour):
+    /// a writer may be about to commit it.
     Young,
     /// An output of a lakehealth compaction whose record is still in the table: its sweep
     /// decides.
@@ -90,15 +91,27 @@ fn table_store(stores: &mut Stores<'_>, root: &str) -> Result<(Arc<dyn ObjectSto
     Ok((rooted, prefix))
 }
 
+/// The sets and instants a listing is sorted by.
+pub struct Cutoffs<'a> {
+    /// What the table's metadata references now (after the expiry).
+    pub referenced: &'a HashSet<String>,
+    /// What it referenced before the expiry: a file only expired snapshots named was committed
+    /// once, so no writer is about to commit it; it goes whatever its age.
+    pub expired_refs: &'a HashSet<String>,
+    /// A file no snapshot ever named (an orphan) goes only when modified before this: a
+    /// writer may have written it and not yet committed.
+    pub orphan_cutoff_ms: i64,
+}
+
 /// Sorts `listed`: referenced files (by `path_key`) are dropped, lakehealth's records are not
 /// looked at, and of the rest, those past every reason to keep them are to be deleted.
 pub async fn classify(
     stores: &mut Stores<'_>,
     root: &str,
     listed: Vec<Listed>,
-    referenced: &HashSet<String>,
-    cutoff_ms: i64,
+    cut: &Cutoffs<'_>,
 ) -> Result<Classified, E> {
+    let referenced = cut.referenced;
     let (store, _) = table_store(stores, root)?;
     let mut nested = NestedTables::new(store);
     let jobs: BTreeSet<String> = listed
@@ -128,7 +141,7 @@ pub async fn classify(
             Some(KeptWhy::AnotherTable)
         } else if jobs.iter().any(|j| is_output_of(name, j)) {
             Some(KeptWhy::JobOutput)
-        } else if f.modified_ms >= cutoff_ms {
+        } else if !cut.expired_refs.contains(&key) && f.modified_ms >= cut.orphan_cutoff_ms {
             Some(KeptWhy::Young)
         } else {
             None
@@ -162,7 +175,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn only_old_unreferenced_files_of_this_table_are_deleted() {
+    async fn only_old_orphans_and_files_of_expired_snapshots_of_this_table_are_deleted() {
         let d = tempfile::tempdir().unwrap();
         for dir in [
             "data",
@@ -193,11 +206,24 @@ mod tests {
             [path_key(&format!("{root}data/live.parquet")).unwrap()].into();
         let opts = OpenOptions::default();
         let mut stores = Stores::new(&opts);
-        let c = classify(&mut stores, &root, files, &referenced, 500)
-            .await
-            .unwrap();
+        let expired_refs: HashSet<String> =
+            [path_key(&format!("{root}data/replaced.parquet")).unwrap()].into();
+        let mut files = files;
+        files.push(listed(&root, "data/replaced.parquet", 1_000));
+        let cut = Cutoffs {
+            referenced: &referenced,
+            expired_refs: &expired_refs,
+            orphan_cutoff_ms: 500,
+        };
+        let c = classify(&mut stores, &root, files, &cut).await.unwrap();
         let deleted: Vec<&str> = c.delete.iter().map(|f| f.path.as_str()).collect();
-        assert_eq!(deleted, [format!("{root}data/old.parquet")]);
+        assert_eq!(
+            deleted,
+            [
+                format!("{root}data/old.parquet"),
+                format!("{root}data/replaced.parquet")
+            ]
+        );
         let kept: Vec<(String, KeptWhy)> = c
             .kept
             .iter()

@@ -13,7 +13,9 @@
 //!   current metadata is read, so a snapshot committed meanwhile keeps its files.
 //! - **Never deleted**: metadata files (`*.metadata.json`, `version-hint.text`: a writer's
 //!   commit in flight, time travel by metadata file), lakehealth's records (`_lakehealth/`),
-//!   the outputs of a compaction job whose record is still there (its sweep decides), files of
+//!   the outputs of a compaction job whose record is still there (its sweep decides), a file
+//!   no snapshot ever named modified within the retention or `MIN_ORPHAN_AGE` (1 h; a writer
+//!   may be about to commit it: only files of expired snapshots go at once), files of
 //!   a table nested in this one's folder or in a log folder (`nested_tables`), and anything
 //!   outside the table's folder. Local deletes go beneath the table through no link
 //!   (`local_fs`).
@@ -29,7 +31,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use self::files::{Kept, classify, list_folder};
+use self::files::{Cutoffs, Kept, classify, list_folder};
 use self::retain::{SnapshotAge, retained};
 use super::compact::IcebergCompactError as E;
 use super::compact::catalog::{Catalog, TableId};
@@ -50,6 +52,10 @@ pub const MAX_SNAPSHOT_AGE: &str = "history.expire.max-snapshot-age-ms";
 pub const DEFAULT_MAX_SNAPSHOT_AGE: Duration = Duration::from_secs(5 * 86_400);
 /// Iceberg's `history.expire.min-snapshots-to-keep` and its default.
 pub const MIN_SNAPSHOTS_TO_KEEP: &str = "history.expire.min-snapshots-to-keep";
+
+/// A file no snapshot names is kept this long at least, whatever the retention: a writer may
+/// have written it and not yet committed (as Delta's orphans, `maintenance::orphans`).
+pub const MIN_ORPHAN_AGE: Duration = Duration::from_secs(3600);
 
 /// Commit attempts before an expiry gives up on a table that keeps moving.
 const MAX_ATTEMPTS: u32 = 5;
@@ -197,6 +203,11 @@ fn resolve_retention(
     }
 }
 
+/// Orphans modified before this go: the retention, at least `MIN_ORPHAN_AGE`.
+fn orphan_cutoff(now_ms: i64, retention: Duration) -> i64 {
+    now_ms.saturating_sub(millis(retention.max(MIN_ORPHAN_AGE)))
+}
+
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
@@ -245,9 +256,15 @@ pub async fn plan_iceberg_vacuum(
     let expire = to_expire(&t.state, cutoff, min_keep);
     let after = expire::expired_metadata(&t.state.json, &t.state.metadata_location, &expire, now)?;
     let listed = list_folder(&mut t.stores, &t.root, &t.uri).await?;
-    let referenced =
-        reachable::referenced(&mut t.stores, &t.uri, &t.state.metadata_location, &after).await?;
-    let c = classify(&mut t.stores, &t.root, listed, &referenced, cutoff).await?;
+    let location = t.state.metadata_location.clone();
+    let referenced = reachable::referenced(&mut t.stores, &t.uri, &location, &after).await?;
+    let before = reachable::referenced(&mut t.stores, &t.uri, &location, &t.state.json).await?;
+    let cut = Cutoffs {
+        referenced: &referenced,
+        expired_refs: &before,
+        orphan_cutoff_ms: orphan_cutoff(now, retention),
+    };
+    let c = classify(&mut t.stores, &t.root, listed, &cut).await?;
     let snapshots_kept = t
         .state
         .meta
@@ -287,6 +304,13 @@ pub async fn run_iceberg_vacuum(
     plan: &IceVacuumPlan,
 ) -> Result<IceVacuumOutcome, E> {
     let mut t = open(folder, req, opts).await?;
+    let before = reachable::referenced(
+        &mut t.stores,
+        &t.uri,
+        &t.state.metadata_location.clone(),
+        &t.state.json.clone(),
+    )
+    .await?;
     let planned: BTreeSet<i64> = plan.snapshots_to_expire.iter().copied().collect();
     let expired = expire_snapshots(&mut t, &planned, plan).await?;
     // Listed before the metadata is read: a snapshot committed in between keeps its files.
@@ -300,7 +324,13 @@ pub async fn run_iceberg_vacuum(
         &latest.json,
     )
     .await?;
-    let c = classify(&mut t.stores, &t.root, listed, &referenced, plan.cutoff_ms).await?;
+    let retention = Duration::from_millis(plan.retention_ms);
+    let cut = Cutoffs {
+        referenced: &referenced,
+        expired_refs: &before,
+        orphan_cutoff_ms: orphan_cutoff(plan.now_ms, retention),
+    };
+    let c = classify(&mut t.stores, &t.root, listed, &cut).await?;
     let now_deletable: std::collections::HashMap<&str, &IceVacuumFile> =
         c.delete.iter().map(|f| (f.path.as_str(), f)).collect();
     let mut out = IceVacuumOutcome {

@@ -21,9 +21,9 @@ use crate::engine::secrets::scrub;
 use crate::engine::size::format_bytes;
 
 /// Paths listed in the text output (all of them with --json).
-const LISTED: usize = 20;
+pub(super) const LISTED: usize = 20;
 
-fn utc(ms: i64) -> String {
+pub(super) fn utc(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
         .unwrap_or_else(|| format!("{ms} ms"))

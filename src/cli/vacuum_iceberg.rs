@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 use super::args::VacuumArgs;
 use super::compact_iceberg::no_catalog_text;
 use super::run::Settings;
+use super::vacuum::{LISTED, utc};
 use crate::engine::iceberg::vacuum::{
     IceVacuumOutcome, IceVacuumPlan, IceVacuumRequest, MAX_SNAPSHOT_AGE, plan_iceberg_vacuum,
     run_iceberg_vacuum,
@@ -15,15 +16,6 @@ use crate::engine::iceberg::vacuum::{
 use crate::engine::location::Location;
 use crate::engine::model::duration::exact_secs;
 use crate::engine::size::format_bytes;
-
-/// Paths listed in the text output (all of them with --json).
-const LISTED: usize = 20;
-
-fn utc(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
-        .unwrap_or_else(|| format!("{ms} ms"))
-}
 
 pub fn plan_text(p: &IceVacuumPlan, dry_run: bool) -> String {
     let ret = std::time::Duration::from_millis(p.retention_ms);

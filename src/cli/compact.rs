@@ -234,7 +234,7 @@ pub(super) fn cancel_on_ctrl_c() -> CancellationToken {
 }
 
 /// The row order the flags ask for (clap keeps them exclusive).
-fn layout(a: &CompactArgs) -> LayoutRequest {
+pub(super) fn layout(a: &CompactArgs) -> LayoutRequest {
     if !a.sort_by.is_empty() {
         LayoutRequest::Order {
             kind: OrderKind::Sort,
@@ -359,12 +359,6 @@ pub async fn compact(a: CompactArgs, s: &Settings) -> Result<()> {
         .await
         .unwrap_or(false)
     {
-        if !a.sort_by.is_empty() || !a.zorder.is_empty() {
-            bail!(
-                "{}: --sort-by and --zorder compact Delta tables; an Iceberg table is compacted by size only (nothing was changed)",
-                a.uri
-            );
-        }
         return super::compact_iceberg::compact(&a, &loc, s).await;
     }
     let job = plan_job(&a, s).await?;

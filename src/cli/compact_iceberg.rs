@@ -6,9 +6,11 @@ use anyhow::{Result, bail};
 
 use super::args::CompactArgs;
 use super::run::Settings;
+use crate::engine::compact::ordering::LayoutRequest;
 use crate::engine::iceberg::compact::job::{
     IceEvent, IceRequest, MAX_RETRIES, compact_iceberg, event_text,
 };
+use crate::engine::iceberg::compact::order::OrderRequest;
 use crate::engine::location::Location;
 
 /// What to say when no catalog is named.
@@ -32,11 +34,18 @@ pub async fn compact(a: &CompactArgs, loc: &Location, s: &Settings) -> Result<()
             "--where is not supported for Iceberg tables yet: select partitions with --partition LABEL (as `report` lists them)"
         );
     }
+    let order = match super::compact::layout(a) {
+        LayoutRequest::Order { kind, columns, .. } => Some(OrderRequest { kind, columns }),
+        // Iceberg tables have no clustering: rows as read either way.
+        LayoutRequest::Auto | LayoutRequest::Unclustered => None,
+    };
     let req = IceRequest {
         catalog,
         table: a.table.clone(),
         target_file_size: s.target_override,
         partitions: a.partition.clone(),
+        order,
+        sort_memory: a.sort_memory.map_or(0, |m| m.0 as usize),
         dry_run: a.dry_run,
         max_retries: MAX_RETRIES,
         before_commit: None,

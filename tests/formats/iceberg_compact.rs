@@ -467,12 +467,32 @@ fn on_a_postgresql_catalog_an_appender_racing_the_compaction_loses_and_doubles_n
     );
 }
 
-/// A pyiceberg appender commits in a loop while lakehealth compacts `t`: every row exactly
-/// once (read by pyiceberg), and at least one `replace` snapshot. Returns lakehealth's output.
+/// The same race with the rows z-ordered: every file of the appender's partition is rewritten
+/// through the sort while it commits there.
+#[test]
+fn a_zorder_compaction_racing_a_pyiceberg_appender_loses_doubles_and_alters_no_row() {
+    let o = compact_beside_an_appender_with(&Table::new(12), &["--zorder", "id,ts"]);
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        summary["plan"]["order"]["order"]["kind"], "z_order",
+        "{summary:#}"
+    );
+}
+
 fn compact_beside_an_appender(t: &Table) -> std::process::Output {
+    compact_beside_an_appender_with(t, &[])
+}
+
+/// A pyiceberg appender commits in a loop while lakehealth compacts `t` (with `extra` flags):
+/// every row exactly once (read by pyiceberg), every row there before with the same values,
+/// and at least one `replace` snapshot. Returns lakehealth's output.
+fn compact_beside_an_appender_with(t: &Table, extra: &[&str]) -> std::process::Output {
     let before = t.read();
     let appender = t.appender(200000);
-    let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--json"]);
+    let mut args = vec!["--catalog".to_string(), t.catalog_uri(), "--json".into()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = t.lakehealth(&args);
     let committed = t.stop_appender(appender);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -486,6 +506,14 @@ fn compact_beside_an_appender(t: &Table) -> std::process::Output {
     want.extend(committed);
     want.sort();
     assert_eq!(ids(&after.rows), want, "every row exactly once");
+    let old: std::collections::HashSet<i64> = ids(&before.rows).into_iter().collect();
+    let kept: Vec<_> = after
+        .rows
+        .iter()
+        .filter(|r| old.contains(&r.0))
+        .cloned()
+        .collect();
+    assert_eq!(kept, before.rows, "the rows there before, value for value");
     assert!(after.operations.iter().any(|o| o == "replace"));
     o
 }

@@ -15,6 +15,7 @@ mod fixtures;
 mod formats;
 mod iceberg;
 mod iceberg_compact;
+mod iceberg_order;
 mod iceberg_vacuum;
 mod replay;
 mod root_links;

@@ -13,6 +13,12 @@ in lakehealth's sweep cannot agree with itself.
                                      identity, its default sort order `seq`); prints its location
   skipping_depth.py measure-iceberg DIR COL...  as `measure`, from pyiceberg's decoding of the
                                      manifests' bounds (`inspect.files()` readable_metrics)
+  skipping_depth.py make-iceberg-random DIR  40 pyiceberg appends of 2,500 rows into db.t at DIR/t
+                                     (unpartitioned, sqlite catalog in DIR, its default sort order
+                                     `ts`): random `id`, random `ts` over one day, 160 random hex
+                                     characters of `payload`: every file spans every column's range
+  skipping_depth.py rows-iceberg DIR    {"rows", "sha256"} of db.t's rows as pyiceberg reads them,
+                                     sorted, with {"sort_order_ids": [...]} of its data files
   skipping_depth.py make-flags URI    24 appends of 60,000 rows into day 2026-12-01: unique `id`,
                                      `flag` 0 or 1 at random (two values: no order can make a
                                      lookup on it open one file), `value` a random double
@@ -99,11 +105,51 @@ def make_iceberg(d):
     print(json.dumps({"location": t.location()}))
 
 
+def make_iceberg_random(d):
+    import datetime
+    import os
+    from pyiceberg.schema import Schema
+    from pyiceberg.table.sorting import SortField, SortOrder
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType, TimestampType
+    cat = iceberg_catalog(d)
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "ts", TimestampType(), required=False),
+        NestedField(3, "payload", StringType(), required=False),
+    )
+    order = SortOrder(SortField(source_id=2, transform=IdentityTransform()))
+    t = cat.create_table("db.t", schema, location="file://" + os.path.abspath(d) + "/t",
+                         sort_order=order)
+    rng = random.Random(44)
+    day = datetime.datetime(2026, 12, 1)
+    for _ in range(40):
+        n = 2500
+        t.append(pa.table({
+            "id": pa.array([rng.randrange(10**9) for _ in range(n)], pa.int64()),
+            "ts": pa.array([day + datetime.timedelta(microseconds=rng.randrange(86_400 * 10**6))
+                            for _ in range(n)], pa.timestamp("us")),
+            "payload": pa.array([rng.randbytes(80).hex() for _ in range(n)], pa.string()),
+        }))
+    print(json.dumps({"location": t.location()}))
+
+
+def rows_iceberg(d):
+    import hashlib
+    t = iceberg_catalog(d).load_table("db.t")
+    rows = sorted((r["id"], r["ts"].isoformat() if r["ts"] else None, r["payload"])
+                  for r in t.scan().to_arrow().to_pylist())
+    files = [f for f in t.inspect.files().to_pylist() if f["content"] == 0]
+    print(json.dumps({"rows": len(rows), "sha256": hashlib.sha256(repr(rows).encode()).hexdigest(),
+                      "sort_order_ids": [f["sort_order_id"] for f in files]}))
+
+
 def measure_iceberg(d, cols):
     files = iceberg_catalog(d).load_table("db.t").inspect.files().to_pylist()
     rows = []
     for f in files:
-        r = {"num_records": f["record_count"], "partition.day": f["partition"]["day"]}
+        r = {"num_records": f["record_count"], "partition.day": (f["partition"] or {}).get("day")}
         for c in cols:
             m = f["readable_metrics"][c]
             r[f"min.{c}"], r[f"max.{c}"] = m["lower_bound"], m["upper_bound"]
@@ -166,6 +212,10 @@ elif sys.argv[1] == "make-flags":
     make_flags(sys.argv[2])
 elif sys.argv[1] == "make-iceberg":
     make_iceberg(sys.argv[2])
+elif sys.argv[1] == "make-iceberg-random":
+    make_iceberg_random(sys.argv[2])
+elif sys.argv[1] == "rows-iceberg":
+    rows_iceberg(sys.argv[2])
 elif sys.argv[1] == "measure-iceberg":
     measure_iceberg(sys.argv[2], sys.argv[3:])
 elif sys.argv[1] == "admits":

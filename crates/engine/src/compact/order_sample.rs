@@ -34,6 +34,14 @@ fn spread(n: usize, count: usize) -> Vec<usize> {
     (0..count).map(|i| i * n / count).collect()
 }
 
+/// A file to sample: where it is, its size when known, and its name in errors.
+pub struct SampleSource {
+    pub store: Arc<dyn ObjectStore>,
+    pub path: Path,
+    pub size: Option<u64>,
+    pub name: String,
+}
+
 /// Each of `columns`' (names in the files) sampled values, cast to its type in
 /// `file_schema`; a file without a column adds none of it.
 pub async fn sample(
@@ -42,27 +50,50 @@ pub async fn sample(
     file_schema: &SchemaRef,
     columns: &[String],
 ) -> Result<Vec<Vec<ArrayRef>>, (String, ReadError)> {
-    let chosen = spread(files.len(), SAMPLED_FILES);
+    let mut sources = Vec::new();
+    for i in spread(files.len(), SAMPLED_FILES) {
+        let f = &files[i];
+        let path = Path::parse(&f.store_path).map_err(|e| (f.path.clone(), e.into()))?;
+        sources.push(SampleSource {
+            store: store.clone(),
+            path,
+            size: Some(f.size),
+            name: f.path.clone(),
+        });
+    }
+    sample_sources(sources, file_schema, columns).await
+}
+
+/// As `sample`, over files of any table format (up to `SAMPLED_FILES` of them, spread).
+pub async fn sample_sources(
+    sources: Vec<SampleSource>,
+    file_schema: &SchemaRef,
+    columns: &[String],
+) -> Result<Vec<Vec<ArrayRef>>, (String, ReadError)> {
+    let chosen = spread(sources.len(), SAMPLED_FILES);
     let per_file = (SAMPLE_ROWS / chosen.len().max(1)).max(1);
     let mut out: Vec<Vec<ArrayRef>> = vec![Vec::new(); columns.len()];
+    let mut sources: Vec<Option<SampleSource>> = sources.into_iter().map(Some).collect();
     for i in chosen {
-        let f = &files[i];
-        sample_file(store, f, file_schema, columns, per_file, &mut out)
+        let Some(f) = sources.get_mut(i).and_then(Option::take) else {
+            continue;
+        };
+        let name = f.name.clone();
+        sample_file(f, file_schema, columns, per_file, &mut out)
             .await
-            .map_err(|e| (f.path.clone(), e))?;
+            .map_err(|e| (name, e))?;
     }
     Ok(out)
 }
 
 async fn sample_file(
-    store: &Arc<dyn ObjectStore>,
-    f: &FileRef,
+    f: SampleSource,
     file_schema: &SchemaRef,
     columns: &[String],
     keep: usize,
     out: &mut [Vec<ArrayRef>],
 ) -> Result<(), ReadError> {
-    let mut reader = StoreReader::new(store.clone(), Path::parse(&f.store_path)?, Some(f.size));
+    let mut reader = StoreReader::new(f.store, f.path, f.size);
     let meta = crate::parquet_reader::load_metadata(&mut reader, ArrowReaderOptions::new()).await?;
     let meta = int96_safe_metadata(meta, file_schema)?;
     let rows = meta.metadata().file_metadata().num_rows().max(0) as usize;

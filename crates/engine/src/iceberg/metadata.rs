@@ -52,6 +52,12 @@ pub struct SortOrder {
 pub struct SortField {
     pub source_id: i32,
     pub transform: String,
+    /// `asc` or `desc`.
+    #[serde(default)]
+    pub direction: Option<String>,
+    /// `nulls-first` or `nulls-last`.
+    #[serde(default)]
+    pub null_order: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -13,11 +13,13 @@ use super::IcebergCompactError as E;
 use super::catalog::{Catalog, TableId};
 use super::commit::{Outcome, commit_bin};
 use super::ledger::{self, Record, Sweep};
+use super::order::{OrderRequest, resolve};
 use super::plan::{IceBin, IcePlan, plan};
-use super::rewrite::{delete_outputs, rewrite_bin};
+use super::rewrite::{RewriteSpec, delete_outputs, rewrite_bin};
 use super::table_state::{TableState, file_path};
 use crate::clock::now_ms;
 use crate::compact::fingerprint::Fingerprint;
+use crate::compact::ordering::sorter::{DEFAULT_SORT_MEMORY, MIN_SORT_MEMORY};
 use crate::iceberg::{DEFAULT_TARGET_FILE_SIZE, Stores, TARGET_FILE_SIZE_PROPERTY, is_under};
 use crate::location::Location;
 use crate::options::OpenOptions;
@@ -39,6 +41,10 @@ pub struct IceRequest {
     pub target_file_size: Option<u64>,
     /// Only partitions with these labels (`category=a/ts_day=2026-11-30`).
     pub partitions: Vec<String>,
+    /// Rows written in this order, every file of each partition rewritten (None: bin-pack).
+    pub order: Option<OrderRequest>,
+    /// Bytes a sort holds before it spills (0: `DEFAULT_SORT_MEMORY`).
+    pub sort_memory: usize,
     pub dry_run: bool,
     /// Commit attempts after a lost race, per bin.
     pub max_retries: u32,
@@ -118,6 +124,12 @@ pub fn plan_text(p: &IcePlan) -> String {
         format_bytes(p.target_file_size),
         format_bytes(p.min_file_size),
     );
+    if let Some(order) = &p.order {
+        o.push_str(&format!("  order: {}\n", order.describe()));
+        if let Some(d) = order.depths_text() {
+            o.push_str(&format!("  {d}\n"));
+        }
+    }
     for b in &p.bins {
         o.push_str(&format!(
             "  {:<40} {:>6} files  {:>10}\n",
@@ -299,7 +311,13 @@ pub async fn compact_iceberg(
     };
     let mut state = TableState::load(&mut ctx.stores, &ctx.uri, &metadata_location).await?;
     check_inside(folder, &state, opts)?;
-    let p = plan(&state, target(&state, req), &req.partitions);
+    let order = req
+        .order
+        .as_ref()
+        .map(|o| resolve(&state.meta, o.kind, &o.columns))
+        .transpose()
+        .map_err(|e| E::Unsupported(format!("{}: {e} (nothing was changed)", ctx.uri)))?;
+    let p = plan(&state, target(&state, req), &req.partitions, order);
     let mut summary = IceSummary {
         table: ctx.table.to_string(),
         metadata_location,
@@ -361,6 +379,11 @@ async fn run_bins(
     events: &(dyn Fn(&IceEvent) + Send + Sync),
 ) {
     let req = ctx.req;
+    let sort_memory = match req.sort_memory {
+        0 => DEFAULT_SORT_MEMORY,
+        n => n.max(MIN_SORT_MEMORY),
+    };
+    let types = state.meta.field_types();
     for bin in &p.bins {
         if req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             summary.cancelled = true;
@@ -371,16 +394,13 @@ async fn run_bins(
             files: bin.files.len(),
         });
         let mut written = Vec::new();
-        let rewritten = match rewrite_bin(
-            &mut ctx.stores,
-            bin,
-            p.target_file_size,
-            &state.meta.field_types(),
-            record,
-            &mut written,
-        )
-        .await
-        {
+        let spec = RewriteSpec {
+            target: p.target_file_size,
+            types: &types,
+            order: p.order.as_ref(),
+            sort_memory,
+        };
+        let rewritten = match rewrite_bin(&mut ctx.stores, bin, &spec, record, &mut written).await {
             Ok(r) => r,
             Err(e) => {
                 let left = delete_outputs(&mut ctx.stores, &written).await;

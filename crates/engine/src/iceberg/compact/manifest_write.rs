@@ -466,6 +466,7 @@ fn added_manifest(
             ),
             ("lower_bounds", int_map(&o.metrics.lower_bounds, bytes)),
             ("upper_bounds", int_map(&o.metrics.upper_bounds, bytes)),
+            ("sort_order_id", o.sort_order_id.map(Value::Int)),
         ];
         // Everything else a file describes about itself is not known for the output: null.
         for f in record_fields(df_schema).unwrap_or_default() {
@@ -482,6 +483,7 @@ fn added_manifest(
                     | "null_value_counts"
                     | "lower_bounds"
                     | "upper_bounds"
+                    | "sort_order_id"
             );
             if !known {
                 updates.push((f.name.as_str(), None));

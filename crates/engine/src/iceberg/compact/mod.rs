@@ -1,8 +1,9 @@
 //! Iceberg compaction committed through the table's catalog: lakehealth writes the `replace`
 //! snapshot itself (format v2: manifests, manifest list, metadata JSON), as it reads manifests
 //! itself, and swaps it in with the catalog's compare-and-swap. Bins are planned as
-//! `rewrite_data_files` would (`plan`), rewritten and proven by content fingerprint
-//! (`rewrite`), and committed one by one (`job`).
+//! `rewrite_data_files` would (`plan`; with `--sort-by`/`--zorder`, `order`: whole
+//! partitions), rewritten and proven by content fingerprint (`rewrite`; sorted through
+//! `sorted_bin`), and committed one by one (`job`).
 
 pub mod avro_file;
 pub(crate) mod catalog;
@@ -12,10 +13,12 @@ pub(crate) mod data_file_stats;
 pub mod job;
 pub(crate) mod ledger;
 pub(crate) mod manifest_write;
+pub mod order;
 pub(crate) mod plan;
 pub(crate) mod rest_catalog;
 pub(crate) mod rewrite;
 pub(crate) mod snapshot;
+pub(crate) mod sorted_bin;
 pub(crate) mod sql_catalog;
 pub(crate) mod table_state;
 
@@ -53,6 +56,12 @@ pub enum IcebergCompactError {
     /// The table moved so that the bin may not commit.
     #[error("{0}")]
     Conflict(String),
+    /// The order's columns could not be sampled from an input.
+    #[error("{path}: sampling the order's columns: {detail}")]
+    Sample { path: String, detail: String },
+    /// The bin's rows could not be sorted.
+    #[error("sorting the bin's rows: {0}")]
+    Sort(String),
     /// The outputs do not prove to hold the inputs' rows.
     #[error("content check failed: {0}; bin not committed")]
     Proof(String),

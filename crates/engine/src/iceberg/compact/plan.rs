@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use super::avro_file::{field, long};
+use super::order::IceOrder;
 use super::table_state::{Manifest, TableState, data_file, file_path, is_live};
 use crate::iceberg::transforms::{Transform, display};
 use crate::stats::rewrite_preview::RewriteOptions;
@@ -56,6 +57,10 @@ pub struct IcePlan {
     /// Partitions left alone because delete files apply to them, and their data files.
     pub partitions_with_deletes: u64,
     pub files_under_deletes: u64,
+    /// The order rows are written in (`--sort-by`, `--zorder`): every file of each chosen
+    /// partition is rewritten. None: bin-packing of small files, rows as read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<IceOrder>,
 }
 
 impl IcePlan {
@@ -159,8 +164,9 @@ fn is_parquet(entry: &Value) -> bool {
 }
 
 /// The plan for `state` with the table's target (`target`), optionally limited to partitions
-/// whose label is in `only`.
-pub fn plan(state: &TableState, target: u64, only: &[String]) -> IcePlan {
+/// whose label is in `only`. With an `order`, every file of a partition is rewritten in one
+/// bin (as `OPTIMIZE ... ZORDER BY` does), unless it is one file that would stay one file.
+pub fn plan(state: &TableState, target: u64, only: &[String], order: Option<IceOrder>) -> IcePlan {
     let options = RewriteOptions::defaults(target);
     let deletes = DeleteScope::of(state);
     // (spec, partition) → (partition value, candidate files in manifest order)
@@ -175,7 +181,7 @@ pub fn plan(state: &TableState, target: u64, only: &[String]) -> IcePlan {
                 continue;
             }
             let Some(f) = bin_file(e) else { continue };
-            if f.size >= options.min_file_size || !is_parquet(e) {
+            if !is_parquet(e) || (order.is_none() && f.size >= options.min_file_size) {
                 continue;
             }
             groups
@@ -189,6 +195,18 @@ pub fn plan(state: &TableState, target: u64, only: &[String]) -> IcePlan {
     for ((spec_id, _), (partition, files)) in groups {
         let label = label(state, spec_id, &partition);
         if !only.is_empty() && !only.contains(&label) {
+            continue;
+        }
+        if order.is_some() {
+            let bytes: u64 = files.iter().map(|f| f.size).sum();
+            if files.len() > 1 || bytes >= 2 * options.target_file_size {
+                bins.push(IceBin {
+                    spec_id,
+                    label,
+                    partition,
+                    files,
+                });
+            }
             continue;
         }
         let mut current: Vec<BinFile> = Vec::new();
@@ -213,6 +231,7 @@ pub fn plan(state: &TableState, target: u64, only: &[String]) -> IcePlan {
             }
         }
     }
+    let largest = bins.iter().map(IceBin::bytes).max().unwrap_or(0);
     IcePlan {
         snapshot_id: state.snapshot().map(|s| s.snapshot_id),
         target_file_size: options.target_file_size,
@@ -220,6 +239,10 @@ pub fn plan(state: &TableState, target: u64, only: &[String]) -> IcePlan {
         bins,
         partitions_with_deletes: under_deletes.len() as u64,
         files_under_deletes: under_deletes.values().sum(),
+        order: order.map(|mut o| {
+            o.predict((largest / options.target_file_size.max(1)).max(1));
+            o
+        }),
     }
 }
 
@@ -298,7 +321,7 @@ mod tests {
             manifest(1, false, &entries(&spec1)),
         ];
         // Without delete files: one bin per spec and partition.
-        let p = plan(&state(data.clone()), 1000, &[]);
+        let p = plan(&state(data.clone()), 1000, &[], None);
         let got: Vec<(i32, &str, usize)> = p
             .bins
             .iter()
@@ -330,7 +353,7 @@ mod tests {
             &[(1, 1, "/t/data/pos-del.parquet", 10, Some("b"))],
         ));
         let s = state(with_deletes);
-        let p = plan(&s, 1000, &[]);
+        let p = plan(&s, 1000, &[], None);
         let got: Vec<(i32, &str)> = p
             .bins
             .iter()
@@ -339,7 +362,7 @@ mod tests {
         assert_eq!(got, vec![(0, "category=a")]);
         assert_eq!((p.partitions_with_deletes, p.files_under_deletes), (2, 10));
         // Only the labels asked for.
-        assert!(plan(&s, 1000, &["category=b".into()]).bins.is_empty());
+        assert!(plan(&s, 1000, &["category=b".into()], None).bins.is_empty());
     }
 
     #[test]
@@ -348,8 +371,44 @@ mod tests {
             manifest(0, false, &entries(&five("s0a", "a"))),
             manifest(1, true, &[(1, 2, "/t/data/eq-del.parquet", 10, None)]),
         ]);
-        let p = plan(&s, 1000, &[]);
+        let p = plan(&s, 1000, &[], None);
         assert!(p.bins.is_empty());
         assert_eq!(p.files_under_deletes, 5);
+    }
+
+    #[test]
+    fn an_order_rewrites_every_file_of_a_partition_in_one_bin_but_not_one_file_that_stays_one() {
+        let mut files = five("a", "a");
+        // A file above the minimum size: bin-packing leaves it, an order rewrites it.
+        files.push((1, 0, "/t/data/a-big.parquet".into(), 5000, Some("a")));
+        files.push((1, 0, "/t/data/b-only.parquet".into(), 100, Some("b")));
+        let s = state(vec![manifest(0, false, &entries(&files))]);
+        let packed = plan(&s, 1000, &[], None);
+        assert_eq!(packed.bins.len(), 1);
+        assert_eq!(packed.bins[0].files.len(), 5);
+        let order = crate::iceberg::compact::order::IceOrder {
+            order: crate::compact::ordering::RowOrder {
+                kind: crate::compact::ordering::OrderKind::Sort,
+                columns: vec!["category".into()],
+                physical: vec!["category".into()],
+            },
+            field_ids: vec![2],
+            sort_order_id: None,
+            what_if: Vec::new(),
+        };
+        let sorted = plan(&s, 1000, &[], Some(order));
+        let got: Vec<(&str, usize)> = sorted
+            .bins
+            .iter()
+            .map(|b| (b.label.as_str(), b.files.len()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("category=a", 6)],
+            "b's one small file stays one file"
+        );
+        let what_if = &sorted.order.as_ref().unwrap().what_if;
+        assert_eq!(what_if.len(), 1);
+        assert_eq!(what_if[0].expected, 1.0, "a sort tiles its column");
     }
 }

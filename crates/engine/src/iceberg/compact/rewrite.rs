@@ -1,8 +1,10 @@
-//! Rewriting one Iceberg bin: its input Parquet files are streamed, in order, into outputs of
-//! the inputs' own Arrow schema (so the Parquet field ids the table's readers resolve columns
-//! by are kept), rolled at the target size, beside the first input. Before anything may
-//! commit, the outputs are read back and their content fingerprint (every column of every row,
-//! in order: `compact::fingerprint`) must equal the inputs', and their field ids the inputs'.
+//! Rewriting one Iceberg bin: its input Parquet files are streamed, in order (or through a
+//! sort: `sorted_bin`), into outputs of the inputs' own Arrow schema (so the Parquet field ids
+//! the table's readers resolve columns by are kept), rolled at the target size, beside the
+//! first input. Before anything may commit, the outputs are read back and their content
+//! fingerprint must equal the inputs' (every column of every row: in order, by
+//! `compact::fingerprint`, for rows copied as read; as a multiset, by `row_set_digest`, for
+//! sorted rows), and their field ids the inputs'.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,11 +22,15 @@ use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::Type;
 
+use arrow::record_batch::RecordBatch;
+
 use super::IcebergCompactError as E;
 use super::data_file_stats::{Metrics, metrics};
 use super::ledger::Record;
-use super::plan::IceBin;
+use super::order::IceOrder;
+use super::plan::{BinFile, IceBin};
 use crate::compact::fingerprint::{ContentHasher, Fingerprint};
+use crate::compact::row_set_digest::RowSetHasher;
 use crate::iceberg::Stores;
 use crate::parquet_reader::{FooterError, StoreReader, load_metadata};
 
@@ -35,6 +41,8 @@ pub struct OutputFile {
     pub size: u64,
     pub records: u64,
     pub metrics: Metrics,
+    /// The table sort order its rows are in (`order`), if any.
+    pub sort_order_id: Option<i32>,
 }
 
 /// A bin's proven outputs.
@@ -65,7 +73,7 @@ fn field_ids(t: &Type, prefix: &str, out: &mut FieldIds) {
     }
 }
 
-struct Opened {
+pub(super) struct Opened {
     stream: parquet::arrow::async_reader::ParquetRecordBatchStream<StoreReader>,
     schema: SchemaRef,
     ids: FieldIds,
@@ -122,18 +130,26 @@ fn output_uri(first_input: &str, n: usize, job: &str) -> String {
 }
 
 /// Field names, types and ids: what must agree for rows to be copied unchanged.
-fn same_columns(a: &SchemaRef, b: &SchemaRef) -> bool {
+pub(super) fn same_columns(a: &SchemaRef, b: &SchemaRef) -> bool {
     a.fields().len() == b.fields().len() && a.fields().iter().zip(b.fields()).all(|(x, y)| x == y)
 }
 
-/// Rewrites `bin`. `types`: the table's Iceberg types by field id (for bounds). Each output is
-/// listed in the job's `record` before it is created. On error the outputs written so far are
-/// in `written` for the caller to delete.
+/// How a bin is rewritten: the target, the table's Iceberg types by field id (for bounds),
+/// and the order its rows are written in (None: as read).
+pub struct RewriteSpec<'a> {
+    pub target: u64,
+    pub types: &'a HashMap<i32, String>,
+    pub order: Option<&'a IceOrder>,
+    /// Bytes a sort holds before it spills.
+    pub sort_memory: usize,
+}
+
+/// Rewrites `bin`. Each output is listed in the job's `record` before it is created. On
+/// error the outputs written so far are in `written` for the caller to delete.
 pub async fn rewrite_bin(
     stores: &mut Stores<'_>,
     bin: &IceBin,
-    target: u64,
-    types: &HashMap<i32, String>,
+    spec: &RewriteSpec<'_>,
     record: &mut Record,
     written: &mut Vec<String>,
 ) -> Result<Rewritten, E> {
@@ -144,49 +160,42 @@ pub async fn rewrite_bin(
             .map_or("", |f| f.path.as_str())
             .to_string(),
         job: record.job().to_string(),
-        target,
+        target: spec.target,
         props: WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .build(),
+        sort_order_id: spec.order.and_then(|o| o.sort_order_id),
         writer: None,
         closed: Vec::new(),
     };
-    let mut hasher = ContentHasher::default();
-    let mut first: Option<(SchemaRef, FieldIds)> = None;
-    for f in &bin.files {
-        let mut input = open(stores, &f.path, Some(f.size)).await?;
-        let (schema, ids) = first.get_or_insert_with(|| (input.schema.clone(), input.ids.clone()));
-        if !same_columns(schema, &input.schema) || *ids != input.ids {
-            return Err(E::Unsupported(format!(
-                "{} has other columns or field ids than {} (the table's schema changed between them); the bin is left alone",
-                f.path, out.first_path
-            )));
+    let mut inputs = Inputs::open(stores, bin).await?;
+    let mut digest = Digest::new(spec.order.is_some());
+    match spec.order {
+        None => {
+            while let Some(batch) = inputs.next_batch(stores).await? {
+                digest.update(&batch)?;
+                let schema = inputs.schema.clone();
+                out.write(stores, record, &schema, &batch, written).await?;
+            }
         }
-        let mut rows = 0u64;
-        while let Some(batch) = input.stream.next().await {
-            let batch = batch.map_err(|source| E::Parquet {
-                path: f.path.clone(),
-                source,
-            })?;
-            rows += batch.num_rows() as u64;
-            hasher.update(&batch).map_err(|e| E::Proof(e.to_string()))?;
-            out.write(stores, record, schema, &batch, written).await?;
-        }
-        if rows != f.records {
-            return Err(E::Proof(format!(
-                "{} holds {rows} rows, its manifest entry says {}",
-                f.path, f.records
-            )));
+        Some(order) => {
+            let mut w = Sorted {
+                out: &mut out,
+                record,
+                written,
+            };
+            super::sorted_bin::copy(stores, bin, &mut inputs, &mut digest, order, spec, &mut w)
+                .await?;
         }
     }
     if out.writer.is_some() {
-        out.closed.push(close(out.writer.take()).await?);
+        out.closed
+            .push(close(out.writer.take(), out.sort_order_id).await?);
     }
-    let want = hasher.finish();
-    let Some((_, input_ids)) = first else {
-        return Err(E::Proof("the bin has no input files".into()));
-    };
-    let (outputs, got) = read_back(stores, out.closed, &input_ids, types).await?;
+    let want = digest.finish();
+    let mut back = Digest::new(spec.order.is_some());
+    let outputs = read_back(stores, out.closed, &inputs.ids, spec.types, &mut back).await?;
+    let got = back.finish();
     if got != want {
         return Err(E::Proof(format!(
             "the outputs do not hold the inputs' rows ({} rows, digest {:032x}; inputs {} rows, digest {:032x})",
@@ -199,12 +208,136 @@ pub async fn rewrite_bin(
     })
 }
 
+/// The proof of a bin: the in-order content digest when rows are copied as read, the
+/// order-insensitive row-set digest when they are sorted.
+pub(super) enum Digest {
+    InOrder(ContentHasher),
+    RowSet(RowSetHasher),
+}
+
+impl Digest {
+    fn new(ordered: bool) -> Self {
+        if ordered {
+            Digest::RowSet(RowSetHasher::default())
+        } else {
+            Digest::InOrder(ContentHasher::default())
+        }
+    }
+
+    pub(super) fn update(&mut self, batch: &RecordBatch) -> Result<(), E> {
+        match self {
+            Digest::InOrder(h) => h.update(batch),
+            Digest::RowSet(h) => h.update(batch),
+        }
+        .map_err(|e| E::Proof(e.to_string()))
+    }
+
+    fn finish(&self) -> Fingerprint {
+        match self {
+            Digest::InOrder(h) => h.finish(),
+            Digest::RowSet(h) => h.finish(),
+        }
+    }
+}
+
+/// A bin's input files read one after another, each checked to have the first one's columns
+/// and field ids and, once read, its manifest entry's row count.
+pub(super) struct Inputs<'b> {
+    files: &'b [BinFile],
+    /// The file being read (its index in `files`) and the rows read from it so far.
+    current: Option<(usize, Opened, u64)>,
+    next: usize,
+    /// The first input's Arrow schema and field ids: every input must have them.
+    pub(super) schema: SchemaRef,
+    ids: FieldIds,
+}
+
+impl<'b> Inputs<'b> {
+    /// Opens the bin's first file.
+    async fn open(stores: &mut Stores<'_>, bin: &'b IceBin) -> Result<Self, E> {
+        let Some(first) = bin.files.first() else {
+            return Err(E::Proof("the bin has no input files".into()));
+        };
+        let opened = open(stores, &first.path, Some(first.size)).await?;
+        Ok(Inputs {
+            files: &bin.files,
+            schema: opened.schema.clone(),
+            ids: opened.ids.clone(),
+            current: Some((0, opened, 0)),
+            next: 1,
+        })
+    }
+
+    /// The next batch of the bin's rows, None after the last file's last.
+    pub(super) async fn next_batch(
+        &mut self,
+        stores: &mut Stores<'_>,
+    ) -> Result<Option<RecordBatch>, E> {
+        loop {
+            if let Some((i, input, rows)) = self.current.as_mut() {
+                let f = &self.files[*i];
+                match input.stream.next().await {
+                    Some(batch) => {
+                        let batch = batch.map_err(|source| E::Parquet {
+                            path: f.path.clone(),
+                            source,
+                        })?;
+                        *rows += batch.num_rows() as u64;
+                        return Ok(Some(batch));
+                    }
+                    None if *rows != f.records => {
+                        return Err(E::Proof(format!(
+                            "{} holds {rows} rows, its manifest entry says {}",
+                            f.path, f.records
+                        )));
+                    }
+                    None => self.current = None,
+                }
+            }
+            let Some(f) = self.files.get(self.next) else {
+                return Ok(None);
+            };
+            let input = open(stores, &f.path, Some(f.size)).await?;
+            if !same_columns(&self.schema, &input.schema) || self.ids != input.ids {
+                return Err(E::Unsupported(format!(
+                    "{} has other columns or field ids than {} (the table's schema changed between them); the bin is left alone",
+                    f.path, self.files[0].path
+                )));
+            }
+            self.current = Some((self.next, input, 0));
+            self.next += 1;
+        }
+    }
+}
+
+/// Where sorted rows are written.
+pub(super) struct Sorted<'o, 'r, 'w> {
+    out: &'o mut Rolling,
+    record: &'r mut Record,
+    written: &'w mut Vec<String>,
+}
+
+impl Sorted<'_, '_, '_> {
+    pub(super) async fn write(
+        &mut self,
+        stores: &mut Stores<'_>,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+    ) -> Result<(), E> {
+        self.out
+            .write(stores, self.record, schema, batch, self.written)
+            .await
+    }
+}
+
 /// The bin's outputs as they are written: one open, rolled at the target, and those closed.
 struct Rolling {
     first_path: String,
     job: String,
     target: u64,
     props: WriterProperties,
+    /// The table sort order the outputs are written in, if they claim one.
+    sort_order_id: Option<i32>,
     writer: Option<OutputWriter>,
     closed: Vec<ClosedOutput>,
 }
@@ -216,7 +349,7 @@ impl Rolling {
         stores: &mut Stores<'_>,
         record: &mut Record,
         schema: &SchemaRef,
-        batch: &arrow::record_batch::RecordBatch,
+        batch: &RecordBatch,
         written: &mut Vec<String>,
     ) -> Result<(), E> {
         if self.writer.is_none() {
@@ -246,24 +379,26 @@ impl Rolling {
                 source,
             })?;
             if (o.w.bytes_written() + o.w.in_progress_size()) as u64 >= self.target {
-                self.closed.push(close(self.writer.take()).await?);
+                self.closed
+                    .push(close(self.writer.take(), self.sort_order_id).await?);
             }
         }
         Ok(())
     }
 }
 
-/// Reads the closed outputs back: their entries (size, records, metrics) and the fingerprint
-/// of what they hold, which must equal the inputs'. Field ids must be the inputs'.
+/// Reads the closed outputs back: their entries (size, records, metrics), what they hold fed
+/// to `back` (whose digest must equal the inputs'). Field ids must be the inputs'.
 async fn read_back(
     stores: &mut Stores<'_>,
     closed: Vec<ClosedOutput>,
     input_ids: &FieldIds,
     types: &HashMap<i32, String>,
-) -> Result<(Vec<OutputFile>, Fingerprint), E> {
+    back: &mut Digest,
+) -> Result<Vec<OutputFile>, E> {
     let mut outputs = Vec::new();
-    let mut back = ContentHasher::default();
     for ClosedOutput {
+        sort_order_id,
         uri,
         store,
         path,
@@ -291,16 +426,17 @@ async fn read_back(
                 source,
             })?;
             records += batch.num_rows() as u64;
-            back.update(&batch).map_err(|e| E::Proof(e.to_string()))?;
+            back.update(&batch)?;
         }
         outputs.push(OutputFile {
             metrics: metrics(&meta, types),
             path: uri,
             size,
             records,
+            sort_order_id,
         });
     }
-    Ok((outputs, back.finish()))
+    Ok(outputs)
 }
 
 struct OutputWriter {
@@ -311,6 +447,7 @@ struct OutputWriter {
 }
 
 struct ClosedOutput {
+    sort_order_id: Option<i32>,
     uri: String,
     store: Arc<dyn ObjectStore>,
     path: Path,
@@ -318,7 +455,7 @@ struct ClosedOutput {
     meta: ParquetMetaData,
 }
 
-async fn close(w: Option<OutputWriter>) -> Result<ClosedOutput, E> {
+async fn close(w: Option<OutputWriter>, sort_order_id: Option<i32>) -> Result<ClosedOutput, E> {
     let Some(OutputWriter {
         uri,
         store,
@@ -333,6 +470,7 @@ async fn close(w: Option<OutputWriter>) -> Result<ClosedOutput, E> {
         source,
     })?;
     Ok(ClosedOutput {
+        sort_order_id,
         uri,
         store,
         path,

@@ -56,6 +56,9 @@ pub async fn compact(a: &CompactArgs, loc: &Location, s: &Settings) -> Result<()
     let summary = compact_iceberg(loc, &req, &s.open, &print).await?;
     if !a.dry_run {
         crate::errln!("{}", summary.summary_line());
+        if let Some(line) = summary.cost_line() {
+            crate::errln!("{line}");
+        }
     }
     if summary.cancelled {
         crate::errln!("cancelled: stopped before the next bin; the snapshots committed above stay");

@@ -184,3 +184,53 @@ fn an_order_on_a_column_the_iceberg_table_lacks_is_refused_naming_its_columns() 
     );
     assert_eq!(contents(&t.table()), before, "nothing was changed");
 }
+
+/// `estimate` is within a tenth of `actual` (or 3 requests).
+fn close(what: &str, estimate: &serde_json::Value, actual: &serde_json::Value) {
+    eprintln!("{what}: estimate {estimate} actual {actual}");
+    for k in ["get", "put", "list", "delete"] {
+        let (e, a) = (estimate[k].as_u64().unwrap(), actual[k].as_u64().unwrap());
+        let allowed = (a as f64 * 0.1).max(3.0);
+        assert!(
+            e.abs_diff(a) as f64 <= allowed,
+            "{what} {k}: estimated {e}, made {a}: {estimate} vs {actual}"
+        );
+    }
+}
+
+/// The plan's estimate, in the dry run's JSON, against every request the job made to the
+/// table's store (reading the table, the sweep, record, inputs, the z-order's sample, outputs
+/// and their read-back, each commit's files and the reload after it): bin-packing and z-order
+/// on one partition, and bin-packing over the 6 partitions of a partitioned table.
+#[test]
+fn an_iceberg_compactions_estimate_is_within_a_tenth_of_the_requests_it_made() {
+    for flags in [&[][..], &["--zorder", "id,ts"][..]] {
+        let t = Random::new();
+        let mut dry_flags = flags.to_vec();
+        dry_flags.extend(["--dry-run", "--json"]);
+        let dry = t.compact(&dry_flags);
+        assert!(dry.status.success(), "{}", stderr(&dry));
+        let dry: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+        assert!(dry["actual"].is_null(), "a dry run runs no job");
+        let estimate = dry["plan"]["estimate"].clone();
+        assert!(estimate["get"].as_u64().unwrap() > 40, "{estimate}");
+        let mut run = flags.to_vec();
+        run.push("--json");
+        let o = t.compact(&run);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        close(&format!("{flags:?}"), &estimate, &s["actual"]);
+        assert!(stderr(&o).contains("cost: "), "{}", stderr(&o));
+    }
+    let t = crate::iceberg_compact::Table::new(12);
+    let o = lakehealth_cmd()
+        .arg("compact")
+        .arg(&t.table)
+        .args(["--catalog", &t.catalog_uri(), "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(s["commits"].as_array().unwrap().len() >= 4, "{s:#}");
+    close("partitioned", &s["plan"]["estimate"], &s["actual"]);
+}

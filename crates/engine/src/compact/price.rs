@@ -43,12 +43,7 @@ fn per_commit() -> Requests {
 /// Reading one input: a small file whole in one GET; a large one's footer, then its row
 /// groups; its deletion vector, when stored in a file of its own.
 fn per_input(f: &FileRef) -> Requests {
-    let whole = f.size <= WHOLE_FILE_LIMIT;
-    let data = if whole {
-        1
-    } else {
-        1 + f.size.div_ceil(INPUT_ROW_GROUP)
-    };
+    let data = input_gets(f.size);
     let dv = f
         .deletion_vector
         .as_ref()
@@ -63,23 +58,42 @@ fn per_input(f: &FileRef) -> Requests {
 /// Writing one output: its ledger entry (one PUT), then the file (one PUT, or a multipart
 /// upload's create, parts and complete); then reading it back to prove its rows.
 fn per_output(size: u64, target: u64) -> Requests {
-    let upload = if size <= SINGLE_PUT_LIMIT {
+    Requests {
+        get: output_read_back_gets(size, target),
+        put: 1 + upload_puts(size),
+        bytes_read: size,
+        bytes_written: size,
+        ..Default::default()
+    }
+}
+
+/// GETs reading a writer's Parquet file of `size` bytes: whole in one when small, else its
+/// footer and then its row groups.
+pub(crate) fn input_gets(size: u64) -> u64 {
+    if size <= WHOLE_FILE_LIMIT {
+        1
+    } else {
+        1 + size.div_ceil(INPUT_ROW_GROUP)
+    }
+}
+
+/// PUTs uploading an object of `size` bytes through a buffered writer: one, or a multipart
+/// upload's create, parts and complete.
+pub(crate) fn upload_puts(size: u64) -> u64 {
+    if size <= SINGLE_PUT_LIMIT {
         1
     } else {
         2 + size.div_ceil(SINGLE_PUT_LIMIT)
-    };
-    let read_back = if size <= WHOLE_FILE_LIMIT {
+    }
+}
+
+/// GETs reading back one of our outputs (its row groups a share of the target).
+pub(crate) fn output_read_back_gets(size: u64, target: u64) -> u64 {
+    if size <= WHOLE_FILE_LIMIT {
         1
     } else {
         let row_group = (target / OUTPUT_ROW_GROUPS_PER_TARGET).max(1);
         1 + size.div_ceil(row_group)
-    };
-    Requests {
-        get: read_back,
-        put: 1 + upload,
-        bytes_read: size,
-        bytes_written: size,
-        ..Default::default()
     }
 }
 

@@ -105,6 +105,8 @@ pub struct Stores<'a> {
     /// On a local disk, the folder deletes stay beneath (through no link); else the file
     /// system's root.
     beneath: Option<std::path::PathBuf>,
+    /// Every request through these stores is counted here (a job's actual price), if set.
+    counters: Option<Arc<crate::compact::counting_store::ByteCounters>>,
 }
 
 impl<'a> Stores<'a> {
@@ -113,7 +115,15 @@ impl<'a> Stores<'a> {
             opts,
             open: HashMap::new(),
             beneath: None,
+            counters: None,
         }
+    }
+
+    /// These stores, counting every request made through them into `counters`.
+    pub fn counted(mut self, counters: Arc<crate::compact::counting_store::ByteCounters>) -> Self {
+        self.open.clear();
+        self.counters = Some(counters);
+        self
     }
 
     /// Stores whose local deletes stay beneath `table`'s folder (a job's: it deletes only its
@@ -150,6 +160,13 @@ impl<'a> Stores<'a> {
             at.open_root_store_beneath(&self.opts.storage_options, self.beneath.clone())?
         } else {
             at.open_store(&self.opts.storage_options)?
+        };
+        let store: Arc<dyn ObjectStore> = match &self.counters {
+            Some(c) => Arc::new(crate::compact::counting_store::CountingStore::new(
+                store,
+                c.clone(),
+            )),
+            None => store,
         };
         self.open.insert(root, store.clone());
         Ok((store, path))

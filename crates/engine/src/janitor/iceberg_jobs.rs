@@ -194,6 +194,8 @@ mod tests {
             bins: vec![],
             partitions_with_deletes: 0,
             files_under_deletes: 0,
+            order: None,
+            estimate: Default::default(),
         };
         let s = IceSummary {
             table: "db.events".into(),
@@ -225,6 +227,7 @@ mod tests {
             dry_run: false,
             cancelled: false,
             sweep: Default::default(),
+            actual: None,
         };
         let parts = [due("d=a"), due("d=b"), due("d=c")];
         let j = summary(&s, &parts);

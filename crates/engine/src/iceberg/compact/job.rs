@@ -18,10 +18,12 @@ use super::plan::{IceBin, IcePlan, plan};
 use super::rewrite::{RewriteSpec, delete_outputs, rewrite_bin};
 use super::table_state::{TableState, file_path};
 use crate::clock::now_ms;
+use crate::compact::counting_store::ByteCounters;
 use crate::compact::fingerprint::Fingerprint;
 use crate::compact::ordering::sorter::{DEFAULT_SORT_MEMORY, MIN_SORT_MEMORY};
 use crate::iceberg::{DEFAULT_TARGET_FILE_SIZE, Stores, TARGET_FILE_SIZE_PROPERTY, is_under};
 use crate::location::Location;
+use crate::model::cost::Cost;
 use crate::options::OpenOptions;
 use crate::size::format_bytes;
 
@@ -97,9 +99,23 @@ pub struct IceSummary {
     pub cancelled: bool,
     /// What killed jobs had left, removed before this one started (a dry run: to remove).
     pub sweep: Sweep,
+    /// Every request the job made to the table's store, counted as made, priced (the catalog's
+    /// traffic is not a store request). None for a dry run.
+    pub actual: Option<Cost>,
 }
 
 impl IceSummary {
+    /// The job's requests and price beside the plan's estimate (None for a dry run).
+    pub fn cost_line(&self) -> Option<String> {
+        let actual = self.actual.as_ref()?;
+        Some(format!(
+            "cost: {} (estimated {} requests, {})",
+            actual.describe(format_bytes),
+            self.plan.estimate.requests.total_requests(),
+            crate::model::cost::usd_text(self.plan.estimate.usd)
+        ))
+    }
+
     /// One line: files removed and added, commits, conflicts, failures.
     pub fn summary_line(&self) -> String {
         let removed: u64 = self.commits.iter().map(|c| c.files_removed).sum();
@@ -142,6 +158,12 @@ pub fn plan_text(p: &IcePlan) -> String {
         o.push_str(&format!(
             "  {} partitions with delete files are left alone ({} data files)\n",
             p.partitions_with_deletes, p.files_under_deletes
+        ));
+    }
+    if !p.bins.is_empty() {
+        o.push_str(&format!(
+            "  estimate: {}\n",
+            p.estimate.describe(format_bytes)
         ));
     }
     o
@@ -298,6 +320,8 @@ pub async fn compact_iceberg(
     // Its record and the sweep of dead jobs' records need the installation key.
     crate::sealed::keyring().map_err(crate::error::EngineError::NoKey)?;
     let catalog = Catalog::open(&req.catalog)?;
+    let counters = Arc::new(ByteCounters::default());
+    let rates = opts.prices.for_scheme(folder.url.scheme());
     let (table, metadata_location) = catalog
         .find(folder.url.as_str(), req.table.as_deref())
         .await?;
@@ -306,7 +330,7 @@ pub async fn compact_iceberg(
         job: uuid::Uuid::new_v4().simple().to_string(),
         catalog,
         table,
-        stores: Stores::beneath(opts, folder),
+        stores: Stores::beneath(opts, folder).counted(counters.clone()),
         req,
     };
     let mut state = TableState::load(&mut ctx.stores, &ctx.uri, &metadata_location).await?;
@@ -317,7 +341,8 @@ pub async fn compact_iceberg(
         .map(|o| resolve(&state.meta, o.kind, &o.columns))
         .transpose()
         .map_err(|e| E::Unsupported(format!("{}: {e} (nothing was changed)", ctx.uri)))?;
-    let p = plan(&state, target(&state, req), &req.partitions, order);
+    let mut p = plan(&state, target(&state, req), &req.partitions, order);
+    p.estimate = rates.cost(super::price::estimate(&state, &p));
     let mut summary = IceSummary {
         table: ctx.table.to_string(),
         metadata_location,
@@ -328,11 +353,15 @@ pub async fn compact_iceberg(
         dry_run: req.dry_run,
         cancelled: false,
         sweep: Sweep::default(),
+        actual: None,
     };
     events(&IceEvent::Planned(p.clone()));
     let root = folder.url.as_str().trim_end_matches('/').to_string();
     summary.sweep = sweep_leftovers(&mut ctx, &state, &root, events).await;
     if req.dry_run || p.bins.is_empty() {
+        if !req.dry_run {
+            summary.actual = Some(rates.cost(counters.requests()));
+        }
         return Ok(summary);
     }
     let mut record = Record::start(&mut ctx.stores, &root, ctx.job.clone(), now_ms()).await?;
@@ -343,6 +372,7 @@ pub async fn compact_iceberg(
         ledger::remove(&mut ctx.stores, &root, &ctx.job).await;
     }
     summary.metadata_location = state.metadata_location.clone();
+    summary.actual = Some(rates.cost(counters.requests()));
     Ok(summary)
 }
 

@@ -15,6 +15,7 @@ pub(crate) mod ledger;
 pub(crate) mod manifest_write;
 pub mod order;
 pub(crate) mod plan;
+pub mod price;
 pub(crate) mod rest_catalog;
 pub(crate) mod rewrite;
 pub(crate) mod snapshot;

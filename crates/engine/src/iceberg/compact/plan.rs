@@ -13,6 +13,7 @@ use super::avro_file::{field, long};
 use super::order::IceOrder;
 use super::table_state::{Manifest, TableState, data_file, file_path, is_live};
 use crate::iceberg::transforms::{Transform, display};
+use crate::model::cost::Cost;
 use crate::stats::rewrite_preview::RewriteOptions;
 
 /// A data file a bin replaces.
@@ -61,6 +62,8 @@ pub struct IcePlan {
     /// partition is rewritten. None: bin-packing of small files, rows as read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order: Option<IceOrder>,
+    /// What the job will cost (`price`), priced at the store's rates.
+    pub estimate: Cost,
 }
 
 impl IcePlan {
@@ -243,6 +246,7 @@ pub fn plan(state: &TableState, target: u64, only: &[String], order: Option<IceO
             o.predict((largest / options.target_file_size.max(1)).max(1));
             o
         }),
+        estimate: Cost::default(),
     }
 }
 

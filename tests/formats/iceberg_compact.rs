@@ -121,11 +121,19 @@ impl Table {
 
     /// pyiceberg appending 3 rows per commit from `first_id` in a loop, until `stop_appender`.
     fn appender(&self, first_id: i64) -> std::process::Child {
+        self.appender_pausing(first_id, 0.0)
+    }
+
+    /// As `appender`, waiting `pause` seconds between commits.
+    pub(crate) fn appender_pausing(&self, first_id: i64, pause: f64) -> std::process::Child {
         let mut c = py_script("iceberg_table.py");
         if let Some(uri) = &self.catalog {
             c.args(["--catalog-uri", uri]);
         }
         c.args(["append", "--first-id", &first_id.to_string(), "--rows", "3"])
+            .args(["--pause", &pause.to_string()])
+            .arg("--ready")
+            .arg(self.dir.path().join("appender-ready"))
             .arg("--loop-until")
             .arg(self.dir.path().join("stop"))
             .arg("--catalog-dir")
@@ -137,12 +145,31 @@ impl Table {
     }
 
     /// Stops the appender; the ids of its commits that succeeded.
-    fn stop_appender(&self, appender: std::process::Child) -> Vec<i64> {
+    pub(crate) fn stop_appender(&self, appender: std::process::Child) -> Vec<i64> {
+        self.stop_appender_timed(appender).0
+    }
+
+    /// Waits (up to a minute) until the appender has committed once.
+    pub(crate) fn wait_appender_ready(&self) {
+        let ready = self.dir.path().join("appender-ready");
+        crate::support::wait::wait_until(
+            std::time::Duration::from_secs(60),
+            "the appender's first commit",
+            || ready.exists(),
+        );
+    }
+
+    /// Stops the appender; the ids of its commits that succeeded, and the Unix time (s) each
+    /// commit succeeded.
+    pub(crate) fn stop_appender_timed(&self, appender: std::process::Child) -> (Vec<i64>, Vec<f64>) {
         std::fs::write(self.dir.path().join("stop"), "").unwrap();
         let o = appender.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        serde_json::from_value(v["committed"].clone()).unwrap()
+        (
+            serde_json::from_value(v["committed"].clone()).unwrap(),
+            serde_json::from_value(v["commit_times"].clone()).unwrap(),
+        )
     }
 
     fn request(&self) -> IceRequest {

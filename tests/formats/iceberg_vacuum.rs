@@ -233,3 +233,57 @@ fn vacuum_of_an_iceberg_table_without_its_catalog_says_how_to_name_it() {
     );
     assert_eq!(t.files(), before);
 }
+
+/// Vacuum with no retention, six times over, while a pyiceberg appender commits in a loop into the
+/// partition the compaction rewrote: every row the appender committed is read back by
+/// pyiceberg (a scan opens every live file: a deleted one fails it), every live file is on
+/// disk, and the expiry commits either landed on the appender's latest snapshot or retried.
+#[test]
+fn vacuum_beside_a_pyiceberg_appender_loses_no_committed_row_and_no_live_file() {
+    let t = Table::new(6);
+    let uri = t.catalog_uri();
+    let o = lakehealth_cmd()
+        .arg("compact")
+        .arg(&t.table)
+        .args(["--catalog", &uri])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before = t.read();
+    let appender = t.appender_pausing(300_000, 0.05);
+    t.wait_appender_ready();
+    let unix = || {
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let mut deleted = 0;
+    let mut windows = Vec::new();
+    for _ in 0..6 {
+        let start = unix();
+        let v = vacuum_json(
+            &t,
+            &["--retention", "0s", "--allow-short-retention", "--json"],
+        );
+        windows.push((start, unix()));
+        deleted += v["outcome"]["deleted"].as_array().unwrap().len();
+    }
+    let (committed, times) = t.stop_appender_timed(appender);
+    assert!(deleted > 0, "the vacuums deleted nothing: the test proves nothing");
+    let during = times
+        .iter()
+        .filter(|&&c| windows.iter().any(|&(s, e)| s <= c && c <= e))
+        .count();
+    eprintln!("{during} of {} appends landed while a vacuum ran", times.len());
+    assert!(during > 0, "no append landed while a vacuum ran: {times:?} {windows:?}");
+    let after = t.read();
+    let mut want = ids(&before.rows);
+    want.extend(committed);
+    want.sort();
+    assert_eq!(ids(&after.rows), want, "every committed row, once");
+    let on_disk: BTreeSet<String> = t.files().into_iter().collect();
+    for f in live_files(&t) {
+        assert!(on_disk.contains(&f), "live file {f} was deleted");
+    }
+}

@@ -18,7 +18,10 @@ snapshot, metadata_location}.
 append writes rows with ids first-id .. first-id+rows-1 into category 'a' on 2026-11-30; with
 --loop-until it appends one such batch of --rows per commit (ids continuing) until FILE
 exists, retrying a commit that lost a race (CommitFailedException: reload and append again),
-and prints {committed: [ids...]} of the commits that succeeded. Without it: one commit.
+and prints {committed: [ids...]} of the commits that succeeded and {latencies_ms: [...]}, each
+commit's time from its first try to its success, and {commit_times: [...]}, the Unix time
+each succeeded. --pause S waits S seconds between commits (a writer's cadence); --ready FILE is
+created after the first commit. Without --loop-until: one commit.
 
 delete removes the rows of category C on day D with an id that is odd (a copy-on-write
 rewrite of their files: pyiceberg 0.12 writes no delete files) and prints {deleted: [ids]}.
@@ -43,6 +46,8 @@ ap.add_argument("--catalog-uri")
 ap.add_argument("--first-id", type=int, default=0)
 ap.add_argument("--rows", type=int, default=5)
 ap.add_argument("--loop-until")
+ap.add_argument("--pause", type=float, default=0.0)
+ap.add_argument("--ready")
 ap.add_argument("--category")
 ap.add_argument("--day")
 a = ap.parse_args()
@@ -96,19 +101,28 @@ if a.cmd == "read":
     }))
 elif a.cmd == "append":
     committed = []
+    latencies = []
+    times = []
     next_id = a.first_id
     while True:
+        started = time.monotonic()
         while True:
             try:
                 load().append(batch(next_id, a.rows))
                 break
             except CommitFailedException:
                 time.sleep(0.01)
+        latencies.append((time.monotonic() - started) * 1000.0)
+        times.append(time.time())
+        if a.ready and len(times) == 1:
+            open(a.ready, "w").close()
         committed.extend(range(next_id, next_id + a.rows))
         next_id += a.rows
         if not a.loop_until or os.path.exists(a.loop_until):
             break
-    print(json.dumps({"committed": committed}))
+        if a.pause:
+            time.sleep(a.pause)
+    print(json.dumps({"committed": committed, "latencies_ms": latencies, "commit_times": times}))
 elif a.cmd == "delete":
     t = load()
     day = datetime.date.fromisoformat(a.day)

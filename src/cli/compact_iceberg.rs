@@ -29,10 +29,8 @@ pub async fn compact(a: &CompactArgs, loc: &Location, s: &Settings) -> Result<()
     let Some(catalog) = a.catalog.clone() else {
         bail!("{}", no_catalog_text(&a.uri));
     };
-    if a.predicate.is_some() {
-        bail!(
-            "--where is not supported for Iceberg tables yet: select partitions with --partition LABEL (as `report` lists them)"
-        );
+    if a.predicate.is_some() && !a.partition.is_empty() {
+        bail!("give either --where or --partition, not both");
     }
     let order = match super::compact::layout(a) {
         LayoutRequest::Order { kind, columns, .. } => Some(OrderRequest { kind, columns }),
@@ -44,6 +42,7 @@ pub async fn compact(a: &CompactArgs, loc: &Location, s: &Settings) -> Result<()
         table: a.table.clone(),
         target_file_size: s.target_override,
         partitions: a.partition.clone(),
+        predicate: a.predicate.clone(),
         order,
         sort_memory: a.sort_memory.map_or(0, |m| m.0 as usize),
         dry_run: a.dry_run,

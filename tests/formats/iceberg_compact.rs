@@ -161,7 +161,10 @@ impl Table {
 
     /// Stops the appender; the ids of its commits that succeeded, and the Unix time (s) each
     /// commit succeeded.
-    pub(crate) fn stop_appender_timed(&self, appender: std::process::Child) -> (Vec<i64>, Vec<f64>) {
+    pub(crate) fn stop_appender_timed(
+        &self,
+        appender: std::process::Child,
+    ) -> (Vec<i64>, Vec<f64>) {
         std::fs::write(self.dir.path().join("stop"), "").unwrap();
         let o = appender.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
@@ -1323,4 +1326,72 @@ fn an_idle_iceberg_table_is_read_at_doubling_intervals_and_decided_from_its_last
         let s = j.cycle(&cancel, true).await;
         assert_eq!(s.table_errors, 1, "cycle 5: read, and its error said");
     });
+}
+
+/// Live data files of each partition folder (`category=a/ts_day=2026-11-30`), by pyiceberg.
+fn live_per_partition(r: &Read) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for (path, status, ..) in &r.entry_list {
+        if *status == 2 {
+            continue;
+        }
+        let folder = path.rsplit_once('/').map_or("", |(d, _)| d);
+        let part = folder.split("/data/").nth(1).unwrap_or(folder).to_string();
+        *out.entry(part).or_default() += 1;
+    }
+    out
+}
+
+/// `--where` on the column a partition is derived from chooses, through `day(ts)`, exactly
+/// the partitions of the days it may hold (the others keep every file), and the rows stay
+/// exact; a condition on an unpartitioned column or a bad date is refused with nothing
+/// changed.
+#[test]
+fn compact_where_on_a_source_column_compacts_only_the_partitions_its_transform_admits() {
+    let t = Table::new(8);
+    let before = t.read();
+    let files_before = live_per_partition(&before);
+    let o = t.lakehealth(&[
+        "--catalog",
+        &t.catalog_uri(),
+        "--where",
+        "ts >= '2026-11-30' AND category IS NOT NULL",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut done: Vec<&str> = s["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["partition"].as_str().unwrap())
+        .collect();
+    done.sort();
+    assert_eq!(
+        done,
+        [
+            "category=a/ts_day=2026-11-30",
+            "category=b/ts_day=2026-11-30"
+        ]
+    );
+    let after = t.read();
+    assert_eq!(after.rows, before.rows, "rows exact");
+    let files_after = live_per_partition(&after);
+    for (part, n) in &files_before {
+        let now = files_after.get(part).copied().unwrap_or(0);
+        if done.contains(&part.as_str()) {
+            assert_eq!(now, 1, "{part}: compacted");
+        } else {
+            assert_eq!(now, *n, "{part}: left alone");
+        }
+    }
+    for (w, why) in [
+        ("id = 3", "\"id\" is not a partition column"),
+        ("ts >= 'yesterday'", "not a date or time"),
+    ] {
+        let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--where", w]);
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(why), "{w}: {}", stderr(&o));
+    }
+    assert_eq!(t.read().snapshot_id, after.snapshot_id, "nothing changed");
 }

@@ -270,13 +270,22 @@ fn vacuum_beside_a_pyiceberg_appender_loses_no_committed_row_and_no_live_file() 
         deleted += v["outcome"]["deleted"].as_array().unwrap().len();
     }
     let (committed, times) = t.stop_appender_timed(appender);
-    assert!(deleted > 0, "the vacuums deleted nothing: the test proves nothing");
+    assert!(
+        deleted > 0,
+        "the vacuums deleted nothing: the test proves nothing"
+    );
     let during = times
         .iter()
         .filter(|&&c| windows.iter().any(|&(s, e)| s <= c && c <= e))
         .count();
-    eprintln!("{during} of {} appends landed while a vacuum ran", times.len());
-    assert!(during > 0, "no append landed while a vacuum ran: {times:?} {windows:?}");
+    eprintln!(
+        "{during} of {} appends landed while a vacuum ran",
+        times.len()
+    );
+    assert!(
+        during > 0,
+        "no append landed while a vacuum ran: {times:?} {windows:?}"
+    );
     let after = t.read();
     let mut want = ids(&before.rows);
     want.extend(committed);

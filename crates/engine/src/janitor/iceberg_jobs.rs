@@ -196,6 +196,7 @@ mod tests {
             files_under_deletes: 0,
             order: None,
             estimate: Default::default(),
+            predicate: None,
         };
         let s = IceSummary {
             table: "db.events".into(),

@@ -17,6 +17,7 @@ use super::order::{OrderRequest, resolve};
 use super::plan::{IceBin, IcePlan, plan};
 use super::rewrite::{RewriteSpec, delete_outputs, rewrite_bin};
 use super::table_state::{TableState, file_path};
+use super::where_filter::IceWhere;
 use crate::clock::now_ms;
 use crate::compact::counting_store::ByteCounters;
 use crate::compact::fingerprint::Fingerprint;
@@ -43,6 +44,8 @@ pub struct IceRequest {
     pub target_file_size: Option<u64>,
     /// Only partitions with these labels (`category=a/ts_day=2026-11-30`).
     pub partitions: Vec<String>,
+    /// Only partitions that may hold a row matching this SQL (`ts >= '2026-11-30'`).
+    pub predicate: Option<String>,
     /// Rows written in this order, every file of each partition rewritten (None: bin-pack).
     pub order: Option<OrderRequest>,
     /// Bytes a sort holds before it spills (0: `DEFAULT_SORT_MEMORY`).
@@ -140,6 +143,11 @@ pub fn plan_text(p: &IcePlan) -> String {
         format_bytes(p.target_file_size),
         format_bytes(p.min_file_size),
     );
+    if let Some(w) = &p.predicate {
+        o.push_str(&format!(
+            "  where: {w} (partitions that may hold a matching row, rewritten whole)\n"
+        ));
+    }
     if let Some(order) = &p.order {
         o.push_str(&format!("  order: {}\n", order.describe()));
         if let Some(d) = order.depths_text() {
@@ -341,7 +349,19 @@ pub async fn compact_iceberg(
         .map(|o| resolve(&state.meta, o.kind, &o.columns))
         .transpose()
         .map_err(|e| E::Unsupported(format!("{}: {e} (nothing was changed)", ctx.uri)))?;
-    let mut p = plan(&state, target(&state, req), &req.partitions, order);
+    let filter = req
+        .predicate
+        .as_deref()
+        .map(|w| IceWhere::parse(&state.meta, w))
+        .transpose()
+        .map_err(|e| E::Unsupported(format!("{}: {e} (nothing was changed)", ctx.uri)))?;
+    let mut p = plan(
+        &state,
+        target(&state, req),
+        &req.partitions,
+        filter.as_ref(),
+        order,
+    );
     p.estimate = rates.cost(super::price::estimate(&state, &p));
     let mut summary = IceSummary {
         table: ctx.table.to_string(),

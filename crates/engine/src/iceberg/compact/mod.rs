@@ -22,6 +22,7 @@ pub(crate) mod snapshot;
 pub(crate) mod sorted_bin;
 pub(crate) mod sql_catalog;
 pub(crate) mod table_state;
+pub mod where_filter;
 
 use crate::error::EngineError;
 

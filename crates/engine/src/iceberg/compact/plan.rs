@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::avro_file::{field, long};
 use super::order::IceOrder;
 use super::table_state::{Manifest, TableState, data_file, file_path, is_live};
+use super::where_filter::IceWhere;
 use crate::iceberg::transforms::{Transform, display};
 use crate::model::cost::Cost;
 use crate::stats::rewrite_preview::RewriteOptions;
@@ -64,6 +65,9 @@ pub struct IcePlan {
     pub order: Option<IceOrder>,
     /// What the job will cost (`price`), priced at the store's rates.
     pub estimate: Cost,
+    /// The `--where` that chose the partitions, as the SQL parser renders it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<String>,
 }
 
 impl IcePlan {
@@ -169,7 +173,14 @@ fn is_parquet(entry: &Value) -> bool {
 /// The plan for `state` with the table's target (`target`), optionally limited to partitions
 /// whose label is in `only`. With an `order`, every file of a partition is rewritten in one
 /// bin (as `OPTIMIZE ... ZORDER BY` does), unless it is one file that would stay one file.
-pub fn plan(state: &TableState, target: u64, only: &[String], order: Option<IceOrder>) -> IcePlan {
+pub fn plan(
+    state: &TableState,
+    target: u64,
+    only: &[String],
+    filter: Option<&IceWhere>,
+    order: Option<IceOrder>,
+) -> IcePlan {
+    let specs = state.meta.specs();
     let options = RewriteOptions::defaults(target);
     let deletes = DeleteScope::of(state);
     // (spec, partition) → (partition value, candidate files in manifest order)
@@ -199,6 +210,12 @@ pub fn plan(state: &TableState, target: u64, only: &[String], order: Option<IceO
         let label = label(state, spec_id, &partition);
         if !only.is_empty() && !only.contains(&label) {
             continue;
+        }
+        if let Some(f) = filter {
+            let spec = specs.iter().find(|s| s.spec_id == spec_id);
+            if !spec.is_some_and(|s| f.may_match(s, &partition)) {
+                continue;
+            }
         }
         if order.is_some() {
             let bytes: u64 = files.iter().map(|f| f.size).sum();
@@ -247,6 +264,7 @@ pub fn plan(state: &TableState, target: u64, only: &[String], order: Option<IceO
             o
         }),
         estimate: Cost::default(),
+        predicate: filter.map(|f| f.predicate.text.clone()),
     }
 }
 
@@ -325,7 +343,7 @@ mod tests {
             manifest(1, false, &entries(&spec1)),
         ];
         // Without delete files: one bin per spec and partition.
-        let p = plan(&state(data.clone()), 1000, &[], None);
+        let p = plan(&state(data.clone()), 1000, &[], None, None);
         let got: Vec<(i32, &str, usize)> = p
             .bins
             .iter()
@@ -357,7 +375,7 @@ mod tests {
             &[(1, 1, "/t/data/pos-del.parquet", 10, Some("b"))],
         ));
         let s = state(with_deletes);
-        let p = plan(&s, 1000, &[], None);
+        let p = plan(&s, 1000, &[], None, None);
         let got: Vec<(i32, &str)> = p
             .bins
             .iter()
@@ -366,7 +384,11 @@ mod tests {
         assert_eq!(got, vec![(0, "category=a")]);
         assert_eq!((p.partitions_with_deletes, p.files_under_deletes), (2, 10));
         // Only the labels asked for.
-        assert!(plan(&s, 1000, &["category=b".into()], None).bins.is_empty());
+        assert!(
+            plan(&s, 1000, &["category=b".into()], None, None)
+                .bins
+                .is_empty()
+        );
     }
 
     #[test]
@@ -375,7 +397,7 @@ mod tests {
             manifest(0, false, &entries(&five("s0a", "a"))),
             manifest(1, true, &[(1, 2, "/t/data/eq-del.parquet", 10, None)]),
         ]);
-        let p = plan(&s, 1000, &[], None);
+        let p = plan(&s, 1000, &[], None, None);
         assert!(p.bins.is_empty());
         assert_eq!(p.files_under_deletes, 5);
     }
@@ -387,7 +409,7 @@ mod tests {
         files.push((1, 0, "/t/data/a-big.parquet".into(), 5000, Some("a")));
         files.push((1, 0, "/t/data/b-only.parquet".into(), 100, Some("b")));
         let s = state(vec![manifest(0, false, &entries(&files))]);
-        let packed = plan(&s, 1000, &[], None);
+        let packed = plan(&s, 1000, &[], None, None);
         assert_eq!(packed.bins.len(), 1);
         assert_eq!(packed.bins[0].files.len(), 5);
         let order = crate::iceberg::compact::order::IceOrder {
@@ -400,7 +422,7 @@ mod tests {
             sort_order_id: None,
             what_if: Vec::new(),
         };
-        let sorted = plan(&s, 1000, &[], Some(order));
+        let sorted = plan(&s, 1000, &[], None, Some(order));
         let got: Vec<(&str, usize)> = sorted
             .bins
             .iter()

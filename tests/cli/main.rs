@@ -18,6 +18,7 @@ mod fuzz;
 mod fuzz_harness;
 mod inert;
 mod no_panic;
+mod readme_formats;
 mod secrets;
 
 // In one binary only: cargo builds every test binary of a run from the same checkout.

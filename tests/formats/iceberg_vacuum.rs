@@ -296,3 +296,86 @@ fn vacuum_beside_a_pyiceberg_appender_loses_no_committed_row_and_no_live_file() 
         assert!(on_disk.contains(&f), "live file {f} was deleted");
     }
 }
+
+/// `watch --once` with the policy's Iceberg catalog: its maintenance lines.
+fn watch_maintenance(t: &Table, policy: &str) -> Vec<Value> {
+    let file = t.dir.path().join("policy.toml");
+    std::fs::write(
+        &file,
+        format!("iceberg_catalog = \"{}\"\n{policy}", t.catalog_uri()),
+    )
+    .unwrap();
+    let o = lakehealth_cmd()
+        .arg("watch")
+        .arg(&t.table)
+        .args(["--once", "--json", "--policy"])
+        .arg(&file)
+        .arg("--history")
+        .arg(t.dir.path().join("history.jsonl"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    json_lines(&text(&o.stdout))
+        .into_iter()
+        .filter(|v| v["type"] == "maintenance")
+        .collect()
+}
+
+/// The janitor vacuums an Iceberg table by its policy's `vacuum_every`, through the catalog,
+/// with the table's retention: a month-old orphan goes, a young one and every live file stay,
+/// pyiceberg reads the same rows; the next run (its history says when) has nothing due, and a
+/// policy retention below the table's is refused, deleting nothing.
+#[test]
+fn the_janitor_vacuums_an_iceberg_table_by_policy_with_the_tables_retention() {
+    let t = Table::new(3);
+    let before = t.read();
+    let some_live = live_files(&t).into_iter().next().unwrap();
+    let folder = t
+        .table
+        .join(std::path::Path::new(&some_live).parent().unwrap());
+    let old = folder.join("00000-0-crashed-writer.parquet");
+    std::fs::write(&old, b"PAR1 left by a crashed writer").unwrap();
+    age(&old, 30);
+    let young = folder.join("00000-0-in-flight.parquet");
+    std::fs::write(&young, b"PAR1 a writer is about to commit").unwrap();
+    let quiet = "min_small_files = 100000\n";
+
+    let lines = watch_maintenance(&t, &format!("{quiet}vacuum_every = \"1h\"\n"));
+    assert!(
+        lines.iter().all(|l| l["action"] == "vacuum"),
+        "an Iceberg table has no checkpoint: {lines:?}"
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let v = &lines[0];
+    assert_eq!(v["decision"], "due");
+    assert_eq!(v["reason"], "due: no vacuum seen yet (vacuum_every 60 min)");
+    assert_eq!(v["outcome"], "vacuumed", "{v}");
+    assert_eq!(v["files_deleted"], 1, "{v}");
+    assert!(!old.exists() && young.exists());
+    let on_disk: BTreeSet<String> = t.files().into_iter().collect();
+    for f in live_files(&t) {
+        assert!(on_disk.contains(&f), "live file {f} was deleted");
+    }
+    assert_eq!(t.read().rows, before.rows);
+
+    let again = watch_maintenance(&t, &format!("{quiet}vacuum_every = \"1h\"\n"));
+    assert_eq!(again[0]["decision"], "not_due", "{again:?}");
+
+    // A fresh history: the vacuum is due again.
+    std::fs::remove_file(t.dir.path().join("history.jsonl")).unwrap();
+    let files = t.files();
+    let short = watch_maintenance(
+        &t,
+        &format!("{quiet}vacuum_every = \"1h\"\nvacuum_retention = \"1h\"\n"),
+    );
+    let v = &short[0];
+    assert_eq!(v["outcome"], "failed", "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("history.expire.max-snapshot-age-ms"),
+        "{v}"
+    );
+    assert_eq!(t.files(), files, "nothing was deleted");
+}

@@ -1,7 +1,9 @@
 //! Log maintenance by policy: a checkpoint when enough commits piled up since the last one, a
 //! VACUUM every so often (with the same retention guard as `lakehealth vacuum`: a retention
-//! below the table's is refused, never overridden by a policy). Each decision is a JSON line
-//! with its reason, and each run a result line, like compaction's.
+//! below the table's is refused, never overridden by a policy). On an Iceberg table VACUUM is
+//! snapshot expiry and orphan removal through its catalog (`iceberg::vacuum`); it has no
+//! checkpoint. Each decision is a JSON line with its reason, and each run a result line, like
+//! compaction's.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -9,10 +11,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::iceberg::vacuum::{IceVacuumRequest, plan_iceberg_vacuum, run_iceberg_vacuum};
 use crate::location::Location;
 use crate::maintenance::checkpoint::checkpoint;
 use crate::maintenance::vacuum::{VacuumRequest, plan_vacuum, run_vacuum};
 use crate::model::duration::{exact_secs, whole_units};
+use crate::options::OpenOptions;
 use crate::size::format_bytes;
 use crate::stats::table_report::TableReport;
 
@@ -152,13 +156,66 @@ pub fn decide_vacuum(
     })
 }
 
+/// Expires an Iceberg table's snapshots and removes its unreferenced files through `catalog`,
+/// with the table's retention unless the policy names a longer one.
+async fn vacuum_iceberg(
+    line: &mut MaintenanceLine,
+    loc: &Location,
+    catalog: &str,
+    p: &MaintenancePolicy,
+    opts: &OpenOptions,
+) {
+    let req = IceVacuumRequest {
+        catalog: catalog.to_string(),
+        table: None,
+        retention: p.vacuum_retention,
+        // As for Delta: a policy never lifts the retention check.
+        allow_short_retention: false,
+    };
+    let plan = match plan_iceberg_vacuum(loc, &req, opts).await {
+        Ok(plan) => plan,
+        Err(e) => return fail(line, e.to_string()),
+    };
+    match run_iceberg_vacuum(loc, &req, opts, &plan).await {
+        Ok(o) => {
+            line.outcome = Some(if o.files_deleted > 0 || !o.snapshots_expired.is_empty() {
+                MaintenanceOutcome::Vacuumed
+            } else {
+                MaintenanceOutcome::NothingToDelete
+            });
+            line.files_deleted = Some(o.files_deleted);
+            line.bytes_deleted = Some(o.bytes_deleted);
+            line.summary = Some(format!(
+                "expired {} snapshots and deleted {} files ({}) no retained snapshot references, older than the {} retention",
+                o.snapshots_expired.len(),
+                o.files_deleted,
+                format_bytes(o.bytes_deleted),
+                exact_secs(Duration::from_millis(plan.retention_ms))
+            ));
+            if !o.failed.is_empty() {
+                line.error = Some(o.failed.join("; "));
+            }
+        }
+        Err(e) => fail(line, e.to_string()),
+    }
+}
+
 /// Runs a due action and fills in the line's result.
 pub async fn run(
     line: &mut MaintenanceLine,
-    loc: &Location,
+    t: &TableFacts,
     p: &MaintenancePolicy,
-    storage_options: &HashMap<String, String>,
+    opts: &OpenOptions,
 ) {
+    let loc = &t.loc;
+    let storage_options = &opts.storage_options;
+    if let Some(catalog) = &t.iceberg_catalog {
+        return match line.action {
+            MaintenanceAction::Vacuum => vacuum_iceberg(line, loc, catalog, p, opts).await,
+            // An Iceberg table has no checkpoint; `maintain` never decides one.
+            MaintenanceAction::Checkpoint => {}
+        };
+    }
     match line.action {
         MaintenanceAction::Checkpoint => match checkpoint(loc, storage_options).await {
             Ok(o) => {
@@ -264,6 +321,8 @@ pub struct TableFacts {
     pub checkpoint_version: Option<u64>,
     /// The newest VACUUM END among the commits the report read.
     pub last_vacuum_in_log: Option<i64>,
+    /// An Iceberg table's catalog (None: a Delta table).
+    pub iceberg_catalog: Option<String>,
 }
 
 impl TableFacts {
@@ -279,6 +338,19 @@ impl TableFacts {
                 .filter(|c| c.operation == "VACUUM END")
                 .filter_map(|c| c.timestamp_ms)
                 .max(),
+            iceberg_catalog: None,
+        }
+    }
+
+    /// An Iceberg table, maintained through `catalog` (its vacuums are known from the history).
+    pub fn iceberg(loc: &Location, id: &str, catalog: &str) -> Self {
+        Self {
+            loc: loc.clone(),
+            id: id.to_string(),
+            commits_since_checkpoint: 0,
+            checkpoint_version: None,
+            last_vacuum_in_log: None,
+            iceberg_catalog: Some(catalog.to_string()),
         }
     }
 }
@@ -289,7 +361,7 @@ pub async fn maintain(
     tables: &[TableFacts],
     p: &MaintenancePolicy,
     last_vacuum: &mut HashMap<String, i64>,
-    storage_options: &HashMap<String, String>,
+    opts: &OpenOptions,
     now_ms: i64,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Vec<MaintenanceLine> {
@@ -297,12 +369,13 @@ pub async fn maintain(
     for t in tables {
         let last = last_vacuum.get(&t.id).copied().max(t.last_vacuum_in_log);
         // Vacuum first: a checkpoint drops expired tombstones, and VACUUM finds files by them.
+        let checkpoint = match t.iceberg_catalog {
+            Some(_) => None,
+            None => decide_checkpoint(p, t.commits_since_checkpoint, t.checkpoint_version),
+        };
         let decisions = [
             (MaintenanceAction::Vacuum, decide_vacuum(p, last, now_ms)),
-            (
-                MaintenanceAction::Checkpoint,
-                decide_checkpoint(p, t.commits_since_checkpoint, t.checkpoint_version),
-            ),
+            (MaintenanceAction::Checkpoint, checkpoint),
         ];
         for (action, decision) in decisions {
             let Some((due, reason)) = decision else {
@@ -323,7 +396,7 @@ pub async fn maintain(
             };
             // A signal stops new work; the decision is still recorded.
             if due && !cancel.is_cancelled() {
-                run(&mut line, &t.loc, p, storage_options).await;
+                run(&mut line, t, p, opts).await;
                 line.ts = super::history::ts(crate::clock::now_ms());
                 if action == MaintenanceAction::Vacuum
                     && line.outcome != Some(MaintenanceOutcome::Failed)

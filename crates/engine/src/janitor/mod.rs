@@ -1419,11 +1419,15 @@ impl Janitor {
         self.floors.retain(|k, _| present.contains(k.as_str()));
         self.said.retain(|(t, _), _| present.contains(t.as_str()));
         self.queue.retain_tables(|t| present.contains(t));
-        // Checkpoints and vacuums are Delta log maintenance.
+        // Checkpoints and vacuums of Delta logs; an Iceberg table's vacuum through its catalog.
         let facts: Vec<maintenance::TableFacts> = tables
             .iter()
-            .filter(|t| matches!(t.source, Source::Delta { .. }))
-            .map(|t| maintenance::TableFacts::of(&t.loc, &t.id, &t.report))
+            .map(|t| match &t.source {
+                Source::Delta { .. } => maintenance::TableFacts::of(&t.loc, &t.id, &t.report),
+                Source::Iceberg { catalog, .. } => {
+                    maintenance::TableFacts::iceberg(&t.loc, &t.id, catalog)
+                }
+            })
             .collect();
         drop(tables);
         stats.due = due.iter().map(|j| j.partitions.len() as u64).sum();
@@ -1452,7 +1456,7 @@ impl Janitor {
             facts,
             &self.policy.maintenance,
             &mut self.last_vacuum,
-            &self.open.storage_options,
+            &self.open,
             now,
             cancel,
         )

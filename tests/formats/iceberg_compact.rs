@@ -30,6 +30,8 @@ pub(crate) struct Read {
     pub(crate) sequence_number: i64,
     pub(crate) snapshot_id: i64,
     pub(crate) metadata_location: String,
+    /// Manifests of the current snapshot.
+    pub(crate) manifests: usize,
 }
 
 pub(crate) struct Table {
@@ -1438,4 +1440,44 @@ fn two_compact_processes_on_one_iceberg_table_never_duplicate_a_row() {
 /// Partitions with more than one live file: the bins a compaction of `r` plans.
 fn before_bins(r: &Read) -> usize {
     live_per_partition(r).values().filter(|&&n| n > 1).count()
+}
+
+/// A stream's appends each add a manifest of one file; once a compaction has replaced those
+/// files, the next commit leaves their manifests (no live file left) out of its list, as
+/// pyiceberg and Iceberg's writers do, so the manifest list stays bounded; rows stay exact.
+#[test]
+fn manifests_left_with_no_live_file_by_a_compaction_drop_out_of_the_next_commit() {
+    let t = Table::new(6);
+    for i in 0..10 {
+        t.py(&[
+            "append",
+            "--first-id",
+            &(500_000 + 10 * i).to_string(),
+            "--rows",
+            "3",
+        ]);
+    }
+    let streamed = t.read();
+    let compact = |part: &str| {
+        let o = t.lakehealth(&["--catalog", &t.catalog_uri(), "--partition", part, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(s["commits"].as_array().unwrap().len(), 1, "{part}: {s:#}");
+    };
+    compact("category=a/ts_day=2026-11-30");
+    let once = t.read();
+    assert_eq!(
+        once.manifests,
+        streamed.manifests + 1,
+        "the replaced files' manifests record their deletes in this snapshot"
+    );
+    compact("category=b/ts_day=2026-11-30");
+    let twice = t.read();
+    assert!(
+        twice.manifests + 9 <= once.manifests,
+        "the ten emptied manifests are gone: {} then {}",
+        once.manifests,
+        twice.manifests
+    );
+    assert_eq!(twice.rows, streamed.rows, "rows exact");
 }

@@ -96,6 +96,7 @@ if a.cmd == "read":
         "entries": entries,
         "entry_list": entry_list,
         "sequence_number": snap.sequence_number,
+        "manifests": len(snap.manifests(t.io)),
         "snapshot_id": snap.snapshot_id,
         "metadata_location": t.metadata_location,
     }))

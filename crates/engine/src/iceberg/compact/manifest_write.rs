@@ -294,7 +294,12 @@ fn rewrite_touched(
                 .iter()
                 .any(|e| is_live(e) && file_path(e).is_some_and(|p| replaced.contains(&p)));
         if !touched {
-            rows.push(row.clone());
+            // A manifest of no live file (its files were replaced or deleted by an earlier
+            // snapshot, which recorded it) is left out, as Iceberg's and pyiceberg's writers
+            // leave it: so a stream compacted as it lands keeps a bounded manifest list.
+            if m.file.rows.iter().any(is_live) {
+                rows.push(row.clone());
+            }
             continue;
         }
         if m.spec_id != bin.spec_id {

@@ -6,7 +6,8 @@
 # janitor's JSON lines and the table's snapshots: files per partition at every cycle's end
 # (max), bytes compaction added per byte the writer added (write amplification), replace
 # snapshots, the writer's commit latency p50/p90/p99 (alone and beside the janitor) and its
-# retries, and every row exactly once (read back by pyiceberg).
+# retries, the manifests of the final snapshot, and every row exactly once (read back by
+# pyiceberg).
 # Usage: [ICE_SECONDS=120] [ICE_PERIOD=0.5] bench/iceberg_janitor.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -84,6 +85,8 @@ out["janitor"].update({
     "rows": len(ids), "rows_written": out["janitor"]["writer"]["rows_total"],
     "distinct_ids": len(set(ids)),
     "files_per_partition_final": files,
+    "manifests_final": len(t.current_snapshot().manifests(t.io)),
+    "snapshots_final": len(t.metadata.snapshots),
     "writer_alone_adds_per_partition": out["janitor"]["writer"]["commits"],
 })
 a, j = out["alone"]["writer"], out["janitor"]["writer"]

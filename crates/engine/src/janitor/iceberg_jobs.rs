@@ -3,6 +3,7 @@
 //! committed by the catalog's compare-and-swap; a bin whose files were taken, or to which a
 //! delete file now applies, does not commit. What it does is said as it goes, and it ends as a
 //! Delta job does (`JobDone`): one result line per partition, the table's back-off on failure.
+//! It runs at background CPU priority, so the table's writers keep their cores.
 
 use std::time::Instant;
 
@@ -14,6 +15,7 @@ use crate::compact::events::{
 };
 use crate::delta::commit::Conflict;
 use crate::iceberg::compact::job::{IceEvent, IceRequest, IceSummary, compact_iceberg};
+use crate::location::Location;
 use crate::model::partition::PartitionValues;
 use crate::options::OpenOptions;
 use crate::size::format_bytes;
@@ -37,24 +39,69 @@ pub(super) async fn run(spec: JobSpec, cancel: CancellationToken, started: Insta
         spec.partitions.len(),
         crate::secrets::redact_url(&req.catalog)
     ));
-    let say = |e: &IceEvent| {
-        if let Some(text) = event_text(e) {
-            talker.say(text);
-        }
-        if let (IceEvent::Committed(_), Ok(mut s)) = (e, talker.state.lock()) {
-            s.commits += 1;
-        }
-    };
-    let end = match compact_iceberg(&spec.loc, &req, &work.open, &say).await {
+    let ran = in_background(
+        spec.loc.clone(),
+        req,
+        work.open.clone(),
+        Talker::of(&spec),
+    )
+    .await;
+    let end = match ran {
         Ok(s) if s.plan.bins.is_empty() => JobEnd::nothing(JobSummary::default(), nothing(&s)),
         Ok(s) => {
             let mut summary = summary(&s, &spec.partitions);
             summary.seconds = started.elapsed().as_secs_f64();
             JobEnd::ran(summary)
         }
-        Err(e) => JobEnd::ran(JobSummary::failed(FailureKind::Setup, e.to_string())),
+        Err(e) => JobEnd::ran(JobSummary::failed(FailureKind::Setup, e)),
     };
     JobDone::new(spec, end, started)
+}
+
+/// Runs the job on a thread of its own at background CPU priority (`compact::priority`): the
+/// table's writers get a core the moment they want one, and on an idle machine the job still
+/// has all it needs. What it does is said through `talker` as it goes.
+async fn in_background(
+    loc: Location,
+    req: IceRequest,
+    open: OpenOptions,
+    talker: Talker,
+) -> Result<IceSummary, String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("lakehealth-iceberg".into())
+        .spawn(move || {
+            if !crate::compact::priority::lower_this_thread() {
+                tracing::debug!("could not lower the Iceberg job thread's priority");
+            }
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(Err(format!("cannot start the job's runtime: {e}")));
+                    return;
+                }
+            };
+            let say = |e: &IceEvent| {
+                if let Some(text) = event_text(e) {
+                    talker.say(text);
+                }
+                if let (IceEvent::Committed(_), Ok(mut s)) = (e, talker.state.lock()) {
+                    s.commits += 1;
+                }
+            };
+            let r = rt
+                .block_on(compact_iceberg(&loc, &req, &open, &say))
+                .map_err(|e| e.to_string());
+            let _ = tx.send(r);
+        });
+    if let Err(e) = spawned {
+        return Err(format!("cannot start the job's thread: {e}"));
+    }
+    rx.await
+        .unwrap_or_else(|_| Err("the job's thread stopped before it ended".into()))
 }
 
 /// What the job says of an event (None: nothing worth a line): the plan in one line, the

@@ -377,7 +377,7 @@ impl Janitor {
         if matches!(t.source, Source::Iceberg { .. }) {
             return Throttle {
                 budget: throttle::Budget::full(1),
-                reason: "Iceberg: one bin at a time, each committed through the catalog as soon as it is proven (a lost race is retried on the new snapshot)".into(),
+                reason: "Iceberg: one bin at a time at background CPU priority, each committed through the catalog as soon as it is proven (a lost race is retried on the new snapshot)".into(),
                 writers: "Iceberg: one bin at a time".into(),
             };
         }

@@ -1481,3 +1481,61 @@ fn manifests_left_with_no_live_file_by_a_compaction_drop_out_of_the_next_commit(
     );
     assert_eq!(twice.rows, streamed.rows, "rows exact");
 }
+
+/// `watch --once` on `t` with `policy` (and its catalog): the decision lines.
+fn watch_decisions(t: &Table, policy: &str) -> Vec<serde_json::Value> {
+    let file = t.dir.path().join("policy.toml");
+    std::fs::write(
+        &file,
+        format!("iceberg_catalog = \"{}\"\n{policy}", t.catalog_uri()),
+    )
+    .unwrap();
+    let o = lakehealth_cmd()
+        .arg("watch")
+        .arg(&t.table)
+        .args(["--once", "--json", "--policy"])
+        .arg(&file)
+        .arg("--history")
+        .arg(t.dir.path().join("h.jsonl"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    json_lines(&text(&o.stdout))
+        .into_iter()
+        .filter(|l| l["type"] == "decision")
+        .collect()
+}
+
+/// The janitor's time rules on an Iceberg table read its snapshots' writes (each snapshot's
+/// own manifests): a partition pyiceberg just wrote is inside the `quiet_period` ("written N s
+/// ago", not "unknown"), within `written_within`, and its small files are all younger than the
+/// age rule's hour.
+#[test]
+fn the_janitors_time_rules_on_an_iceberg_table_read_when_each_partition_was_written() {
+    let t = Table::new(6);
+    let before = t.read();
+    let quiet = watch_decisions(&t, "min_small_files = 2\nquiet_period = \"1h\"\n");
+    assert!(!quiet.is_empty());
+    for d in &quiet {
+        let r = d["reason"].as_str().unwrap();
+        assert!(
+            r.starts_with("skipped: written ") && r.contains("quiet period 60 min"),
+            "{d}"
+        );
+    }
+    let aged = watch_decisions(
+        &t,
+        "min_small_files = 1000\naged_min_small_files = 2\naged_after = \"1h\"\n",
+    );
+    assert!(!aged.is_empty());
+    for d in &aged {
+        let r = d["reason"].as_str().unwrap();
+        assert!(r.contains("all of them are younger than 60 min"), "{d}");
+    }
+    let within = watch_decisions(&t, "min_small_files = 2\nwritten_within = \"1h\"\n");
+    assert!(
+        within.iter().any(|d| d["decision"] == "due"),
+        "written within the hour: {within:?}"
+    );
+    assert_eq!(t.read().rows, before.rows);
+}

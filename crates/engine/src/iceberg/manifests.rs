@@ -16,6 +16,8 @@ pub struct ManifestRef {
     pub spec_id: i32,
     /// Holds delete files (v2 `content` = 1), else data files.
     pub deletes: bool,
+    /// The snapshot that wrote the manifest (None: a v1 list without the field).
+    pub added_snapshot_id: Option<i64>,
 }
 
 /// What a file listed in a manifest holds.
@@ -96,6 +98,7 @@ fn file_stats(df: &[(String, Value)]) -> FileStats {
 }
 
 /// Entry status 2: the file was deleted by this manifest's snapshot, it is not live.
+const STATUS_ADDED: i64 = 1;
 const STATUS_DELETED: i64 = 2;
 
 fn unwrap_union(v: &Value) -> &Value {
@@ -210,6 +213,7 @@ pub fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestRef>, ManifestErro
                 length: int(r, "manifest_length").unwrap_or(0).max(0) as u64,
                 spec_id: int(r, "partition_spec_id").unwrap_or(0) as i32,
                 deletes: int(r, "content").unwrap_or(0) == 1,
+                added_snapshot_id: int(r, "added_snapshot_id"),
             })
         })
         .collect()
@@ -263,6 +267,57 @@ pub fn read_manifest_with(bytes: &[u8], stats: bool) -> Result<Vec<ManifestFile>
     Ok(out)
 }
 
+/// What one snapshot changed in one of the manifests it wrote: the files it added (ADDED
+/// entries) and those it removed (DELETED entries), each entry's snapshot id being the
+/// snapshot's (or inherited from the manifest, which `snapshot_id` wrote).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ManifestChanges {
+    pub added: Vec<ManifestFile>,
+    pub removed: Vec<ManifestFile>,
+}
+
+/// The entries of a manifest written by `snapshot_id` that it added or removed.
+pub fn read_manifest_changes(
+    bytes: &[u8],
+    snapshot_id: i64,
+) -> Result<ManifestChanges, ManifestError> {
+    let mut out = ManifestChanges::default();
+    for (row, r) in rows(bytes)?.iter().enumerate() {
+        let missing = |what: &str| ManifestError::Row {
+            row,
+            detail: format!("no {what}"),
+        };
+        let status = int(r, "status").ok_or_else(|| missing("status"))?;
+        // An entry without a snapshot id inherits the manifest's: `snapshot_id`.
+        if int(r, "snapshot_id").is_some_and(|s| s != snapshot_id) {
+            continue;
+        }
+        let df = field(r, "data_file")
+            .and_then(record)
+            .ok_or_else(|| missing("data_file"))?;
+        if int(df, "content").unwrap_or(0) != 0 {
+            continue;
+        }
+        let f = ManifestFile {
+            content: FileContent::Data,
+            path: string(df, "file_path").ok_or_else(|| missing("data_file.file_path"))?,
+            size: int(df, "file_size_in_bytes").unwrap_or(0).max(0) as u64,
+            records: int(df, "record_count").unwrap_or(0).max(0) as u64,
+            partition: field(df, "partition")
+                .and_then(record)
+                .map(<[_]>::to_vec)
+                .unwrap_or_default(),
+            stats: None,
+        };
+        match status {
+            STATUS_ADDED => out.added.push(f),
+            STATUS_DELETED => out.removed.push(f),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 pub mod tests {
     use super::*;
@@ -312,6 +367,26 @@ pub mod tests {
             .unwrap();
         }
         w.into_inner().unwrap()
+    }
+
+    #[test]
+    fn a_snapshots_changes_are_its_added_and_deleted_data_entries() {
+        // manifest_bytes writes every entry with snapshot id 1.
+        let bytes = manifest_bytes(&[
+            (1, 0, "s3://b/t/data/new.parquet", 100, Some("a")),
+            (0, 0, "s3://b/t/data/old.parquet", 200, None),
+            (2, 0, "s3://b/t/data/gone.parquet", 300, Some("a")),
+            (1, 1, "s3://b/t/data/pos-del.parquet", 40, Some("a")),
+        ]);
+        let c = read_manifest_changes(&bytes, 1).unwrap();
+        let paths = |v: &[ManifestFile]| v.iter().map(|f| f.path.clone()).collect::<Vec<_>>();
+        assert_eq!(paths(&c.added), vec!["s3://b/t/data/new.parquet"]);
+        assert_eq!(paths(&c.removed), vec!["s3://b/t/data/gone.parquet"]);
+        // Entries of another snapshot are not this one's changes.
+        assert_eq!(
+            read_manifest_changes(&bytes, 2).unwrap(),
+            ManifestChanges::default()
+        );
     }
 
     #[test]
@@ -375,6 +450,7 @@ pub mod tests {
                 length: 1234,
                 spec_id: 3,
                 deletes: false,
+                added_snapshot_id: None,
             }]
         );
     }

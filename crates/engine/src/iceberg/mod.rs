@@ -15,6 +15,7 @@ pub mod skipping;
 
 pub mod transforms;
 pub mod vacuum;
+pub mod writes;
 
 use crate::stats::details::{DeleteFiles, IcebergDetails};
 use std::collections::HashMap;
@@ -298,7 +299,7 @@ async fn current_metadata_file(stores: &mut Stores<'_>, table: &str, dir: &str) 
     }
 }
 
-fn iceberg_error(
+pub(crate) fn iceberg_error(
     table: &str,
     what: &str,
     file: &str,
@@ -369,7 +370,7 @@ fn commits(snapshots: &[Snapshot]) -> Vec<crate::delta::log::state::CommitSummar
 }
 
 /// Partition columns: the default spec's fields, then fields only older specs have.
-fn partition_columns(meta: &TableMetadata) -> Vec<String> {
+pub(crate) fn partition_columns(meta: &TableMetadata) -> Vec<String> {
     let mut cols: Vec<String> = Vec::new();
     let default = meta.default_spec();
     let specs = meta.specs();
@@ -384,13 +385,17 @@ fn partition_columns(meta: &TableMetadata) -> Vec<String> {
 }
 
 /// How one spec's partition struct maps onto the table's partition columns.
-struct SpecView {
+pub(crate) struct SpecView {
     /// (column index, transform, source type) per field of the spec, in spec order.
     fields: Vec<(usize, String, Transform, String)>,
 }
 
 impl SpecView {
-    fn new(spec: &PartitionSpec, columns: &[String], types: &HashMap<i32, String>) -> Self {
+    pub(crate) fn new(
+        spec: &PartitionSpec,
+        columns: &[String],
+        types: &HashMap<i32, String>,
+    ) -> Self {
         Self {
             fields: spec
                 .fields
@@ -405,7 +410,7 @@ impl SpecView {
     }
 
     /// Displayed values in column order; a column this spec lacks is None.
-    fn values(
+    pub(crate) fn values(
         &self,
         partition: &[(String, apache_avro::types::Value)],
         n_columns: usize,
@@ -593,7 +598,7 @@ fn details(
 
 /// The current metadata file (the one named, or the folder's current one): its location, its
 /// bytes and what it says.
-async fn read_metadata(
+pub(crate) async fn read_metadata(
     loc: &Location,
     stores: &mut Stores<'_>,
     uri: &str,
@@ -760,24 +765,34 @@ impl SnapshotReader<'_> {
         Ok(())
     }
 
-    /// Metadata can point anywhere: only paths under the table's folder are read, unless the
-    /// user trusts the metadata's paths.
     fn inside(&self, what: &str, target: &str) -> Result<()> {
-        let root = table_folder(self.loc);
-        if is_under(&root, target) {
-            // Inside by name: a link must not lead it out.
-            return refuse_link_out_of(&root, target, self.uri, "read");
-        }
-        if self.opts.trust_metadata_paths {
-            return Ok(());
-        }
-        Err(EngineError::Unsupported {
-            uri: self.uri.to_string(),
-            detail: format!(
-                "the metadata points the {what} at {target}, outside the table's folder {root}; lakehealth reads only under the table (metadata can point anywhere). If the table was copied or moved and you trust its metadata, pass --trust-metadata-paths"
-            ),
-        })
+        read_inside(self.loc, self.opts, self.uri, what, target)
     }
+}
+
+/// Metadata can point anywhere: only paths under the table's folder are read, unless the user
+/// trusts the metadata's paths.
+pub(crate) fn read_inside(
+    loc: &Location,
+    opts: &OpenOptions,
+    uri: &str,
+    what: &str,
+    target: &str,
+) -> Result<()> {
+    let root = table_folder(loc);
+    if is_under(&root, target) {
+        // Inside by name: a link must not lead it out.
+        return refuse_link_out_of(&root, target, uri, "read");
+    }
+    if opts.trust_metadata_paths {
+        return Ok(());
+    }
+    Err(EngineError::Unsupported {
+        uri: uri.to_string(),
+        detail: format!(
+            "the metadata points the {what} at {target}, outside the table's folder {root}; lakehealth reads only under the table (metadata can point anywhere). If the table was copied or moved and you trust its metadata, pass --trust-metadata-paths"
+        ),
+    })
 }
 
 /// The warning about merge-on-read delete files, when there are some.

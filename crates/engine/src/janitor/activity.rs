@@ -283,6 +283,42 @@ impl Activity {
         self.digests.insert(d.version, d);
     }
 
+    /// Whether commit `v` (an Iceberg table's: a snapshot's sequence number) was read.
+    pub fn knows(&self, v: u64) -> bool {
+        self.newest.is_some_and(|n| self.oldest <= v && v <= n)
+    }
+
+    /// The newest commit read.
+    pub fn newest(&self) -> Option<u64> {
+        self.newest
+    }
+
+    /// Records a commit read out of the log's order (an Iceberg snapshot's writes).
+    pub fn record(&mut self, d: CommitDigest) {
+        self.apply(d);
+    }
+
+    /// Every commit from `oldest` (at `oldest_ts`; the table's first when `first`) to `newest`
+    /// is now known (an Iceberg table's ancestry, read newest first). A range already known
+    /// further back that this one reaches into is kept; digests older than `horizon` go.
+    pub fn known_range(
+        &mut self,
+        oldest: u64,
+        oldest_ts: i64,
+        newest: u64,
+        first: bool,
+        horizon: i64,
+    ) {
+        let extends = self.knows(oldest) && self.oldest <= oldest;
+        if !extends {
+            self.oldest = oldest;
+            self.oldest_ts = Some(oldest_ts);
+            self.from_start = first;
+        }
+        self.newest = Some(newest);
+        self.digests.retain(|_, d| d.ts >= horizon);
+    }
+
     /// Every write since `ms` is known.
     pub fn covers(&self, ms: i64) -> bool {
         self.from_start || self.oldest_ts.is_some_and(|t| t <= ms)

@@ -64,8 +64,6 @@ pub struct Facts<'a> {
     pub recent_small_files: Option<u64>,
     /// How far back the log's commits were read (None: not at all).
     pub known_for_ms: Option<i64>,
-    /// Why the table's write times are not read at all (an Iceberg table's), else None.
-    pub times_not_read: Option<&'static str>,
     /// Past `max_depth` on the order the janitor keeps (None: within it, or not judged).
     pub clustering: Option<&'a Verdict>,
     /// Why depth could not be judged this cycle (its read failed).
@@ -87,9 +85,6 @@ fn files(n: u64) -> String {
 }
 
 fn known(f: &Facts) -> String {
-    if let Some(why) = f.times_not_read {
-        return why.to_string();
-    }
     match f.known_for_ms {
         Some(ms) => format!("the log read so far covers {}", whole_units_ms(ms)),
         None => "the log's commits could not be read".into(),
@@ -257,7 +252,6 @@ mod tests {
             last_write: last,
             recent_small_files: None,
             known_for_ms: Some(3600 * S),
-            times_not_read: None,
             clustering: None,
             depth_unread: None,
         }
@@ -359,16 +353,15 @@ mod tests {
     }
 
     #[test]
-    fn a_table_whose_write_times_are_not_read_says_so_where_a_time_rule_needs_them() {
+    fn a_table_whose_write_times_could_not_be_read_says_so_where_a_time_rule_needs_them() {
         let p = policy("quiet_period = \"60s\"");
         let v = pv();
         let mut f = facts(&v, 80, LastWrite::Unknown);
         f.known_for_ms = None;
-        f.times_not_read = Some("an Iceberg table's write times per partition are not read yet");
         let r = d(&p, &f);
         assert_eq!(r.kind, DecisionKind::Skipped);
         assert!(
-            r.reason.starts_with("skipped: last write unknown, quiet period 60 s (an Iceberg table's write times per partition are not read yet)"),
+            r.reason.starts_with("skipped: last write unknown, quiet period 60 s (the log's commits could not be read)"),
             "{}",
             r.reason
         );

@@ -169,7 +169,6 @@ pub fn forecast(
         last_write: LastWrite::Unknown,
         recent_small_files: None,
         known_for_ms: None,
-        times_not_read: None,
         clustering: None,
         depth_unread: None,
     };

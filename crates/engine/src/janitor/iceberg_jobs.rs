@@ -39,13 +39,7 @@ pub(super) async fn run(spec: JobSpec, cancel: CancellationToken, started: Insta
         spec.partitions.len(),
         crate::secrets::redact_url(&req.catalog)
     ));
-    let ran = in_background(
-        spec.loc.clone(),
-        req,
-        work.open.clone(),
-        Talker::of(&spec),
-    )
-    .await;
+    let ran = in_background(spec.loc.clone(), req, work.open.clone(), Talker::of(&spec)).await;
     let end = match ran {
         Ok(s) if s.plan.bins.is_empty() => JobEnd::nothing(JobSummary::default(), nothing(&s)),
         Ok(s) => {

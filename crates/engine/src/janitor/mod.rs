@@ -14,6 +14,7 @@ pub mod fleet;
 mod followed;
 pub mod forecast;
 pub mod history;
+mod iceberg_activity;
 mod iceberg_jobs;
 pub mod jobs;
 pub(crate) mod maintenance;
@@ -1094,12 +1095,6 @@ impl Janitor {
                 .policy
                 .aged
                 .map(|a| now.saturating_sub(a.age.as_millis().min(i64::MAX as u128) as i64)),
-            times_not_read: match t.source {
-                Source::Delta { .. } => None,
-                Source::Iceberg { .. } => {
-                    Some("an Iceberg table's write times per partition are not read yet")
-                }
-            },
             depth: &depth,
             target_file_size: target_file_size
                 .or(t.report.table_target_file_size)
@@ -1121,13 +1116,30 @@ impl Janitor {
         (job, round.lines)
     }
 
-    /// The table's writes since the last round (kept across rounds, read forward). An Iceberg
-    /// table's are not read: decisions that need write times say they are unknown.
+    /// The table's writes since the last round (kept across rounds, read forward): a Delta
+    /// table's commits, an Iceberg table's snapshots (`iceberg_activity`). One that cannot be
+    /// read leaves decisions that need write times saying they are unknown.
     async fn read_activity(&mut self, t: &Loaded, now: i64) -> Activity {
         let horizon_ms = self.policy.horizon().as_millis().min(i64::MAX as u128) as i64;
         let mut activity = self.activity.remove(&t.id).unwrap_or_default();
-        let Source::Delta { store, cols } = &t.source else {
-            return activity;
+        let (store, cols) = match &t.source {
+            Source::Delta { store, cols } => (store, cols),
+            Source::Iceberg { metadata, .. } => {
+                let read = iceberg_activity::update(
+                    &mut activity,
+                    metadata,
+                    &self.open,
+                    horizon_ms,
+                    now,
+                    ACTIVITY_BUDGET,
+                )
+                .await;
+                if let Err(e) = read {
+                    // Decisions that need write times then say they are unknown.
+                    tracing::warn!("janitor: reading recent snapshots of {}: {e}", t.id);
+                }
+                return activity;
+            }
         };
         if let Err(e) = activity
             .update(

@@ -41,8 +41,6 @@ pub(super) struct TableRead<'a> {
     pub busy: Option<Busy<'a>>,
     /// Small files added since then count as recent (the age rule), when the policy has one.
     pub age_since: Option<i64>,
-    /// Why the table's write times are not read (an Iceberg table's), else None.
-    pub times_not_read: Option<&'static str>,
     /// The partitions' overlap on the order the janitor keeps (`max_depth`).
     pub depth: &'a DepthState,
     /// The size the table's jobs write files at (how many files a rewrite would write).
@@ -158,7 +156,6 @@ fn decide_partition(
             .age_since
             .and_then(|since| a.recent_small_files(p.values, policy.small_file_size, since)),
         known_for_ms: a.known_for_ms(now),
-        times_not_read: r.times_not_read,
         clustering: verdict.as_ref(),
         depth_unread: match r.depth {
             DepthState::Failed(why) => Some(why),
@@ -213,7 +210,6 @@ mod tests {
             gate: &Gate::Ready,
             busy,
             age_since: None,
-            times_not_read: None,
             depth: &DepthState::NotJudged,
             target_file_size: 128 << 20,
             floors: None,
@@ -317,7 +313,6 @@ mod tests {
             gate: &Gate::Ready,
             busy: None,
             age_since: None,
-            times_not_read: None,
             depth: &depth,
             target_file_size: 100,
             floors: None,

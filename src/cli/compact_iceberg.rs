@@ -13,27 +13,35 @@ use crate::engine::iceberg::compact::job::{
 use crate::engine::iceberg::compact::order::OrderRequest;
 use crate::engine::location::Location;
 
-/// What to say when no catalog is named.
-pub fn no_catalog_text(uri: &str) -> String {
+/// What to say when `command` (`compact`, `vacuum`) is given an Iceberg table and no catalog.
+pub fn no_catalog_text(command: &str, uri: &str) -> String {
     format!(
         "an Iceberg table is committed through its catalog: name it with --catalog sqlite:///FILE \
          (the SQL catalog's database, as pyiceberg's SqlCatalog keeps it; sqlite:////abs/path for an absolute path), \
          --catalog postgresql://USER@HOST:PORT/DATABASE (the same SQL catalog on PostgreSQL; password from PGPASSWORD) \
          or --catalog http(s)://HOST:PORT (a REST catalog). \
          The table is found by its location, or named with --table NAMESPACE.NAME. \
-         e.g. lakehealth compact {uri} --catalog sqlite:////path/to/catalog.db"
+         e.g. lakehealth {command} {uri} --catalog sqlite:////path/to/catalog.db"
     )
 }
 
 pub async fn compact(a: &CompactArgs, loc: &Location, s: &Settings) -> Result<()> {
     let Some(catalog) = a.catalog.clone() else {
-        bail!("{}", no_catalog_text(&a.uri));
+        bail!("{}", no_catalog_text("compact", &a.uri));
     };
     if a.predicate.is_some() && !a.partition.is_empty() {
         bail!("give either --where or --partition, not both");
     }
     let order = match super::compact::layout(a) {
-        LayoutRequest::Order { kind, columns, .. } => Some(OrderRequest { kind, columns }),
+        LayoutRequest::Order {
+            kind,
+            columns,
+            whole_partitions,
+        } => Some(OrderRequest {
+            kind,
+            columns,
+            whole_partitions,
+        }),
         // Iceberg tables have no clustering: rows as read either way.
         LayoutRequest::Auto | LayoutRequest::Unclustered => None,
     };

@@ -89,7 +89,7 @@ pub fn outcome_text(o: &IceVacuumOutcome) -> String {
 
 pub async fn run(a: &VacuumArgs, loc: &Location, s: &Settings) -> Result<()> {
     let Some(catalog) = a.catalog.clone() else {
-        bail!("{}", no_catalog_text(&a.uri).replace("compact", "vacuum"));
+        bail!("{}", no_catalog_text("vacuum", &a.uri));
     };
     let req = IceVacuumRequest {
         catalog,

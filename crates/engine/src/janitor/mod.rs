@@ -1334,6 +1334,19 @@ impl Janitor {
                     target_file_size,
                     partitions: due.iter().map(|d| d.values.label()).collect(),
                     max_retries: crate::iceberg::compact::job::MAX_RETRIES,
+                    // The policy's order (an Iceberg table has no clustering of its own).
+                    order: match layout {
+                        crate::compact::ordering::LayoutRequest::Order {
+                            kind,
+                            columns,
+                            whole_partitions,
+                        } => Some(crate::iceberg::compact::order::OrderRequest {
+                            kind,
+                            columns,
+                            whole_partitions,
+                        }),
+                        _ => None,
+                    },
                     ..Default::default()
                 },
                 open: self.open.clone(),

@@ -346,7 +346,7 @@ pub async fn compact_iceberg(
     let order = req
         .order
         .as_ref()
-        .map(|o| resolve(&state.meta, o.kind, &o.columns))
+        .map(|o| resolve(&state.meta, o))
         .transpose()
         .map_err(|e| E::Unsupported(format!("{}: {e} (nothing was changed)", ctx.uri)))?;
     let filter = req

@@ -38,6 +38,10 @@ fn orderable(ty: &str) -> bool {
 pub struct OrderRequest {
     pub kind: OrderKind,
     pub columns: Vec<String>,
+    /// Every file of each chosen partition rewritten (`compact --zorder`), else each bin of
+    /// small files ordered as it is merged (the janitor's: new data lands ordered, each byte
+    /// rewritten as often as bin-packing rewrites it).
+    pub whole_partitions: bool,
 }
 
 /// An order resolved on one table's schema.
@@ -48,6 +52,8 @@ pub struct IceOrder {
     pub field_ids: Vec<i32>,
     /// The table sort order the new files are written in, when one matches.
     pub sort_order_id: Option<i32>,
+    /// See `OrderRequest::whole_partitions`.
+    pub whole_partitions: bool,
     /// Each column's overlap depth expected among the largest bin's outputs.
     pub what_if: Vec<DepthWhatIf>,
 }
@@ -59,10 +65,12 @@ impl IceOrder {
             Some(id) => format!("; new files claim the table's sort order {id}"),
             None => String::new(),
         };
-        format!(
-            "{} (every file of each partition rewritten{claim})",
-            self.order.describe()
-        )
+        let scope = if self.whole_partitions {
+            "every file of each partition rewritten"
+        } else {
+            "each bin of small files ordered as it is merged"
+        };
+        format!("{} ({scope}{claim})", self.order.describe())
     }
 
     /// The what-if as one line, as Delta's plan shows it.
@@ -89,11 +97,8 @@ impl IceOrder {
 
 /// Resolves `columns` (as typed) on `meta`'s current schema. An unknown, repeated, nested or
 /// unorderable column is refused, naming it and the columns there are.
-pub fn resolve(
-    meta: &TableMetadata,
-    kind: OrderKind,
-    columns: &[String],
-) -> Result<IceOrder, String> {
+pub fn resolve(meta: &TableMetadata, req: &OrderRequest) -> Result<IceOrder, String> {
+    let (kind, columns) = (req.kind, &req.columns);
     if columns.is_empty() {
         return Err("an order needs at least one column".into());
     }
@@ -134,6 +139,7 @@ pub fn resolve(
         order,
         field_ids,
         sort_order_id,
+        whole_partitions: req.whole_partitions,
         what_if: Vec::new(),
     })
 }
@@ -178,6 +184,17 @@ mod tests {
 
     fn cols(c: &[&str]) -> Vec<String> {
         c.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn resolve(m: &TableMetadata, kind: OrderKind, c: &[String]) -> Result<IceOrder, String> {
+        super::resolve(
+            m,
+            &OrderRequest {
+                kind,
+                columns: c.to_vec(),
+                whole_partitions: true,
+            },
+        )
     }
 
     #[test]

@@ -195,7 +195,8 @@ pub fn plan(
                 continue;
             }
             let Some(f) = bin_file(e) else { continue };
-            if !is_parquet(e) || (order.is_none() && f.size >= options.min_file_size) {
+            let whole = order.as_ref().is_some_and(|o| o.whole_partitions);
+            if !is_parquet(e) || (!whole && f.size >= options.min_file_size) {
                 continue;
             }
             groups
@@ -217,7 +218,7 @@ pub fn plan(
                 continue;
             }
         }
-        if order.is_some() {
+        if order.as_ref().is_some_and(|o| o.whole_partitions) {
             let bytes: u64 = files.iter().map(|f| f.size).sum();
             if files.len() > 1 || bytes >= 2 * options.target_file_size {
                 bins.push(IceBin {
@@ -420,8 +421,20 @@ mod tests {
             },
             field_ids: vec![2],
             sort_order_id: None,
+            whole_partitions: true,
             what_if: Vec::new(),
         };
+        let by_bin = crate::iceberg::compact::order::IceOrder {
+            whole_partitions: false,
+            ..order.clone()
+        };
+        let binned = plan(&s, 1000, &[], None, Some(by_bin));
+        assert_eq!(
+            binned.bins.len(),
+            1,
+            "ordered bins of small files: the bin-pack's bins"
+        );
+        assert_eq!(binned.bins[0].files.len(), 5);
         let sorted = plan(&s, 1000, &[], None, Some(order));
         let got: Vec<(&str, usize)> = sorted
             .bins

@@ -169,6 +169,7 @@ mod tests {
             },
             field_ids: vec![1, 2],
             sort_order_id: None,
+            whole_partitions: true,
             what_if: Vec::new(),
         };
         assert_eq!(sample(&[1; 100], Some(&z)).get, SAMPLED_FILES as u64);

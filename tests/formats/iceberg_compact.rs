@@ -1582,3 +1582,67 @@ fn the_janitors_sort_strategy_writes_an_iceberg_tables_merged_bins_in_order() {
         );
     }
 }
+
+/// A writer of table A adds (pyiceberg `add_files`) the data files of table B, nested in A's
+/// folder, to A. Compacting A would write the bin's output beside them, into B's folder, where
+/// B's own vacuum would delete it and A's rows with it: the bin is refused, naming B, nothing
+/// is written into B's folder, A's other partitions are compacted, and both tables read back.
+#[test]
+fn a_bin_holding_a_nested_tables_files_is_refused_and_nothing_is_written_into_that_table() {
+    let a = Table::new(6);
+    let b = Table::at(
+        tempfile::tempdir().unwrap(),
+        a.table.join("nested"),
+        6,
+        None,
+    );
+    let part = "category=a/ts_day=2026-11-30";
+    let planted: Vec<String> = walk_files(&b.table.join("data").join(part))
+        .into_iter()
+        .map(|p| format!("file://{}", p.display()))
+        .collect();
+    assert!(planted.len() >= 5, "{planted:?}");
+    let o = std::process::Command::new(crate::support::harness::python())
+        .arg("-c")
+        .arg(
+            "import sys\nfrom pyiceberg.catalog.sql import SqlCatalog\n\
+             cat = SqlCatalog('lh', uri='sqlite:///' + sys.argv[1])\n\
+             cat.load_table('db.events').add_files(file_paths=sys.argv[2:])",
+        )
+        .arg(a.catalog_dir.join("catalog.db"))
+        .args(&planted)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "add_files: {}", stderr(&o));
+    let a_before = a.read();
+    let b_before = b.read();
+    let b_files = contents(&b.table);
+
+    let o = a.lakehealth(&["--catalog", &a.catalog_uri(), "--json"]);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "the refused bin fails the job: {err}");
+    assert!(
+        err.contains("another table within this one's folder") && err.contains("nested"),
+        "{err}"
+    );
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        !s["commits"].as_array().unwrap().is_empty(),
+        "A's other partitions are compacted: {s:#}"
+    );
+    assert_eq!(
+        contents(&b.table),
+        b_files,
+        "nothing written into B's folder"
+    );
+    assert_eq!(b.read().rows, b_before.rows);
+    assert_eq!(a.read().rows, a_before.rows);
+}
+
+/// Every regular file under `dir`, absolute.
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut rel = Vec::new();
+    walk(dir, dir, &mut rel);
+    rel.sort();
+    rel.into_iter().map(|r| dir.join(r)).collect()
+}

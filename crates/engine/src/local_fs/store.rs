@@ -52,6 +52,25 @@ impl ConfinedDeletes {
 }
 
 impl Place {
+    /// Refuses to read `key` unless it is a regular file (or absent: the read then says so).
+    /// A FIFO would block the read until someone writes it, forever; a device or socket
+    /// is no table's file. Anyone who can write the table can plant one.
+    fn readable(&self, key: &Path) -> Result<()> {
+        let full: Path = self.prefix.parts().chain(key.parts()).collect();
+        let file = self.paths.path_to_filesystem(&full)?;
+        match std::fs::metadata(&file) {
+            Ok(m) if !m.is_file() => Err(object_store::Error::Generic {
+                store: "LocalFileSystem",
+                source: format!(
+                    "{} is not a regular file (a folder, FIFO, socket or device): not read",
+                    file.display()
+                )
+                .into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     fn delete(&self, key: &Path) -> Result<()> {
         let full: Path = self.prefix.parts().chain(key.parts()).collect();
         let file = self.paths.path_to_filesystem(&full)?;
@@ -91,17 +110,26 @@ impl ObjectStore for ConfinedDeletes {
     crate::forward_to_inner!(
         put_opts,
         put_multipart_opts,
-        get_opts,
         list,
         list_with_delimiter,
         copy_opts
     );
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: object_store::GetOptions,
+    ) -> Result<object_store::GetResult> {
+        self.place.readable(location)?;
+        self.inner.get_opts(location, options).await
+    }
 
     async fn get_ranges(
         &self,
         location: &Path,
         ranges: &[std::ops::Range<u64>],
     ) -> Result<Vec<Bytes>> {
+        self.place.readable(location)?;
         self.inner.get_ranges(location, ranges).await
     }
 
@@ -193,6 +221,38 @@ mod tests {
             matches!(gone, Err(object_store::Error::NotFound { .. })),
             "{gone:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_fifo_in_the_table_is_refused_not_read_and_a_regular_file_is_read() {
+        let d = tempfile::tempdir().unwrap();
+        let table = d.path().join("t");
+        std::fs::create_dir_all(&table).unwrap();
+        std::fs::write(table.join("ok.json"), b"{}").unwrap();
+        let fifo = table.join("snap-fifo.avro");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        let store = store_at_fs_root(&table);
+        let prefix = Path::from_absolute_path(&table).unwrap();
+        let got = store.get(&prefix.clone().join("ok.json")).await.unwrap();
+        assert_eq!(got.bytes().await.unwrap().as_ref(), b"{}");
+        if !made.is_ok_and(|s| s.success()) {
+            return; // no mkfifo on this system: nothing to plant
+        }
+        // Without the check this read blocks forever (no writer ever opens the FIFO).
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            store.get(&prefix.clone().join("snap-fifo.avro")),
+        )
+        .await
+        .expect("the read of a FIFO returned");
+        let e = read.unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = store
+            .get_ranges(&prefix.join("snap-fifo.avro"), &[0..4])
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a regular file"), "{e}");
     }
 
     #[tokio::test]

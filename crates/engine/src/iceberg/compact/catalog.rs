@@ -63,9 +63,15 @@ fn normalized(uri: &str) -> String {
     }
 }
 
-/// Whether `metadata_location` is in the `metadata/` folder of the table folder `folder`.
+/// Whether `metadata_location` is in the `metadata/` folder of the table folder `folder`. A
+/// location with a `.` or `..` segment is in none: a catalog row anyone who writes one table
+/// can set must not claim another table's folder (`t/../victim/metadata/…`).
 pub fn is_under_folder(folder: &str, metadata_location: &str) -> bool {
-    normalized(metadata_location).starts_with(&format!("{}/metadata/", normalized(folder)))
+    let location = normalized(metadata_location);
+    let dotted = location.split('/').any(|s| {
+        s == "." || s == ".." || s.eq_ignore_ascii_case("%2e%2e") || s.eq_ignore_ascii_case("%2e")
+    });
+    !dotted && location.starts_with(&format!("{}/metadata/", normalized(folder)))
 }
 
 /// The one table found, else why not.
@@ -160,6 +166,15 @@ mod tests {
         assert!(!is_under_folder(
             "s3://b/w/events",
             "s3://b/w/events/data/x.parquet"
+        ));
+        // Another table's row, made to look as if it lived in this folder.
+        assert!(!is_under_folder(
+            "/w/victim",
+            "file:///w/victim/metadata/../../mine/metadata/00001-a.metadata.json"
+        ));
+        assert!(!is_under_folder(
+            "/w/victim",
+            "file:///w/victim/metadata/%2E%2E/x.metadata.json"
         ));
     }
 }

@@ -362,6 +362,8 @@ pub async fn compact_iceberg(
         filter.as_ref(),
         order,
     );
+    let root = folder.url.as_str().trim_end_matches('/').to_string();
+    let refused = drop_bins_in_other_tables(&mut ctx.stores, &root, &mut p).await;
     p.estimate = rates.cost(super::price::estimate(&state, &p));
     let mut summary = IceSummary {
         table: ctx.table.to_string(),
@@ -369,14 +371,16 @@ pub async fn compact_iceberg(
         plan: p.clone(),
         commits: Vec::new(),
         conflicts: Vec::new(),
-        failures: Vec::new(),
+        failures: refused.clone(),
         dry_run: req.dry_run,
         cancelled: false,
         sweep: Sweep::default(),
         actual: None,
     };
     events(&IceEvent::Planned(p.clone()));
-    let root = folder.url.as_str().trim_end_matches('/').to_string();
+    for f in refused {
+        events(&IceEvent::Failed(f));
+    }
     summary.sweep = sweep_leftovers(&mut ctx, &state, &root, events).await;
     if req.dry_run || p.bins.is_empty() {
         if !req.dry_run {
@@ -394,6 +398,41 @@ pub async fn compact_iceberg(
     summary.metadata_location = state.metadata_location.clone();
     summary.actual = Some(rates.cost(counters.requests()));
     Ok(summary)
+}
+
+/// Leaves out of the plan every bin with a file inside another table nested in this one's
+/// folder (a folder between the root and the file holds that table's `metadata/` or
+/// `_delta_log/`): the outputs would be written beside it, into the other table, whose own
+/// maintenance would then delete rows of this one. Each is a failure naming the file.
+async fn drop_bins_in_other_tables(
+    stores: &mut Stores<'_>,
+    root: &str,
+    p: &mut IcePlan,
+) -> Vec<IceFailure> {
+    let mut nested = super::confine::NestedTables::default();
+    let mut refused = Vec::new();
+    let mut kept = Vec::new();
+    for bin in std::mem::take(&mut p.bins) {
+        let mut why = None;
+        for f in &bin.files {
+            if let Err(e) = nested.refuse_other(stores, root, &f.path).await {
+                why = Some(e.to_string());
+                break;
+            }
+        }
+        match why {
+            None => kept.push(bin),
+            Some(e) => refused.push(IceFailure {
+                partition: bin.label.clone(),
+                error: format!(
+                    "{e}: its outputs would be written into that table; the bin is left alone"
+                ),
+                files_kept: Vec::new(),
+            }),
+        }
+    }
+    p.bins = kept;
+    refused
 }
 
 /// Removes what killed jobs left on the table (a dry run only says what it would remove). A

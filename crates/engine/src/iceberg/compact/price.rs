@@ -2,7 +2,8 @@
 //! planned on, as `compact::price` does for Delta, so `compact --dry-run --json` says what the
 //! job will cost. It covers every request the job makes to the table's store, reading the
 //! table included: the metadata file, manifest list and manifests (`TableState::load`, once
-//! to plan and again after each commit), the sweep of dead jobs' records, the job's record,
+//! to plan and again after each commit), the check that no bin's file is another table's,
+//! the sweep of dead jobs' records, the job's record,
 //! each bin's inputs (and a z-order's sample of them), outputs and their read-back, and each
 //! commit's manifests, list and metadata file. The catalog's own traffic (a SQL database or a
 //! REST service) is not a store request and is not counted. The job counts the same requests
@@ -90,7 +91,7 @@ pub fn estimate(state: &TableState, plan: &IcePlan) -> Requests {
     if plan.bins.is_empty() {
         return r;
     }
-    r = r + per_job();
+    r = r + per_job() + nested_check(state, plan);
     let target = plan.target_file_size.max(1);
     for (i, bin) in plan.bins.iter().enumerate() {
         let sizes: Vec<u64> = bin.files.iter().map(|f| f.size).collect();
@@ -124,6 +125,23 @@ pub fn estimate(state: &TableState, plan: &IcePlan) -> Requests {
         r = r + load(manifests + i as u64 + 1);
     }
     r
+}
+
+/// The check that no bin's file lies in a table nested in this one: two LISTs (`metadata/`,
+/// `_delta_log/`) of each folder between the table's root and a bin's file, each folder once.
+fn nested_check(state: &TableState, plan: &IcePlan) -> Requests {
+    let root = state.meta.location.trim_end_matches('/');
+    let folders: std::collections::HashSet<String> = plan
+        .bins
+        .iter()
+        .flat_map(|b| &b.files)
+        .filter_map(|f| super::confine::folders_between(root, &f.path))
+        .flatten()
+        .collect();
+    Requests {
+        list: 2 * folders.len() as u64,
+        ..Default::default()
+    }
 }
 
 /// How many of the snapshot's manifests hold a file of `bin`.

@@ -248,7 +248,7 @@ mod tests {
         let e = read.unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
         let e = store
-            .get_ranges(&prefix.join("snap-fifo.avro"), &[0..4])
+            .get_ranges(&prefix.join("snap-fifo.avro"), &[0..4, 8..12])
             .await
             .unwrap_err()
             .to_string();

@@ -1205,20 +1205,6 @@ fn an_unsigned_job_record_is_refused_whole_and_a_sealed_one_is_acted_on() {
     assert_eq!(a.read().rows, a_before.rows);
 }
 
-/// Every file below `dir` with its bytes (links not followed).
-fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    walk(dir, dir, &mut files);
-    files.sort();
-    files
-        .into_iter()
-        .map(|f| {
-            let bytes = std::fs::read(dir.join(&f)).unwrap();
-            (f, bytes)
-        })
-        .collect()
-}
-
 /// An Iceberg table whose partition folder, then whose manifests, are links to files outside
 /// its folder: compacting it (which would write outputs beside the linked inputs and sweep
 /// there) and reading it are refused with the link named; nothing outside changes.
@@ -1482,8 +1468,9 @@ fn manifests_left_with_no_live_file_by_a_compaction_drop_out_of_the_next_commit(
     assert_eq!(twice.rows, streamed.rows, "rows exact");
 }
 
-/// `watch --once` on `t` with `policy` (and its catalog): the decision lines.
-fn watch_decisions(t: &Table, policy: &str) -> Vec<serde_json::Value> {
+/// `watch --once` on `t` with `policy` (and its catalog; history in `history.jsonl` beside
+/// the table): its JSON lines of type `kind`.
+pub(crate) fn watch_once(t: &Table, policy: &str, kind: &str) -> Vec<serde_json::Value> {
     let file = t.dir.path().join("policy.toml");
     std::fs::write(
         &file,
@@ -1496,14 +1483,18 @@ fn watch_decisions(t: &Table, policy: &str) -> Vec<serde_json::Value> {
         .args(["--once", "--json", "--policy"])
         .arg(&file)
         .arg("--history")
-        .arg(t.dir.path().join("h.jsonl"))
+        .arg(t.dir.path().join("history.jsonl"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     json_lines(&text(&o.stdout))
         .into_iter()
-        .filter(|l| l["type"] == "decision")
+        .filter(|l| l["type"] == kind)
         .collect()
+}
+
+fn watch_decisions(t: &Table, policy: &str) -> Vec<serde_json::Value> {
+    watch_once(t, policy, "decision")
 }
 
 /// The janitor's time rules on an Iceberg table read its snapshots' writes (each snapshot's

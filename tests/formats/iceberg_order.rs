@@ -5,10 +5,11 @@
 //! pyiceberg (count and digest of every value), and the new files' `sort_order_id` as pyiceberg
 //! reads it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tempfile::TempDir;
 
+use crate::skipping::py;
 use crate::support::common::*;
 
 struct Random {
@@ -59,30 +60,6 @@ impl Random {
     fn rows(&self) -> serde_json::Value {
         serde_json::from_str(&py(&["rows-iceberg", self.d()])).unwrap()
     }
-}
-
-fn py(args: &[&str]) -> String {
-    let out = py_script("skipping_depth.py").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "skipping_depth.py {args:?}: {}",
-        stderr(&out)
-    );
-    text(&out.stdout)
-}
-
-/// Every file under `dir` with its bytes.
-fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    walk(dir, dir, &mut files);
-    files.sort();
-    files
-        .into_iter()
-        .map(|f| {
-            let bytes = std::fs::read(dir.join(&f)).unwrap();
-            (f, bytes)
-        })
-        .collect()
 }
 
 #[test]

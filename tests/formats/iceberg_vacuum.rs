@@ -297,28 +297,8 @@ fn vacuum_beside_a_pyiceberg_appender_loses_no_committed_row_and_no_live_file() 
     }
 }
 
-/// `watch --once` with the policy's Iceberg catalog: its maintenance lines.
 fn watch_maintenance(t: &Table, policy: &str) -> Vec<Value> {
-    let file = t.dir.path().join("policy.toml");
-    std::fs::write(
-        &file,
-        format!("iceberg_catalog = \"{}\"\n{policy}", t.catalog_uri()),
-    )
-    .unwrap();
-    let o = lakehealth_cmd()
-        .arg("watch")
-        .arg(&t.table)
-        .args(["--once", "--json", "--policy"])
-        .arg(&file)
-        .arg("--history")
-        .arg(t.dir.path().join("history.jsonl"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    json_lines(&text(&o.stdout))
-        .into_iter()
-        .filter(|v| v["type"] == "maintenance")
-        .collect()
+    super::iceberg_compact::watch_once(t, policy, "maintenance")
 }
 
 /// The janitor vacuums an Iceberg table by its policy's `vacuum_every`, through the catalog,

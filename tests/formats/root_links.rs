@@ -1,24 +1,9 @@
 //! A local table whose partition folder is a symbolic link to a folder outside the table:
 //! nothing lakehealth does may read, write or delete through it (`engine::root_links`).
 
-use std::path::Path;
 use std::process::Output;
 
 use crate::support::common::*;
-
-/// Every file below `dir` with its bytes.
-fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    walk(dir, dir, &mut files);
-    files.sort();
-    files
-        .into_iter()
-        .map(|f| {
-            let bytes = std::fs::read(dir.join(&f)).unwrap();
-            (f, bytes)
-        })
-        .collect()
-}
 
 fn refused(o: &Output, what: &str) {
     let err = String::from_utf8_lossy(&o.stderr);

@@ -8,7 +8,8 @@ use crate::support::common::{lakehealth, loc, runtime, stderr, text};
 use crate::support::harness::py_script;
 use lakehealth::engine::delta::skipping::skipping_health;
 
-fn py(args: &[&str]) -> String {
+/// Runs `tests/py/skipping_depth.py` with `args`; its stdout.
+pub(crate) fn py(args: &[&str]) -> String {
     let out = py_script("skipping_depth.py").args(args).output().unwrap();
     assert!(
         out.status.success(),

@@ -352,6 +352,21 @@ pub fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
     }
 }
 
+/// Every file below `dir` (outside `_delta_log`, as `walk` lists them) with its bytes, sorted:
+/// what a test compares to say nothing in a folder changed.
+pub fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let bytes = std::fs::read(dir.join(&f)).unwrap();
+            (f, bytes)
+        })
+        .collect()
+}
+
 /// Runs a prepared compaction job on its own (fresh partition locks, never cancelled), its
 /// events dropped; returns its summary.
 pub async fn run_job(

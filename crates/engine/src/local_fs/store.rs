@@ -2,7 +2,9 @@
 //! of lakehealth (or delta-rs, working through this store) makes on a local table resolves the
 //! path beneath the table's folder with no symbolic link in any component, at the moment of the
 //! delete. Sweeps, pickup, orphan removal, VACUUM, failed outputs and commit temporaries all
-//! delete through it, since `Location` opens every local store wrapped so.
+//! delete through it, since `Location` opens every local store wrapped so. Its reads open the
+//! file themselves and refuse anything but a regular file (a planted FIFO would block a read
+//! forever).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -52,23 +54,37 @@ impl ConfinedDeletes {
 }
 
 impl Place {
-    /// Refuses to read `key` unless it is a regular file (or absent: the read then says so).
-    /// A FIFO would block the read until someone writes it, forever; a device or socket
-    /// is no table's file. Anyone who can write the table can plant one.
-    fn readable(&self, key: &Path) -> Result<()> {
+    /// The file at `key`, opened for reading if it is a regular file. On Linux it is opened
+    /// without blocking (a FIFO's open would wait for a writer, forever) and checked on the
+    /// open file itself, so nothing swapped in after the check is read; elsewhere it is
+    /// checked by name first. Anyone who can write the table can plant a FIFO, a socket or a
+    /// device; none is a table's file. A folder is absent, as object_store's local store says.
+    fn open_regular(&self, key: &Path) -> Result<(std::fs::File, PathBuf, std::fs::Metadata)> {
         let full: Path = self.prefix.parts().chain(key.parts()).collect();
         let file = self.paths.path_to_filesystem(&full)?;
-        match std::fs::metadata(&file) {
-            Ok(m) if !m.is_file() => Err(object_store::Error::Generic {
-                store: "LocalFileSystem",
-                source: format!(
-                    "{} is not a regular file (a folder, FIFO, socket or device): not read",
-                    file.display()
-                )
-                .into(),
-            }),
-            _ => Ok(()),
+        let opened = open_nonblocking(&file).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => object_store::Error::NotFound {
+                path: file.display().to_string(),
+                source: Box::new(e),
+            },
+            _ => generic(format!("cannot open {}: {e}", file.display())),
+        })?;
+        let meta = opened
+            .metadata()
+            .map_err(|e| generic(format!("cannot stat {}: {e}", file.display())))?;
+        if meta.is_dir() {
+            return Err(object_store::Error::NotFound {
+                path: file.display().to_string(),
+                source: "is a folder".into(),
+            });
         }
+        if !meta.is_file() {
+            return Err(generic(format!(
+                "{} is not a regular file (a FIFO, socket or device): not read",
+                file.display()
+            )));
+        }
+        Ok((opened, file, meta))
     }
 
     fn delete(&self, key: &Path) -> Result<()> {
@@ -94,6 +110,84 @@ impl Place {
     }
 }
 
+fn generic(msg: String) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "LocalFileSystem",
+        source: msg.into(),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn open_nonblocking(file: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(file)
+}
+
+/// Without a non-blocking open, a FIFO is refused by name before it is opened.
+#[cfg(not(target_os = "linux"))]
+fn open_nonblocking(file: &std::path::Path) -> std::io::Result<std::fs::File> {
+    match std::fs::metadata(file) {
+        Ok(m) if !m.is_file() && !m.is_dir() => Err(std::io::Error::other("not a regular file")),
+        _ => std::fs::File::open(file),
+    }
+}
+
+/// What object_store's local store says of a file (its e-tag: inode, mtime, size).
+fn object_meta(m: &std::fs::Metadata, location: Path) -> ObjectMeta {
+    let mtime = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
+        .unwrap_or_default();
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(m);
+    #[cfg(not(unix))]
+    let inode = 0u64;
+    ObjectMeta {
+        location,
+        last_modified: chrono::DateTime::<chrono::Utc>::from(
+            std::time::SystemTime::UNIX_EPOCH + mtime,
+        ),
+        size: m.len(),
+        e_tag: Some(format!("{inode:x}-{:x}-{:x}", mtime.as_micros(), m.len())),
+        version: None,
+    }
+}
+
+/// Reads `range` of `file` at its offset, all of it or an error.
+fn read_range(
+    file: &std::fs::File,
+    path: &std::path::Path,
+    range: std::ops::Range<u64>,
+) -> Result<Bytes> {
+    let mut buf = vec![0u8; range.end.saturating_sub(range.start) as usize];
+    #[cfg(unix)]
+    let read = std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, range.start);
+    #[cfg(not(unix))]
+    let read = {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = file;
+        f.seek(SeekFrom::Start(range.start))
+            .and_then(|_| f.read_exact(&mut buf))
+    };
+    read.map_err(|e| generic(format!("reading {:?} of {}: {e}", range, path.display())))?;
+    Ok(Bytes::from(buf))
+}
+
+/// Runs `f` off the async threads when there is a runtime (as object_store's local store does).
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => rt
+            .spawn_blocking(f)
+            .await
+            .map_err(|e| generic(format!("the read's task stopped: {e}")))?,
+        Err(_) => f(),
+    }
+}
+
 impl fmt::Display for ConfinedDeletes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -115,13 +209,32 @@ impl ObjectStore for ConfinedDeletes {
         copy_opts
     );
 
+    /// Reads the file this store's key names itself, opened once and checked on the open
+    /// file (`Place::open_regular`), as object_store's local store would read it.
     async fn get_opts(
         &self,
         location: &Path,
         options: object_store::GetOptions,
     ) -> Result<object_store::GetResult> {
-        self.place.readable(location)?;
-        self.inner.get_opts(location, options).await
+        let (place, location) = (self.place.clone(), location.clone());
+        blocking(move || {
+            let (file, path, m) = place.open_regular(&location)?;
+            let meta = object_meta(&m, location);
+            options.check_preconditions(&meta)?;
+            let range = match options.range {
+                Some(r) => r
+                    .as_range(meta.size)
+                    .map_err(|e| generic(format!("{}: {e}", path.display())))?,
+                None => 0..meta.size,
+            };
+            Ok(object_store::GetResult {
+                payload: object_store::GetResultPayload::File(file, path),
+                attributes: Default::default(),
+                range,
+                meta,
+            })
+        })
+        .await
     }
 
     async fn get_ranges(
@@ -129,8 +242,15 @@ impl ObjectStore for ConfinedDeletes {
         location: &Path,
         ranges: &[std::ops::Range<u64>],
     ) -> Result<Vec<Bytes>> {
-        self.place.readable(location)?;
-        self.inner.get_ranges(location, ranges).await
+        let (place, location, ranges) = (self.place.clone(), location.clone(), ranges.to_vec());
+        blocking(move || {
+            let (file, path, _) = place.open_regular(&location)?;
+            ranges
+                .into_iter()
+                .map(|r| read_range(&file, &path, r))
+                .collect()
+        })
+        .await
     }
 
     fn list_with_offset(

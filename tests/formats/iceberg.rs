@@ -282,11 +282,11 @@ async fn snapshot_iceberg_table_view_without_a_catalog_says_how_to_name_it() {
     insta::assert_snapshot!("iceberg_table_view_names_the_catalog", s);
 }
 
+/// A row of db.events as pyiceberg reads it: id, category, ts.
+type Row = (i64, Option<String>, Option<String>);
+
 /// pyiceberg's reading of db.events on S3: its rows (sorted) and live data files.
-fn read_on_s3(
-    catalog: &Path,
-    options_json: &str,
-) -> (Vec<(i64, Option<String>, Option<String>)>, usize) {
+fn read_on_s3(catalog: &Path, options_json: &str) -> (Vec<Row>, usize) {
     let o = std::process::Command::new(crate::support::harness::python())
         .arg("-c")
         .arg(

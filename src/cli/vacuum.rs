@@ -62,20 +62,13 @@ pub fn plan_text(p: &VacuumPlan, dry_run: bool) -> String {
         p.files_to_delete,
         format_bytes(p.bytes_to_delete)
     ));
-    for f in p.files.iter().take(LISTED) {
-        o.push_str(&format!(
-            "  {:<72} {:>10}  removed {}\n",
-            f.path,
-            format_bytes(f.bytes),
-            utc(f.removed_at_ms)
-        ));
-    }
-    if p.files.len() > LISTED {
-        o.push_str(&format!(
-            "  ... and {} more (--json lists all)\n",
-            p.files.len() - LISTED
-        ));
-    }
+    push_files(
+        &mut o,
+        "removed",
+        p.files
+            .iter()
+            .map(|f| (f.path.as_str(), f.bytes, f.removed_at_ms)),
+    );
     if !p.already_gone.is_empty() {
         o.push_str(&format!(
             "{} files past the retention are already gone from storage\n",
@@ -278,4 +271,27 @@ pub async fn run(a: VacuumArgs, s: &Settings) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The first `LISTED` of `files` (path, bytes, when `what` happened to it), one line each, then
+/// how many more `--json` lists.
+pub(super) fn push_files<'a>(
+    o: &mut String,
+    what: &str,
+    files: impl ExactSizeIterator<Item = (&'a str, u64, i64)>,
+) {
+    let n = files.len();
+    for (path, bytes, ms) in files.take(LISTED) {
+        o.push_str(&format!(
+            "  {path:<72} {:>10}  {what} {}\n",
+            format_bytes(bytes),
+            utc(ms)
+        ));
+    }
+    if n > LISTED {
+        o.push_str(&format!(
+            "  ... and {} more (--json lists all)\n",
+            n - LISTED
+        ));
+    }
 }

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use super::args::VacuumArgs;
 use super::compact_iceberg::no_catalog_text;
 use super::run::Settings;
-use super::vacuum::{LISTED, utc};
+use super::vacuum::{push_files, utc};
 use crate::engine::iceberg::vacuum::{
     IceVacuumOutcome, IceVacuumPlan, IceVacuumRequest, MAX_SNAPSHOT_AGE, plan_iceberg_vacuum,
     run_iceberg_vacuum,
@@ -47,20 +47,13 @@ pub fn plan_text(p: &IceVacuumPlan, dry_run: bool) -> String {
         p.files_to_delete,
         format_bytes(p.bytes_to_delete)
     ));
-    for f in p.files.iter().take(LISTED) {
-        o.push_str(&format!(
-            "  {:<72} {:>10}  modified {}\n",
-            f.path,
-            format_bytes(f.bytes),
-            utc(f.modified_ms)
-        ));
-    }
-    if p.files.len() > LISTED {
-        o.push_str(&format!(
-            "  ... and {} more (--json lists all)\n",
-            p.files.len() - LISTED
-        ));
-    }
+    push_files(
+        &mut o,
+        "modified",
+        p.files
+            .iter()
+            .map(|f| (f.path.as_str(), f.bytes, f.modified_ms)),
+    );
     if !p.kept.is_empty() {
         o.push_str(&format!(
             "{} unreferenced files kept (metadata files, files modified after the cutoff, running jobs' outputs, other tables' files; --json says which)\n",

@@ -135,6 +135,9 @@ pub struct Activity {
     last_write: HashMap<PartitionValues, i64>,
     /// Commits inside the horizon, for file ages.
     digests: BTreeMap<u64, CommitDigest>,
+    /// The Iceberg metadata file whose history was read to the horizon: the same file is not
+    /// read again (an idle table costs no request between its reloads).
+    read_through: Option<String>,
 }
 
 async fn fetch(
@@ -291,6 +294,15 @@ impl Activity {
     /// The newest commit read.
     pub fn newest(&self) -> Option<u64> {
         self.newest
+    }
+
+    /// The metadata file whose history was read back to the horizon (Iceberg).
+    pub fn read_through(&self) -> Option<&str> {
+        self.read_through.as_deref()
+    }
+
+    pub fn set_read_through(&mut self, metadata: Option<String>) {
+        self.read_through = metadata;
     }
 
     /// Records a commit read out of the log's order (an Iceberg snapshot's writes).

@@ -50,12 +50,14 @@ pub async fn update(
     now_ms: i64,
     budget: usize,
 ) -> Result<()> {
-    if horizon_ms <= 0 {
+    // Nothing new since this metadata was read back to the horizon.
+    if horizon_ms <= 0 || activity.read_through() == Some(metadata) {
         return Ok(());
     }
     let mut history = History::open(&Location::parse(metadata)?, opts).await?;
     let (ancestors, first) = history.ancestors();
     let Some(newest) = ancestors.first() else {
+        activity.set_read_through(Some(metadata.to_string()));
         return Ok(());
     };
     // The table was rolled back or recreated: what was read is not its history any more.
@@ -65,9 +67,12 @@ pub async fn update(
     let horizon = now_ms.saturating_sub(horizon_ms);
     let mut left = budget;
     let mut oldest = None;
+    // Until the budget stops the read short: the next cycle then goes on from there.
+    let mut through = true;
     for (i, a) in ancestors.iter().enumerate() {
         if !activity.knows(a.sequence) {
             if left == 0 {
+                through = false;
                 break;
             }
             left -= 1;
@@ -82,6 +87,7 @@ pub async fn update(
     if let Some((a, last)) = oldest {
         activity.known_range(a.sequence, a.ts_ms, newest.sequence, first && last, horizon);
     }
+    activity.set_read_through(through.then(|| metadata.to_string()));
     Ok(())
 }
 
@@ -89,6 +95,27 @@ pub async fn update(
 mod tests {
     use super::*;
     use crate::iceberg::writes::Ancestor;
+
+    /// A metadata file already read to the horizon is not read again: this one does not
+    /// exist, so a read would fail.
+    #[tokio::test]
+    async fn the_metadata_read_through_last_time_is_not_read_again() {
+        let gone = "file:///nonexistent-lakehealth-test/t/metadata/00009-x.metadata.json";
+        let mut act = Activity::default();
+        act.set_read_through(Some(gone.to_string()));
+        let opts = OpenOptions::default();
+        assert!(
+            update(&mut act, gone, &opts, 3_600_000, 10_000_000, 8)
+                .await
+                .is_ok()
+        );
+        act.set_read_through(None);
+        assert!(
+            update(&mut act, gone, &opts, 3_600_000, 10_000_000, 8)
+                .await
+                .is_err()
+        );
+    }
 
     #[test]
     fn a_snapshots_writes_become_a_commit_and_a_replace_writes_no_data() {
